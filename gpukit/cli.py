@@ -1,0 +1,101 @@
+"""The `gpukit` command line (also `python -m gpukit`).
+
+Each subcommand lives in gpukit/commands/<name>.py and exposes `register(subparsers)`, which adds
+its parser and sets `func=handler`; a handler takes the parsed args and returns a dict (printed as
+JSON with --json) or a printable object with `to_text()`. Bad input: exit code 2 and one line that
+names the flag and what is allowed, never a traceback (API calls raise ValueError with that line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+# Modules under gpukit.commands that add subcommands, in help order. A module that is missing is
+# skipped so that partial installs still start.
+COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab")
+
+
+class CliError(Exception):
+    """Raised for bad command-line input; printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default prints usage + exits 2; we want one line
+        raise CliError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpukit", description="Will it fit on one GPU? When does a cluster pay off?")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"gpukit.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"gpukit.commands.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"gpukit {__version__}"
+
+
+def add_json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def emit(result, as_json: bool) -> None:
+    """Print a handler's result: JSON (dicts, or objects with to_json_dict) or text."""
+    if as_json:
+        payload = result.to_json_dict() if hasattr(result, "to_json_dict") else result
+        print(json.dumps(payload, indent=2, default=_json_default))
+    elif hasattr(result, "to_text"):
+        print(result.to_text())
+    elif isinstance(result, dict):
+        width = max((len(str(k)) for k in result), default=0)
+        for k, v in result.items():
+            print(f"{k:<{width}}  {v}")
+    elif result is not None:
+        print(result)
+
+
+def _json_default(o):
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return str(o)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0 if not argv else 2
+        result = args.func(args)
+        emit(result, getattr(args, "json", False))
+        return 0
+    except (CliError, ValueError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"error: {msg}" if not msg.startswith("gpukit") else msg, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Model shapes (ModelSpec) and their exact parameter counts.
+
+Vocabulary (STYLE.md): n_layers, hidden, n_heads, n_kv_heads, ffn_hidden, vocab, max_seq.
+Parameter count per layer follows the Megatron GPT layer (Narayanan et al. 2021, sec. 3; Llama
+layout in Touvron et al. 2023): attention q,o (h x h) plus k,v (h x kv_heads*head_dim), an MLP of
+two (gelu) or three (swiglu) h x ffn matrices, and two norms; plus embeddings, learned positions,
+a final norm, and an untied LM head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .errors import require_choice, require_positive_int
+
+MLP_KINDS = ("gelu", "swiglu")
+NORM_KINDS = ("layernorm", "rmsnorm")
+POSITION_KINDS = ("learned", "rope")
+ARCH_KINDS = ("decoder", "encoder")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer's shape. Only the fields that change memory, FLOPs or bytes moved."""
+
+    name: str
+    n_layers: int
+    hidden: int
+    n_heads: int
+    n_kv_heads: int | None = None  # None -> n_heads (multi-head attention)
+    ffn_hidden: int | None = None  # None -> 4*hidden (gelu) / Llama's 8/3*hidden rounded (swiglu)
+    vocab: int = 50257
+    max_seq: int = 2048
+    tied_embeddings: bool = False
+    mlp: str = "gelu"
+    norm: str = "layernorm"
+    position: str = "learned"
+    bias: bool = True
+    arch: str = "decoder"
+    head_dim: int | None = None  # None -> hidden / n_heads
+    published_params: int | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):
+            require_positive_int(f, getattr(self, f))
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        require_positive_int("n_kv_heads", self.n_kv_heads)
+        require_choice("mlp", self.mlp, MLP_KINDS)
+        require_choice("norm", self.norm, NORM_KINDS)
+        require_choice("position", self.position, POSITION_KINDS)
+        require_choice("arch", self.arch, ARCH_KINDS)
+        if self.head_dim is None:
+            if self.hidden % self.n_heads:
+                raise ValueError(
+                    f"n_heads must divide hidden: hidden {self.hidden} is not a multiple of n_heads {self.n_heads}")
+            object.__setattr__(self, "head_dim", self.hidden // self.n_heads)
+        require_positive_int("head_dim", self.head_dim)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads must divide n_heads: n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+        if self.ffn_hidden is None:
+            if self.mlp == "gelu":
+                ffn = 4 * self.hidden
+            else:  # Llama: 2/3 of 4h, rounded up to a multiple of 256 (Touvron et al. 2023, model.py)
+                ffn = 256 * -(-int(8 * self.hidden / 3) // 256)
+            object.__setattr__(self, "ffn_hidden", ffn)
+        require_positive_int("ffn_hidden", self.ffn_hidden)
+
+    # ---- parameter counts (elements) ----
+    @property
+    def kv_dim(self) -> int:
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def q_dim(self) -> int:
+        return self.n_heads * self.head_dim
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        n = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+        if self.bias:
+            n += self.q_dim + 2 * self.kv_dim + h
+        return n
+
+    def mlp_params(self) -> int:
+        h, f = self.hidden, self.ffn_hidden
+        n = (2 if self.mlp == "gelu" else 3) * h * f
+        if self.bias:
+            n += f + h if self.mlp == "gelu" else 2 * f + h
+        return n
+
+    def norm_params(self) -> int:
+        """One norm: weight (+ bias for LayerNorm)."""
+        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+    def layer_params(self) -> int:
+        return self.attention_params() + self.mlp_params() + 2 * self.norm_params()
+
+    def embedding_params(self) -> int:
+        """Token embeddings, learned positions, (encoder: token types, 2 rows)."""
+        n = self.vocab * self.hidden
+        if self.position == "learned":
+            n += self.max_seq * self.hidden
+        if self.arch == "encoder":
+            n += 2 * self.hidden
+        return n
+
+    def head_params(self) -> int:
+        """Final norm + untied LM head (+ encoder pooler, h x h + h)."""
+        n = self.norm_params()
+        if not self.tied_embeddings and self.arch == "decoder":
+            n += self.vocab * self.hidden
+        if self.arch == "encoder":
+            n += self.hidden * self.hidden + self.hidden
+        return n
+
+    @property
+    def n_params(self) -> int:
+        return self.n_layers * self.layer_params() + self.embedding_params() + self.head_params()
+
+    @property
+    def n_params_non_embedding(self) -> int:
+        """Parameters outside the token/position embeddings (Kaplan et al. 2020's N)."""
+        return self.n_params - self.embedding_params()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["n_params"] = self.n_params
+        return d

@@ -1,0 +1,84 @@
+"""Units, written down once: bytes per dtype, GB (1e9) vs GiB (2**30), formatting.
+
+Convention (see data/README.md): memory is reported in bytes and GiB (2**30), as DeepSpeed and
+torch.cuda do; bandwidth is decimal GB/s (1e9 bytes/s), as nccl-tests and spec sheets do.
+"""
+
+from __future__ import annotations
+
+GB = 10**9  # decimal gigabyte (bandwidth, spec-sheet capacities)
+GiB = 2**30  # binary gibibyte (memory actually allocatable)
+MB = 10**6
+MiB = 2**20
+
+# Bytes per element. nf4/int4 are 0.5 byte; quantization constants are counted separately.
+BYTES_PER_DTYPE: dict[str, float] = {
+    "fp64": 8,
+    "fp32": 4,
+    "tf32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+    "nf4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype` (fp32, bf16, fp16, fp8, int8, int4, nf4, ...)."""
+    try:
+        return BYTES_PER_DTYPE[dtype]
+    except KeyError:
+        raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_DTYPE)}, got {dtype!r}") from None
+
+
+def bytes_to_gib(n_bytes: float) -> float:
+    return n_bytes / GiB
+
+
+def bytes_to_gb(n_bytes: float) -> float:
+    return n_bytes / GB
+
+
+def gib_to_bytes(gib: float) -> int:
+    return int(round(gib * GiB))
+
+
+def gb_to_bytes(gb: float) -> int:
+    return int(round(gb * GB))
+
+
+def fmt_bytes(n_bytes: float, binary: bool = True) -> str:
+    """Human-readable size: '1.50 GiB' (binary, default) or '1.61 GB' (decimal)."""
+    base, names = (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (
+        1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
+    x = float(n_bytes)
+    for name in names:
+        if abs(x) < base or name == names[-1]:
+            return f"{x:.0f} {name}" if name == "B" else f"{x:.2f} {name}"
+        x /= base
+    return f"{x:.2f} {names[-1]}"  # pragma: no cover
+
+
+def fmt_count(n: float) -> str:
+    """1.23B / 456.7M / 12.3K style parameter counts."""
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{suffix}"
+    return f"{n:.0f}"
+
+
+def fmt_seconds(s: float) -> str:
+    """Seconds as us / ms / s / min / h / days."""
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    if s < 120:
+        return f"{s:.2f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    if s < 3 * 86400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
