@@ -1,13 +1,17 @@
 """Catalogs: load and validate data/*.csv; look rows up by name with a "did you mean".
 
-Every row carries `source`, `source_url` and `accessed` (validated here; tests fail without them).
-Columns and units are documented in data/README.md. Set GPUKIT_DATA to use another folder.
+Every row carries `source`, `source_url` and `accessed` (an ISO date); a row without them, a
+duplicate name or a non-numeric number is a ValueError naming the file and line. Columns, units
+and conventions (GiB capacities, dense peaks, unidirectional bandwidth) are in data/README.md.
+Set GPUKIT_DATA to read another folder. Used in: gpukit/commands/catalogs.py, memory, compute, comm.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,9 +22,35 @@ from .units import GiB
 
 PROVENANCE = ("source", "source_url", "accessed")
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+KINDS = ("gpus", "models", "interconnects")
+SCOPES = ("intra-node", "inter-node")
+# Names are looked up lower-cased, so a catalog name must already be lower case (no spaces).
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+
+GPU_COLUMNS = ("name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "nvlink_gbps", "pcie_gen", "tdp_w")
+MODEL_COLUMNS = ("name", "n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq",
+                 "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "published_params")
+INTERCONNECT_COLUMNS = ("name", "kind", "scope", "bandwidth_gbps", "latency_us")
+_REQUIRED = {"gpus": GPU_COLUMNS, "models": MODEL_COLUMNS, "interconnects": INTERCONNECT_COLUMNS}
+
+
+def peak_column(dtype: str) -> str:
+    """gpus.csv column holding the dense peak of `dtype` ('bf16' -> 'bf16_tflops', 'int8' -> 'int8_tops')."""
+    return "int8_tops" if dtype == "int8" else f"{dtype}_tflops"
+
+
+# Numeric columns per catalog (frame() converts them; the loaders validate them).
+NUMERIC_COLUMNS = {
+    "gpus": ("memory_gib", "hbm_bandwidth_gbps", *(peak_column(d) for d in PEAK_DTYPES), "nvlink_gbps", "pcie_gen",
+             "tdp_w"),
+    "models": ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq", "published_params"),
+    "interconnects": ("bandwidth_gbps", "latency_us"),
+}
+BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias"), "interconnects": ()}
 
 
 def data_dir() -> Path:
+    """The catalog folder: $GPUKIT_DATA, else the repository's data/."""
     return Path(os.environ.get("GPUKIT_DATA") or Path(__file__).resolve().parent.parent / "data")
 
 
@@ -30,7 +60,7 @@ class GPU:
 
     name: str
     vendor: str
-    memory_gib: float
+    memory_gib: float  # vendor "80GB" HBM read as 80 GiB (data/README.md)
     hbm_bandwidth_gbps: float  # decimal GB/s
     peaks_tflops: tuple[tuple[str, float], ...]  # (dtype, dense peak) for the dtypes it supports
     nvlink_gbps: float  # unidirectional per GPU, decimal GB/s; 0 if none
@@ -39,19 +69,19 @@ class GPU:
     source: str = ""
     source_url: str = ""
     accessed: str = ""
+    arch: str = ""
+    form_factor: str = ""
+    notes: str = ""
 
     @property
     def memory_bytes(self) -> int:
         return int(self.memory_gib * GiB)
 
     def peak_tflops(self, dtype: str) -> float:
-        """Dense peak for `dtype` (fp16 falls back to bf16 and vice versa); ValueError if unsupported."""
+        """Dense peak for `dtype`; ValueError if the GPU has no such unit (V100 and T4 have no bf16)."""
         peaks = dict(self.peaks_tflops)
-        alias = {"fp16": "bf16", "bf16": "fp16"}
         if dtype in peaks:
             return peaks[dtype]
-        if dtype in alias and alias[dtype] in peaks:
-            return peaks[alias[dtype]]
         raise ValueError(f"dtype {dtype!r} has no peak on {self.name}; supported: {', '.join(peaks)}")
 
     @property
@@ -72,149 +102,189 @@ class Interconnect:
     source: str = ""
     source_url: str = ""
     accessed: str = ""
+    notes: str = ""
+
+
+# ---------------------------------------------------------------- reading and validating
+def _read(path: Path, required: tuple[str, ...] = ()) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) pairs of a catalog CSV; '#' comment lines and blank lines are skipped."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"catalog file {path} not found")
+    with path.open(newline="", encoding="utf-8") as f:
+        numbered = [(i, line) for i, line in enumerate(f, start=1) if line.strip() and not line.startswith("#")]
+    if not numbered:
+        raise ValueError(f"{path}: empty catalog (no header line)")
+    # One physical line per record: a quoted newline would make the line numbers in errors lie.
+    records = list(csv.reader(line for _, line in numbered))
+    if len(records) != len(numbered):
+        raise ValueError(f"{path}: a quoted field spans lines; keep each row on one line")
+    header = [c.strip() for c in records[0]]
+    missing = [c for c in (*required, *PROVENANCE) if c not in header]
+    if missing:
+        raise ValueError(f"{path}:{numbered[0][0]}: missing column(s) {', '.join(missing)}")
+    out: list[tuple[int, dict[str, str]]] = []
+    seen: dict[str, int] = {}
+    for (lineno, _), rec in zip(numbered[1:], records[1:], strict=True):
+        where = f"{path}:{lineno}"
+        if len(rec) != len(header):
+            raise ValueError(f"{where}: {len(rec)} fields, header has {len(header)}")
+        row = {k: v.strip() for k, v in zip(header, rec, strict=True)}
+        for c in PROVENANCE:
+            if not row[c]:
+                raise ValueError(f"{where}: empty {c!r} (every row needs its provenance)")
+        try:
+            _dt.date.fromisoformat(row["accessed"])
+        except ValueError:
+            raise ValueError(f"{where}: 'accessed' must be an ISO date YYYY-MM-DD, got {row['accessed']!r}") from None
+        if "name" in header:
+            name = row["name"]
+            if not _NAME_RE.match(name):
+                raise ValueError(f"{where}: name must be lower case without spaces ([a-z0-9._+-]), got {name!r}")
+            if name in seen:
+                raise ValueError(f"{where}: duplicate name {name!r} (first on line {seen[name]})")
+            seen[name] = lineno
+        out.append((lineno, row))
+    return out
 
 
 def read_csv(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
     """Rows of a catalog CSV; ValueError naming the file and line for missing fields/duplicates."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"catalog file {path} not found")
-    with path.open(newline="") as f:
-        reader = csv.DictReader(line for line in f if not line.startswith("#"))
-        rows = list(reader)
-        cols = reader.fieldnames or []
-    missing_cols = [c for c in (*required, *PROVENANCE) if c not in cols]
-    if missing_cols:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing_cols)}")
-    seen: set[str] = set()
-    for i, row in enumerate(rows, start=2):
-        if None in row or any(v is None for v in row.values()):
-            raise ValueError(f"{path}:{i}: wrong number of fields")
-        for c in PROVENANCE:
-            if not (row.get(c) or "").strip():
-                raise ValueError(f"{path}:{i}: empty {c!r} (every row needs its provenance)")
-        name = row.get("name", "").strip()
-        if "name" in cols:
-            if not name:
-                raise ValueError(f"{path}:{i}: empty 'name'")
-            if name in seen:
-                raise ValueError(f"{path}:{i}: duplicate name {name!r}")
-            seen.add(name)
-    return rows
+    return [row for _, row in _read(path, required)]
 
 
-def _num(path, row, col, kind=float, optional=False):
-    raw = (row.get(col) or "").strip()
+def _num(where: str, row: dict, col: str, kind=float, optional: bool = False):
+    raw = row.get(col, "")
     if raw == "":
         if optional:
             return None
-        raise ValueError(f"{path}: row {row.get('name')!r}: empty {col!r}")
+        raise ValueError(f"{where}: empty {col!r} in row {row.get('name')!r}")
     try:
         v = kind(raw)
     except ValueError:
-        raise ValueError(f"{path}: row {row.get('name')!r}: {col!r} must be a {kind.__name__}, got {raw!r}") from None
-    if v < 0:
-        raise ValueError(f"{path}: row {row.get('name')!r}: {col!r} must be >= 0, got {raw!r}")
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"{where}: {col!r} must be {what}, got {raw!r}") from None
+    if v != v or v in (float("inf"), float("-inf")) or v < 0:
+        raise ValueError(f"{where}: {col!r} must be a finite number >= 0, got {raw!r}")
     return v
 
 
-def _bool(path, row, col) -> bool:
-    raw = (row.get(col) or "").strip().lower()
+def _bool(where: str, row: dict, col: str) -> bool:
+    raw = row.get(col, "").lower()
     if raw not in ("true", "false"):
-        raise ValueError(f"{path}: row {row.get('name')!r}: {col!r} must be true or false, got {raw!r}")
+        raise ValueError(f"{where}: {col!r} must be true or false, got {raw!r}")
     return raw == "true"
 
 
-@lru_cache(maxsize=8)
-def _gpus(folder: str) -> dict[str, GPU]:
-    path = Path(folder) / "gpus.csv"
+def _stamp(kind: str) -> tuple[str, tuple[int, int]]:
+    """(path, (mtime, size)) of a catalog file: the cache key, so an edited CSV is re-read."""
+    path = data_dir() / f"{kind}.csv"
+    try:
+        st = path.stat()
+        return str(path), (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return str(path), (-1, -1)
+
+
+@lru_cache(maxsize=16)
+def _gpus(path: str, _stamp_key: tuple[int, int]) -> dict[str, GPU]:
     out = {}
-    for r in read_csv(path, ("name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "nvlink_gbps", "pcie_gen", "tdp_w")):
-        peaks = tuple((d, p) for d in PEAK_DTYPES
-                      if (p := _num(path, r, f"{d}_tflops" if d != "int8" else "int8_tops", optional=True)))
+    for line, r in _read(Path(path), GPU_COLUMNS):
+        where = f"{path}:{line}"
+        peaks = tuple((d, p) for d in PEAK_DTYPES if (p := _num(where, r, peak_column(d), optional=True)))
         if not peaks:
-            raise ValueError(f"{path}: row {r['name']!r}: no peak TFLOPS at all")
+            raise ValueError(f"{where}: row {r['name']!r} has no peak TFLOPS at all")
         out[r["name"]] = GPU(
-            name=r["name"], vendor=r["vendor"], memory_gib=_num(path, r, "memory_gib"),
-            hbm_bandwidth_gbps=_num(path, r, "hbm_bandwidth_gbps"), peaks_tflops=peaks,
-            nvlink_gbps=_num(path, r, "nvlink_gbps"), pcie_gen=_num(path, r, "pcie_gen", int),
-            tdp_w=_num(path, r, "tdp_w"), source=r["source"], source_url=r["source_url"], accessed=r["accessed"])
+            name=r["name"], vendor=r["vendor"], memory_gib=_num(where, r, "memory_gib"),
+            hbm_bandwidth_gbps=_num(where, r, "hbm_bandwidth_gbps"), peaks_tflops=peaks,
+            nvlink_gbps=_num(where, r, "nvlink_gbps"), pcie_gen=_num(where, r, "pcie_gen", int),
+            tdp_w=_num(where, r, "tdp_w"), source=r["source"], source_url=r["source_url"], accessed=r["accessed"],
+            arch=r.get("arch", ""), form_factor=r.get("form_factor", ""), notes=r.get("notes", ""))
     return out
 
 
-@lru_cache(maxsize=8)
-def _models(folder: str) -> dict[str, ModelSpec]:
-    path = Path(folder) / "models.csv"
+@lru_cache(maxsize=16)
+def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
     out = {}
-    cols = ("name", "n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq",
-            "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "published_params")
-    for r in read_csv(path, cols):
+    for line, r in _read(Path(path), MODEL_COLUMNS):
+        where = f"{path}:{line}"
+        ints = {c: _num(where, r, c, int) for c in MODEL_COLUMNS if c in NUMERIC_COLUMNS["models"]}
+        bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"]}
         try:
-            out[r["name"]] = ModelSpec(
-                name=r["name"], n_layers=_num(path, r, "n_layers", int), hidden=_num(path, r, "hidden", int),
-                n_heads=_num(path, r, "n_heads", int), n_kv_heads=_num(path, r, "n_kv_heads", int),
-                ffn_hidden=_num(path, r, "ffn_hidden", int), vocab=_num(path, r, "vocab", int),
-                max_seq=_num(path, r, "max_seq", int), tied_embeddings=_bool(path, r, "tied_embeddings"),
-                mlp=r["mlp"], norm=r["norm"], position=r["position"], bias=_bool(path, r, "bias"),
-                arch=r["arch"], published_params=_num(path, r, "published_params", int))
-        except ValueError as e:
-            if str(e).startswith(str(path)):
-                raise
-            raise ValueError(f"{path}: row {r['name']!r}: {e}") from None
+            out[r["name"]] = ModelSpec(name=r["name"], mlp=r["mlp"], norm=r["norm"], position=r["position"],
+                                       arch=r["arch"], **ints, **bools)
+        except ValueError as e:  # ModelSpec's one-line message, placed in the file
+            raise ValueError(f"{where}: {e}") from None
     return out
 
 
-@lru_cache(maxsize=8)
-def _interconnects(folder: str) -> dict[str, Interconnect]:
-    path = Path(folder) / "interconnects.csv"
+@lru_cache(maxsize=16)
+def _interconnects(path: str, _stamp_key: tuple[int, int]) -> dict[str, Interconnect]:
     out = {}
-    for r in read_csv(path, ("name", "kind", "scope", "bandwidth_gbps", "latency_us")):
+    for line, r in _read(Path(path), INTERCONNECT_COLUMNS):
+        where = f"{path}:{line}"
+        if r["scope"] not in SCOPES:
+            raise ValueError(f"{where}: scope must be one of {', '.join(SCOPES)}, got {r['scope']!r}")
+        bw = _num(where, r, "bandwidth_gbps")
+        if bw <= 0:
+            raise ValueError(f"{where}: 'bandwidth_gbps' must be > 0, got {r['bandwidth_gbps']!r}")
         out[r["name"]] = Interconnect(
-            name=r["name"], kind=r["kind"], scope=r["scope"], bandwidth_gbps=_num(path, r, "bandwidth_gbps"),
-            latency_us=_num(path, r, "latency_us"), source=r["source"], source_url=r["source_url"],
-            accessed=r["accessed"])
+            name=r["name"], kind=r["kind"], scope=r["scope"], bandwidth_gbps=bw,
+            latency_us=_num(where, r, "latency_us"), source=r["source"], source_url=r["source_url"],
+            accessed=r["accessed"], notes=r.get("notes", ""))
     return out
 
 
+# ---------------------------------------------------------------- public API
 def gpus() -> dict[str, GPU]:
-    return _gpus(str(data_dir()))
+    """All GPUs of data/gpus.csv by name."""
+    return _gpus(*_stamp("gpus"))
 
 
 def models() -> dict[str, ModelSpec]:
-    return _models(str(data_dir()))
+    """All models of data/models.csv by name (ModelSpec with published_params)."""
+    return _models(*_stamp("models"))
 
 
 def interconnects() -> dict[str, Interconnect]:
-    return _interconnects(str(data_dir()))
+    """All links of data/interconnects.csv by name."""
+    return _interconnects(*_stamp("interconnects"))
+
+
+def _lookup(kind: str, name, table: dict):
+    key = str(name).strip().lower()
+    if key not in table:
+        raise did_you_mean(kind, str(name), table)
+    return table[key]
 
 
 def get_gpu(name: str) -> GPU:
     """The GPU row called `name` (case-insensitive); ValueError with suggestions otherwise."""
-    table = gpus()
-    key = str(name).strip().lower()
-    if key not in table:
-        raise did_you_mean("gpu", str(name), table)
-    return table[key]
+    return _lookup("gpu", name, gpus())
 
 
 def get_model(name: str) -> ModelSpec:
-    table = models()
-    key = str(name).strip().lower()
-    if key not in table:
-        raise did_you_mean("model", str(name), table)
-    return table[key]
+    """The model row called `name` (case-insensitive); ValueError with suggestions otherwise."""
+    return _lookup("model", name, models())
 
 
 def get_interconnect(name: str) -> Interconnect:
-    table = interconnects()
-    key = str(name).strip().lower()
-    if key not in table:
-        raise did_you_mean("link", str(name), table)
-    return table[key]
+    """The link row called `name` (case-insensitive); ValueError with suggestions otherwise."""
+    return _lookup("link", name, interconnects())
 
 
 def frame(kind: str):
-    """The raw catalog `kind` (gpus, models, interconnects) as a pandas DataFrame."""
+    """The catalog `kind` (gpus, models, interconnects) as a pandas DataFrame, numbers as numbers."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     import pandas as pd
 
-    return pd.DataFrame(read_csv(data_dir() / f"{kind}.csv"))
+    {"gpus": gpus, "models": models, "interconnects": interconnects}[kind]()  # validate first
+    df = pd.DataFrame(read_csv(data_dir() / f"{kind}.csv"))
+    for c in NUMERIC_COLUMNS[kind]:
+        if c in df:
+            df[c] = pd.to_numeric(df[c].mask(df[c] == ""))
+    for c in BOOL_COLUMNS[kind]:
+        if c in df:
+            df[c] = df[c].str.lower() == "true"
+    return df

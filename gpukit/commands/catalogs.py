@@ -1,0 +1,116 @@
+"""`gpukit gpus`, `gpukit models`, `gpukit links`: print the catalogs (data/*.csv) as tables or JSON.
+
+gpus    GPU spec sheets: memory (GiB), HBM GB/s, dense peak TFLOPS per dtype, NVLink GB/s (one way)
+models  model shapes with n_params computed by gpukit.specs.ModelSpec next to the published count
+links   interconnects: unidirectional GB/s per GPU and one-way latency (us)
+Optional NAMEs select rows (unknown name: exit 2 with a "did you mean"). --json prints a list of
+dicts with every column, provenance included; --sources adds source and access date to the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import catalog
+from ..cli import add_json_flag
+from ..units import fmt_count
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """Rows for --json (all fields) and the narrower rows printed as a table."""
+
+    rows: tuple[dict, ...]
+    text_rows: tuple[dict, ...]
+    title: str = ""
+
+    def to_json_dict(self) -> list[dict]:
+        return [dict(r) for r in self.rows]
+
+    def to_text(self) -> str:
+        import pandas as pd
+
+        if not self.text_rows:
+            return "(no rows)"
+        table = pd.DataFrame(list(self.text_rows)).to_string(index=False, na_rep="-")
+        return f"{self.title}\n{table}" if self.title else table
+
+
+def _select(table: dict, names, lookup) -> list:
+    return [lookup(n) for n in names] if names else list(table.values())
+
+
+def _provenance(row: dict, d: dict, with_sources: bool) -> dict:
+    if with_sources:
+        d["source"] = row["source"]
+        d["accessed"] = row["accessed"]
+    return d
+
+
+def gpu_rows(names=(), with_sources: bool = False) -> CatalogTable:
+    """GPU rows: JSON rows carry every column (None where a dtype is unsupported)."""
+    rows, text = [], []
+    for g in _select(catalog.gpus(), names, catalog.get_gpu):
+        peaks = dict(g.peaks_tflops)
+        full = {"name": g.name, "vendor": g.vendor, "arch": g.arch, "form_factor": g.form_factor,
+                "memory_gib": g.memory_gib, "memory_bytes": g.memory_bytes, "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
+                **{catalog.peak_column(d): peaks.get(d) for d in catalog.PEAK_DTYPES},
+                "nvlink_gbps": g.nvlink_gbps, "pcie_gen": g.pcie_gen, "tdp_w": g.tdp_w,
+                "source": g.source, "source_url": g.source_url, "accessed": g.accessed, "notes": g.notes}
+        rows.append(full)
+        short = {"name": g.name, "arch": g.arch, "mem_gib": g.memory_gib, "hbm_gbps": g.hbm_bandwidth_gbps,
+                 **{d: peaks.get(d) for d in catalog.PEAK_DTYPES}, "nvlink_gbps": g.nvlink_gbps,
+                 "pcie": g.pcie_gen, "tdp_w": g.tdp_w}
+        text.append(_provenance(full, short, with_sources))
+    return CatalogTable(tuple(rows), tuple(text), "GPUs (data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
+                        "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W")
+
+
+def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
+    """Model rows with n_params (computed), published_params and their difference in percent."""
+    raw = {r["name"]: r for r in catalog.read_csv(catalog.data_dir() / "models.csv")}
+    rows, text = [], []
+    for m in _select(catalog.models(), names, catalog.get_model):
+        r = raw[m.name]
+        pub = m.published_params
+        diff = 100.0 * (m.n_params - pub) / pub if pub else None
+        full = {**m.to_dict(), "params_diff_pct": diff,
+                "source": r["source"], "source_url": r["source_url"], "accessed": r["accessed"],
+                "notes": r.get("notes", "")}
+        rows.append(full)
+        short = {"name": m.name, "arch": m.arch, "layers": m.n_layers, "hidden": m.hidden, "heads": m.n_heads,
+                 "kv_heads": m.n_kv_heads, "ffn": m.ffn_hidden, "vocab": m.vocab, "max_seq": m.max_seq,
+                 "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
+                 "diff_pct": None if diff is None else round(diff, 3)}
+        text.append(_provenance(full, short, with_sources))
+    return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
+                        "published = the source's count, diff_pct = (n_params - published) / published")
+
+
+def link_rows(names=(), with_sources: bool = False) -> CatalogTable:
+    """Interconnect rows: unidirectional GB/s per GPU or port, one-way latency in us."""
+    rows, text = [], []
+    for link in _select(catalog.interconnects(), names, catalog.get_interconnect):
+        full = {"name": link.name, "kind": link.kind, "scope": link.scope, "bandwidth_gbps": link.bandwidth_gbps,
+                "latency_us": link.latency_us, "source": link.source, "source_url": link.source_url,
+                "accessed": link.accessed, "notes": link.notes}
+        rows.append(full)
+        short = {"name": link.name, "kind": link.kind, "scope": link.scope,
+                 "bandwidth_gbps": link.bandwidth_gbps, "latency_us": link.latency_us}
+        text.append(_provenance(full, short, with_sources))
+    return CatalogTable(tuple(rows), tuple(text), "Links (data/interconnects.csv): bandwidth GB/s per GPU or port, "
+                        "one direction; latency_us one way, small message")
+
+
+def register(sub) -> None:
+    specs = (
+        ("gpus", gpu_rows, "GPU spec sheets (dense peaks, GiB, unidirectional NVLink)", ()),
+        ("models", model_rows, "model shapes with computed and published parameter counts", ()),
+        ("links", link_rows, "interconnects: unidirectional GB/s and one-way latency", ("interconnects",)),
+    )
+    for cmd, fn, help_text, aliases in specs:
+        p = sub.add_parser(cmd, aliases=list(aliases), help=help_text, description=__doc__.split("\n\n")[0])
+        p.add_argument("names", nargs="*", metavar="NAME", help="rows to show (default: all)")
+        p.add_argument("--sources", action="store_true", help="add source and access date to the table")
+        add_json_flag(p)
+        p.set_defaults(func=lambda args, fn=fn: fn(tuple(args.names), args.sources))
