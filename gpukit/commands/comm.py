@@ -1,0 +1,109 @@
+"""`gpukit comm`: predicted time, algbw and busbw of one collective (thin view over gpukit.comm)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+from ..cli import add_json_flag
+from ..comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
+from ..units import fmt_bytes, fmt_seconds
+
+_BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(text: str) -> float:
+    """'1e9', '1GB' (10^9), '256MiB' (2^28), '4096', '1.5 GiB' -> bytes (decimal kB/MB/GB/TB, binary
+    KiB/MiB/GiB/TiB, as units.py). A bare K/M/G is refused: it is ambiguous."""
+    s = str(text).strip().replace("_", "")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)", s)
+    unit = m.group(2).upper() if m else None
+    if not m or unit not in _BYTE_UNITS:
+        raise ValueError(f"expected a size like 1e9, 4096, 1GB (10^9) or 256MiB (2^28), got {text!r}")
+    value = float(m.group(1)) * _BYTE_UNITS[unit]
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite size, got {text!r}")
+    return value
+
+
+def _bytes(text):
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _ranks(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return v
+
+
+def resolve_link(name: str, profile=None):
+    """A link by name: the profile's measured fit if it has one, else the catalog row."""
+    if profile is not None and profile.has_link(name):
+        fit = profile.link(name)
+        return fit.alpha_s, fit.beta_gbps
+    from ..catalog import get_interconnect
+
+    return get_interconnect(name)
+
+
+class _Report:
+    def __init__(self, cost, describe: str):
+        self.cost, self.describe = cost, describe
+
+    def to_json_dict(self) -> dict:
+        return self.cost.to_json_dict()
+
+    def to_text(self) -> str:
+        c = self.cost
+        return (f"{self.describe}: {fmt_seconds(c.time_s)} (latency {fmt_seconds(c.latency_s)}, bandwidth "
+                f"{fmt_seconds(c.bandwidth_s)}); algbw {c.algbw_gbps:.2f} GB/s, busbw {c.busbw_gbps:.2f} GB/s")
+
+
+def _comm(args):
+    profile = None
+    if args.profile:
+        from ..profile import load_profile
+
+        profile = load_profile(args.profile)
+    link = resolve_link(args.link, profile)
+    size = f"{fmt_bytes(args.bytes, binary=False)}"
+    if args.ranks_per_node is None and args.inter_link is None:
+        cost = collective_time(args.op, args.bytes, args.ranks, link, args.algorithm)
+        return _Report(cost, f"{args.op} of {size} on {args.ranks} ranks over {args.link} ({args.algorithm})")
+    if args.ranks_per_node is None or args.inter_link is None:
+        raise ValueError("--ranks-per-node and --inter-link go together (intra-node link = --link)")
+    if args.op != "all_reduce":
+        raise ValueError(f"--op must be all_reduce for the hierarchical model (--ranks-per-node), got {args.op}")
+    if args.ranks % args.ranks_per_node:
+        raise ValueError(f"--ranks {args.ranks} must be a multiple of --ranks-per-node {args.ranks_per_node}")
+    nodes = args.ranks // args.ranks_per_node
+    cost = hierarchical_all_reduce(args.bytes, nodes, args.ranks_per_node, link,
+                                   resolve_link(args.inter_link, profile), args.algorithm)
+    return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.ranks_per_node} ranks "
+                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("comm", help="alpha-beta time, algbw and busbw of a collective",
+                              description="t = c_alpha*alpha + c_beta*S/B (Thakur et al. 2005); S follows "
+                                          "nccl-tests: per-rank buffer for all_reduce/broadcast/reduce/send_recv, "
+                                          "total size for all_gather/reduce_scatter/all_to_all")
+    p.add_argument("--op", choices=OPS, required=True)
+    p.add_argument("--bytes", type=_bytes, required=True, help="message size S: 1e9, 1GB, 256MiB")
+    p.add_argument("--ranks", type=_ranks, required=True, help="number of ranks (GPUs)")
+    p.add_argument("--link", required=True, help="a link from `gpukit links` (intra-node with --ranks-per-node)")
+    p.add_argument("--ranks-per-node", type=_ranks, help="hierarchical all_reduce: ranks per node")
+    p.add_argument("--inter-link", help="hierarchical all_reduce: the link between nodes")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
+    p.add_argument("--profile", help="calibration profile JSON: use its measured alpha/beta for links it has")
+    add_json_flag(p)
+    p.set_defaults(func=_comm)

@@ -1,0 +1,184 @@
+"""`gpukit train-time`, `gpukit flops`, `gpukit roofline`: thin views over gpukit.compute."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+from ..cli import add_json_flag
+from ..compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
+from ..units import BYTES_PER_DTYPE
+
+_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def parse_count(text: str) -> float:
+    """'2e12', '2T', '300B', '1.5M', '10K', '2_000' -> a positive float (K=1e3, M=1e6, B=G=1e9, T=1e12)."""
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", s)
+    if not m:
+        raise ValueError(f"expected a count like 2e12, 2T, 300B, 1.5M or 10K, got {text!r}")
+    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2).upper()]
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"expected a count > 0, got {text!r}")
+    return value
+
+
+def _count(text):
+    try:
+        return parse_count(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive_int(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _fraction(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not (0 < v <= 1):
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return v
+
+
+def _model_or_params(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--model", help="a model from `gpukit models` (data/models.csv)")
+    g.add_argument("--params", type=_count, help="n_params, e.g. 175B or 7e9 (no attention term)")
+
+
+def _resolve_model(args):
+    if args.model is None:
+        return None
+    from ..catalog import get_model
+
+    return get_model(args.model)
+
+
+class Report:
+    """A handler result: JSON dict plus a text rendering."""
+
+    def __init__(self, payload: dict, text: str):
+        self.payload, self.text = payload, text
+
+    def to_json_dict(self) -> dict:
+        return self.payload
+
+    def to_text(self) -> str:
+        return self.text
+
+
+def _train_time(args):
+    from ..catalog import get_gpu
+
+    if args.efficiency is not None and args.profile is None:
+        raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
+    model = _resolve_model(args)
+    profile = None
+    if args.profile:
+        from ..profile import load_profile
+
+        profile = load_profile(args.profile)
+    r = time_to_train(model if model is not None else args.params, args.tokens, get_gpu(args.gpu), args.gpus,
+                      mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
+                      dtype=args.dtype, seq_len=args.seq_len)
+    return r
+
+
+def _flops(args):
+    model = _resolve_model(args)
+    kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
+    f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
+                        include_embeddings=args.include_embeddings, recompute=args.recompute, mode=args.mode,
+                        context=args.context, **kw)
+    d = f.to_json_dict()
+    lines = [f"{k:<28} {v:.4g}" for k, v in f.breakdown]
+    lines += [f"{'model_flops per token':<28} {f.model_flops:.4g}", f"{'hardware_flops per token':<28} "
+              f"{f.hardware_flops:.4g}"]
+    if f.note:
+        lines.append(f"note: {f.note}")
+    return Report(d, "\n".join(lines))
+
+
+def _roofline(args):
+    from ..catalog import get_gpu
+
+    gpu = get_gpu(args.gpu)
+    if args.model:
+        from ..catalog import get_model
+
+        if args.seq_len is None:
+            raise ValueError("--seq-len is required with --model")
+        r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
+                           context=args.context)
+        lines = [f"{o.name:<12} AI {o.intensity_flop_per_byte:9.1f} FLOP/B  {o.bound:<7} "
+                 f"{o.attainable_tflops:8.1f} TFLOP/s  {o.time_s * 1e6:10.1f} us" for o in r.ops]
+        lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
+                     f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
+        return Report(r.to_json_dict(), "\n".join(lines))
+    missing = [f"--{x}" for x in ("m", "n", "k") if getattr(args, x) is None]
+    if missing:
+        raise ValueError(f"give --m, --n and --k (or --model); missing {', '.join(missing)}")
+    r = roofline_matmul(args.m, args.n, args.k, args.dtype, gpu, batch=args.batch)
+    text = (f"({args.m} x {args.k}) @ ({args.k} x {args.n}) {args.dtype} on {gpu.name}: intensity "
+            f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
+            f"attainable {r.attainable_tflops:.1f} of {r.peak_tflops:.1f} TFLOP/s, {r.time_s * 1e6:.1f} us")
+    return Report(r.to_json_dict(), text)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("train-time", help="time to train on T tokens: FLOPs, days, GPU-hours",
+                              description="seconds = FLOPs / (n_gpus x peak x utilization) "
+                                          "(Narayanan et al. 2021 eq. 4)")
+    _model_or_params(p)
+    p.add_argument("--tokens", type=_count, required=True, help="training tokens, e.g. 300B, 2T, 2e12")
+    p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
+    p.add_argument("--gpus", type=_positive_int, required=True, help="number of GPUs")
+    u = p.add_mutually_exclusive_group()
+    u.add_argument("--mfu", type=_fraction, help="share of peak sustained, in (0, 1] (default 0.40, assumed)")
+    u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
+    p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
+    p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--seq-len", type=_positive_int, help="sequence length (default: the model's max_seq)")
+    add_json_flag(p)
+    p.set_defaults(func=_train_time)
+
+    p = subparsers.add_parser("flops", help="FLOPs per token (train, prefill, decode) with a breakdown")
+    _model_or_params(p)
+    p.add_argument("--seq-len", type=_positive_int, required=True)
+    p.add_argument("--mode", choices=MODES, default="train")
+    p.add_argument("--context", type=_positive_int, help="decode: KV length attended (default seq-len)")
+    p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
+    p.add_argument("--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)")
+    p.add_argument("--n-layers", type=_positive_int, help="with --params: layers, for the attention term")
+    p.add_argument("--hidden", type=_positive_int, help="with --params: n_heads x head_dim, for the attention term")
+    add_json_flag(p)
+    p.set_defaults(func=_flops)
+
+    p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--m", type=_positive_int)
+    p.add_argument("--n", type=_positive_int)
+    p.add_argument("--k", type=_positive_int)
+    p.add_argument("--batch", type=_positive_int, default=1, help="number of identical matmuls")
+    p.add_argument("--model", help="instead of m/n/k: one layer of this model")
+    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--micro-batch", type=_positive_int, default=1)
+    p.add_argument("--mode", choices=("prefill", "decode"), default="prefill")
+    p.add_argument("--context", type=_positive_int)
+    add_json_flag(p)
+    p.set_defaults(func=_roofline)
