@@ -1,0 +1,239 @@
+"""Tiny helpers the notebooks call: environment line, parameter checks, QUICK sizes, records.
+
+Each helper keeps a notebook cell short and behaves the same in JupyterLab and under papermill:
+
+- `show_env()` prints the one-line environment report (setup cell of every notebook).
+- `check_param(name, value, allowed)` stops a run with one line naming a bad parameter.
+- `quick()` is True when GPUKIT_QUICK=1 (Binder, `make run --quick`): `QUICK = QUICK or nbtools.quick()`.
+- `pick(QUICK, quick=..., full=...)` chooses sizes for QUICK mode (CI, Binder) or the full run.
+- `gpu_only(what)` says "skipped: ... needs a CUDA device" on CPU machines (STYLE principle 7).
+- `record(name, value, unit, note)` keeps a key figure for `make run`'s summary (gpukit.runbook).
+- `check_answer(answer, expected)` is the check behind an exercise.
+- `COURSE` / `course_map()` is the course map that README.md and notebook 00 show.
+
+Used in: notebooks/00_start_here and every later notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+RECORD_ENV = "GPUKIT_RECORD"  # path of the JSON list that record() appends to (set by gpukit.runbook)
+NOTEBOOK_ENV = "GPUKIT_NOTEBOOK"  # name of the notebook being run headless (set by gpukit.runbook)
+
+
+@dataclass(frozen=True)
+class CourseEntry:
+    """One notebook of the course: file stem, the question it answers, where it runs."""
+
+    notebook: str
+    question: str
+    runs_on_cpu: str
+    needs_gpu: str
+
+
+# The course map, in teaching order. README.md and notebook 00 show it (tests/test_hygiene.py
+# checks that every notebook file is listed here, in the README and in notebook 00).
+COURSE: tuple[CourseEntry, ...] = (
+    CourseEntry("00_start_here", "What is in this course, does it run here, how do widgets and "
+                "headless runs work?", "yes", "no"),
+    CourseEntry("01_what_fits_on_one_gpu", "Will this model fit on one GPU, and where does the "
+                "memory go (weights, gradients, optimizer, activations, KV cache)?", "yes",
+                "no (GPU cells run when one is present)"),
+    CourseEntry("02_fitting_tricks", "Which tricks make it fit (mixed precision, recompute, ZeRO, "
+                "offload, LoRA, quantization) and what does each cost?", "yes",
+                "no (GPU cells run when one is present)"),
+    CourseEntry("03_compute_and_time", "How long will it take: FLOPs, MFU, roofline, time to "
+                "train?", "yes", "no (GPU cells run when one is present)"),
+    CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
+                "how data parallelism scales?", "yes (gloo on loopback)",
+                "no (NCCL cells run when GPUs are present)"),
+)
+
+
+def course_map(notebook_dir: str | Path | None = None):
+    """The course map as a pandas DataFrame, with `available` = the notebook file exists."""
+    import pandas as pd
+
+    folder = Path(notebook_dir) if notebook_dir else Path(__file__).resolve().parent.parent / "notebooks"
+    rows = [{"notebook": c.notebook, "question": c.question, "runs on CPU?": c.runs_on_cpu,
+             "needs a GPU?": c.needs_gpu, "available": (folder / f"{c.notebook}.ipynb").exists()}
+            for c in COURSE]
+    return pd.DataFrame(rows)
+
+
+def show_env(quick: bool | None = None) -> dict:
+    """Print the one-line environment report and return `gpukit.envinfo.environment()`."""
+    from .envinfo import describe_environment, environment
+
+    # No QUICK/full here: the setup cell runs before papermill's parameters cell sets QUICK.
+    env = environment(quick=quick)
+    print(f"Environment: {describe_environment(env)} | Python {env['python']} | gpukit {env['gpukit']}")
+    return env
+
+
+def _is_type_spec(allowed) -> bool:
+    if isinstance(allowed, type):
+        return True
+    return isinstance(allowed, tuple) and len(allowed) > 0 and all(isinstance(a, type) for a in allowed)
+
+
+def _same(a, b) -> bool:
+    # 1 == True in Python; a parameter list [True, False] must not accept 1.
+    return a == b and (type(a) is type(b) or (isinstance(a, numbers.Real) and isinstance(b, numbers.Real)
+                                              and not isinstance(a, bool) and not isinstance(b, bool)))
+
+
+def check_param(name: str, value, allowed):
+    """Return `value` if it is allowed, else raise ValueError with one line naming the parameter.
+
+    `allowed` is one of: a type or tuple of types (`bool`, `(int, float)`; a bool is not an int
+    here), a `range` of integers, a collection of allowed values (`["fp32", "bf16"]`), or a
+    predicate `f(value) -> bool` whose docstring's first line says what is allowed.
+
+    >>> check_param("DTYPE", "bf16", ["fp32", "bf16"])
+    'bf16'
+    >>> check_param("QUICK", "yes", bool)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter QUICK must be of type bool; got 'yes' (str)
+    """
+    if _is_type_spec(allowed):
+        types = allowed if isinstance(allowed, tuple) else (allowed,)
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            names = " or ".join(t.__name__ for t in types)
+            raise ValueError(f"parameter {name} must be of type {names}; got {value!r} ({type(value).__name__})")
+        return value
+    if isinstance(allowed, range):
+        if not (isinstance(value, int) and not isinstance(value, bool) and value in allowed):
+            step = f" in steps of {allowed.step}" if allowed.step != 1 else ""
+            raise ValueError(f"parameter {name} must be an integer from {allowed.start} to "
+                             f"{allowed.stop - 1}{step}; got {value!r}")
+        return value
+    if isinstance(allowed, Collection) and not isinstance(allowed, (str, bytes)):
+        if not any(_same(value, a) for a in allowed):
+            choices = ", ".join(repr(a) for a in allowed)
+            raise ValueError(f"parameter {name} must be one of {choices}; got {value!r}")
+        return value
+    if callable(allowed):
+        if not allowed(value):
+            doc = (allowed.__doc__ or "").strip().splitlines()
+            what = doc[0].rstrip(".") if doc else f"satisfy {getattr(allowed, '__name__', 'the check')}"
+            raise ValueError(f"parameter {name} must be {what}; got {value!r}")
+        return value
+    raise TypeError(f"check_param: allowed must be a type, range, collection or predicate, got {allowed!r}")
+
+
+def quick() -> bool:
+    """True when GPUKIT_QUICK=1 (Binder's start script, `make run RUN_ARGS=--quick`) asks for QUICK.
+
+    Notebooks apply it after the parameters cell: `QUICK = QUICK or nbtools.quick()`.
+    """
+    from .envinfo import quick_from_env
+
+    return quick_from_env()
+
+
+def pick(is_quick: bool, /, *, quick, full):
+    """`quick` in QUICK mode (CI, Binder), else `full`: `n = pick(QUICK, quick=256, full=2048)`."""
+    return quick if is_quick else full
+
+
+def has_cuda() -> bool:
+    """True when torch sees a CUDA (or ROCm) device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def gpu_only(what: str) -> bool:
+    """True when a CUDA device is present; otherwise print one 'skipped: ...' line and return False.
+
+    Use as `if nbtools.gpu_only("the CUDA matmul"): ...` so a CPU run says what it skipped.
+    """
+    if has_cuda():
+        return True
+    print(f"skipped: {what} needs a CUDA device (this machine: CPU only)")
+    return False
+
+
+def _plain(value):
+    # numpy / torch scalars -> Python numbers so the record file stays plain JSON.
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"record value must be a real number, got {value!r}")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+def record(name: str, value, unit: str, note: str = "") -> dict:
+    """Keep a key figure of this run for `make run`'s summary; returns the record.
+
+    Appends {notebook, name, value, unit, note, time} to the JSON list at $GPUKIT_RECORD (set by
+    gpukit.runbook); without that variable (an interactive session) nothing is written. Label CPU
+    figures as CPU in `name` or `note`.
+    """
+    if not name or not isinstance(name, str):
+        raise ValueError(f"record name must be a non-empty string, got {name!r}")
+    rec = {"notebook": os.environ.get(NOTEBOOK_ENV, ""), "name": name, "value": _plain(value),
+           "unit": str(unit), "note": str(note), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    path = os.environ.get(RECORD_ENV)
+    if path:
+        records = read_records(path)
+        records.append(rec)
+        _write_json_atomic(Path(path), records)
+    return rec
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """The records written by `record()` (an empty list if the file does not exist yet)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = json.loads(p.read_text(encoding="utf-8") or "[]")
+    if not isinstance(data, list):
+        raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def _write_json_atomic(path: Path, data) -> None:
+    # Write then rename, so a run killed mid-write never leaves half a file for the summary.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+def check_answer(answer, expected: float, rel_tol: float = 0.02, name: str = "answer") -> bool | None:
+    """The check behind an exercise: prints whether `answer` is within `rel_tol` of `expected`.
+
+    Returns None (and says so) while the answer is still None, so a headless run never fails on
+    an unanswered exercise; True when close enough; False otherwise.
+    """
+    if answer is None:
+        print(f"{name}: not answered yet (replace None with your number and run this cell again)")
+        return None
+    try:
+        x = float(answer)
+    except (TypeError, ValueError):
+        print(f"{name}: expected a number, got {answer!r}")
+        return False
+    if math.isclose(x, expected, rel_tol=rel_tol):
+        print(f"{name}: correct ({x:.4g})")
+        return True
+    direction = "too high" if x > expected else "too low"
+    print(f"{name}: not quite: {x:.4g} is {direction} by {abs(x - expected) / abs(expected):.0%}")
+    return False
+

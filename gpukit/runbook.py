@@ -1,0 +1,222 @@
+"""`make run`: execute every notebook headless with papermill, then summarize what was measured.
+
+    python -m gpukit.runbook --out build/notebooks [--quick] [--only 01[,02]] [--timeout 600]
+
+Each notebook runs in a fresh `python3` kernel (this interpreter's), with its folder as working
+directory, into OUT/<name>.ipynb. A notebook keeps key figures with
+`gpukit.nbtools.record(name, value, unit, note)`; this runner points GPUKIT_RECORD at
+OUT/records.json (emptied at the start of a run) and GPUKIT_NOTEBOOK at the notebook's name. The
+summary lists every notebook (ok/FAILED, run time, the failing cell) and every recorded figure;
+OUT/summary.json holds the same. Exit code 0 if all notebooks ran, 1 if any failed, 2 on bad
+arguments. `--quick` (or GPUKIT_QUICK=1) passes `QUICK=True` and sets GPUKIT_QUICK=1.
+
+Used in: Makefile (`make run`), tests/test_notebooks.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
+from .nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
+
+KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
+DEFAULT_TIMEOUT_S = 600  # per cell
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """How one notebook ran: ok, wall time in seconds, output path, the failing cell in one line."""
+
+    notebook: str
+    ok: bool
+    seconds: float
+    output: str
+    error: str = ""  # "cell 7: ValueError: parameter QUICK must be ..." (one line)
+    detail: str = ""  # the full traceback text, for tests and logs
+
+
+def notebook_dir() -> Path:
+    """The course's notebooks/ folder (next to the gpukit package in a source checkout)."""
+    return Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def discover(folder: str | Path, only: list[str] | None = None) -> list[Path]:
+    """notebooks/NN_*.ipynb in order; `only` keeps those whose name starts with one of the tokens."""
+    folder = Path(folder)
+    books = sorted(p for p in folder.glob("*.ipynb") if p.name[:2].isdigit())
+    if only:
+        tokens = [t.strip() for item in only for t in item.split(",") if t.strip()]
+        chosen = [p for p in books if any(p.stem.startswith(t) for t in tokens)]
+        if not chosen:
+            known = ", ".join(p.stem for p in books) or "none"
+            raise ValueError(f"--only {','.join(tokens)} matches no notebook in {folder}; known: {known}")
+        return chosen
+    return books
+
+
+@contextlib.contextmanager
+def _environ(**values):
+    # The kernel inherits os.environ at launch; restore ours afterwards.
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = str(v)
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, parameters: dict | None = None,
+                 timeout_s: int = DEFAULT_TIMEOUT_S, record_path: str | Path | None = None,
+                 env: dict | None = None) -> NotebookRun:
+    """Execute one notebook with papermill into `out_dir`; never raises for a failing notebook.
+
+    `timeout_s` is per cell (papermill's execution_timeout). `env` adds variables for the kernel
+    (e.g. MPLBACKEND=Agg in tests).
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    nb, out_dir = Path(nb).resolve(), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / nb.name
+    params = dict(parameters or {})
+    if quick:
+        params.setdefault("QUICK", True)
+    kernel_env = {NOTEBOOK_ENV: nb.stem, QUICK_ENV: "1" if quick else None, **(env or {})}
+    if record_path is not None:
+        kernel_env[RECORD_ENV] = str(Path(record_path).resolve())
+    t0 = time.perf_counter()
+    error = detail = ""
+    with _environ(**kernel_env):
+        try:
+            papermill.execute_notebook(
+                str(nb), str(out), parameters=params, kernel_name=KERNEL_NAME, language="python",
+                cwd=str(nb.parent), execution_timeout=timeout_s, progress_bar=False)
+        except PapermillExecutionError as e:
+            evalue = (str(e.evalue).strip().splitlines() or [""])[0]
+            error = f"cell {e.exec_count}: {e.ename}: {evalue}"
+            detail = str(e)
+        except Exception as e:  # kernel died, cell timeout, bad notebook JSON: still a failed notebook
+            msg = (str(e).strip().splitlines() or [""])[0]
+            error, detail = f"{type(e).__name__}: {msg}", repr(e)
+    if not error and out.exists():
+        errors = error_outputs(out)
+        if errors:
+            error, detail = errors[0], "\n".join(errors)
+    return NotebookRun(nb.stem, not error, round(time.perf_counter() - t0, 2), str(out), error, detail)
+
+
+def error_outputs(nb_path: str | Path) -> list[str]:
+    """Error outputs saved in an executed notebook, one line each ("cell 3: NameError: ...")."""
+    import nbformat
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "error":
+                found.append(f"cell {cell.get('execution_count')}: {out.get('ename')}: {out.get('evalue')}")
+    return found
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return lines
+
+
+def summarize(runs: list[NotebookRun], records: list[dict], header: str = "") -> str:
+    """The one-screen summary: notebooks (status, time, failing cell), then the recorded figures."""
+    lines = [header] if header else []
+    lines += _table([[r.notebook, "ok" if r.ok else "FAILED", f"{r.seconds:.1f} s", r.error[:70]] for r in runs],
+                    ["notebook", "status", "time", "error"])
+    lines.append("")
+    if records:
+        lines.append("Recorded figures (CPU figures are labelled CPU):")
+        lines += _table([[r.get("notebook", ""), r.get("name", ""), _fmt_value(r.get("value")), r.get("unit", ""),
+                          str(r.get("note", ""))[:48]] for r in records],
+                        ["notebook", "figure", "value", "unit", "note"])
+    else:
+        lines.append("Recorded figures: none (notebooks call gpukit.nbtools.record to add some)")
+    failed = sum(not r.ok for r in runs)
+    lines += ["", f"{len(runs) - failed} of {len(runs)} notebooks ran; {failed} failed"
+              + (" (full tracebacks in the executed notebooks and summary.json)" if failed else "")]
+    return "\n".join(lines)
+
+
+def run_all(notebooks: list[Path], out_dir: str | Path, *, quick: bool = False,
+            timeout_s: int = DEFAULT_TIMEOUT_S, progress: bool = True) -> tuple[list[NotebookRun], list[dict]]:
+    """Run `notebooks` in order into `out_dir` with a fresh records.json; returns (runs, records)."""
+    from tqdm.auto import tqdm
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record_path = out_dir / "records.json"
+    record_path.unlink(missing_ok=True)
+    runs = []
+    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress or None)
+    for nb in bar:
+        bar.set_postfix_str(nb.stem)
+        run = run_notebook(nb, out_dir, quick=quick, timeout_s=timeout_s, record_path=record_path)
+        tqdm.write(f"{'ok    ' if run.ok else 'FAILED'} {run.notebook} ({run.seconds:.1f} s) {run.error}")
+        runs.append(run)
+    return runs, read_records(record_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpukit.runbook", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and records")
+    parser.add_argument("--quick", action="store_true", help="QUICK=True: small sizes (also GPUKIT_QUICK=1)")
+    parser.add_argument("--only", action="append", metavar="NN", help="run notebooks whose name starts with NN")
+    parser.add_argument("--notebooks", default=None, help="folder of notebooks (default: the course's)")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    args = parser.parse_args(argv)
+    quick = args.quick or quick_from_env()
+    try:
+        if args.timeout <= 0:
+            raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+        books = discover(args.notebooks or notebook_dir(), args.only)
+        if not books:
+            raise ValueError(f"no NN_*.ipynb notebooks in {args.notebooks or notebook_dir()}")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    env = environment(quick=quick)
+    header = (f"gpukit run: {len(books)} notebook(s), {'QUICK' if quick else 'full'} mode, "
+              f"{describe_environment(env)} -> {args.out}")
+    print(header, flush=True)
+    t0 = time.perf_counter()
+    runs, records = run_all(books, args.out, quick=quick, timeout_s=args.timeout)
+    summary = {"env": env, "quick": quick, "seconds": round(time.perf_counter() - t0, 2),
+               "runs": [asdict(r) for r in runs], "records": records}
+    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print()
+    print(summarize(runs, records))
+    return 0 if all(r.ok for r in runs) else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

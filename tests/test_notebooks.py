@@ -1,0 +1,86 @@
+"""Every notebook runs headless with papermill in QUICK mode, and `make run`'s runner reports it.
+
+Slow (a kernel per notebook): `pytest -m "not slow"` skips this file. The kernel inherits
+os.environ, so TQDM_DISABLE=1 and MPLBACKEND=Agg are set before launching it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpukit import runbook
+from gpukit.nbtools import read_records
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CELL_TIMEOUT_S = 300
+KERNEL_ENV = {"TQDM_DISABLE": "1", "MPLBACKEND": "Agg"}
+
+
+def test_kernel_python3_is_this_interpreter():
+    """The 'python3' kernelspec must start this venv's Python, or notebooks miss gpukit and torch."""
+    from jupyter_client import KernelManager
+
+    cmd = KernelManager(kernel_name=runbook.KERNEL_NAME).format_kernel_cmd()
+    assert cmd[0] == sys.executable, f"kernel python3 runs {cmd[0]}, tests run {sys.executable}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(nb, tmp_path):
+    records = tmp_path / "records.json"
+    run = runbook.run_notebook(nb, tmp_path / "build", quick=True, timeout_s=CELL_TIMEOUT_S,
+                               record_path=records, env=KERNEL_ENV)
+    if not run.ok:
+        pytest.fail(f"{nb.name} failed at {run.error}\n{run.detail}", pytrace=False)
+    executed = nbformat.read(run.output, as_version=4)
+    assert runbook.error_outputs(run.output) == []
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "QUICK = True" in injected[0].source
+    assert all(c.execution_count is not None for c in executed.cells if c.cell_type == "code" and c.source.strip())
+    for rec in read_records(records):
+        assert rec["notebook"] == nb.stem and rec["name"] and rec["unit"]
+        assert isinstance(rec["value"], (int, float))
+
+
+def _tiny_notebook(path: Path, body: str) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from new_notebook import build, code, markdown, write
+    finally:
+        sys.path.pop(0)
+    write(path, build([markdown(f"# {path.name[:2]} · test"), code("QUICK = False", tags=("parameters",)),
+                       code(body)]))
+
+
+def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, capsys):
+    for k, v in KERNEL_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("GPUKIT_QUICK", raising=False)
+    books, out = tmp_path / "nbs", tmp_path / "out"
+    books.mkdir()
+    _tiny_notebook(books / "00_good.ipynb", "from gpukit import nbtools\n"
+                   "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')")
+    _tiny_notebook(books / "01_bad.ipynb", "raise ValueError('parameter X must be 1; got 2')")
+
+    assert runbook.main(["--out", str(out), "--quick", "--notebooks", str(books)]) == 1
+    text = capsys.readouterr().out
+    assert "00_good" in text and "answer_cpu" in text and "42" in text and "GFLOP/s" in text
+    assert "FAILED" in text and "ValueError: parameter X must be 1; got 2" in text
+    assert "1 of 2 notebooks ran; 1 failed" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["ok"] for r in summary["runs"]] == [True, False] and summary["quick"] is True
+    assert summary["records"][0]["notebook"] == "00_good" and summary["records"][0]["value"] == 42.0
+    assert (out / "00_good.ipynb").exists()
+
+    # --only: just the good one; a fresh records.json, exit 0; full mode passes no QUICK.
+    assert runbook.main(["--out", str(out), "--only", "00", "--notebooks", str(books)]) == 0
+    assert [r["value"] for r in read_records(out / "records.json")] == [1.0]
+    assert runbook.main(["--out", str(out), "--only", "07", "--notebooks", str(books)]) == 2
+    assert "matches no notebook" in capsys.readouterr().err
