@@ -1,0 +1,577 @@
+"""Analytical GPU memory model: weights, gradients, optimizer states, activations, logits, KV cache
+and overhead of one training or inference setup, per GPU.
+
+Conventions (each one is a choice; tests/test_memory*.py pin them down):
+
+- Units: every field is an integer number of bytes; text output shows GiB (2**30), the unit of
+  torch.cuda and DeepSpeed. Papers quoting decimal GB are compared in decimal GB.
+- "Per GPU" is the most loaded rank. ZeRO shards over dp (Rajbhandari et al. 2019, sec. 5: stage 1
+  optimizer states / Nd, stage 2 also gradients, stage 3 also parameters, plus, given a model shape,
+  one gathered layer of full weights as the working set); tensor parallelism divides
+  every layer by tp (norms are replicated in Megatron; we divide them too, they are tiny); pipeline
+  parallelism gives each stage ceil(n_layers / pp) layers. With pp > 1 the first stage also holds the
+  embedding and p micro-batches of activations in flight (1F1B, Korthikanti et al. 2022 sec. 4.2.3),
+  the last stage the final norm, the LM head (a second copy of the embedding if tied, as Megatron
+  does) and the logits; both are computed and the larger total is reported (`stage`).
+- Mixed precision (bf16-mixed / fp16-mixed): 16-bit weights and gradients, and an fp32 master copy
+  that is counted in optimizer_bytes: Adam costs K = 12 (4 master + 4 m + 4 v), 2 + 2 + 12 = 16
+  bytes/param (ZeRO sec. 3.1). Megatron's fp32 gradient buffer (18 bytes/param) is not modelled.
+  Pure "bf16" keeps everything in bf16, optimizer states included (PyTorch's AdamW allocates them
+  like the parameters), 8 bytes/param with AdamW: accelerate's "Training using Adam" convention.
+- Activations follow the Megatron convention of Korthikanti et al. 2022, Table 2: 16-bit activations,
+  1-byte dropout masks (dropout=True), generalised to grouped-query attention and SwiGLU; see
+  `layer_activation_bytes`. Gradient accumulation does not change them (with pp > 1 it sets how many
+  micro-batches are in flight, min(pp, grad_accum)).
+- attention defaults to "flash": fused kernels (FlashAttention, PyTorch SDPA) are what people train
+  with, and they never store the s^2 score matrix (Dao et al. 2022, sec. 3.1), only a per-row fp32
+  logsumexp. attention="eager" adds Table 2's 5as^2b term.
+- Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
+  result is the bytes of tensors, which is what the formulas predict.
+
+Used in: notebooks on fitting a model on one GPU and on ZeRO / parallelism (memory).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+from .errors import require_choice, require_positive_int
+from .quant import (
+    LORA_TARGETS,
+    QUANT_DTYPES,
+    layer_linear_shapes,
+    layer_linear_weights,
+    lora_layer_params,
+    quantized_bytes,
+)
+from .specs import ModelSpec
+from .units import GiB, MiB, dtype_bytes
+
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "sgd")
+RECOMPUTE = ("none", "selective", "full")
+ATTENTION = ("flash", "eager")
+OFFLOAD = ("none", "optimizer", "all")
+FINETUNE = ("full", "lora", "qlora")
+WEIGHT_DTYPES = ("bf16", "fp16", "fp32", "int8", "nf4")
+
+# Optimizer states per trainable parameter in bytes, without the fp32 master copy. Transformer Math
+# 101 (Anthony et al. 2023, "Optimizer states"): AdamW 8 (m, v in fp32), SGD with momentum 4. 8-bit
+# Adam (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization", sec. 2): two 1-byte
+# states plus one fp32 absmax per block of 2048 values for each of them.
+STATE_BYTES_FP32 = {"adamw": 8.0, "adamw-8bit": 2.0 + 2 * 4 / 2048, "sgd-momentum": 4.0, "sgd": 0.0}
+STATE_BYTES_BF16 = {"adamw": 4.0, "adamw-8bit": 2.0 + 2 * 4 / 2048, "sgd-momentum": 2.0, "sgd": 0.0}
+MASTER_BYTES = 4.0  # fp32 master weights in mixed precision (Micikevicius et al. 2018, sec. 3.1)
+
+# CUDA context and kernel images created on the first CUDA call: 300 MiB to 2 GiB depending on GPU,
+# driver and lazy module loading (https://vram.asmirnov.xyz notes the range). 512 MiB is a typical
+# value with lazy loading; it was NOT measured on these machines (no GPU here).
+CUDA_CONTEXT_BYTES = 512 * MiB
+# Slack of the PyTorch caching allocator (block rounding, fragmentation), as a share of tensor bytes.
+# ZeRO sec. 3.2 saw OOM with over 30% of memory free in extreme cases; 5% for a steady training loop
+# is our assumption, not a measurement.
+FRAGMENTATION_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """How a model is trained or served. Sizes are counts (tokens, sequences, GPUs).
+
+    Training: precision, optimizer, zero_stage (0-3) over dp, tensor parallel tp (sp = Megatron
+    sequence parallelism, no effect when tp == 1), pipeline parallel pp, seq_len tokens x micro_batch
+    sequences per GPU, grad_accum micro-batches per step, recompute, attention, dropout (masks counted
+    as in Korthikanti Table 2; Llama-style training has none), offload (ZeRO-Offload "optimizer",
+    ZeRO-Infinity "all"), finetune (full | lora | qlora) with lora_rank and lora_targets.
+    Inference (inference=True): weights in weights_dtype (default: the precision's dtype), a KV cache
+    for `batch` sequences of seq_len tokens each (prompt + generated), split by tp and pp.
+    """
+
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    zero_stage: int = 0
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sp: bool = False
+    seq_len: int = 2048
+    micro_batch: int = 1
+    grad_accum: int = 1
+    recompute: str = "none"
+    attention: str = "flash"
+    dropout: bool = True
+    offload: str = "none"
+    finetune: str = "full"
+    lora_rank: int = 8  # PEFT's LoraConfig default
+    lora_targets: str = "all"  # QLoRA sec. 4: all linear layers are needed to match full finetuning
+    weights_dtype: str | None = None
+    inference: bool = False
+    batch: int = 1
+
+    def __post_init__(self):
+        for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("recompute", RECOMPUTE),
+                              ("attention", ATTENTION), ("offload", OFFLOAD), ("finetune", FINETUNE),
+                              ("lora_targets", LORA_TARGETS)):
+            require_choice(name, getattr(self, name), allowed)
+        if self.weights_dtype is not None:
+            require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
+        if self.zero_stage not in (0, 1, 2, 3) or isinstance(self.zero_stage, bool):
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+        for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch"):
+            object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+        for name in ("sp", "dropout", "inference"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.finetune == "qlora":
+            if self.precision == "fp32":
+                raise ValueError("finetune='qlora' needs a 16-bit precision (bf16-mixed, fp16-mixed or bf16), got 'fp32'")
+            if self.weights_dtype not in (None, "nf4"):
+                raise ValueError(f"finetune='qlora' keeps the base in nf4; weights_dtype must be nf4, got {self.weights_dtype!r}")
+        if self.inference:
+            if self.finetune != "full":
+                raise ValueError("finetune applies to training; with inference=True leave finetune='full' (use weights_dtype for a quantized base)")
+            if self.zero_stage:
+                raise ValueError(f"zero_stage applies to training; inference splits weights with tp/pp, got zero_stage {self.zero_stage}")
+            if self.offload == "optimizer":
+                raise ValueError("offload='optimizer' applies to training; inference allows offload none or all")
+        else:
+            if self.finetune == "full" and self.weights_dtype not in (None, self.compute_dtype):
+                raise ValueError(f"weights_dtype {self.weights_dtype!r} applies to inference or a LoRA base; full training keeps weights in {self.compute_dtype}")
+            if self.offload == "optimizer" and self.zero_stage < 1:
+                raise ValueError("offload='optimizer' needs zero_stage >= 1 (ZeRO-Offload partitions the optimizer), got 0")
+            if self.offload == "all" and self.zero_stage != 3:
+                raise ValueError(f"offload='all' needs zero_stage 3 (ZeRO-Infinity offloads partitioned parameters), got {self.zero_stage}")
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    @property
+    def compute_dtype(self) -> str:
+        """dtype of activations, KV cache and unquantized weights."""
+        if self.inference and self.weights_dtype in ("bf16", "fp16", "fp32"):
+            return self.weights_dtype
+        return {"fp32": "fp32", "fp16-mixed": "fp16"}.get(self.precision, "bf16")
+
+    @property
+    def base_dtype(self) -> str:
+        """dtype of frozen or served weights: nf4 for QLoRA, else weights_dtype or the compute dtype."""
+        if self.finetune == "qlora":
+            return "nf4"
+        return self.weights_dtype or self.compute_dtype
+
+
+def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[float, float, float]:
+    """(weight, gradient, optimizer) bytes per trainable parameter; optimizer includes fp32 master.
+
+    ZeRO sec. 3.1 (mixed precision Adam: 2 + 2 + 12); QLoRA adapters (adapters=True with qlora) are
+    bf16 with a paged 32-bit optimizer and no master copy (Dettmers et al. 2023, sec. 3 and 4).
+    Paged states can be evicted to CPU under memory pressure; they are counted on the GPU here.
+    """
+    if adapters and setup.finetune == "qlora":
+        return 2.0, 2.0, STATE_BYTES_FP32[setup.optimizer]
+    if setup.precision == "fp32":
+        return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
+    if setup.precision == "bf16":
+        return 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
+    return 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
+
+
+def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """Bytes one transformer layer keeps for its backward pass, per GPU, for one micro-batch.
+
+    Korthikanti et al. 2022, sec. 4.1 and Table 2, with a = n_heads, t = tp, in 16-bit:
+    attention 11sbh + 5as^2b (QKV input 2, Q and K 4, V 2, output-projection input 2, dropout mask 1;
+    softmax 2as^2b, its dropout mask as^2b and output 2as^2b), MLP 19sbh (input 2, GeLU input 8 and
+    output 8, mask 1), two LayerNorm inputs 4sbh: sbh(34 + 5as/h). Generalised with
+    q = n_heads*head_dim, kv = n_kv_heads*head_dim, f = ffn_hidden, e bytes per activation, m = 1
+    byte per dropout mask (0 without dropout):
+      attention  sb(e*h + e*(2q + 2kv) + m*h) + as^2b(e + m + e*[m])
+      MLP        sb(e*h + 2e*f + m*h)   (SwiGLU: 4e*f: gate, up, SiLU output, product)
+      norms      2e*sbh
+    For the GPT layout (q = kv = h, f = 4h, GeLU, e = 2, dropout) this is exactly Table 2. With TP
+    the norm inputs, QKV/MLP inputs and masks (10sbh) stay whole unless sp; selective recompute
+    drops the score terms; full recompute keeps only the layer input, 2sbh (/t with sp: Megatron
+    stores the SP-sharded input). attention="flash" replaces the score terms by a 4asb logsumexp.
+    """
+    recompute = recompute or setup.recompute
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
+    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    t = setup.tp
+    sp_div = t if setup.sp else 1
+    e = dtype_bytes(setup.compute_dtype)
+    m = 1 if setup.dropout else 0  # dropout masks are 1 byte per element (Table 2)
+    if recompute == "full":
+        return e * s * b * h / sp_div
+    # Not split by TP (split by SP): two norm inputs, the QKV and MLP-input linear inputs, two masks.
+    whole = s * b * h * (4 * e + 2 * m)
+    # Split by TP: Q, K (for QK^T), V, the output-projection input; the MLP's activation input and
+    # output (GeLU), or gate, up, SiLU output and their product (SwiGLU).
+    mlp = (4 if model.mlp == "swiglu" else 2) * e * f
+    split = s * b * (e * (2 * q + 2 * kv) + mlp)
+    if recompute != "selective":
+        if setup.attention == "eager":  # softmax output, its dropout mask and the dropout output
+            split += a * s * s * b * (e + m + (e if m else 0))
+        else:  # fused attention keeps one fp32 logsumexp per row (FlashAttention-2, Dao 2023)
+            split += 4 * a * s * b
+    return whole / sp_div + split / t
+
+
+def _stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[int, int]:
+    """Layers on a pipeline stage and its non-layer parameters (elements, before TP)."""
+    layers = math.ceil(model.n_layers / setup.pp)
+    if stage == "only":
+        return layers, model.embedding_params() + model.head_params()
+    if stage == "first":
+        return layers, model.embedding_params()
+    tied_copy = model.vocab * model.hidden if model.tied_embeddings and model.arch == "decoder" else 0
+    return layers, model.head_params() + tied_copy
+
+
+def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: int) -> tuple[float, float]:
+    """(bytes of the frozen/served weights on one GPU, bytes of one layer) in setup.base_dtype."""
+    dt, ce = setup.base_dtype, dtype_bytes(setup.compute_dtype)
+    if dt in QUANT_DTYPES:  # only block linears are quantized; norms, biases, embeddings stay 16-bit
+        lin, rows = layer_linear_weights(model)
+        layer = quantized_bytes(lin, dt, rows) + (model.layer_params() - lin) * ce
+        return (layers * layer + extra * ce) / setup.tp, layer / setup.tp
+    layer = model.layer_params() * dtype_bytes(dt)
+    return (layers * layer + extra * dtype_bytes(dt)) / setup.tp, layer / setup.tp
+
+
+def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
+    """Float bytes of every component on one pipeline stage (see module docstring)."""
+    layers, extra = _stage_layers_and_extra(model, setup, stage)
+    t, dp, z = setup.tp, setup.dp, setup.zero_stage
+    ce = dtype_bytes(setup.compute_dtype)
+    p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
+    holds_head = stage in ("only", "last")
+    s, b = setup.seq_len, setup.micro_batch
+    if setup.inference:
+        p["params"], layer_w = _base_weight_bytes(model, setup, layers, extra)
+        if model.arch == "decoder":  # KV cache: 2 x layers x kv_heads x head_dim x bytes per token
+            kv_heads = math.ceil(model.n_kv_heads / t)  # replicated when tp > n_kv_heads
+            p["kv_cache"] = 2.0 * layers * kv_heads * model.head_dim * ce * setup.batch * s
+        # Prefill working set of one layer for the whole batch at once (an upper bound: servers that
+        # chunk the prefill need less): residual and normed input, Q/K/V and attention output, the
+        # MLP intermediates; nothing is kept across layers without a backward pass.
+        mlp = (3 if model.mlp == "swiglu" else 1) * model.ffn_hidden
+        live = 2 * model.hidden + (2 * model.q_dim + 2 * model.kv_dim + mlp) / t
+        p["activations"] = ce * setup.batch * s * live
+        if setup.attention == "eager":
+            p["activations"] += ce * model.n_heads / t * s * s * setup.batch
+        if holds_head:  # fp32 logits of the last position only, for sampling
+            p["logits"] = 4.0 * setup.batch * model.vocab / t
+        if setup.offload == "all":  # weights streamed from CPU; one layer resident at a time
+            p["cpu"], p["params"] = p["params"] - layer_w, layer_w
+        return p
+
+    w, g, o = state_bytes_per_param(setup)
+    if setup.finetune == "full":
+        n_elem = (layers * model.layer_params() + extra) / t
+        layer_elem = model.layer_params() / t
+        p["params"] = n_elem * w / (dp if z >= 3 else 1)
+        layer_w = layer_elem * w
+    else:  # frozen base + trainable adapters (LoRA, Hu et al. 2021; QLoRA, Dettmers et al. 2023)
+        base, layer_w = _base_weight_bytes(model, setup, layers, extra)
+        w, g, o = state_bytes_per_param(setup, adapters=True)
+        layer_elem = lora_layer_params(model, setup.lora_rank, setup.lora_targets) / t
+        n_elem = layers * layer_elem
+        p["params"] = (base + n_elem * w) / (dp if z >= 3 else 1)
+    p["grads"] = n_elem * g / (dp if z >= 2 else 1)
+    p["optimizer"] = n_elem * o / (dp if z >= 1 else 1)
+    layer_g = layer_elem * g
+    if setup.offload in ("optimizer", "all"):
+        # ZeRO-Offload (Ren et al. 2021, sec. 4.1): optimizer states, fp32 master and the 16-bit
+        # gradients live on the CPU; the GPU keeps a gradient buffer (here: one layer's).
+        p["cpu"] += p["optimizer"] + max(p["grads"] - layer_g, 0.0)
+        p["optimizer"], p["grads"] = 0.0, min(p["grads"], layer_g)
+    if setup.offload == "all":  # ZeRO-Infinity (Rajbhandari et al. 2021): parameters too
+        p["cpu"] += max(p["params"] - layer_w, 0.0)
+        p["params"] = min(p["params"], layer_w)
+    elif z >= 3:  # ZeRO-3 / FSDP gathers one layer's full weights to compute it (prefetch can double it)
+        p["params"] += layer_w
+
+    in_flight = min(setup.pp, setup.grad_accum) if stage == "first" else 1  # 1F1B, Korthikanti 4.2.3
+    sp_div = t if setup.sp else 1
+    act = layers * layer_activation_bytes(model, setup) * in_flight
+    if setup.recompute == "full":  # the layer being recomputed holds its full activations
+        act += layer_activation_bytes(model, setup, recompute="none")
+    if stage in ("only", "first") and setup.dropout:  # dropout mask after the embeddings, sec. 4.3
+        act += s * b * model.hidden / sp_div * in_flight
+    if holds_head:  # final-norm input and LM-head input, Korthikanti sec. 4.3 (4sbh/t); encoders: an MLM head
+        act += 2 * ce * s * b * model.hidden / sp_div
+        # Logits: the 16-bit output of the LM head and the fp32 softmax that cross entropy keeps for
+        # backward (Megatron's vocab-parallel cross entropy writes the gradient into that buffer);
+        # Korthikanti sec. 4.3 counts the fp32 part, 4sbv/t.
+        p["logits"] = (ce + 4.0) * s * b * model.vocab / t
+    if setup.base_dtype == "nf4" and not setup.inference:  # one weight dequantized to 16-bit at a time
+        act += max(i * o_ for _, i, o_ in layer_linear_shapes(model)) / t * ce
+    p["activations"] = act
+    return p
+
+
+def _n_params_parts(n_params: int, setup: TrainSetup) -> dict:
+    """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
+    if setup.finetune != "full":
+        raise ValueError(f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)")
+    n = n_params / (setup.tp * setup.pp)
+    p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
+    if setup.inference:  # int8 row scales need the shapes; omitted here
+        dt = setup.base_dtype
+        p["params"] = quantized_bytes(n, dt) if dt == "nf4" else n * dtype_bytes(dt)
+    else:
+        w, g, o = state_bytes_per_param(setup)
+        z, dp = setup.zero_stage, setup.dp
+        p["params"] = n * w / (dp if z >= 3 else 1)
+        p["grads"] = n * g / (dp if z >= 2 else 1)
+        p["optimizer"] = n * o / (dp if z >= 1 else 1)
+        if setup.offload in ("optimizer", "all"):
+            p["cpu"], p["optimizer"], p["grads"] = p["optimizer"] + p["grads"], 0.0, 0.0
+    if setup.offload == "all":
+        p["cpu"], p["params"] = p["cpu"] + p["params"], 0.0
+    return p
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU (most loaded rank) of one setup, in order; total = sum of the GPU components."""
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    logits_bytes: int
+    kv_cache_bytes: int
+    cuda_context_bytes: int
+    fragmentation_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    cpu_bytes: int
+    n_params: int
+    trainable_params: int
+    gpu_memory_bytes: int | None
+    fits: bool | None
+    stage: str
+    model_name: str
+    gpu_name: str | None
+    setup: TrainSetup
+
+    COMPONENTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache", "overhead")
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GiB
+
+    def items(self) -> list[tuple[str, int]]:
+        """Ordered (component, bytes) on the GPU; overhead split into its two line items."""
+        rows = [(c, getattr(self, f"{c}_bytes")) for c in self.COMPONENTS[:-1]]
+        return rows + [("cuda_context", self.cuda_context_bytes), ("fragmentation", self.fragmentation_bytes)]
+
+    def to_json_dict(self) -> dict:
+        d = {f"{c}_bytes": getattr(self, f"{c}_bytes") for c in self.COMPONENTS}
+        d.update(total_bytes=self.total_bytes, n_params=self.n_params, trainable_params=self.trainable_params,
+                 cpu_bytes=self.cpu_bytes)
+        if self.gpu_memory_bytes is not None:
+            d.update(gpu_memory_bytes=self.gpu_memory_bytes, fits=self.fits)
+        return d
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = self.items() + [("total", self.total_bytes)]
+        tot = self.total_bytes or 1
+        return pd.DataFrame([{"component": c, "bytes": v, "gib": v / GiB, "share": v / tot if c != "total" else 1.0}
+                             for c, v in rows])
+
+    def to_text(self) -> str:
+        s = self.setup
+        what = (f"inference {s.base_dtype}, batch {s.batch} x {s.seq_len} tokens" if s.inference else
+                f"{s.precision} {s.optimizer} ZeRO-{s.zero_stage} {s.finetune}, seq {s.seq_len} x micro-batch "
+                f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}")
+        lines = [f"{self.model_name}: {what}",
+                 f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
+                 f"{self.trainable_params:,} trainable",
+                 f"{'component':<14}{'GiB':>10}{'share':>8}"]
+        tot = self.total_bytes or 1
+        for c, v in self.items():
+            lines.append(f"{c:<14}{v / GiB:>10.2f}{100 * v / tot:>7.1f}%")
+        lines.append(f"{'total':<14}{self.total_bytes / GiB:>10.2f}")
+        if self.cpu_bytes:
+            lines.append(f"{'offloaded/CPU':<14}{self.cpu_bytes / GiB:>10.2f}")
+        if self.gpu_memory_bytes is not None:
+            verdict = "fits" if self.fits else "does NOT fit"
+            lines.append(f"{self.gpu_name}: {self.gpu_memory_bytes / GiB:.1f} GiB -> {verdict} "
+                         f"({100 * self.total_bytes / self.gpu_memory_bytes:.0f}% used)")
+        else:
+            lines.append("no GPU given: tensor bytes only (no CUDA context or allocator slack)")
+        return "\n".join(lines)
+
+
+def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
+    """ValueError when the parallel layout does not fit the model's shape."""
+    if model.n_heads % setup.tp:
+        raise ValueError(f"tp must divide n_heads {model.n_heads}, got {setup.tp}")
+    if model.n_kv_heads % setup.tp and setup.tp % model.n_kv_heads:
+        raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got {setup.tp}")
+    if setup.pp > model.n_layers:
+        raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
+
+
+def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = None,
+                    setup: TrainSetup = TrainSetup(), gpu=None) -> MemoryBreakdown:  # noqa: B008 (frozen)
+    """Per-GPU memory of training (or serving, setup.inference) `model` with `setup`, in bytes.
+
+    Give a ModelSpec (all terms) or a bare n_params (model states only: activations, logits and KV
+    cache are 0). With `gpu` (catalog.GPU) overhead is added and `fits` is decided.
+    """
+    if not isinstance(setup, TrainSetup):
+        raise ValueError(f"setup must be a TrainSetup, got {type(setup).__name__}")
+    if (model is None) == (n_params is None):
+        raise ValueError("pass either model or n_params (exactly one)")
+    if model is not None:
+        check_layout(model, setup)
+        stages = ("only",) if setup.pp == 1 else ("first", "last")
+        parts = [(st, _stage_parts(model, setup, st)) for st in stages]
+        stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k != "cpu"))
+        total_params, name = model.n_params, model.name
+        trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
+                                               model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
+    else:
+        total_params = require_positive_int("n_params", n_params)
+        stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
+        trainable = 0 if setup.inference else total_params
+    b = {k: int(math.ceil(v)) for k, v in p.items()}
+    tensors = sum(b[k] for k in ("params", "grads", "optimizer", "activations", "logits", "kv_cache"))
+    ctx = CUDA_CONTEXT_BYTES if gpu is not None else 0
+    frag = int(math.ceil(FRAGMENTATION_FRACTION * tensors)) if gpu is not None else 0
+    total = tensors + ctx + frag
+    cap = gpu.memory_bytes if gpu is not None else None
+    return MemoryBreakdown(
+        params_bytes=b["params"], grads_bytes=b["grads"], optimizer_bytes=b["optimizer"],
+        activations_bytes=b["activations"], logits_bytes=b["logits"], kv_cache_bytes=b["kv_cache"],
+        cuda_context_bytes=ctx, fragmentation_bytes=frag, overhead_bytes=ctx + frag, total_bytes=total,
+        cpu_bytes=b["cpu"], n_params=total_params, trainable_params=trainable, gpu_memory_bytes=cap,
+        fits=None if cap is None else total <= cap, stage=stage, model_name=name,
+        gpu_name=getattr(gpu, "name", None), setup=setup)
+
+
+# ---- questions --------------------------------------------------------------------------------
+
+def fits(model: ModelSpec | None = None, setup: TrainSetup = TrainSetup(), gpu=None, *,  # noqa: B008 (frozen)
+         n_params=None) -> bool:
+    """Does `setup` fit on `gpu` (overhead included)?"""
+    if gpu is None:
+        raise ValueError("fits needs a gpu (catalog.get_gpu(name))")
+    return bool(estimate_memory(model, n_params=n_params, setup=setup, gpu=gpu).fits)
+
+
+def _largest(ok, limit: int) -> int:
+    """Largest n in [1, limit] with ok(n) for a monotone ok (True then False), or 0."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def max_micro_batch(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, limit: int = 1 << 16) -> int:
+    """Largest micro_batch (inference: batch) that fits on `gpu`; 0 if even 1 does not (binary search)."""
+    field = "batch" if setup.inference else "micro_batch"
+    return _largest(lambda n: fits(model, replace(setup, **{field: n}), gpu, n_params=n_params), limit)
+
+
+def max_seq_len(model: ModelSpec, setup: TrainSetup, gpu, *, limit: int = 1 << 22) -> int:
+    """Largest seq_len (tokens) that fits on `gpu`; 0 if even 1 does not (binary search)."""
+    if model is None:
+        raise ValueError("max_seq_len needs the model's shape (activations depend on it), not only n_params")
+    return _largest(lambda n: fits(model, replace(setup, seq_len=n), gpu), limit)
+
+
+@dataclass(frozen=True)
+class GpuOption:
+    """One way to fit: ZeRO stage and parallel sizes, with its per-GPU total."""
+
+    zero_stage: int
+    dp: int
+    tp: int
+    pp: int
+    world_size: int
+    total_bytes: int
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    """Smallest GPU count per ZeRO stage (training) or per tp (inference); `best` is the smallest."""
+
+    gpu_name: str
+    options: tuple[GpuOption, ...]
+
+    @property
+    def best(self) -> GpuOption | None:
+        return self.options[0] if self.options else None
+
+    def to_json_dict(self) -> dict:
+        return {"gpu": self.gpu_name, "options": [o.__dict__.copy() for o in self.options],
+                "best": None if self.best is None else self.best.__dict__.copy()}
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{f.name: getattr(o, f.name) for f in fields(o)} for o in self.options])
+
+    def to_text(self) -> str:
+        if not self.options:
+            return f"no option fits on {self.gpu_name} within the GPU limit"
+        lines = [f"{'zero':>4} {'dp':>5} {'tp':>3} {'pp':>3} {'GPUs':>6} {'GiB/GPU':>8}"]
+        lines += [f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
+                  for o in self.options]
+        return "\n".join(lines + [f"smallest: {self.best.world_size} x {self.gpu_name}"])
+
+
+def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, max_gpus: int = 1024) -> GpuPlan:
+    """Fewest GPUs that fit: for training, the smallest dp per ZeRO stage (tp, pp kept from setup);
+    for inference, the smallest power-of-two tp that the model's heads allow."""
+    require_positive_int("max_gpus", max_gpus)
+    options = []
+
+    def total(s):
+        return estimate_memory(model, n_params=n_params, setup=s, gpu=gpu)
+
+    if setup.inference:
+        tp = 1
+        while tp * setup.pp <= max_gpus:
+            s = replace(setup, tp=tp, dp=1)
+            try:
+                r = total(s)
+            except ValueError:  # tp not allowed by the heads
+                r = None
+            if r is not None and r.fits:
+                options.append(GpuOption(0, 1, tp, s.pp, s.world_size, r.total_bytes))
+                break
+            tp *= 2
+        return GpuPlan(gpu.name, tuple(options))
+    mp = setup.tp * setup.pp
+    if max_gpus < mp:
+        raise ValueError(f"max_gpus must be at least tp*pp = {mp}, got {max_gpus}")
+    for z in (0, 1, 2, 3):
+        try:
+            base = replace(setup, zero_stage=z, dp=1)
+        except ValueError:  # e.g. offload needs a higher stage
+            continue
+        hi = 1 if z == 0 else max_gpus // mp  # without ZeRO more replicas do not shrink anything
+        if not total(replace(base, dp=hi)).fits:
+            continue
+        lo = 0  # smallest dp that fits, by bisection: memory is non-increasing in dp
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if total(replace(base, dp=mid)).fits else (mid, hi)
+        s = replace(base, dp=hi)
+        options.append(GpuOption(z, hi, s.tp, s.pp, s.world_size, total(s).total_bytes))
+    options.sort(key=lambda o: (o.world_size, o.zero_stage))
+    return GpuPlan(gpu.name, tuple(options))

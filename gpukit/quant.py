@@ -1,0 +1,81 @@
+"""Bytes of quantized weights and the size of LoRA adapters (used by gpukit.memory).
+
+Quantization formats, in bytes per weight plus the constants needed to dequantize them:
+
+- int8: LLM.int8() vector-wise quantization (Dettmers et al. 2022, "LLM.int8()", sec. 3.1):
+  1 byte per weight plus one fp32 scale per output row (bitsandbytes stores it as `SCB`).
+- nf4: 4-bit NormalFloat (Dettmers et al. 2023, "QLoRA", sec. 3): 0.5 byte per weight plus one
+  absmax per block of 64 weights. Stored in fp32 that costs 32/64 = 0.5 bit per weight; with double
+  quantization (the QLoRA default, sec. 3 "Double Quantization") the absmax is stored in 8 bits with
+  one fp32 second-level constant per 256 blocks: 8/64 + 32/(64*256) = 0.127 bit per weight.
+
+As in bitsandbytes/transformers, only the linear layers inside transformer blocks are quantized;
+embeddings, the LM head, norms and biases stay in the 16-bit compute dtype.
+
+LoRA (Hu et al. 2021, sec. 4.1): a frozen d_out x d_in matrix W gets a trainable update B A with
+A (r x d_in) and B (d_out x r): r * (d_in + d_out) trainable parameters per adapted matrix.
+Used in: notebooks on fitting a model (memory).
+"""
+
+from __future__ import annotations
+
+from .errors import require_choice, require_positive_int
+from .specs import ModelSpec
+
+QUANT_DTYPES = ("int8", "nf4")
+NF4_BLOCK = 64  # QLoRA sec. 3: blocksize 64 for the weights
+NF4_DQ_BLOCK = 256  # QLoRA sec. 3: blocksize 256 for the second-level (double) quantization
+LORA_TARGETS = ("qv", "attention", "all")
+
+
+def nf4_constant_bits(double_quant: bool = True) -> float:
+    """Bits of quantization constants per weight for NF4 (QLoRA sec. 3): 0.5, or 0.127 with DQ."""
+    if double_quant:
+        return 8 / NF4_BLOCK + 32 / (NF4_BLOCK * NF4_DQ_BLOCK)
+    return 32 / NF4_BLOCK
+
+
+def quantized_bytes(n_weights: float, dtype: str, n_rows: float = 0, double_quant: bool = True) -> float:
+    """Bytes to store `n_weights` in `dtype` (int8 | nf4), constants included.
+
+    `n_rows` is the number of output rows (int8 keeps one fp32 scale per row, LLM.int8() sec. 3.1).
+    """
+    require_choice("dtype", dtype, QUANT_DTYPES)
+    if dtype == "int8":
+        return n_weights * 1.0 + 4.0 * n_rows
+    return n_weights * 0.5 + n_weights * nf4_constant_bits(double_quant) / 8
+
+
+def layer_linear_shapes(model: ModelSpec) -> list[tuple[str, int, int]]:
+    """(name, d_in, d_out) of every linear weight in one transformer block (specs.py layout)."""
+    h, q, kv, f = model.hidden, model.q_dim, model.kv_dim, model.ffn_hidden
+    shapes = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h)]
+    if model.mlp == "swiglu":
+        shapes += [("gate", h, f), ("up", h, f), ("down", f, h)]
+    else:
+        shapes += [("fc1", h, f), ("fc2", f, h)]
+    return shapes
+
+
+def layer_linear_weights(model: ModelSpec) -> tuple[int, int]:
+    """(weights, output rows) of the linear layers in one block: what int8/nf4 quantize."""
+    shapes = layer_linear_shapes(model)
+    return sum(i * o for _, i, o in shapes), sum(o for _, _, o in shapes)
+
+
+def lora_layer_params(model: ModelSpec, rank: int, targets: str = "all") -> int:
+    """Trainable LoRA parameters in one block: r*(d_in+d_out) per adapted matrix (Hu et al. 2021).
+
+    targets: "qv" (W_q, W_v: the LoRA paper's GPT-3 experiments, sec. 7.1), "attention" (q, k, v, o)
+    or "all" (every linear layer of the block, which QLoRA sec. 4 finds necessary to match full
+    finetuning, and PEFT's target_modules="all-linear").
+    """
+    require_positive_int("lora_rank", rank)
+    require_choice("lora_targets", targets, LORA_TARGETS)
+    names = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o")}.get(targets)
+    return sum(rank * (i + o) for name, i, o in layer_linear_shapes(model) if names is None or name in names)
+
+
+def lora_params(model: ModelSpec, rank: int, targets: str = "all") -> int:
+    """Trainable LoRA parameters of the whole model (no adapters on embeddings or the LM head)."""
+    return model.n_layers * lora_layer_params(model, rank, targets)

@@ -1,0 +1,112 @@
+"""`gpukit memory` through gpukit.cli.main: JSON keys, text output, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpukit.cli import main
+from gpukit.commands.memory import parse_count
+
+KEYS = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
+        "overhead_bytes", "total_bytes", "n_params")
+
+
+def run(capsys, *argv):
+    code = main(["memory", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_params_only_json(capsys):
+    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
+    for k in KEYS:
+        assert isinstance(d[k], int), k
+    assert "fits" not in d and "gpu_memory_bytes" not in d
+    assert d["n_params"] == 7 * 10**9 and d["activations_bytes"] == 0 and d["logits_bytes"] == 0
+    assert d["params_bytes"] + d["grads_bytes"] + d["optimizer_bytes"] == 16 * 7 * 10**9 // 8
+    assert d["total_bytes"] == sum(d[k] for k in KEYS[:7])
+
+
+def test_dims_json_matches_the_api(capsys):
+    from gpukit.memory import TrainSetup, estimate_memory
+    from gpukit.specs import ModelSpec
+
+    d = run_json(capsys, "--layers", "24", "--hidden", "2048", "--heads", "16", "--seq", "1024", "--micro-batch", "4",
+                 "--recompute", "selective", "--tp", "2", "--sp")
+    model = ModelSpec("custom", 24, 2048, 16)
+    r = estimate_memory(model, setup=TrainSetup(seq_len=1024, micro_batch=4, recompute="selective", tp=2, sp=True))
+    assert d["activations_bytes"] == r.activations_bytes > 0 and d["total_bytes"] == r.total_bytes
+
+
+def test_gpu_adds_fits_and_overhead(capsys):
+    d = run_json(capsys, "--model", "gpt2", "--gpu", "rtx-4090", "--micro-batch", "4")
+    assert d["fits"] is True and d["gpu_memory_bytes"] > d["total_bytes"] and d["overhead_bytes"] > 0
+
+
+def test_text_output_has_table_and_verdict(capsys):
+    code, out, err = run(capsys, "--model", "llama-2-7b", "--gpu", "a100-80gb")
+    assert code == 0 and err == ""
+    assert "GiB" in out and "optimizer" in out and "does NOT fit" in out
+
+
+def test_inference_and_qlora(capsys):
+    d = run_json(capsys, "--model", "llama-2-70b", "--inference", "--weights-dtype", "nf4", "--seq", "4096",
+                 "--batch", "8", "--gpu", "h100-sxm")
+    assert d["grads_bytes"] == d["optimizer_bytes"] == 0 and d["kv_cache_bytes"] == 2 * 80 * 8 * 128 * 2 * 4096 * 8
+    assert d["fits"] is True
+    q = run_json(capsys, "--model", "llama-2-7b", "--finetune", "qlora", "--recompute", "full")
+    assert q["trainable_params"] < q["n_params"] / 50
+
+
+def test_question_flags(capsys):
+    d = run_json(capsys, "--model", "llama-2-7b", "--finetune", "lora", "--gpu", "h100-sxm", "--max-micro-batch",
+                 "--max-seq-len", "--seq", "2048")
+    assert d["max_micro_batch"] >= 1 and d["max_seq_len"] >= 2048
+    m = run_json(capsys, "--model", "llama-2-7b", "--gpu", "h100-sxm", "--min-gpus", "--max-gpus", "64")
+    assert m["min_gpus"]["best"]["zero_stage"] >= 1 and m["min_gpus"]["best"]["world_size"] >= 2
+    code, out, _ = run(capsys, "--model", "llama-2-7b", "--gpu", "h100-sxm", "--min-gpus", "--max-gpus", "64")
+    assert code == 0 and "fewest GPUs" in out
+
+
+@pytest.mark.parametrize("text,n", [("7e9", 7 * 10**9), ("7B", 7 * 10**9), ("125M", 125 * 10**6), ("1.5T", 1.5e12),
+                                    ("350k", 350_000), ("7_000", 7000)])
+def test_parse_count(text, n):
+    assert parse_count(text) == n
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--model", "no-such-model"], "--model"),
+    (["--model", "gpt2", "--gpu", "no-such-gpu"], "--gpu"),
+    (["--params", "abc"], "--params"),
+    (["--params", "0"], "--params"),
+    (["--params", "-5"], "--params"),
+    (["--model", "gpt2", "--layers", "12"], "--layers"),
+    (["--model", "gpt2", "--params", "7B"], "--params"),
+    (["--layers", "12", "--hidden", "768"], "--heads"),
+    (["--layers", "12", "--hidden", "768", "--heads", "7"], "--heads"),
+    (["--layers", "0", "--hidden", "768", "--heads", "12"], "--layers"),
+    (["--model", "llama-2-7b", "--tp", "5"], "--tp"),
+    (["--model", "gpt2", "--micro-batch", "0"], "--micro-batch"),
+    (["--model", "gpt2", "--seq", "-1"], "--seq"),
+    (["--model", "gpt2", "--zero", "4"], "--zero"),
+    (["--model", "gpt2", "--precision", "fp8"], "--precision"),
+    (["--model", "llama-2-7b", "--finetune", "qlora", "--precision", "fp32"], "--finetune"),
+    (["--model", "gpt2", "--offload", "optimizer"], "--offload"),
+    (["--model", "gpt2", "--max-micro-batch"], "--max-micro-batch"),
+    (["--params", "7B", "--gpu", "h100-sxm", "--max-seq-len"], "--max-seq-len"),
+    (["--params", "7B", "--finetune", "lora"], "--finetune"),
+    ([], "--model"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, argv, flag):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert "Traceback" not in err and err.strip().count("\n") == 0
+    assert flag in err, err
