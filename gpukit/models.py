@@ -1,0 +1,189 @@
+"""The small reference transformer that gpukit's benchmarks and memory validation run for real.
+
+A decoder-only GPT laid out like the Megatron GPT layer (Narayanan et al. 2021 sec. 3; Korthikanti
+et al. 2022 fig. 2), so that the same formulas describe it: token + learned position embeddings,
+n_layers blocks of
+
+    x = x + Proj(Attention(QKV(LayerNorm(x))))      # fused QKV Linear h -> 3h, output Linear h -> h
+    x = x + FC2(GELU(FC1(LayerNorm(x))))            # Linear h -> ffn_hidden -> h
+
+then a final LayerNorm, an LM head (tied or untied, as the spec says) and cross-entropy.
+
+Attention is written out eagerly (QK^T, scale, causal mask, softmax, dropout, @V) so that what each op
+saves for backward is known and can be counted by gpukit.memory_eager; 'sdpa' uses
+torch.nn.functional.scaled_dot_product_attention instead. The causal mask is one boolean buffer
+(max_seq^2 bytes) shared by all layers, so no per-layer mask is allocated. Dropout modules exist only
+when dropout > 0 (dropout 0 allocates nothing). Full recompute wraps each block in
+torch.utils.checkpoint(use_reentrant=False), which saves the block input only (Korthikanti et al.
+2022 sec. 4: "full recompute", 2sbh bytes per layer in 16-bit).
+
+Used in: gpukit.measure, gpukit.commands.validate, notebooks/01_* (memory).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .errors import require_choice, require_positive
+from .memory_eager import reference_spec  # noqa: F401  (pure; re-exported here)
+from .specs import ModelSpec
+
+RECOMPUTE_KINDS = ("none", "full")
+ATTENTION_KINDS = ("eager", "sdpa")
+PRECISIONS = ("fp32", "bf16-mixed")
+
+
+class Attention(nn.Module):
+    """Causal self-attention: fused QKV Linear, eager softmax(QK^T/sqrt(d) + mask) V, output Linear."""
+
+    def __init__(self, spec: ModelSpec, dropout: float, attention: str):
+        super().__init__()
+        self.n_heads, self.head_dim = spec.n_heads, spec.head_dim
+        self.qkv = nn.Linear(spec.hidden, spec.q_dim + 2 * spec.kv_dim, bias=spec.bias)
+        self.proj = nn.Linear(spec.q_dim, spec.hidden, bias=spec.bias)
+        self.attention, self.p = attention, dropout
+        self.attn_drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.resid_drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        a, d = self.n_heads, self.head_dim
+        # (b, s, 3, a, d) -> 3 x (b, a, s, d): views of the one QKV output
+        q, k, v = self.qkv(x).view(b, s, 3, a, d).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.attention == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0,
+                                               is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+            att = att.masked_fill(mask[:s, :s], float("-inf"))  # mask is a view of one shared buffer
+            att = self.attn_drop(torch.softmax(att, dim=-1))
+            y = att @ v
+        y = y.transpose(1, 2).reshape(b, s, a * d)
+        return self.resid_drop(self.proj(y))
+
+
+class MLP(nn.Module):
+    """Linear h -> ffn_hidden, GELU (exact erf form, as GPT-2/Megatron), Linear ffn_hidden -> h."""
+
+    def __init__(self, spec: ModelSpec, dropout: float):
+        super().__init__()
+        self.fc1 = nn.Linear(spec.hidden, spec.ffn_hidden, bias=spec.bias)
+        self.fc2 = nn.Linear(spec.ffn_hidden, spec.hidden, bias=spec.bias)
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc2(F.gelu(self.fc1(x))))
+
+
+class Block(nn.Module):
+    """One pre-LayerNorm transformer layer (Megatron GPT layer)."""
+
+    def __init__(self, spec: ModelSpec, dropout: float, attention: str):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(spec.hidden)
+        self.attn = Attention(spec, dropout, attention)
+        self.ln2 = nn.LayerNorm(spec.hidden)
+        self.mlp = MLP(spec, dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class ReferenceGPT(nn.Module):
+    """Decoder-only GPT; forward(idx, targets) returns the mean cross-entropy loss (a scalar)."""
+
+    def __init__(self, spec: ModelSpec, dropout: float = 0.0, recompute: str = "none",
+                 attention: str = "eager"):
+        super().__init__()
+        self.spec, self.recompute = spec, recompute
+        h = spec.hidden
+        self.wte = nn.Embedding(spec.vocab, h)
+        self.wpe = nn.Embedding(spec.max_seq, h)
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.blocks = nn.ModuleList(Block(spec, dropout, attention) for _ in range(spec.n_layers))
+        self.ln_f = nn.LayerNorm(h)
+        self.lm_head = nn.Linear(h, spec.vocab, bias=False)
+        if spec.tied_embeddings:
+            self.lm_head.weight = self.wte.weight
+        # True above the diagonal = masked. bool: max_seq^2 bytes, not persistent (not in state_dict)
+        mask = torch.ones(spec.max_seq, spec.max_seq, dtype=torch.bool).triu(1)
+        self.register_buffer("causal_mask", mask, persistent=False)
+        self.apply(_init_weights)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        s = idx.shape[1]
+        if s > self.spec.max_seq:
+            raise ValueError(f"seq_len must be <= max_seq {self.spec.max_seq}, got {s}")
+        pos = torch.arange(s, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            if self.recompute == "full" and self.training:
+                x = checkpoint(block, x, self.causal_mask, use_reentrant=False)
+            else:
+                x = block(x, self.causal_mask)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def _init_weights(m: nn.Module) -> None:
+    # GPT-2 initialisation (Radford et al. 2019): N(0, 0.02), zero biases
+    if isinstance(m, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if getattr(m, "bias", None) is not None:
+            nn.init.zeros_(m.bias)
+
+
+def build_reference_model(spec: ModelSpec, dropout: float = 0.0, recompute: str = "none",
+                          attention: str = "eager", device: str = "cpu", seed: int = 0) -> ReferenceGPT:
+    """Build the reference GPT for `spec` (gelu, layernorm, learned positions, decoder) on `device`."""
+    require_positive("dropout", dropout, allow_zero=True)
+    if dropout >= 1:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    require_choice("recompute", recompute, RECOMPUTE_KINDS)
+    require_choice("attention", attention, ATTENTION_KINDS)
+    for field, want in (("mlp", "gelu"), ("norm", "layernorm"), ("position", "learned"), ("arch", "decoder")):
+        if getattr(spec, field) != want:
+            raise ValueError(f"{field} must be {want} for the reference model, got {getattr(spec, field)}")
+    if spec.n_kv_heads != spec.n_heads:
+        raise ValueError(f"n_kv_heads must equal n_heads {spec.n_heads} for the reference model, got {spec.n_kv_heads}")
+    torch.manual_seed(seed)
+    return ReferenceGPT(spec, dropout, recompute, attention).to(device)
+
+
+def make_optimizer(model: nn.Module, optimizer: str = "adamw", lr: float = 1e-3) -> torch.optim.Optimizer:
+    """AdamW (weight decay 0.01), SGD with momentum 0.9, or plain SGD; torch's default implementation
+    for the device (single-tensor loop on CPU, foreach on CUDA)."""
+    require_choice("optimizer", optimizer, ("adamw", "sgd-momentum", "sgd"))
+    params = list(model.parameters())
+    if optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    return torch.optim.SGD(params, lr=lr, momentum=0.9 if optimizer == "sgd-momentum" else 0.0)
+
+
+def make_batch(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "cpu",
+               seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token ids and next-token targets, int64 (b, s) each; deterministic for `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    tok = torch.randint(0, spec.vocab, (micro_batch, seq_len + 1), generator=g)
+    # clone: for micro_batch 1 the slices are contiguous views sharing one storage
+    return tok[:, :-1].clone().to(device), tok[:, 1:].clone().to(device)
+
+
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch: tuple[torch.Tensor, torch.Tensor],
+               precision: str = "fp32") -> float:
+    """One training step: forward (under bf16 autocast for 'bf16-mixed'), backward, optimizer step,
+    zero_grad(set_to_none=True). Parameters, gradients and optimizer states stay fp32. Returns the loss."""
+    require_choice("precision", precision, PRECISIONS)
+    idx, targets = batch
+    with torch.autocast(device_type=idx.device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+        loss = model(idx, targets)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss.item()
