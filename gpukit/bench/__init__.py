@@ -1,0 +1,29 @@
+"""Real micro-benchmarks (torch imported lazily): matmul TFLOPS, memory bandwidth, collectives, DDP.
+
+Every benchmark warms up, synchronizes (CUDA) or barriers (distributed) before timing, reports the
+median with p10/p90 over repeats, compares with the peak where one is known, and stamps the
+environment (device, torch, threads, world size, backend, benchmark version, host, date) into its
+result (gpukit.bench.results.BenchResult). CPU and CUDA run the same code.
+
+Modules: timing (timers and statistics), envinfo (environment stamp), results (tables and files),
+matmul, membw, collectives (also a torchrun worker: `python -m gpukit.bench.collectives`), launch
+(spawned local ranks), article (the seed article's latency loop), ddp, suite (`bench all`).
+The main entry points are importable from here: `from gpukit.bench import run_collectives`.
+Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpukit bench`, `gpukit calibrate`.
+"""
+
+from importlib import import_module
+
+from .envinfo import BENCH_VERSION
+
+_LAZY = {"matmul_bench": "matmul", "harness_check": "matmul", "memory_bandwidth": "membw",
+         "run_collectives": "collectives", "fit_and_holdout": "collectives", "bare_loop_busbw": "collectives",
+         "article_latency_snippet": "article", "run_ddp": "ddp", "run_suite": "suite", "BenchResult": "results"}
+
+__all__ = ["BENCH_VERSION", *_LAZY]
+
+
+def __getattr__(name):  # PEP 562: import the submodule on first use, so `import gpukit.bench` stays light
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,120 @@
+"""BenchResult: the rows a benchmark measured, its environment stamp, a summary; JSON/CSV/text/pandas."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Rows (one dict per measured configuration), the env stamp and summary figures of one run.
+
+    `columns` orders the text table; `.to_json_dict()` gives {"kind", "env", "summary", "rows"}
+    (the collectives worker's file contract: {"env": ..., "rows": [...]}).
+    """
+
+    kind: str
+    rows: tuple[dict, ...]
+    env: dict
+    summary: dict = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()  # display names for `columns` in to_text (default: the keys)
+
+    def to_json_dict(self) -> dict:
+        return {"kind": self.kind, "env": dict(self.env), "summary": dict(self.summary),
+                "rows": [dict(r) for r in self.rows]}
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame (pandas imported lazily)."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows))
+
+    def to_text(self) -> str:
+        """A fixed-width table of `columns`, then the summary and a one-line environment."""
+        cols = list(self.columns) or (list(self.rows[0]) if self.rows else [])
+        lines = [format_table(self.rows, cols, self.headers or None)] if self.rows else ["(no rows)"]
+        for k, v in self.summary.items():
+            lines.append(f"# {k}: {_fmt(v)}")
+        e = self.env
+        lines.append(f"# {e.get('label', '?')} {e.get('device_name', '?')} | torch {e.get('torch')} | "
+                     f"threads {e.get('threads')} | world_size {e.get('world_size')} | backend "
+                     f"{e.get('backend')} | bench v{e.get('benchmark_version')} | {e.get('hostname')} "
+                     f"{e.get('date')}")
+        return "\n".join(lines)
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write to `path`: .csv (env and summary as '# ' JSON comment lines) or JSON otherwise."""
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            buf = io.StringIO()
+            buf.write("# env: " + json.dumps(self.env, default=str) + "\n")
+            buf.write("# summary: " + json.dumps(self.summary, default=str) + "\n")
+            cols = list(dict.fromkeys(k for r in self.rows for k in r))
+            w = csv.DictWriter(buf, fieldnames=cols)
+            w.writeheader()
+            w.writerows(self.rows)
+            return write_text_atomic(path, buf.getvalue())
+        return write_json(self.to_json_dict(), path)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "n/a"
+        return f"{v:.1f}" if abs(v) >= 1000 else f"{v:.4g}"
+    return "n/a" if v is None else str(v)
+
+
+def format_table(rows, cols, headers=None) -> str:
+    """Right-aligned columns, header first (nccl-tests style when headers carry units)."""
+    headers = list(headers or cols)
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    out += ["  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(out)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+def write_json(payload: dict, path: str | os.PathLike) -> Path:
+    return write_text_atomic(path, json.dumps(payload, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "to_json_dict"):
+        return o.to_json_dict()
+    return str(o)
+
+
+def read_result(path: str | os.PathLike) -> dict:
+    """Load a result file written by `BenchResult.write` (JSON, or CSV with '# ' header lines)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix.lower() != ".csv":
+        return json.loads(text)
+    meta, body = {}, []
+    for line in text.splitlines():
+        if line.startswith("# ") and ":" in line:
+            k, v = line[2:].split(":", 1)
+            meta[k.strip()] = json.loads(v)
+        else:
+            body.append(line)
+    rows = list(csv.DictReader(body))
+    return {"env": meta.get("env", {}), "summary": meta.get("summary", {}), "rows": rows}

@@ -1,0 +1,162 @@
+"""Honest timers: warm-up, synchronize, N iterations between two timestamps, median and p10/p90.
+
+The method follows NVIDIA/nccl-tests (src/common.cu: warm-up iterations, then `iters` calls
+between two host timestamps with the stream synchronized before and after) and
+torch.utils.benchmark (median over blocked repeats). On CUDA, `synchronize` waits for the device
+so the host clock measures kernel time; on CPU it is a no-op.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+NO_CUDA_MESSAGE = "--device cuda requested but no CUDA device is available"
+DEVICES = ("cpu", "cuda")
+
+
+def resolve_device(device: str | None = "cpu") -> str:
+    """'cpu' | 'cuda' | 'auto' -> 'cpu' or 'cuda'; ValueError if cuda is asked for but absent."""
+    device = "cpu" if device is None else str(device).lower()
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of cpu, cuda, auto; got {device!r}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(NO_CUDA_MESSAGE)
+    return device
+
+
+def synchronize(device: str) -> None:
+    """Wait for queued device work (CUDA); nothing to wait for on CPU (ops are synchronous)."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 100]), numpy's default method, without numpy."""
+    xs = sorted(samples)
+    if not xs:
+        raise ValueError("percentile of an empty sample")
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Per-call time statistics in seconds over `n_repeats` repeats of `iters` calls each."""
+
+    median_s: float
+    p10_s: float
+    p90_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    n_repeats: int
+    iters: int
+
+    @property
+    def spread(self) -> float:
+        """(p90 - p10) / median: relative spread; above ~0.1 the machine was noisy."""
+        return (self.p90_s - self.p10_s) / self.median_s if self.median_s > 0 else float("nan")
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(per_call_s: Sequence[float], iters: int = 1) -> TimingStats:
+    """TimingStats from per-call times (one value per repeat)."""
+    xs = [float(x) for x in per_call_s]
+    if not xs:
+        raise ValueError("no timing samples (the time budget ran out before the first repeat)")
+    return TimingStats(median_s=percentile(xs, 50), p10_s=percentile(xs, 10), p90_s=percentile(xs, 90),
+                       mean_s=sum(xs) / len(xs), min_s=min(xs), max_s=max(xs), n_repeats=len(xs), iters=iters)
+
+
+def time_op(fn: Callable[[], object], *, device: str = "cpu", warmup: int = 3, repeats: int = 10,
+            iters: int | None = None, min_repeat_s: float = 0.02, budget_s: float | None = None,
+            min_repeats: int = 3) -> TimingStats:
+    """Time `fn()`: `warmup` calls, then `repeats` x (`iters` calls between two timestamps).
+
+    iters=None picks enough calls for one repeat to last about `min_repeat_s` (timer resolution and
+    Python overhead stay small), found by doubling the call count as timeit.autorange does. `budget_s` stops adding repeats once exceeded (after `min_repeats`).
+    """
+    for _ in range(max(0, warmup)):
+        fn()
+    synchronize(device)
+    if iters is None:  # double until a loop takes half the target, then scale (one stall can't decide)
+        k = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            synchronize(device)
+            loop_s = max(time.perf_counter() - t0, 1e-9)
+            if loop_s >= min_repeat_s / 2 or k >= 10_000:
+                break
+            k *= 2
+        iters = max(1, min(10_000, math.ceil(k * min_repeat_s / loop_s)))
+    start = time.perf_counter()
+    samples = []
+    for _ in range(max(1, repeats)):
+        synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        synchronize(device)
+        samples.append((time.perf_counter() - t0) / iters)
+        if budget_s is not None and len(samples) >= min_repeats and time.perf_counter() - start > budget_s:
+            break
+    return summarize(samples, iters)
+
+
+class Deadline:
+    """A wall-clock budget for a sweep: `check()` raises TimeoutError once `timeout_s` has passed."""
+
+    def __init__(self, timeout_s: float | None, what: str = "benchmark"):
+        self.timeout_s, self.what, self.start = timeout_s, what, time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        return float("inf") if self.timeout_s is None else self.timeout_s - self.elapsed()
+
+    def check(self) -> None:
+        if self.left() <= 0:
+            raise TimeoutError(f"{self.what} timed out after {self.timeout_s:g} s (raise --timeout)")
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run the block with torch.set_num_threads(n) (None: leave as is), restoring it afterwards."""
+    import torch
+
+    old = torch.get_num_threads()
+    if n is not None:
+        if int(n) < 1:
+            raise ValueError(f"threads must be a positive integer, got {n!r}")
+        torch.set_num_threads(int(n))
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(old)
+
+
+def progress(iterable, *, desc: str, total: int | None = None, disable: bool | None = None):
+    """A tqdm.auto progress bar (TQDM_DISABLE=1 turns it off; tqdm reads that variable itself)."""
+    from tqdm.auto import tqdm
+
+    kw = {} if disable is None else {"disable": disable}  # pass nothing so TQDM_DISABLE applies
+    return tqdm(iterable, desc=desc, total=total, leave=False, **kw)

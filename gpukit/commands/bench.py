@@ -1,0 +1,208 @@
+"""`gpukit bench matmul|memory|collectives|harness|article|ddp|all`: real benchmarks (gpukit.bench).
+
+Every subcommand takes --device (cpu, cuda, auto; cuda without CUDA: exit 2), --json and --out FILE
+(.json, or .csv for table results). A run that exceeds --timeout ends with exit 2 and one line.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..cli import add_json_flag
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
+    if not out or min(out) < 1:
+        raise ValueError(f"--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
+    return out
+
+
+def _common(p, timeout: float) -> None:
+    p.add_argument("--device", default="auto", help="cpu, cuda or auto (cuda if available)")
+    p.add_argument("--out", help="also write the result to FILE (.json or .csv)")
+    p.add_argument("--timeout", type=float, default=timeout, help=f"seconds before giving up (default {timeout:g})")
+    add_json_flag(p)
+
+
+def _guarded(handler):
+    """Timeouts become one-line errors (exit 2), results are written to --out when asked."""
+    @functools.wraps(handler)
+    def run(args):
+        try:
+            result = handler(args)
+        except TimeoutError as e:
+            raise ValueError(str(e)) from None
+        if getattr(args, "out", None):
+            if hasattr(result, "write"):
+                result.write(args.out)
+            else:
+                from ..bench.results import write_json
+
+                write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, args.out)
+        return result
+    return run
+
+
+class _Shown:
+    """A dict result (JSON as is) with a short text view for the terminal."""
+
+    def __init__(self, data: dict, text: str):
+        self.data, self.text = data, text
+
+    def to_json_dict(self) -> dict:
+        return self.data
+
+    def to_text(self) -> str:
+        return self.text
+
+
+@_guarded
+def _matmul(args):
+    from ..bench.matmul import harness_check, matmul_bench
+
+    res = matmul_bench(args.device, args.dtype, _int_list(args.sizes), llm_shapes=not args.square_only,
+                       gpu=args.gpu, peak_tflops=args.peak_tflops, threads=args.threads, repeats=args.repeats,
+                       timeout_s=args.timeout)
+    if args.harness_check:
+        h = harness_check(res.env["device"], args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
+                          max(_int_list(args.sizes)), threads=args.threads)
+        res.summary["harness_ratio_vs_torch_timer"] = h["ratio"]
+    return res
+
+
+@_guarded
+def _memory(args):
+    from ..bench.membw import memory_bandwidth
+
+    return memory_bandwidth(args.device, args.size_mib, threads=args.threads, gpu=args.gpu, timeout_s=args.timeout)
+
+
+@_guarded
+def _collectives(args):
+    from ..bench.collectives import fit_and_holdout, run_collectives
+
+    res = run_collectives(args.op, args.ranks, args.sizes, iters=args.iters, warmup=args.warmup,
+                          repeats=args.repeats, dtype=args.dtype, backend=args.backend, device=args.device,
+                          threads=args.threads or 1, timeout_s=args.timeout, bare_check=args.bare_check)
+    if args.fit:
+        f = fit_and_holdout(res)
+        res.summary.update({"fit_alpha_us": f["alpha_us"], "fit_beta_gbps": f["beta_gbps"],
+                            "holdout_error_max": f["holdout_error_max"]})
+    return res
+
+
+@_guarded
+def _harness(args):
+    from ..bench.matmul import harness_check
+
+    h = harness_check(args.device, args.dtype, args.size, threads=args.threads)
+    e = h["env"]
+    return _Shown(h, f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
+                     f"ours (gpukit.bench.timing)      {h['ours_tflops']:.4f} TFLOPS\n"
+                     f"torch.utils.benchmark.Timer     {h['timer_tflops']:.4f} TFLOPS\n"
+                     f"ratio of medians {h['ratio']:.3f} (goal: within 5%: {'yes' if h['within_5pct'] else 'no'}), "
+                     f"ratio of fastest samples {h['ratio_min']:.3f}")
+
+
+@_guarded
+def _article(args):
+    from ..bench.collectives import article_latency_snippet
+
+    a = article_latency_snippet(args.ranks, n_calls=args.calls, device=args.device, skew_ms=args.skew_ms,
+                                timeout_s=args.timeout)
+    lines = [f"all_reduce of 1 element, {a['n_ranks']} ranks, {a['backend']} on {a['env']['label']}"
+             + (f", ranks > 0 arrive {a['skew_ms']:g} ms late" if a["skew_ms"] else ""),
+             f"the article's loop ({len(a['article_calls_us'][0])} single calls, no warm-up, no barrier, mean): "
+             f"{a['article_mean_us']:.1f} us (first call {a['article_first_call_us']:.1f} us)",
+             f"warm-up, barrier, many calls per timing, median:  {a['median_us']:.1f} us "
+             f"(p10 {a['p10_us']:.1f}, p90 {a['p90_us']:.1f})",
+             f"the article's number is {a['overstatement']:.2f}x the honest one; what it gets wrong:"]
+    lines += [f"  - {w}" for w in a["what_it_gets_wrong"]]
+    return _Shown(a, "\n".join(lines))
+
+
+@_guarded
+def _ddp(args):
+    from ..bench.ddp import run_ddp
+
+    return run_ddp(args.ranks, hook=args.hook, steps=args.steps, warmup=args.warmup, micro_batch=args.micro_batch,
+                   seq_len=args.seq_len, n_layers=args.n_layers, hidden=args.hidden, n_heads=args.n_heads,
+                   device=args.device, timeout_s=args.timeout)
+
+
+@_guarded
+def _all(args):
+    from ..bench.suite import run_suite
+
+    return run_suite(args.device, quick=args.quick, timeout_s=args.timeout)
+
+
+def register(subparsers) -> None:
+    from ..bench.collectives import add_arguments
+
+    bench = subparsers.add_parser("bench", help="measure matmul TFLOPS, memory bandwidth, collectives")
+    sub = bench.add_subparsers(dest="bench_command", metavar="BENCH")
+
+    p = sub.add_parser("matmul", help="achieved TFLOPS (2mnk / median time) vs the catalog peak")
+    _common(p, 300)
+    p.add_argument("--dtype", nargs="+", default=["fp32"], help="fp32 tf32 bf16 fp16 fp8 (tf32/fp8: cuda)")
+    p.add_argument("--sizes", default="256,512,1024", help="square sizes; two LLM-like shapes are added")
+    p.add_argument("--square-only", action="store_true", help="skip the LLM-like rectangular shapes")
+    p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
+    p.add_argument("--peak-tflops", type=float, help="peak to compare with (e.g. a CPU's)")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer")
+    p.set_defaults(func=_matmul)
+
+    p = sub.add_parser("memory", help="STREAM copy/triad bandwidth (decimal GB/s); h2d/d2h on cuda")
+    _common(p, 120)
+    p.add_argument("--size-mib", type=float, default=64, help="MiB per array (>> last-level cache)")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--gpu", help="catalog GPU for the HBM peak")
+    p.set_defaults(func=_memory)
+
+    p = sub.add_parser("collectives", help="nccl-tests-style table: size, count, type, time, algbw, busbw")
+    add_arguments(p)
+    p.add_argument("--out", help="also write the result to FILE (.json or .csv)")
+    p.add_argument("--fit", action="store_true", help="fit alpha/beta and report the holdout error")
+    add_json_flag(p)
+    p.set_defaults(func=_collectives)
+
+    p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
+    _common(p, 120)
+    p.add_argument("--dtype", default="fp32")
+    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--threads", type=int)
+    p.set_defaults(func=_harness)
+
+    p = sub.add_parser("article", help="the seed article's all-reduce latency loop vs the honest method")
+    _common(p, 60)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--skew-ms", type=float, default=0.0, help="delay ranks > 0 (a slow data loader)")
+    p.set_defaults(func=_article)
+
+    p = sub.add_parser("ddp", help="DDP step time of the reference GPT, with and without gradient sync")
+    _common(p, 300)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--hook", default="none", help="none, fp16_compress, bf16_compress (nccl)")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--micro-batch", type=int, default=4)
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--n-layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--n-heads", type=int, default=4)
+    p.set_defaults(func=_ddp)
+
+    p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")
+    _common(p, 900)
+    p.add_argument("--quick", action="store_true")
+    p.set_defaults(func=_all)
+
+    bench.set_defaults(func=lambda args: bench.print_help())

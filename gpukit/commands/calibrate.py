@@ -1,0 +1,41 @@
+"""`gpukit calibrate [--quick] [--out FILE] [--device cpu|cuda]`: measure this machine, write its profile."""
+
+from __future__ import annotations
+
+from ..cli import add_json_flag
+
+
+def _run(args):
+    from ..calibrate import calibrate
+
+    try:
+        profile = calibrate(quick=args.quick, device=args.device, out=args.out, threads=args.threads,
+                            timeout_s=args.timeout)
+    except TimeoutError as e:
+        raise ValueError(str(e)) from None
+    if args.json:
+        return profile
+    link = profile["links"].get("loopback-gloo", {})
+    lines = [f"device            {profile['device']['label']} {profile['device']['name']} "
+             f"({profile['device']['threads']} threads)"]
+    lines += [f"matmul {k:<10} {v:10.3f} TFLOPS" for k, v in profile["matmul_tflops"].items()]
+    lines += [f"memory {k:<10} {v:10.2f} GB/s" for k, v in profile["memory_bandwidth_gbps"].items()]
+    for name, fit in profile["links"].items():
+        lines.append(f"link {name:<12} alpha {fit['alpha_us']:.1f} us, beta {fit['beta_gbps']:.3f} GB/s, "
+                     f"holdout error {fit['holdout_error']:.0%}")
+    if not link:
+        lines.append("link loopback-gloo not measured")
+    lines.append(f"wrote {profile['path']} in {profile['elapsed_s']:.1f} s")
+    return "\n".join(lines)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="measure matmul, memory bandwidth and a loopback link; "
+                                                "write the hardware profile JSON")
+    p.add_argument("--quick", action="store_true", help="small sizes (~1 minute on 2 cores)")
+    p.add_argument("--out", help="profile file (default: $GPUKIT_PROFILE or ~/.cache/gpukit/profile.json)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--threads", type=int, help="torch threads for matmul/memory (default: torch's)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds before giving up")
+    add_json_flag(p)
+    p.set_defaults(func=_run)

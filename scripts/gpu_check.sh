@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# GPU check: run the whole single-machine benchmark suite on CUDA and keep the result.
+#   scripts/gpu_check.sh [--quick]      -> data/measured/gpu_check_<host>.json
+# matmul bf16/fp16/fp8/fp32/tf32 vs the catalog peak, HBM copy/triad, h2d/d2h pinned vs pageable,
+# the timer harness check, an NCCL all_reduce sweep when >= 2 GPUs, memory validation if present.
+# Bounded by GPU_CHECK_TIMEOUT seconds (default 600); exit 124 means it ran out of time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-.venv/bin/python}"
+[ -x "$PY" ] || PY=python
+HOST="$(hostname -s 2>/dev/null || hostname)"
+OUT="data/measured/gpu_check_${HOST}.json"
+mkdir -p data/measured
+export TQDM_DISABLE="${TQDM_DISABLE:-1}"
+timeout --kill-after=30 "${GPU_CHECK_TIMEOUT:-600}" \
+  "$PY" -m gpukit bench all --device cuda --timeout "$(( ${GPU_CHECK_TIMEOUT:-600} - 30 ))" --out "$OUT" "$@"
+echo "wrote $OUT"

@@ -1,0 +1,234 @@
+"""gpukit.bench.collectives: sizes, busbw factors, 2-rank gloo runs (spawn and torchrun), cleanup."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpukit import comm
+from gpukit.bench import collectives as col
+from gpukit.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+ROW_KEYS = ("op", "size_bytes", "count", "dtype", "time_us", "algbw_gbps", "busbw_gbps")  # docs/CONTRACTS.md
+
+
+def _children() -> list[str]:
+    """Command lines of this process's live children (psutil-free), minus multiprocessing's tracker."""
+    out = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if "resource_tracker" not in cmd and state != "Z":
+                out.append(cmd)
+    return out
+
+
+def _assert_rows(res, op, n=2):
+    assert res.rows, "no rows"
+    for r in res.rows:
+        for k in ROW_KEYS:
+            assert k in r
+        assert r["op"] == op and r["time_us"] > 0 and r["algbw_gbps"] > 0
+        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["time_us"] * 1e-6) / 1e9)
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * comm.busbw_factor(op, n))
+    assert res.env["world_size"] == n and res.env["backend"] == "gloo" and res.env["label"] == "CPU"
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+@pytest.mark.parametrize("text, n", [("1K", 1024), ("64K", 65536), ("16M", 16 * 2**20), ("1G", 2**30),
+                                     ("4096", 4096), ("1KiB", 1024), ("1MB", 10**6), ("2.5K", 2560)])
+def test_parse_size(text, n):
+    assert col.parse_size(text) == n
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "1X", "K", "", "1iB", 0, 1.5])
+def test_parse_size_rejects(bad):
+    with pytest.raises(ValueError, match="sizes must be positive byte counts"):
+        col.parse_size(bad)
+
+
+def test_parse_sizes_sorted_unique():
+    assert col.parse_sizes("1M,1K,1024") == [1024, 2**20]
+
+
+@given(st.sampled_from(col.OPS), st.integers(1, 2**30), st.integers(1, 64), st.sampled_from([2, 4]))
+def test_size_and_count_whole_elements(op, size, n, elem):
+    used, count = col.size_and_count(op, size, n, elem)
+    unit = elem * (n if op in col.SPLIT_OPS else 1)
+    assert used % unit == 0 and used >= unit and (used <= size or used == unit)
+    assert count * unit == used
+
+
+@given(st.sampled_from(col.OPS), st.integers(1, 512), st.floats(0, 1e3))
+def test_busbw_uses_the_comm_factor_table(op, n, algbw):
+    assert col.busbw_gbps(op, algbw, n) == pytest.approx(algbw * comm.busbw_factor(op, n))
+
+
+def test_busbw_factors_nccl_tests():
+    # nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n; gather/scatter/alltoall (n-1)/n; others 1
+    assert comm.busbw_factor("all_reduce", 8) == pytest.approx(1.75)
+    assert comm.busbw_factor("all_gather", 8) == comm.busbw_factor("reduce_scatter", 8) == pytest.approx(0.875)
+    assert comm.busbw_factor("all_to_all", 4) == pytest.approx(0.75)
+    assert comm.busbw_factor("broadcast", 8) == comm.busbw_factor("send_recv", 2) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"op": "allreduce"}, "op must be one of"), ({"backend": "mpi"}, "backend must be one of"),
+    ({"dtype": "fp64"}, "dtype must be one of"), ({"backend": "nccl"}, "backend nccl needs --device cuda"),
+    ({"op": "send_recv", "n_ranks": 1}, "n_ranks must be >= 2 for send_recv"), ({"n_ranks": 0}, "n_ranks must be"),
+    ({"sizes": "1X"}, "sizes must be positive")])
+def test_run_collectives_validates_before_spawning(kwargs, match):
+    args = {"op": "all_reduce", "n_ranks": 2, "sizes": "1K", "device": "cpu", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        col.run_collectives(args.pop("op"), args.pop("n_ranks"), args.pop("sizes"), **args)
+
+
+def _synthetic_rows(alpha_s=200e-6, bw_gbps=1.0, n=2, op="all_reduce"):
+    ca, cb = comm.coefficients(op, n)
+    return [{"op": op, "world_size": n, "size_bytes": s, "time_us": (ca * alpha_s + cb * s / (bw_gbps * 1e9)) * 1e6}
+            for s in (2**k for k in range(10, 25, 2))]
+
+
+@pytest.mark.parametrize("holdout", ["alternate", "largest"])
+def test_fit_and_holdout_recovers_a_known_link(holdout):
+    f = col.fit_and_holdout(_synthetic_rows(), holdout=holdout)
+    assert f["alpha_us"] == pytest.approx(200, rel=1e-6) and f["beta_gbps"] == pytest.approx(1.0, rel=1e-6)
+    assert f["holdout_error_max"] < 1e-6 and f["within_25pct"]
+
+
+def test_fit_and_holdout_reports_a_bad_prediction():
+    rows = _synthetic_rows()
+    rows[3]["time_us"] *= 2  # a held-out size (alternate: odd indices but the last) measured twice as slow
+    f = col.fit_and_holdout(rows)
+    assert f["holdout_error_max"] == pytest.approx(0.5) and not f["within_25pct"]
+    with pytest.raises(ValueError, match="at least 4 sizes"):
+        col.fit_and_holdout(rows[:3])
+    with pytest.raises(ValueError, match="holdout must be one of"):
+        col.fit_and_holdout(rows, holdout="random")
+
+
+# ---------------------------------------------------------------- real 2-rank runs
+
+
+def test_two_concurrent_spawn_runs_work_and_clean_up(tmp_path):
+    """all_reduce and all_gather at the same time: separate stores, no port clash, no child left."""
+    out, errors = {}, []
+
+    def run(op):
+        try:
+            out[op] = col.run_collectives(op, 2, "4K,256K", repeats=3, timeout_s=60,
+                                          out=str(tmp_path / f"{op}.json"))
+        except Exception as e:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(f"{op}: {e!r}")
+
+    threads = [threading.Thread(target=run, args=(op,)) for op in ("all_reduce", "all_gather")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=150)
+    assert not errors, errors
+    _assert_rows(out["all_reduce"], "all_reduce")
+    _assert_rows(out["all_gather"], "all_gather")
+    ag = out["all_gather"].rows[0]
+    assert ag["count"] * 2 * 4 == ag["size_bytes"]  # count: per-rank elements, as nccl-tests prints
+    for res in out.values():
+        for r in res.rows:
+            assert r["bare_busbw_gbps"] > 0 and r["harness_ratio"] == pytest.approx(
+                r["busbw_gbps"] / r["bare_busbw_gbps"])
+        assert res.summary["harness_ratio_median"] > 0
+    saved = json.loads((tmp_path / "all_reduce.json").read_text())
+    assert saved["env"]["world_size"] == 2 and len(saved["rows"]) == 2
+    assert multiprocessing.active_children() == [] and _children() == []
+
+
+def test_send_recv_runs():
+    res = col.run_collectives("send_recv", 2, "64K", repeats=2, timeout_s=60, bare_check=False)
+    _assert_rows(res, "send_recv")
+    assert res.rows[0]["impl"] == "isend(rank+1)/irecv(rank-1)" and _children() == []
+
+
+def test_timeout_kills_the_ranks():
+    # rank 1 sleeps 120 s before its first all_reduce: rank 0 waits, the launcher must give up
+    cfg = {"mode": "article", "n_calls": 1, "skew_s": 120.0, "backend": "gloo", "device": "cpu", "threads": 1,
+           "timeout_s": 300, "op": "all_reduce"}
+    with pytest.raises(TimeoutError, match="timed out"):
+        col.spawn_ranks(cfg, 2, timeout_s=1, startup_s=6)
+    assert multiprocessing.active_children() == [] and _children() == []
+
+
+def test_article_snippet_against_the_honest_method():
+    a = col.article_latency_snippet(2, n_calls=5, timeout_s=60)
+    assert len(a["article_calls_us"]) == 2 and all(len(c) == 5 for c in a["article_calls_us"])
+    assert a["article_mean_us"] == pytest.approx(sum(a["article_calls_us"][0]) / 5)
+    assert a["median_us"] > 0 and a["p10_us"] <= a["median_us"] <= a["p90_us"]
+    assert a["overstatement"] == pytest.approx(a["article_mean_us"] / a["median_us"])
+    assert len(a["what_it_gets_wrong"]) == 4 and a["env"]["world_size"] == 2
+
+
+def test_torchrun_writes_the_contract_json(tmp_path):
+    """The netlab contract: torchrun, env:// rendezvous, rank 0 writes {"env", "rows"} (reduce_scatter:
+    the op whose input is the whole buffer and output one chunk)."""
+    out = tmp_path / "tr.json"
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "gpukit.bench.collectives", "--op", "reduce_scatter", "--sizes", "1K,64K", "--repeats", "3",
+         "--device", "cpu", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["env"]["launcher"] == "torchrun" and data["env"]["world_size"] == 2
+    assert [r["size_bytes"] for r in data["rows"]] == [1024, 65536]
+    for r in data["rows"]:
+        assert all(k in r for k in ROW_KEYS) and r["op"] == "reduce_scatter"
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 0.5) and r["count"] * 8 == r["size_bytes"]
+    assert "size(B)" in proc.stdout and "busbw(GB/s)" in proc.stdout
+
+
+def test_cli_collectives_bad_op_exits_2(capsys):
+    assert main(["bench", "collectives", "--op", "allreduce", "--device", "cpu"]) == 2
+    assert "op must be one of" in capsys.readouterr().err
+
+
+def test_ddp_with_fp16_compress_hook_on_gloo():
+    from gpukit.bench.ddp import run_ddp
+
+    res = run_ddp(2, hook="fp16_compress", steps=3, warmup=1, micro_batch=2, seq_len=32, n_layers=1, hidden=64,
+                  n_heads=2, timeout_s=120)
+    modes = {r["mode"]: r for r in res.rows}
+    assert set(modes) == {"ddp", "no_sync (compute only)"}
+    assert all(r["step_ms"] > 0 and r["hook"] == "fp16_compress" for r in res.rows)
+    assert res.summary["comm_overhead_ms"] == pytest.approx(modes["ddp"]["step_ms"] - modes["no_sync (compute only)"]["step_ms"])
+    assert res.summary["n_params"] > 0 and res.env["world_size"] == 2 and res.env["backend"] == "gloo"
+    assert multiprocessing.active_children() == [] and _children() == []
+    with pytest.raises(ValueError, match="bf16_compress needs the nccl backend"):
+        run_ddp(2, hook="bf16_compress")
+
+
+def test_launcher_stores_hold_distinct_ports():
+    from gpukit.bench.launch import free_port, master_store
+
+    a, b = master_store(5), master_store(5)
+    assert a.port != b.port and a.port > 0 and b.port > 0
+    assert 0 < free_port() < 65536
+    del a, b
