@@ -1,0 +1,273 @@
+"""Memory views: where the bytes of a training step go (notebook 01) and what each trick saves (02).
+
+Thin views over pure functions (STYLE principle 2):
+
+- `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp)` ->
+  `gpukit.memory.MemoryBreakdown` for a catalog model on a catalog GPU; `memory_view()` puts
+  controls on it and draws `plot_breakdown` (one stacked bar, the GPU's capacity as a line, the
+  verdict as the title).
+- `tricks_compute(...)` -> `gpukit.tricks.TrickStack` (baseline, then each chosen trick added on
+  top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
+- `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: the eager phase model
+  (gpukit.memory_eager) beside MemTracker's measurement (gpukit.measure.compare) and the Megatron
+  convention, per category.
+
+Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
+positions) is a ValueError: a view shows its one line in place of the plot.
+
+Used in: notebooks/01_what_fits_on_one_gpu (sections 1, 3, 5), notebooks/02_fitting_tricks.
+"""
+
+from __future__ import annotations
+
+from .. import catalog
+from .. import memory as mem
+from ..errors import require_positive_int
+from ..units import GiB
+from .base import View, dropdown, number, slider
+
+# One colour per component, the same in every memory plot of the course (matplotlib tab10).
+COLORS = {"params": "tab:blue", "grads": "tab:orange", "optimizer": "tab:green", "activations": "tab:red",
+          "logits": "tab:purple", "kv_cache": "tab:brown", "overhead": "tab:gray"}
+PARTS = tuple(COLORS)
+
+
+def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str = "bf16-mixed",
+                   optimizer: str = "adamw", micro_batch: int = 1, seq_len: int = 1024,
+                   recompute: str = "none", tp: int = 1) -> mem.MemoryBreakdown:
+    """Per-GPU memory (bytes) of training catalog `model` on catalog `gpu`: gpukit.memory with
+    TrainSetup(precision, optimizer, micro_batch, seq_len, recompute, tp), overhead included."""
+    spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
+    require_positive_int("micro_batch", micro_batch)
+    require_positive_int("tp", tp)
+    seq_len = require_positive_int("seq_len", seq_len)
+    if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
+        raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
+    setup = mem.TrainSetup(precision=precision, optimizer=optimizer, micro_batch=micro_batch, seq_len=seq_len,
+                           recompute=recompute, tp=tp)
+    return mem.estimate_memory(spec, setup=setup, gpu=card)
+
+
+def parts_gib(bd: mem.MemoryBreakdown) -> dict[str, float]:
+    """The plotted components of a breakdown in GiB (overhead = CUDA context + fragmentation)."""
+    return {p: getattr(bd, f"{p}_bytes") / GiB for p in PARTS}
+
+
+def verdict_text(bd: mem.MemoryBreakdown) -> str:
+    """One line: 'fits: 45.1 of 80.0 GiB (56%) on h100-sxm' or 'does NOT fit: ...' (needs a GPU)."""
+    if bd.gpu_memory_bytes is None:
+        return f"{bd.total_bytes / GiB:.1f} GiB of tensors (no GPU given)"
+    word = "fits" if bd.fits else "does NOT fit"
+    cap = bd.gpu_memory_bytes / GiB
+    return (f"{word}: {bd.total_bytes / GiB:.1f} of {cap:.1f} GiB "
+            f"({100 * bd.total_bytes / bd.gpu_memory_bytes:.0f}%) on {bd.gpu_name}")
+
+
+def _bars(ax, rows, capacity_gib=None):
+    """Stacked horizontal bars, one per (label, {part: GiB}); the capacity as a dashed line."""
+    labels = [label for label, _ in rows]
+    right = max([sum(parts.values()) for _, parts in rows] + [capacity_gib or 0.0])
+    ax.set_xlim(0, 1.15 * right or 1.0)  # room for the totals written after each bar
+    for i, (_, parts) in enumerate(rows):
+        left = 0.0
+        for p in PARTS:
+            v = parts.get(p, 0.0)
+            if v > 0:
+                ax.barh(i, v, left=left, color=COLORS[p], label=p if p not in ax.get_legend_handles_labels()[1] else None)
+                left += v
+        ax.text(left, i, f" {left:.1f}", va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    if capacity_gib:
+        ax.axvline(capacity_gib, color="black", ls="--", lw=1, label="GPU memory")
+    ax.set_xlabel("GiB per GPU")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+
+
+def plot_breakdown(bd: mem.MemoryBreakdown, ax=None):
+    """One stacked bar of a MemoryBreakdown with the GPU's capacity; the verdict is the title."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 2.2))
+    s = bd.setup
+    label = f"{bd.model_name}\n{s.precision} {s.optimizer}\nb={s.micro_batch} s={s.seq_len} {s.recompute}"
+    cap = bd.gpu_memory_bytes / GiB if bd.gpu_memory_bytes else None
+    _bars(ax, [(label, parts_gib(bd))], cap)
+    ax.set_title(verdict_text(bd), fontsize=10, color="black" if bd.fits in (None, True) else "#b00020")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def _render_memory(bd):
+    print(verdict_text(bd))
+    plot_breakdown(bd)
+
+
+def memory_view(**defaults) -> View:
+    """Notebook 01's widget: model, GPU, precision, optimizer, micro-batch, sequence, recompute, tp ->
+    stacked breakdown and the fits verdict (`memory_compute`)."""
+    import inspect
+
+    v = {k: p.default for k, p in inspect.signature(memory_compute).parameters.items()} | defaults
+    controls = {
+        "model": dropdown("model", list(catalog.models()), v["model"]),
+        "gpu": dropdown("GPU", list(catalog.gpus()), v["gpu"]),
+        "micro_batch": slider("micro-batch", 0, 64, v["micro_batch"], integer=True),
+        "seq_len": slider("seq_len", 128, 8192, v["seq_len"], 128, integer=True),
+        "precision": dropdown("precision", mem.PRECISIONS, v["precision"]),
+        "optimizer": dropdown("optimizer", mem.OPTIMIZERS, v["optimizer"]),
+        "recompute": dropdown("recompute", mem.RECOMPUTE, v["recompute"]),
+        "tp": number("tp", v["tp"], integer=True),
+    }
+    return View(memory_compute, controls, _render_memory, title="Memory of one training step, per GPU")
+
+
+# ---- notebook 02: tricks ----------------------------------------------------------------------
+
+def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch: int = 1,
+                   seq_len: int = 1024, precision: str = "bf16-mixed", recompute: str = "full",
+                   optimizer: str = "adamw", finetune: str = "qlora", offload: str = "none",
+                   lora_rank: int = 16):
+    """gpukit.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
+    Defaults: the article's case, a 7B model QLoRA-finetuned on a 24 GB RTX 4090."""
+    from ..tricks import trick_stack
+
+    spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
+    if require_positive_int("seq_len", seq_len) > spec.max_seq:
+        raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
+    return trick_stack(spec, card, micro_batch=micro_batch, seq_len=seq_len, precision=precision,
+                       recompute=recompute, optimizer=optimizer, finetune=finetune, offload=offload,
+                       lora_rank=lora_rank)
+
+
+def plot_stack(stack, ax=None):
+    """One stacked bar per row of a TrickStack (baseline first), the GPU's capacity as a line."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.5 + 0.55 * len(stack.rows)))
+    rows = [(label, parts_gib(bd)) for label, bd in stack.rows]
+    _bars(ax, rows, stack.final.gpu_memory_bytes / GiB)
+    ax.set_title(f"{stack.final.model_name}, all chosen tricks: {verdict_text(stack.final)}", fontsize=10,
+                 color="black" if stack.final.fits else "#b00020")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def _render_stack(stack):
+    print(verdict_text(stack.final))
+    plot_stack(stack)
+
+
+def tricks_view(**defaults) -> View:
+    """Notebook 02's widget: toggle tricks on a catalog model and GPU -> modelled memory per step."""
+    import inspect
+
+    v = {k: p.default for k, p in inspect.signature(tricks_compute).parameters.items()} | defaults
+    controls = {
+        "model": dropdown("model", list(catalog.models()), v["model"]),
+        "gpu": dropdown("GPU", list(catalog.gpus()), v["gpu"]),
+        "micro_batch": slider("micro-batch", 1, 32, v["micro_batch"], integer=True),
+        "seq_len": slider("seq_len", 128, 8192, v["seq_len"], 128, integer=True),
+        "precision": dropdown("precision", ("fp32", "bf16-mixed"), v["precision"]),
+        "recompute": dropdown("recompute", mem.RECOMPUTE, v["recompute"]),
+        "optimizer": dropdown("optimizer", ("adamw", "adamw-8bit", "sgd-momentum", "sgd"), v["optimizer"]),
+        "finetune": dropdown("finetune", mem.FINETUNE, v["finetune"]),
+        "offload": dropdown("offload", ("none", "optimizer"), v["offload"]),
+        "lora_rank": slider("LoRA rank", 1, 256, v["lora_rank"], integer=True),
+    }
+    return View(tricks_compute, controls, _render_stack, title="Fitting tricks, modelled (gpukit.memory)")
+
+
+# ---- notebook 01: predicted vs measured -------------------------------------------------------
+
+CATEGORIES = ("params", "grads", "optimizer", "activations", "peak")
+
+
+def compare_frame(result: dict):
+    """gpukit.measure.compare(...) -> DataFrame: predicted, measured (bytes, MiB), error per category,
+    and the Megatron convention's activations (Korthikanti Table 2, 16-bit) beside them."""
+    import pandas as pd
+
+    missing = [k for k in ("predicted", "measured", "error") if k not in result]
+    if missing:
+        raise ValueError(f"result must be gpukit.measure.compare's dict; missing {', '.join(missing)}")
+    p, m, e = result["predicted"], result["measured"], result["error"]
+    rows = [{"category": k, "predicted_bytes": int(p[k]), "measured_bytes": int(m[k]),
+             "predicted_mib": p[k] / 2**20, "measured_mib": m[k] / 2**20, "error_pct": 100 * e[k],
+             "megatron_mib": (p["megatron_activations"] / 2**20 if k == "activations" else float("nan"))}
+            for k in CATEGORIES]
+    return pd.DataFrame(rows)
+
+
+def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
+    """Grouped bars per category: eager phase model, measured, and the Megatron activations formula."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3))
+    x = np.arange(len(frame))
+    ax.bar(x - 0.27, frame["predicted_mib"], 0.27, label="predicted (eager phase model)", color="tab:blue")
+    ax.bar(x, frame["measured_mib"], 0.27, label="measured (MemTracker)", color="tab:orange")
+    ax.bar(x + 0.27, frame["megatron_mib"].fillna(0), 0.27, label="Megatron formula (16-bit)", color="tab:gray")
+    ax.set_xticks(x, frame["category"])
+    ax.set_ylabel("MiB")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def phase_frame(result: dict):
+    """Peak bytes per phase of a step (forward, backward, optimizer): predicted vs measured (MiB)."""
+    import pandas as pd
+
+    p, m = result["predicted"]["phase_peaks"], result["measured"]["phase_peaks"]
+    return pd.DataFrame([{"phase": ph, "predicted_mib": p[ph] / 2**20, "measured_mib": m[ph] / 2**20,
+                          "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0} for ph in p])
+
+
+def activation_frame(model: str, seq_len: int, micro_batch: int = 1, dropout: bool = True):
+    """Activations of one layer and of all layers (GiB) for recompute none/selective/full and eager vs
+    flash attention: gpukit.memory.layer_activation_bytes (Korthikanti et al. 2022 Table 2, generalised)."""
+    import pandas as pd
+
+    spec = catalog.get_model(model)
+    rows = []
+    for attention in mem.ATTENTION:
+        setup = mem.TrainSetup(seq_len=seq_len, micro_batch=micro_batch, attention=attention, dropout=dropout)
+        for rc in mem.RECOMPUTE:
+            layer = mem.layer_activation_bytes(spec, setup, rc)
+            rows.append({"attention": attention, "recompute": rc, "per_layer_gib": layer / GiB,
+                         "all_layers_gib": spec.n_layers * layer / GiB,
+                         "per_layer_over_sbh": layer / (seq_len * micro_batch * spec.hidden)})
+    return pd.DataFrame(rows)
+
+
+def plot_trick_results(results, ax=None):
+    """Measured peak (MiB) of every variant of every trick, grouped by trick; time ratio as text."""
+    import matplotlib.pyplot as plt
+
+    results = list(results)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3))
+    x, ticks, labels = 0, [], []
+    for r in results:
+        for i, v in enumerate(r.variants):
+            ax.bar(x, v.peak_bytes / 2**20, color="tab:gray" if i == 0 else "tab:green")
+            ax.text(x, v.peak_bytes / 2**20, f"{r.time_ratio(i):.2f}x", ha="center", va="bottom", fontsize=7)
+            ticks.append(x)
+            labels.append(v.label)
+            x += 1
+        x += 0.6
+    ax.set_xticks(ticks, labels, rotation=35, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.15 * max((v.peak_bytes for r in results for v in r.variants), default=1) / 2**20)
+    ax.set_ylabel("peak MiB (measured)")
+    dev = results[0].baseline.device.upper() if results else ""
+    ax.set_title(f"Each trick, measured on the reference model ({dev}; grey = baseline; labels: step time vs "
+                 "baseline)", fontsize=9)
+    ax.figure.tight_layout()
+    return ax.figure

@@ -1,0 +1,172 @@
+"""gpukit.tricks: each fitting trick measured on a tiny reference GPT (CPU, MemTracker), and the
+modelled trick stack (pure)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpukit import catalog, tricks
+from gpukit import memory as mem
+from gpukit.models import build_reference_model, make_batch, reference_spec
+
+SPEC = reference_spec(n_layers=2, hidden=32, n_heads=2, vocab=64, seq=32)
+KW = dict(micro_batch=2, seq_len=32, steps=2, warmup=0, threads=1, lora_rank=2)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return {name: tricks.measure_trick(name, SPEC, **KW) for name in tricks.TRICKS}
+
+
+def _n_tensors(model, trainable_only=True):
+    return sum(1 for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def test_recompute_full_lowers_activations_and_peak(measured):
+    r = measured["recompute"]
+    base, full = r.baseline, r.trick
+    assert full.activations_bytes < 0.5 * base.activations_bytes
+    assert full.peak_bytes < base.peak_bytes
+    assert 0 < r.activations_saved_fraction() < 1 and r.peak_saved_fraction() > 0
+    # full recompute keeps the fp32 layer input per layer: 4 s b h bytes (gpukit.memory_eager)
+    layer_inputs = SPEC.n_layers * 4 * KW["micro_batch"] * KW["seq_len"] * SPEC.hidden
+    assert full.activations_bytes >= layer_inputs
+    assert base.params_bytes == full.params_bytes == 4 * SPEC.n_params
+
+
+def test_bf16_autocast_changes_activations_not_states(measured):
+    r = measured["mixed_precision"]
+    fp32, bf16 = r.variants
+    assert (fp32.config.precision, bf16.config.precision) == ("fp32", "bf16-mixed")
+    assert bf16.activations_bytes != fp32.activations_bytes
+    # autocast keeps fp32 parameters, gradients and AdamW states
+    assert (bf16.params_bytes, bf16.grads_bytes, bf16.optimizer_bytes) == (
+        fp32.params_bytes, fp32.grads_bytes, fp32.optimizer_bytes)
+
+
+def test_grad_accumulation_lowers_peak_at_equal_tokens(measured):
+    r = measured["grad_accum"]
+    big, acc = r.variants
+    assert big.tokens_per_step == acc.tokens_per_step == 4 * KW["micro_batch"] * KW["seq_len"]
+    assert (big.config.micro_batch, big.config.grad_accum) == (4 * KW["micro_batch"], 1)
+    assert (acc.config.micro_batch, acc.config.grad_accum) == (KW["micro_batch"], 4)
+    assert acc.peak_bytes < big.peak_bytes
+    assert acc.activations_bytes < big.activations_bytes
+    assert acc.grads_bytes == big.grads_bytes
+
+
+def test_optimizer_state_bytes_are_measured_per_optimizer(measured):
+    adamw, mom, sgd = measured["optimizer"].variants
+    n, tensors = SPEC.n_params, len(list(build_reference_model(SPEC).parameters()))
+    assert adamw.optimizer_bytes == 2 * 4 * n + 4 * tensors  # exp_avg, exp_avg_sq fp32 + a CPU step scalar each
+    assert mom.optimizer_bytes == 4 * n  # momentum buffer
+    assert sgd.optimizer_bytes == 0
+    assert adamw.peak_bytes > mom.peak_bytes > sgd.peak_bytes
+
+
+def test_lora_trains_a_sliver_and_its_states_follow(measured):
+    full, lora = measured["lora"].variants
+    rank = lora.config.lora_rank
+    assert lora.trainable_params == tricks.lora_trainable_params(SPEC, rank)
+    assert lora.trainable_params < 0.25 * full.trainable_params and full.trainable_params == SPEC.n_params
+    adapters = 2 * len(tricks.LORA_TARGET_MODULES) * SPEC.n_layers  # A and B per wrapped Linear
+    assert lora.grads_bytes == 4 * lora.trainable_params
+    assert lora.optimizer_bytes == 2 * 4 * lora.trainable_params + 4 * adapters
+    assert lora.total_params == full.total_params + lora.trainable_params
+    assert lora.peak_bytes < full.peak_bytes
+
+
+def test_timing_fields_and_tables(measured):
+    for r in measured.values():
+        for v in r.variants:
+            assert len(v.step_times_s) == KW["steps"] and all(t > 0 for t in v.step_times_s)
+            assert v.step_q1_s <= v.step_median_s <= v.step_q3_s and v.threads == 1
+            assert v.device == "cpu" and v.method == "MemTracker (CPU)"
+        df = r.to_frame()
+        assert len(df) == len(r.variants) and df["peak_vs_base"].iloc[0] == 1.0
+        assert "CPU, 1 threads" in r.to_text()
+        assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
+    df = tricks.results_frame(measured.values())
+    assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
+
+
+def test_plot_of_all_tricks(measured):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gpukit.widgets.memory_view import plot_trick_results
+
+    fig = plot_trick_results(measured.values())
+    ax = fig.axes[0]
+    assert len(ax.patches) == sum(len(r.variants) for r in measured.values()) == 11
+    assert max(p.get_height() for p in ax.patches) == pytest.approx(
+        max(v.peak_bytes for r in measured.values() for v in r.variants) / 2**20)
+    assert "CPU" in ax.get_title()
+    matplotlib.pyplot.close(fig)
+
+
+def test_lora_starts_as_the_base_model():
+    model = build_reference_model(SPEC)
+    batch = make_batch(SPEC, 2, 16)
+    with torch.no_grad():
+        before = model(*batch).item()
+        trainable = tricks.apply_lora(model, 4)
+        after = model(*batch).item()
+    assert after == pytest.approx(before, abs=1e-6)  # B = 0: the update starts at zero
+    assert trainable == sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
+    assert all(not p.requires_grad for n, p in model.named_parameters() if "lora_" not in n)
+
+
+def test_bad_inputs_are_one_line_value_errors():
+    with pytest.raises(ValueError, match="trick must be one of"):
+        tricks.trick_configs("zero")
+    with pytest.raises(ValueError, match="grad_accum must be at least 2"):
+        tricks.trick_configs("grad_accum", grad_accum=1)
+    with pytest.raises(ValueError, match="micro_batch must be a positive integer, got 0"):
+        tricks.RunConfig("x", micro_batch=0)
+    with pytest.raises(ValueError, match="seq_len must be <= max_seq 32, got 64"):
+        tricks.run_config(SPEC, tricks.RunConfig("x", seq_len=64))
+    with pytest.raises(ValueError, match="lora_rank must be a positive integer"):
+        tricks.apply_lora(build_reference_model(SPEC), 0)
+
+
+# ---- modelled (pure) ----------------------------------------------------------------------------
+
+def test_trick_stack_adds_tricks_in_order():
+    model, gpu = catalog.get_model("llama-2-13b"), catalog.get_gpu("h100-sxm")
+    stack = tricks.trick_stack(model, gpu, precision="bf16-mixed", recompute="full", optimizer="adamw-8bit",
+                               offload="optimizer")
+    labels = [label for label, _ in stack.rows]
+    assert labels == ["baseline: fp32 AdamW, full", "+ bf16-mixed", "+ recompute full", "+ adamw-8bit",
+                      "+ ZeRO-Offload (optimizer, grads -> CPU)"]
+    totals = [bd.total_bytes for _, bd in stack.rows]
+    assert totals == sorted(totals, reverse=True)
+    assert stack.baseline.fits is False and stack.final.fits is True
+    assert stack.final.optimizer_bytes == 0 and stack.final.cpu_bytes > 0
+    assert stack.final.setup.zero_stage == 1
+    df = stack.to_frame()
+    assert list(df["setup"]) == labels and df["fits"].iloc[-1]
+    assert len(stack.to_json_dict()["rows"]) == 5
+
+
+def test_trick_stack_rejects_unknown_offload():
+    with pytest.raises(ValueError, match="offload must be one of none, optimizer"):
+        tricks.trick_stack(catalog.get_model("gpt2"), offload="all")
+
+
+@settings(max_examples=20, deadline=None)
+@given(rank=st.integers(1, 128), finetune=st.sampled_from(["lora", "qlora"]))
+def test_adapters_train_far_fewer_parameters(rank, finetune):
+    model = catalog.get_model("llama-2-7b")
+    stack = tricks.trick_stack(model, finetune=finetune, lora_rank=rank)
+    final = stack.final
+    assert final.trainable_params < 0.05 * model.n_params
+    assert final.total_bytes < stack.baseline.total_bytes
+    assert final.setup == mem.TrainSetup(precision="bf16-mixed", finetune=finetune, lora_rank=rank, seq_len=1024)
+
+
+def test_recompute_compute_ratio_is_one_extra_forward():
+    assert tricks.RECOMPUTE_COMPUTE_RATIO == pytest.approx(4 / 3)

@@ -1,0 +1,145 @@
+"""Notebook 01/02 memory views driven headless: set values -> the result changes; bad value -> .error."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from gpukit import catalog  # noqa: E402
+from gpukit import memory as mem  # noqa: E402
+from gpukit.units import GiB  # noqa: E402
+from gpukit.widgets import memory_view as mv  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_memory_compute_is_estimate_memory():
+    bd = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full")
+    ref = mem.estimate_memory(catalog.get_model("llama-2-7b"), gpu=catalog.get_gpu("h100-sxm"),
+                              setup=mem.TrainSetup(micro_batch=2, seq_len=2048, recompute="full"))
+    assert bd == ref
+    # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB
+    assert bd.params_bytes + bd.grads_bytes + bd.optimizer_bytes == 16 * bd.n_params
+    assert bd.fits is False
+    assert mv.verdict_text(bd).startswith("does NOT fit")
+
+
+def test_memory_view_changes_with_every_control():
+    view = mv.memory_view()
+    first = view.result.total_bytes
+    assert view.error is None and view.result.model_name == "llama-2-7b"
+    assert list(view.controls)[0] == "model"  # first control: a dropdown whose change changes the plot
+    view.controls["model"].value = "gpt2"
+    gpt2 = view.result.total_bytes
+    assert gpt2 < first and view.result.fits is True
+    view.controls["micro_batch"].value = 8  # the first slider
+    assert view.result.activations_bytes > 7 * mv.memory_compute("gpt2").activations_bytes
+    before = view.result.total_bytes
+    view.set(recompute="full")
+    assert view.result.total_bytes < before
+    view.set(precision="fp32", optimizer="sgd")
+    assert view.result.optimizer_bytes == 0
+    view.set(gpu="t4")
+    assert view.result.gpu_memory_bytes == catalog.get_gpu("t4").memory_bytes
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(micro_batch=0), "micro_batch must be a positive integer, got 0"),
+    (dict(tp=5), "tp must divide n_heads 32, got 5"),
+    (dict(model="gpt2", seq_len=2048), "seq_len must be <= max_seq 1024 of gpt2, got 2048"),
+])
+def test_bad_combinations_show_one_line(values, message):
+    view = mv.memory_view()
+    view.set(**values)  # must not raise
+    assert view.error == message and view.result is None
+    assert view.output.layout.display == "none"
+    view.set(micro_batch=1, tp=1, model="llama-2-7b", seq_len=1024)
+    assert view.error is None and view.result is not None
+
+
+def test_plot_breakdown_draws_every_nonzero_part_and_capacity():
+    bd = mv.memory_compute("gpt2", "t4", micro_batch=4)
+    fig = mv.plot_breakdown(bd)
+    ax = fig.axes[0]
+    parts = {k for k, v in mv.parts_gib(bd).items() if v > 0}
+    assert set(ax.get_legend_handles_labels()[1]) == parts | {"GPU memory"}
+    widths = sum(p.get_width() for p in ax.patches)
+    assert widths == pytest.approx(bd.total_bytes / GiB, rel=1e-9)
+    assert ax.get_title().startswith("fits")
+
+
+def test_tricks_view_each_trick_lowers_memory_and_errors_in_place():
+    view = mv.tricks_view(finetune="full", recompute="none", gpu="h100-sxm")
+    stack = view.result
+    labels = [label for label, _ in stack.rows]
+    assert labels == ["baseline: fp32 AdamW, full", "+ bf16-mixed"]
+    totals = [bd.total_bytes for _, bd in stack.rows]
+    assert totals[1] < totals[0]
+    view.set(recompute="full", optimizer="adamw-8bit", finetune="lora", offload="optimizer")
+    totals = [bd.total_bytes for _, bd in view.result.rows]
+    assert len(totals) == 6 and all(b <= a for a, b in zip(totals, totals[1:], strict=False))
+    view.set(precision="fp32", finetune="qlora", offload="none")  # QLoRA needs a 16-bit compute dtype
+    assert view.error.startswith("finetune='qlora' needs a 16-bit precision")
+    view.set(precision="bf16-mixed")
+    assert view.error is None and view.result.final.setup.finetune == "qlora"
+
+
+def test_default_tricks_view_is_the_articles_qlora_case():
+    stack = mv.tricks_compute()  # llama-2-7b on an RTX 4090, bf16-mixed, QLoRA r=16 (defaults of the view)
+    assert stack.final.fits is True and stack.baseline.fits is False
+    assert stack.final.setup.finetune == "qlora" and stack.final.setup.base_dtype == "nf4"
+    view = mv.tricks_view()
+    assert view.result == stack
+    assert "fits" in mv.verdict_text(view.result.final)
+
+
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 64), s=st.integers(1, 32).map(lambda k: 128 * k))
+def test_memory_grows_with_micro_batch_and_seq(b, s):
+    small = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b, seq_len=min(s, 1024))
+    big = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b + 1, seq_len=min(s, 1024))
+    assert big.activations_bytes > small.activations_bytes
+    assert big.params_bytes == small.params_bytes
+    assert (small.total_bytes <= small.gpu_memory_bytes) == small.fits
+
+
+def test_compare_frame_and_plot():
+    result = {"predicted": {"params": 100, "grads": 100, "optimizer": 200, "activations": 300, "peak": 700,
+                            "megatron_activations": 150},
+              "measured": {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 690},
+              "error": {"params": 0.0, "grads": 0.0, "optimizer": 0.0, "activations": -30 / 330, "peak": 10 / 690}}
+    df = mv.compare_frame(result)
+    assert list(df["category"]) == list(mv.CATEGORIES)
+    assert df.loc[df.category == "activations", "error_pct"].item() == pytest.approx(-9.0909, rel=1e-4)
+    assert df["megatron_mib"].notna().sum() == 1
+    fig = mv.plot_predicted_vs_measured(df, title="t")
+    assert len(fig.axes[0].patches) == 3 * len(df)
+    with pytest.raises(ValueError, match="missing measured, error"):
+        mv.compare_frame({"predicted": {}})
+
+
+def test_activation_frame_is_korthikanti_table2_for_the_gpt_layout():
+    df = mv.activation_frame("gpt2", 1024, 2)
+    m = catalog.get_model("gpt2")
+    row = df[(df.attention == "eager") & (df.recompute == "none")].iloc[0]
+    assert row.per_layer_over_sbh == pytest.approx(34 + 5 * m.n_heads * 1024 / m.hidden)
+    assert (df[df.recompute == "full"].per_layer_over_sbh == 2).all()
+    assert row.all_layers_gib == pytest.approx(m.n_layers * row.per_layer_gib)
+
+
+def test_phase_frame():
+    r = {"predicted": {"phase_peaks": {"forward": 90, "backward": 110, "optimizer": 50}},
+         "measured": {"phase_peaks": {"forward": 100, "backward": 110, "optimizer": 0}}}
+    df = mv.phase_frame(r)
+    assert list(df.phase) == ["forward", "backward", "optimizer"]
+    assert list(df.error_pct) == pytest.approx([-10.0, 0.0, 0.0])
