@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.gpukit-installed
 PORT ?= 8888
+# JupyterLab refuses to run as root without --allow-root (containers, Binder-like pods)
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab run test bench clean
 
@@ -15,7 +17,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 ## make lab: the course in JupyterLab (notebooks/)
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_ARGS)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(ROOT_ARGS) $(LAB_ARGS)
 
 ## make run: every notebook headless with papermill into build/notebooks, then a summary
 run: $(STAMP)
