@@ -65,8 +65,13 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
     from .bench.matmul import gpu_key_for, matmul_bench
     from .bench.membw import memory_bandwidth
     from .bench.timing import Deadline, progress, resolve_device
+    from .errors import require_positive, require_positive_int
 
     t0 = time.monotonic()
+    timeout_s = require_positive("timeout_s", timeout_s)  # checked before minutes of measuring
+    n_ranks = require_positive_int("n_ranks", n_ranks)
+    if threads is not None:
+        threads = require_positive_int("threads", threads)
     device = resolve_device(device)
     plan = _plan(device, quick)
     deadline = Deadline(timeout_s, "calibration")

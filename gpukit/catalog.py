@@ -111,12 +111,26 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> list[tuple[int, dict[st
     path = Path(path)
     if not path.exists():
         raise ValueError(f"catalog file {path} not found")
-    with path.open(newline="", encoding="utf-8") as f:
-        numbered = [(i, line) for i, line in enumerate(f, start=1) if line.strip() and not line.startswith("#")]
+    try:
+        raw = path.read_bytes()
+    except OSError as e:  # a directory, no permission, ...
+        raise ValueError(f"catalog file {path}: cannot read ({e.strerror or type(e).__name__})") from None
+    numbered = []
+    for i, line_bytes in enumerate(raw.splitlines(keepends=True), start=1):
+        try:
+            line = line_bytes.decode("utf-8-sig" if i == 1 else "utf-8")  # a BOM (Excel) is not a column
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}:{i}: not UTF-8 text ({e.reason} at byte {e.start} of the line)") from None
+        if line.strip() and not line.startswith("#"):
+            numbered.append((i, line))
     if not numbered:
         raise ValueError(f"{path}: empty catalog (no header line)")
     # One physical line per record: a quoted newline would make the line numbers in errors lie.
-    records = list(csv.reader(line for _, line in numbered))
+    reader = csv.reader(line for _, line in numbered)
+    try:
+        records = list(reader)
+    except csv.Error as e:  # e.g. a field over csv's size limit: still name the line
+        raise ValueError(f"{path}:{numbered[max(0, min(reader.line_num, len(numbered)) - 1)][0]}: {e}") from None
     if len(records) != len(numbered):
         raise ValueError(f"{path}: a quoted field spans lines; keep each row on one line")
     header = [c.strip() for c in records[0]]

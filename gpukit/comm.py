@@ -162,11 +162,19 @@ def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: s
     """Alpha-beta time of `op` on `n_ranks` ranks over `link` (an Interconnect, a profile LinkFit or
     (alpha_s, bandwidth_gbps)). `size_bytes` follows the nccl-tests convention (module docstring)."""
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
+    size = int(size) if size.is_integer() else size  # whole bytes stay ints (JSON: 1000000000, not 1e9)
     alpha, bw, name = _link(link)
-    ca, cb = coefficients(op, n_ranks, algorithm)
+    try:
+        ca, cb = coefficients(op, n_ranks, algorithm)
+        latency, bandwidth, sent = ca * alpha, cb * size / (bw * GB), cb * size
+    except OverflowError:  # n_ranks beyond float range
+        latency = bandwidth = sent = math.inf
+    if not all(math.isfinite(x) for x in (latency, bandwidth, sent, latency + bandwidth)):
+        raise ValueError(f"inputs too large: the time of {op} overflows a float (size_bytes {size:g}, "
+                         f"n_ranks {n_ranks}); use smaller sizes")
     return CollectiveCost(op=op, algorithm=algorithm, size_bytes=size, n_ranks=int(n_ranks), link=name,
-                          alpha_s=alpha, bandwidth_gbps=bw, latency_s=ca * alpha, bandwidth_s=cb * size / (bw * GB),
-                          bytes_sent_per_rank=cb * size)
+                          alpha_s=alpha, bandwidth_gbps=bw, latency_s=latency, bandwidth_s=bandwidth,
+                          bytes_sent_per_rank=sent)
 
 
 @dataclass(frozen=True)
@@ -252,10 +260,13 @@ def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int
     all-reduce over the inter link; with one node, the flat ring over the intra link (Thakur et al.
     2005; NCCL's intra-node ring + inter-node ring/tree)."""
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
+    size = int(size) if size.is_integer() else size
     nodes = require_positive_int("n_nodes", n_nodes)
     k = require_positive_int("ranks_per_node", ranks_per_node)
+    # whole bytes make whole shards: with S not a multiple of k the largest, ceil(S/k), sets the time
+    shard = -(-size // k) if isinstance(size, int) else size / k
     phases = (collective_time("reduce_scatter", size, k, intra),
-              collective_time("all_reduce", size / k, nodes, inter, algorithm),
+              collective_time("all_reduce", shard, nodes, inter, algorithm),
               collective_time("all_gather", size, k, intra))
     return HierarchicalCost(size_bytes=size, n_nodes=nodes, ranks_per_node=k, phases=phases)
 
@@ -304,8 +315,11 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
     sizes) is refitted with alpha = 0 and `note` says so. r2 is computed on the times themselves."""
     import numpy as np
 
-    s = np.asarray(sizes_bytes, dtype=float).ravel()
-    t = np.asarray(times_s, dtype=float).ravel()
+    try:
+        s = np.asarray(sizes_bytes, dtype=float).ravel()
+        t = np.asarray(times_s, dtype=float).ravel()
+    except (OverflowError, TypeError, ValueError):  # strings, None, ints beyond float range
+        raise ValueError("sizes_bytes and times_s must be lists of finite numbers (bytes, seconds)") from None
     if s.shape != t.shape:
         raise ValueError(f"sizes_bytes and times_s must have the same length, got {s.size} and {t.size}")
     if s.size < 2 or np.unique(s).size < 2:
@@ -331,9 +345,14 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
     ss_res = float(np.sum((t - pred) ** 2))
     ss_tot = float(np.sum((t - t.mean()) ** 2))
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    max_rel = float(np.max(np.abs(pred - t) / t))
+    if not all(math.isfinite(x) for x in (alpha, inv_b, 1.0 / inv_b, r2, max_rel)):
+        # sizes near float range or subnormal times: the least squares leave float range
+        raise ValueError("sizes_bytes and times_s are out of the range a fit can handle (the fit is not finite); "
+                         "use sizes in bytes and times in seconds of real measurements")
     return AlphaBetaFit(op=op, n_ranks=int(n_ranks), algorithm=algorithm, alpha_us=float(alpha) * 1e6,
                         beta_gbps=1.0 / float(inv_b) / GB, r2=r2, n_points=int(s.size),
-                        max_rel_error=float(np.max(np.abs(pred - t) / t)), note=note)
+                        max_rel_error=max_rel, note=note)
 
 
 # ---------------------------------------------------------------------------------------------------

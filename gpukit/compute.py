@@ -53,6 +53,16 @@ def _json_safe(v):
     return v
 
 
+def _overflow(what: str) -> ValueError:
+    """Inputs so large that a FLOP, byte or second count leaves float range (~1.8e308)."""
+    return ValueError(f"inputs too large: {what} overflows a float (over 1e308); use smaller sizes")
+
+
+def _require_finite(what: str, *values: float) -> None:
+    if not all(math.isfinite(v) for v in values) or not math.isfinite(math.fsum(values)):
+        raise _overflow(what)
+
+
 def _frame(rows, columns):
     import pandas as pd
 
@@ -140,8 +150,11 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     if (model is None) == (n_params is None):
         raise ValueError("give exactly one of model or n_params")
     if model is not None:
-        n = float(layer_matmul_params(model))
-        head = float(model.vocab * model.hidden) if include_embeddings else 0.0
+        try:
+            n = float(layer_matmul_params(model))
+            head = float(model.vocab * model.hidden) if include_embeddings else 0.0
+        except OverflowError:
+            raise _overflow("the model's parameter count") from None
     else:
         n = require_positive("n_params", n_params)
         if include_embeddings:
@@ -150,12 +163,15 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
         head = 0.0
     layers, width = _attention_width(model, n_layers, hidden)
     note = "" if layers else "attention term left out: pass a model, or n_layers and hidden"
-    if mode == "decode":
-        context = require_positive_int("context", seq_len if context is None else context)
-        attn_fwd = 4.0 * layers * width * context if layers else 0.0  # one query, `context` keys
-    else:
-        context = None
-        attn_fwd = 4.0 * layers * width * seq_len * (0.5 if causal else 1.0) if layers else 0.0
+    try:
+        if mode == "decode":
+            context = require_positive_int("context", seq_len if context is None else context)
+            attn_fwd = 4.0 * layers * width * context if layers else 0.0  # one query, `context` keys
+        else:
+            context = None
+            attn_fwd = 4.0 * layers * width * seq_len * (0.5 if causal else 1.0) if layers else 0.0
+    except OverflowError:
+        raise _overflow("the attention FLOPs (n_layers x hidden x seq_len/context)") from None
 
     rows = [("dense_forward", 2 * n)]
     if mode == "train":
@@ -174,6 +190,7 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
             rows.append(("recompute_attention_forward", attn_fwd))
     elif recompute == "selective" and layers:
         rows.append(("recompute_attention_forward", attn_fwd))
+    _require_finite("FLOPs per token", *(v for _, v in rows))
     return FlopsPerToken(mode=mode, seq_len=seq_len, context=context, causal=bool(causal), recompute=recompute,
                          n_params=n, lm_head_params=head, breakdown=tuple(rows), note=note)
 
@@ -294,8 +311,12 @@ def roofline_matmul(m: int, n: int, k: int, dtype: str = "bf16", gpu=None, *, ba
     batch = require_positive_int("batch", batch)
     size = dtype_bytes(dtype)
     peak, bw = _peak_and_bw(dtype, gpu, peak_tflops, bandwidth_gbps)
-    flops = 2.0 * m * n * k * batch
-    moved = (m * k + k * n + m * n) * size * batch
+    try:
+        flops = 2.0 * m * n * k * batch
+        moved = (m * k + k * n + m * n) * size * batch
+    except OverflowError:
+        raise _overflow("the matmul's FLOPs or bytes (m x n x k)") from None
+    _require_finite("the matmul's FLOPs or bytes (m x n x k)", flops, moved)
     ai = flops / moved
     ridge = peak * 1e12 / (bw * GB)
     attainable = min(peak, ai * bw * GB / 1e12)
@@ -383,6 +404,8 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
            roofline_matmul(tokens, h, model.q_dim, name="attn_out", **kw),
            roofline_matmul(tokens, up, h, name="mlp_up", **kw),
            roofline_matmul(tokens, h, f, name="mlp_down", **kw))
+    _require_finite("the layer's FLOPs, bytes or time", math.fsum(o.flops for o in ops),
+                    math.fsum(o.bytes for o in ops), math.fsum(o.time_s for o in ops))
     return LayerRoofline(mode=mode, seq_len=seq_len, micro_batch=b, context=context, ops=ops)
 
 
@@ -496,8 +519,14 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     else:
         util = DEFAULT_MFU
         source = f"assumed utilization {DEFAULT_MFU:.2f} (no mfu or profile given)"
-    flops = tokens * fpt.hardware_flops
-    seconds = flops / (n_gpus * peak * 1e12 * util)
+    try:
+        flops = tokens * fpt.hardware_flops
+        seconds = flops / (n_gpus * peak * 1e12 * util)
+    except OverflowError:
+        raise _overflow("tokens x FLOPs per token") from None
+    _require_finite("tokens x FLOPs per token", flops, tokens * fpt.model_flops, seconds)
+    if seconds <= 0:  # n_gpus beyond float range makes the time underflow to 0
+        raise ValueError(f"n_gpus is too large for a meaningful time, got {n_gpus}")
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
                      utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds)

@@ -24,6 +24,9 @@ def require_positive(name: str, value, allow_zero: bool = False) -> float:
         x = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
+    except OverflowError:  # an int beyond float range (10**400)
+        what = "a finite number >= 0" if allow_zero else "a finite number > 0"
+        raise ValueError(f"{name} must be {what}, got an integer beyond float range") from None
     if x != x or x in (float("inf"), float("-inf")) or x < 0 or (x == 0 and not allow_zero):
         what = "a finite number >= 0" if allow_zero else "a finite number > 0"
         raise ValueError(f"{name} must be {what}, got {value!r}")

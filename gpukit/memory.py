@@ -429,19 +429,25 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
         raise ValueError(f"setup must be a TrainSetup, got {type(setup).__name__}")
     if (model is None) == (n_params is None):
         raise ValueError("pass either model or n_params (exactly one)")
-    if model is not None:
-        check_layout(model, setup)
-        stages = ("only",) if setup.pp == 1 else ("first", "last")
-        parts = [(st, _stage_parts(model, setup, st)) for st in stages]
-        stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k != "cpu"))
-        total_params, name = model.n_params, model.name
-        trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
-                                               model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
-    else:
-        total_params = require_positive_int("n_params", n_params)
-        stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
-        trainable = 0 if setup.inference else total_params
-    b = {k: int(math.ceil(v)) for k, v in p.items()}
+    try:  # sizes beyond float range (e.g. micro_batch 1e400) overflow: a ValueError, not OverflowError
+        if model is not None:
+            check_layout(model, setup)
+            stages = ("only",) if setup.pp == 1 else ("first", "last")
+            parts = [(st, _stage_parts(model, setup, st)) for st in stages]
+            stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k != "cpu"))
+            total_params, name = model.n_params, model.name
+            trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
+                                                   model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
+        else:
+            total_params = require_positive_int("n_params", n_params)
+            stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
+            trainable = 0 if setup.inference else total_params
+        if not all(math.isfinite(v) for v in p.values()) or not math.isfinite(math.fsum(p.values())):  # inf, nan
+            raise OverflowError
+        b = {k: int(math.ceil(v)) for k, v in p.items()}
+    except OverflowError:
+        raise ValueError("inputs too large: the byte count overflows a float (over 1e308 bytes); "
+                         "check seq_len, micro_batch, batch and the model size") from None
     tensors = sum(b[k] for k in ("params", "grads", "optimizer", "activations", "logits", "kv_cache"))
     ctx = CUDA_CONTEXT_BYTES if gpu is not None else 0
     frag = int(math.ceil(FRAGMENTATION_FRACTION * tensors)) if gpu is not None else 0

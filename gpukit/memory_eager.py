@@ -91,6 +91,8 @@ PRECISIONS = ("fp32", "bf16-mixed")
 OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")
 DEVICES = ("cpu", "cuda")
 _CUDA_BLOCK = 512  # CUDACachingAllocator kMinBlockSize: every allocation is a multiple of 512 B
+# The replay walks every layer (~0.3 ms each): cap it so a typo cannot hang a caller for minutes.
+MAX_REPLAY_LAYERS = 1024
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,8 @@ class EagerSetup:
     device: str = "cpu"  # cpu | cuda
 
     def __post_init__(self):
-        require_positive_int("seq_len", self.seq_len)
-        require_positive_int("micro_batch", self.micro_batch)
+        object.__setattr__(self, "seq_len", require_positive_int("seq_len", self.seq_len))  # 128.0 -> 128
+        object.__setattr__(self, "micro_batch", require_positive_int("micro_batch", self.micro_batch))
         require_choice("recompute", self.recompute, RECOMPUTE_KINDS)
         require_choice("precision", self.precision, PRECISIONS)
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -124,6 +126,9 @@ def reference_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, vocab
 
 
 def _check_spec(spec: ModelSpec, setup: EagerSetup) -> None:
+    if spec.n_layers > MAX_REPLAY_LAYERS:
+        raise ValueError(f"n_layers must be <= {MAX_REPLAY_LAYERS} for the op-by-op replay of the reference "
+                         f"model, got {spec.n_layers}")
     for f, want in (("mlp", "gelu"), ("norm", "layernorm"), ("position", "learned"), ("arch", "decoder")):
         if getattr(spec, f) != want:
             raise ValueError(f"{f} must be {want} for the eager reference model, got {getattr(spec, f)}")

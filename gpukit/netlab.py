@@ -607,6 +607,8 @@ def bench(nodes: int = 2, rate="1gbit", op: str = "all_reduce", sizes: list[int]
     sizes = list(sizes) if sizes else default_sizes(rate_bps)
     for s in sizes:
         require_positive_int("sizes", s)
+    if timeout_s is not None:
+        timeout_s = require_positive("timeout_s", timeout_s)
     timeout_s = timeout_s or bench_timeout_s(nodes, rate_bps, sizes, repeats, warmup)
     require_available()
     with NetLab(nodes, rate_bps, delay_ms=delay_ms) as lab:

@@ -135,10 +135,18 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
 def load_profile(path) -> Profile:
     """Read and validate the calibration profile at `path` (JSON, contract in the module docstring)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ValueError(f"profile file {p} not found")
+    if not p.is_file():
+        raise ValueError(f"profile file {p} is not a file")
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        raise ValueError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON (not UTF-8 text: {e.reason} at byte {e.start})") from None
+    except RecursionError:
+        raise ValueError(f"{p}: not valid JSON for a profile (nested too deeply)") from None
+    except OSError as e:
+        raise ValueError(f"profile file {p}: cannot read ({e.strerror or type(e).__name__})") from None
     return profile_from_dict(data, source=str(p))

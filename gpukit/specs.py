@@ -41,11 +41,11 @@ class ModelSpec:
     published_params: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
-        for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):
-            require_positive_int(f, getattr(self, f))
+        for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):  # 2.0 -> 2: range() needs ints
+            object.__setattr__(self, f, require_positive_int(f, getattr(self, f)))
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
-        require_positive_int("n_kv_heads", self.n_kv_heads)
+        object.__setattr__(self, "n_kv_heads", require_positive_int("n_kv_heads", self.n_kv_heads))
         require_choice("mlp", self.mlp, MLP_KINDS)
         require_choice("norm", self.norm, NORM_KINDS)
         require_choice("position", self.position, POSITION_KINDS)
@@ -55,7 +55,7 @@ class ModelSpec:
                 raise ValueError(
                     f"n_heads must divide hidden: hidden {self.hidden} is not a multiple of n_heads {self.n_heads}")
             object.__setattr__(self, "head_dim", self.hidden // self.n_heads)
-        require_positive_int("head_dim", self.head_dim)
+        object.__setattr__(self, "head_dim", require_positive_int("head_dim", self.head_dim))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads must divide n_heads: n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
@@ -63,9 +63,9 @@ class ModelSpec:
             if self.mlp == "gelu":
                 ffn = 4 * self.hidden
             else:  # Llama: 2/3 of 4h, rounded up to a multiple of 256 (Touvron et al. 2023, model.py)
-                ffn = 256 * -(-int(8 * self.hidden / 3) // 256)
+                ffn = 256 * -(-(8 * self.hidden // 3) // 256)  # integer math: no float overflow
             object.__setattr__(self, "ffn_hidden", ffn)
-        require_positive_int("ffn_hidden", self.ffn_hidden)
+        object.__setattr__(self, "ffn_hidden", require_positive_int("ffn_hidden", self.ffn_hidden))
 
     # ---- parameter counts (elements) ----
     @property

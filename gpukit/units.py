@@ -6,6 +6,8 @@ torch.cuda do; bandwidth is decimal GB/s (1e9 bytes/s), as nccl-tests and spec s
 
 from __future__ import annotations
 
+import math
+
 GB = 10**9  # decimal gigabyte (bandwidth, spec-sheet capacities)
 GiB = 2**30  # binary gibibyte (memory actually allocatable)
 MB = 10**6
@@ -33,27 +35,51 @@ def dtype_bytes(dtype: str) -> float:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_DTYPE)}, got {dtype!r}") from None
 
 
+def _finite(name: str, x) -> float:
+    """float(x), or ValueError naming `name` for nan, inf and ints beyond float range."""
+    try:
+        v = float(x)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number, got an integer beyond float range") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {x!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {x!r}")
+    return v
+
+
 def bytes_to_gib(n_bytes: float) -> float:
-    return n_bytes / GiB
+    return _finite("n_bytes", n_bytes) / GiB
 
 
 def bytes_to_gb(n_bytes: float) -> float:
-    return n_bytes / GB
+    return _finite("n_bytes", n_bytes) / GB
 
 
 def gib_to_bytes(gib: float) -> int:
-    return int(round(gib * GiB))
+    return int(round(_finite("gib", _finite("gib", gib) * GiB)))
 
 
 def gb_to_bytes(gb: float) -> int:
-    return int(round(gb * GB))
+    return int(round(_finite("gb", _finite("gb", gb) * GB)))
+
+
+def _shown(x) -> float | None:
+    """float(x) for display, None when it has no finite value (the fmt_* functions print 'n/a')."""
+    try:
+        v = float(x)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def fmt_bytes(n_bytes: float, binary: bool = True) -> str:
     """Human-readable size: '1.50 GiB' (binary, default) or '1.61 GB' (decimal)."""
     base, names = (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (
         1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
-    x = float(n_bytes)
+    x = _shown(n_bytes)
+    if x is None:
+        return "n/a"
     for name in names:
         if abs(x) < base or name == names[-1]:
             return f"{x:.0f} {name}" if name == "B" else f"{x:.2f} {name}"
@@ -63,6 +89,9 @@ def fmt_bytes(n_bytes: float, binary: bool = True) -> str:
 
 def fmt_count(n: float) -> str:
     """1.23B / 456.7M / 12.3K style parameter counts."""
+    n = _shown(n)
+    if n is None:
+        return "n/a"
     for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= div:
             return f"{n / div:.2f}{suffix}"
@@ -71,6 +100,9 @@ def fmt_count(n: float) -> str:
 
 def fmt_seconds(s: float) -> str:
     """Seconds as us / ms / s / min / h / days."""
+    s = _shown(s)
+    if s is None:
+        return "n/a"
     if s < 1e-3:
         return f"{s * 1e6:.1f} us"
     if s < 1:

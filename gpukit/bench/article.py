@@ -57,12 +57,14 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     median. `skew_ms` makes ranks > 0 arrive late. Also returns every rank's per-call list and the
     list of what the article's method gets wrong.
     """
-    from ..errors import require_positive_int
+    from ..errors import require_positive, require_positive_int
     from .collectives import _check, _pick_backend, spawn_ranks
     from .timing import resolve_device
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     n_calls = require_positive_int("n_calls", n_calls)
+    skew_ms = require_positive("skew_ms", skew_ms, allow_zero=True)
+    timeout_s = require_positive("timeout_s", timeout_s)
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)

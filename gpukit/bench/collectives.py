@@ -32,7 +32,7 @@ from datetime import timedelta
 
 from .article import article_latency_snippet  # noqa: F401 - re-exported: the notebooks' entry point
 from .results import BenchResult, write_json
-from .timing import percentile, resolve_device
+from .timing import is_out_of_memory, oom_line, percentile, resolve_device
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffer split in n chunks
@@ -99,6 +99,17 @@ def _check(op: str, backend: str, device: str, dtype: str) -> None:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
     if backend == "nccl" and device != "cuda":
         raise ValueError("backend nccl needs --device cuda (use gloo on cpu)")
+
+
+def _check_counts(iters, warmup, repeats, timeout_s, threads):
+    """Validated (iters, warmup, repeats, timeout_s, threads): iters/threads None or >= 1, warmup >= 0,
+    repeats >= 1, timeout_s finite > 0 (0 repeats or iters would divide by zero inside the ranks)."""
+    from ..errors import require_positive, require_positive_int
+
+    return (None if iters is None else require_positive_int("iters", iters),
+            require_positive_int("warmup", warmup, allow_zero=True), require_positive_int("repeats", repeats),
+            require_positive("timeout_s", timeout_s),
+            None if threads is None else require_positive_int("threads", threads))
 
 
 def _pick_backend(backend: str, device: str) -> str:
@@ -266,10 +277,49 @@ def _pick_iters(fn, device: str, target_s: float, max_iters: int) -> int:
 INTERLEAVE_BYTES = 2**30  # sizes whose buffers fit together in this budget are timed round-robin
 
 
+def fault_hook(name: str) -> str | None:
+    """Test hook (tests/test_faults.py), inert unless the environment sets GPUKIT_FAULT (comma-separated):
+    'rank1_exit' makes rank 1 exit with code 3 after its first timed repeat (a rank that dies);
+    'oom_above=N' makes every size above N bytes fail its allocation with torch.OutOfMemoryError (a
+    GPU too small for the sweep). Returns the value after '=' ('' for a bare flag), None if unset."""
+    for item in os.environ.get("GPUKIT_FAULT", "").split(","):
+        key, _, value = item.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+def _probe_alloc(op: str, size_bytes: int, dtype: str, device: str, n_ranks: int) -> str:
+    """Allocate (then free) the two whole buffers `_make_op` will need: '' if they fit, else the
+    'out of memory at size ...' line. Runs before any collective of this size, so a rank that cannot
+    allocate never leaves the others waiting in a collective (measure() agrees on it first)."""
+    import torch
+
+    try:
+        limit = fault_hook("oom_above")
+        if limit is not None and size_bytes > parse_size(limit):
+            raise torch.OutOfMemoryError(f"out of memory (simulated: GPUKIT_FAULT=oom_above={limit})")
+        dt = getattr(torch, DTYPES[dtype])
+        elem = torch.finfo(dt).bits // 8
+        used, _ = size_and_count(op, size_bytes, n_ranks, elem)
+        bufs = [torch.empty(used // elem, dtype=dt, device=device) for _ in range(2)]
+        del bufs
+        return ""
+    except (RuntimeError, MemoryError) as e:
+        if not is_out_of_memory(e):
+            raise
+        return oom_line(f"{size_bytes} bytes ({op}, {dtype}, {device})", e)
+
+
 def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeats: int = 5,
             dtype: str = "fp32", device: str = "cpu", backend: str = "gloo", bare_check: bool = True,
-            target_repeat_s: float = 0.05, max_iters: int = 200, deadline_s: float | None = None) -> list[dict]:
+            target_repeat_s: float = 0.05, max_iters: int = 200, deadline_s: float | None = None,
+            notes: dict | None = None) -> list[dict]:
     """Rows for each size (call on every rank of an initialized group; every rank gets the rows).
+
+    Stops early, keeping the rows so far, when `deadline_s` passes or a size does not fit in memory
+    (every rank agrees first); `notes` (a dict, if given) then gets 'timed_out' or 'out_of_memory'
+    ("out of memory at size N bytes: ...").
 
     iters=None: after warm-up, iters is chosen so a repeat lasts about `target_repeat_s` (between 1
     and `max_iters`), the same on every rank. Sizes whose buffers fit together in INTERLEAVE_BYTES
@@ -279,10 +329,12 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
     import torch.distributed as dist
 
     n = dist.get_world_size()
+    notes = {} if notes is None else notes
     start = time.monotonic()
     rows: list[dict] = []
     batches, batch, held = [], [], 0
-    for size in parse_sizes(sizes):
+    all_sizes = parse_sizes(sizes)
+    for size in all_sizes:
         if batch and held + 2 * size > INTERLEAVE_BYTES:
             batches.append(batch)
             batch, held = [], 0
@@ -293,6 +345,11 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
     for batch in batches:
         specs = []
         for size in batch:
+            failed = _probe_alloc(op, size, dtype, device, n)
+            if _rank_max(float(bool(failed)), device) > 0:  # all ranks stop here, none waits alone
+                notes["out_of_memory"] = failed or f"out of memory at size {size} bytes (on another rank)"
+                stop = True
+                break
             fn, used, count, impl = _make_op(op, size, dtype, device, backend)
             for _ in range(warmup):
                 fn()
@@ -300,15 +357,22 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
         samples: list[list[float]] = [[] for _ in specs]
         bare: list[list[float]] = [[] for _ in specs]
         bare_rounds = {0, repeats // 2, repeats - 1} if bare_check else set()
-        for rep in range(repeats):
+        for rep in range(repeats if specs else 0):
             for i, (_, fn, *_rest, k) in enumerate(specs):
                 samples[i].append(_timed_loop(fn, k, device))
+            if rep == 0 and dist.get_rank() == 1 and fault_hook("rank1_exit") is not None:
+                os._exit(3)  # test hook: a rank that dies mid-run
             if rep in bare_rounds:  # spread over the run like the repeats, so both see the same load
                 for i, (_, fn, *_rest, k) in enumerate(specs):
                     bare[i].append(_bare_loop(fn, k, device))
             # every rank reads its own clock; agree on stopping so no rank waits alone in a collective
-            stop = _rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s), device) > 0
-            if stop:
+            more = rep < repeats - 1 or batch is not batches[-1]  # the same on every rank
+            if more and _rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s),
+                                  device) > 0:
+                stop = True
+                notes["timed_out"] = (f"stopped after {time.monotonic() - start:.1f} s (timeout {deadline_s:g} s): "
+                                      f"{rep + 1} of {repeats} repeats, sizes up to {specs[-1][0]} of "
+                                      f"{all_sizes[-1]} bytes")
                 break
         for (_size, _fn, used, count, impl, k), own, own_bare in zip(specs, samples, bare, strict=True):
             per_call = _rank_mean(own, device)
@@ -353,10 +417,11 @@ def _worker_body(cfg: dict) -> dict:
         rows = measure("all_reduce", [4], warmup=cfg.get("warmup", 20), repeats=cfg.get("repeats", 11),
                        iters=cfg.get("iters"), device=device, backend=backend, bare_check=False)
         return {"env": env, "article_calls_us": per_rank, "rows": rows}
+    notes: dict = {}
     rows = measure(cfg["op"], cfg["sizes"], iters=cfg.get("iters"), warmup=cfg["warmup"], repeats=cfg["repeats"],
                    dtype=cfg["dtype"], device=device, backend=backend, bare_check=cfg.get("bare_check", True),
-                   deadline_s=cfg.get("timeout_s"))
-    return {"env": env, "rows": rows}
+                   deadline_s=cfg.get("timeout_s"), notes=notes)
+    return {"env": env, "rows": rows, "notes": notes}
 
 
 def _setup_rank(cfg: dict, local_rank: int) -> None:
@@ -371,6 +436,10 @@ def _setup_rank(cfg: dict, local_rank: int) -> None:
 def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
     """Entry point of a spawned rank: connect to the parent's store, run, report, clean up."""
     import torch.distributed as dist
+
+    from .launch import die_with_parent
+
+    die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
 
     if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback run: say so, don't guess a NIC
@@ -412,6 +481,7 @@ def _result(payload: dict, op: str) -> BenchResult:
         summary["harness_ratio_median"] = percentile(ratios, 50)
     if rows:
         summary["max_busbw_gbps"] = max(r["busbw_gbps"] for r in rows)
+    summary.update(payload.get("notes") or {})  # timed_out / out_of_memory: the sweep stopped early
     return BenchResult("collectives", rows, payload["env"], summary, COLUMNS, HEADERS)
 
 
@@ -423,11 +493,14 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
 
     gloo on CPU, NCCL on CUDA (backend='auto'); each rank uses `threads` CPU threads. Rows carry
     bare_busbw_gbps and harness_ratio (ours / a bare loop; goal >= 0.9) when `bare_check`.
-    ValueError for bad input or an op the backend lacks; TimeoutError after `timeout_s`.
+    ValueError for bad input or an op the backend lacks; TimeoutError after `timeout_s`. A sweep that
+    runs out of time or memory stops early: rows so far, summary 'timed_out' or 'out_of_memory'
+    ("out of memory at size N bytes"); out of memory at the first size: ValueError with that line.
     """
     from ..errors import require_positive_int
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
+    iters, warmup, repeats, timeout_s, threads = _check_counts(iters, warmup, repeats, timeout_s, threads)
     device = resolve_device(device)
     _check(op, backend, device, dtype)
     backend = _pick_backend(backend, device)
@@ -442,6 +515,8 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
            "dtype": dtype, "backend": backend, "device": device, "threads": threads, "timeout_s": timeout_s,
            "bare_check": bare_check, "launcher": "spawn"}
     result = _result(spawn_ranks(cfg, n_ranks, timeout_s), op)
+    if not result.rows and result.summary.get("out_of_memory"):
+        raise ValueError(result.summary["out_of_memory"])
     if out:
         result.write(out)
     return result
@@ -524,6 +599,7 @@ def _torchrun_main(args) -> int:
     import torch.distributed as dist
 
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    _check_counts(args.iters, args.warmup, args.repeats, args.timeout, args.threads)
     device = resolve_device(args.device)
     _check(args.op, args.backend, device, args.dtype)
     backend = _pick_backend(args.backend, device)

@@ -90,7 +90,8 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             device: str = "cpu", backend: str = "auto", threads: int | None = 1,
             timeout_s: float = 300) -> BenchResult:
     """Spawn `n_ranks` ranks, train the reference GPT under DDP; step time with and without sync."""
-    from ..errors import require_choice, require_positive_int
+    from ..errors import require_choice, require_positive, require_positive_int
+    from ..memory_eager import reference_spec
     from .collectives import _check, _pick_backend, spawn_ranks
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
@@ -98,6 +99,11 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
         require_positive_int(name, v)
     require_positive_int("warmup", warmup, allow_zero=True)
     require_choice("hook", hook, HOOKS)
+    require_positive("timeout_s", timeout_s)
+    if threads is not None:
+        require_positive_int("threads", threads)
+    # the shape is checked here (ModelSpec's one-line errors), not after the ranks have started
+    reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .results import BenchResult
-from .timing import Deadline, percentile, resolve_device, time_op, torch_threads
+from .timing import Deadline, is_out_of_memory, oom_line, percentile, resolve_device, time_op, torch_threads
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -159,11 +159,20 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
                  progress_bar: bool | None = None) -> BenchResult:
     """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak.
 
-    Stops early (rows so far, summary 'timed_out') once `timeout_s` has passed.
+    Stops early (rows so far, summary 'timed_out') once `timeout_s` has passed. Out of memory at a
+    shape: the sweep stops there, keeps the rows so far and summary 'out_of_memory' says "out of memory
+    at size LABEL"; out of memory at the first shape (nothing measured): ValueError with that line.
     """
+    from ..errors import require_positive, require_positive_int
     from .envinfo import env_stamp
     from .timing import progress
 
+    if peak_tflops is not None:
+        peak_tflops = require_positive("peak_tflops", peak_tflops)
+    repeats = require_positive_int("repeats", repeats)
+    warmup = require_positive_int("warmup", warmup, allow_zero=True)
+    timeout_s = require_positive("timeout_s", timeout_s)
+    min_repeat_s = require_positive("min_repeat_s", min_repeat_s)
     device = resolve_device(device)
     dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
     for d in dtypes:
@@ -178,10 +187,18 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
                 summary["timed_out"] = f"stopped after {deadline.elapsed():.0f} s: {len(rows)} of {len(jobs)} shapes"
                 break
             peak, peak_src = peak_tflops_for(dtype, device=device, gpu=gpu, peak_tflops=peak_tflops)
-            with _precision(dtype):
-                fn, (m, n, k) = _operands(dtype, m, n, k, device)
-                st = time_op(fn, device=device, warmup=warmup, repeats=repeats, min_repeat_s=min_repeat_s,
-                             budget_s=min(deadline.left(), max(1.0, timeout_s / max(1, len(jobs)))))
+            try:
+                with _precision(dtype):
+                    fn, (m, n, k) = _operands(dtype, m, n, k, device)
+                    st = time_op(fn, device=device, warmup=warmup, repeats=repeats, min_repeat_s=min_repeat_s,
+                                 budget_s=min(deadline.left(), max(1.0, timeout_s / max(1, len(jobs)))))
+            except (RuntimeError, MemoryError) as e:  # larger shapes would fail too: stop, keep the rows
+                if not is_out_of_memory(e):
+                    raise
+                summary["out_of_memory"] = oom_line(f"{label} ({dtype}, {m}x{k} @ {k}x{n})", e)
+                if not rows:
+                    raise ValueError(summary["out_of_memory"]) from None
+                break
             flops = 2.0 * m * n * k
             tflops = flops / st.median_s / 1e12
             rows.append({"dtype": dtype, "shape": label, "m": m, "n": n, "k": k,
@@ -209,8 +226,12 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, 
     import torch
     from torch.utils.benchmark import Timer
 
+    from ..errors import require_positive, require_positive_int
     from .envinfo import env_stamp
 
+    size = require_positive_int("size", size)
+    rounds = require_positive_int("rounds", rounds)
+    min_run_time_s = require_positive("min_run_time_s", min_run_time_s)
     device = resolve_device(device)
     check_dtype(dtype, device)
     if dtype == "fp8":

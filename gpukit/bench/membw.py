@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..units import GB, MiB
 from .results import BenchResult
-from .timing import Deadline, resolve_device, synchronize, time_op, torch_threads
+from .timing import Deadline, is_out_of_memory, oom_line, resolve_device, synchronize, time_op, torch_threads
 
 TRIAD_SCALAR = 3.0
 
@@ -26,30 +26,52 @@ def memory_bandwidth(device: str = "cpu", size_mib: float = 64, *, threads: int 
 
     Arrays should be much larger than the last-level cache (STREAM's rule: 4x), else this measures
     cache bandwidth. On CUDA also h2d/d2h pinned and pageable; achieved/peak uses the catalog's HBM
-    bandwidth (gpu key from the device name, or `gpu`).
+    bandwidth (gpu key from the device name, or `gpu`). Arrays that do not fit: ValueError "out of
+    memory at size ..."; pinned host buffers that do not fit: copy/triad rows kept, summary
+    'out_of_memory' says so.
     """
     import torch
 
+    from ..errors import require_positive, require_positive_int
     from .envinfo import env_stamp
     from .timing import progress
 
+    try:
+        size_mib = require_positive("size_mib", size_mib)
+    except ValueError:
+        raise ValueError(f"size_mib must be > 0 and finite, got {size_mib!r}") from None
+    repeats = require_positive_int("repeats", repeats)
+    warmup = require_positive_int("warmup", warmup, allow_zero=True)
+    timeout_s = require_positive("timeout_s", timeout_s)
+    min_repeat_s = require_positive("min_repeat_s", min_repeat_s)
+    if size_mib * MiB >= 2**62:  # beyond what any allocator can be asked for (torch sizes are int64)
+        raise ValueError(f"size_mib must be below {2**62 // MiB} MiB, got {size_mib!r}")
     device = resolve_device(device)
-    if not size_mib or size_mib <= 0:
-        raise ValueError(f"size_mib must be > 0, got {size_mib!r}")
     n = max(1, int(size_mib * MiB) // 4)
     array_bytes = n * 4
     peak = _hbm_peak(device, gpu)
     deadline = Deadline(timeout_s, "memory benchmark")
     rows, summary = [], {}
     with torch_threads(threads) as n_threads:
-        a = torch.zeros(n, device=device)
-        b = torch.rand(n, device=device)
-        c = torch.rand(n, device=device)
+        try:
+            a = torch.zeros(n, device=device)
+            b = torch.rand(n, device=device)
+            c = torch.rand(n, device=device)
+        except (RuntimeError, MemoryError) as e:
+            if not is_out_of_memory(e):
+                raise
+            raise ValueError(oom_line(f"{size_mib:g} MiB per array (3 arrays on {device})", e)) from None
         tests = [("copy", 2 * array_bytes, lambda: a.copy_(b)),
                  ("triad", 3 * array_bytes, lambda: torch.add(b, c, alpha=TRIAD_SCALAR, out=a))]
-        if device == "cuda" and transfers:
-            host_pinned = torch.empty(n, pin_memory=True)
-            host_pageable = torch.empty(n)
+        try:
+            host_pinned = torch.empty(n, pin_memory=True) if device == "cuda" and transfers else None
+            host_pageable = torch.empty(n) if host_pinned is not None else None
+        except (RuntimeError, MemoryError) as e:
+            if not is_out_of_memory(e):
+                raise
+            host_pinned = None
+            summary["out_of_memory"] = oom_line(f"{size_mib:g} MiB (host buffers for h2d/d2h, skipped)", e)
+        if host_pinned is not None:
             tests += [("h2d_pinned", array_bytes, lambda: a.copy_(host_pinned, non_blocking=True)),
                       ("h2d_pageable", array_bytes, lambda: a.copy_(host_pageable)),
                       ("d2h_pinned", array_bytes, lambda: host_pinned.copy_(a, non_blocking=True)),

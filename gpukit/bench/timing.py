@@ -121,6 +121,22 @@ def time_op(fn: Callable[[], object], *, device: str = "cpu", warmup: int = 3, r
     return summarize(samples, iters)
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a device out-of-memory (torch.OutOfMemoryError, CUDA's included) or a host allocation
+    that failed (torch's CPU allocator raises a plain RuntimeError "can't allocate memory")."""
+    if type(exc).__name__ == "OutOfMemoryError" or isinstance(exc, MemoryError):
+        return True
+    msg = str(exc)
+    return isinstance(exc, RuntimeError) and any(s in msg for s in (
+        "can't allocate memory", "out of memory", "Storage size calculation overflowed"))
+
+
+def oom_line(what: str, exc: BaseException) -> str:
+    """The one-line report of an allocation failure: 'out of memory at size WHAT: <first line>'."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"out of memory at size {what}: {first[:200]}"
+
+
 class Deadline:
     """A wall-clock budget for a sweep: `check()` raises TimeoutError once `timeout_s` has passed."""
 

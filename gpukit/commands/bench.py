@@ -1,12 +1,19 @@
 """`gpukit bench matmul|memory|collectives|harness|article|ddp|all`: real benchmarks (gpukit.bench).
 
 Every subcommand takes --device (cpu, cuda, auto; cuda without CUDA: exit 2), --json and --out FILE
-(.json, or .csv for table results). A run that exceeds --timeout ends with exit 2 and one line.
+(.json, or .csv for table results). Exit codes, each failure one line on stderr:
+  2    bad input, or a run that exceeds --timeout
+  1    a run that failed (a rank died, a backend error): the ranks are stopped first
+  130  Ctrl-C (SIGINT); SIGTERM: "SIGTERM received" and death by that signal (status 143)
+Out of memory: a sweep stops at the size that failed and keeps the rows so far; summary
+'out_of_memory' reads "out of memory at size N ..." (exit 0). If not even the first size fits,
+nothing was measured: exit 2 with that line.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 
 from ..cli import add_json_flag
 
@@ -36,13 +43,20 @@ def _guarded(handler):
             result = handler(args)
         except TimeoutError as e:
             raise ValueError(str(e)) from None
+        except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
+            print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+                  file=sys.stderr)
+            raise SystemExit(1) from None
         if getattr(args, "out", None):
-            if hasattr(result, "write"):
-                result.write(args.out)
-            else:
-                from ..bench.results import write_json
+            try:
+                if hasattr(result, "write"):
+                    result.write(args.out)
+                else:
+                    from ..bench.results import write_json
 
-                write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, args.out)
+                    write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, args.out)
+            except OSError as e:
+                raise ValueError(f"--out {args.out}: cannot write ({e.strerror or type(e).__name__})") from None
         return result
     return run
 

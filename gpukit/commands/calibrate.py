@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..cli import add_json_flag
 
 
@@ -13,6 +15,12 @@ def _run(args):
                             timeout_s=args.timeout)
     except TimeoutError as e:
         raise ValueError(str(e)) from None
+    except OSError as e:  # the profile file could not be written
+        raise ValueError(f"--out {args.out or 'profile'}: cannot write ({e.strerror or type(e).__name__}: "
+                         f"{e.filename})") from None
+    except RuntimeError as e:  # a run that failed (not bad input): one line, exit 1, as `gpukit bench`
+        print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}", file=sys.stderr)
+        raise SystemExit(1) from None
     if args.json:
         return profile
     link = profile["links"].get("loopback-gloo", {})

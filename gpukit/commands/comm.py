@@ -25,7 +25,9 @@ def parse_bytes(text: str) -> float:
     value = float(m.group(1)) * _BYTE_UNITS[unit]
     if not math.isfinite(value):
         raise ValueError(f"expected a finite size, got {text!r}")
-    return value
+    if not value.is_integer():  # 1.5 bytes: a typo, not a message size
+        raise ValueError(f"expected a whole number of bytes, got {text!r} = {value:g} bytes")
+    return int(value)
 
 
 def _bytes(text):

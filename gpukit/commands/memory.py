@@ -35,6 +35,8 @@ def parse_count(text: str) -> int:
     if not m:
         raise ValueError(f"--params must be a count like 7e9, 7B or 125M, got {text!r}")
     n = float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1)
+    if n != n or n == float("inf"):  # '1e400' parses to inf: int() of it would raise OverflowError
+        raise ValueError(f"--params must be a finite count like 7e9, 7B or 125M, got {text!r}")
     if n < 1:
         raise ValueError(f"--params must be at least 1, got {text!r}")
     return int(round(n))

@@ -98,7 +98,7 @@ def _status(args) -> dict:
 
 
 def _bench(args):
-    sizes = _sizes(args.sizes) if args.sizes else None
+    sizes = _sizes(args.sizes) if args.sizes is not None else None  # '' is an error, not "the default"
     try:
         return netlab.bench(nodes=args.nodes, rate=args.rate, op=args.op, sizes=sizes, repeats=args.repeats,
                             warmup=args.warmup, timeout_s=args.timeout, delay_ms=args.delay_ms)

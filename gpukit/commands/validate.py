@@ -57,7 +57,9 @@ def _run(args):
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda requested but torch.cuda.is_available() is False")
-    if args.threads:
+    if args.threads is not None:
+        if args.threads < 1:  # torch.set_num_threads(0) raises a RuntimeError, not a one-line error
+            raise ValueError(f"--threads must be a positive integer, got {args.threads}")
         torch.set_num_threads(args.threads)
     if args.grid:
         from ..measure import COMPARED, environment, grid_report
