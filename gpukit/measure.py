@@ -20,7 +20,13 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from .memory_eager import EagerSetup, predict_training_memory, reconcile_megatron, reference_spec
+from .memory_eager import (
+    CategoryBreakdown,
+    EagerSetup,
+    predict_training_memory,
+    reconcile_megatron,
+    reference_spec,
+)
 from .specs import ModelSpec
 
 PHASES = ("forward", "backward", "optimizer")
@@ -29,7 +35,7 @@ TOLERANCE = {"params": 0.02, "grads": 0.02, "optimizer": 0.02, "peak": 0.10}  # 
 
 
 @dataclass(frozen=True)
-class MeasuredMemory:
+class MeasuredMemory(CategoryBreakdown):
     """Measured bytes of real training steps; peak = max over all steps and phases."""
 
     params_bytes: int
@@ -52,16 +58,6 @@ class MeasuredMemory:
     counted: tuple  # ((category, bytes), ...) summed from model/optimizer tensors (a cross-check)
     env: tuple  # ((key, value), ...)
     wall_s: float
-
-    def breakdown(self) -> tuple:
-        return (("params", self.params_bytes), ("grads", self.grads_bytes),
-                ("optimizer", self.optimizer_bytes), ("activations", self.activations_bytes),
-                ("peak", self.peak_bytes))
-
-    def to_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([{"category": k, "bytes": v} for k, v in self.breakdown()])
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in self.breakdown()}

@@ -514,8 +514,23 @@ class _Step:
             self.tp.free(name)
 
 
+class CategoryBreakdown:
+    """The categories that prediction (EagerPrediction) and measurement (measure.MeasuredMemory)
+    share, in one order, so the two line up row by row."""
+
+    def breakdown(self) -> tuple:
+        return (("params", self.params_bytes), ("grads", self.grads_bytes),
+                ("optimizer", self.optimizer_bytes), ("activations", self.activations_bytes),
+                ("peak", self.peak_bytes))
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{"category": k, "bytes": v} for k, v in self.breakdown()])
+
+
 @dataclass(frozen=True)
-class EagerPrediction:
+class EagerPrediction(CategoryBreakdown):
     """Predicted bytes of one training step of the eager reference model (see module docstring)."""
 
     params_bytes: int
@@ -539,16 +554,6 @@ class EagerPrediction:
     @property
     def total_bytes(self) -> int:
         return self.peak_bytes
-
-    def breakdown(self) -> tuple:
-        return (("params", self.params_bytes), ("grads", self.grads_bytes),
-                ("optimizer", self.optimizer_bytes), ("activations", self.activations_bytes),
-                ("peak", self.peak_bytes))
-
-    def to_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([{"category": k, "bytes": v} for k, v in self.breakdown()])
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in self.breakdown()}

@@ -114,3 +114,46 @@ def fmt_seconds(s: float) -> str:
     if s < 3 * 86400:
         return f"{s / 3600:.1f} h"
     return f"{s / 86400:.1f} days"
+
+
+# ---- parsing sizes and counts typed by people (CLI flags, notebook parameters) ----
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_BARE_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_count(text, name: str = "count") -> float:
+    """'2e12', '2T', '300B', '1.5M', '10k', '2_000' -> a finite float > 0 (K=1e3, M=1e6, B=G=1e9, T=1e12)."""
+    import re
+
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(_NUMBER + r"\s*([kKmMbBgGtT]?)", s)
+    if not m:
+        raise ValueError(f"{name} must be a count like 2e12, 2T, 300B, 1.5M or 10K, got {text!r}")
+    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2).upper()]
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite count > 0, got {text!r}")
+    return value
+
+
+def parse_bytes(text, name: str = "size", *, bare_binary: bool = False) -> int:
+    """'1e9', '4096', '1GB' (10^9), '256MiB' (2^28), '64kB' -> whole bytes (units as above: kB/MB/GB/TB
+    decimal, KiB/MiB/GiB/TiB binary). A bare K/M/G/T is refused as ambiguous, unless `bare_binary`
+    (nccl-tests' -b/-e convention: 64K = 65536)."""
+    import re
+
+    s = str(text).strip().replace("_", "")
+    m = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", s)
+    unit = m.group(2).upper() if m else None
+    units = {**_BYTE_UNITS, **_BARE_BINARY} if bare_binary else _BYTE_UNITS
+    if not m or unit not in units:
+        hint = "64K (binary), 1MB, 256MiB" if bare_binary else "1e9, 4096, 1GB (10^9) or 256MiB (2^28)"
+        raise ValueError(f"{name} must be a size like {hint}, got {text!r}")
+    value = float(m.group(1)) * units[unit]
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite size, got {text!r}")
+    if not value.is_integer():  # 1.5 bytes: a typo, not a message size
+        raise ValueError(f"{name} must be a whole number of bytes, got {text!r} = {value:g} bytes")
+    return int(value)

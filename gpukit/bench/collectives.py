@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from datetime import timedelta
 
+from ..units import parse_bytes
 from .article import article_latency_snippet  # noqa: F401 - re-exported: the notebooks' entry point
 from .results import BenchResult, write_json
 from .timing import is_out_of_memory, oom_line, percentile, resolve_device
@@ -56,15 +56,13 @@ def parse_size(text) -> int:
         if not text >= 1 or int(text) != text:
             raise ValueError(err)
         return int(text)
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKMG]?)(i?B?)\s*", str(text))
-    if not m or m.group(3) == "i" or (m.group(3) == "iB" and not m.group(2)):
-        raise ValueError(err)
-    prefix, suffix = m.group(2).upper(), m.group(3)
-    base = 1000 if suffix == "B" else 1024  # "KB"/"MB": decimal; "K", "KiB": binary
-    value = float(m.group(1)) * base ** " KMG".index(prefix or " ")
+    try:
+        value = parse_bytes(text, "sizes", bare_binary=True)
+    except ValueError:
+        raise ValueError(err) from None
     if value < 1:
         raise ValueError(err)
-    return int(value)
+    return value
 
 
 def parse_sizes(sizes) -> list[int]:

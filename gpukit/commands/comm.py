@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import math
-import re
 
 from ..cli import add_json_flag
 from ..comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
 from ..units import fmt_bytes, fmt_seconds
-
-_BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+from ..units import parse_bytes as units_parse_bytes
 
 
-def parse_bytes(text: str) -> float:
-    """'1e9', '1GB' (10^9), '256MiB' (2^28), '4096', '1.5 GiB' -> bytes (decimal kB/MB/GB/TB, binary
-    KiB/MiB/GiB/TiB, as units.py). A bare K/M/G is refused: it is ambiguous."""
-    s = str(text).strip().replace("_", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)", s)
-    unit = m.group(2).upper() if m else None
-    if not m or unit not in _BYTE_UNITS:
-        raise ValueError(f"expected a size like 1e9, 4096, 1GB (10^9) or 256MiB (2^28), got {text!r}")
-    value = float(m.group(1)) * _BYTE_UNITS[unit]
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite size, got {text!r}")
-    if not value.is_integer():  # 1.5 bytes: a typo, not a message size
-        raise ValueError(f"expected a whole number of bytes, got {text!r} = {value:g} bytes")
-    return int(value)
+def parse_bytes(text: str) -> int:
+    """'1e9', '1GB' (10^9), '256MiB' (2^28), '4096', '1.5 GiB' -> bytes (units.parse_bytes; a bare K/M/G
+    is refused: it is ambiguous)."""
+    return units_parse_bytes(text, "size")
 
 
 def _bytes(text):

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import math
-import re
 
 from ..cli import add_json_flag
 from ..compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
 from ..units import BYTES_PER_DTYPE
-
-_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+from ..units import parse_count as units_parse_count
 
 
 def parse_count(text: str) -> float:
-    """'2e12', '2T', '300B', '1.5M', '10K', '2_000' -> a positive float (K=1e3, M=1e6, B=G=1e9, T=1e12)."""
-    s = str(text).strip().replace("_", "").replace(",", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", s)
-    if not m:
-        raise ValueError(f"expected a count like 2e12, 2T, 300B, 1.5M or 10K, got {text!r}")
-    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2).upper()]
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"expected a count > 0, got {text!r}")
-    return value
+    """'2e12', '2T', '300B', '1.5M', '10K', '2_000' -> a positive float (units.parse_count)."""
+    return units_parse_count(text, "count")
 
 
 def _count(text):

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .. import memory as mem
+from ..units import parse_count as parse_count_float
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
 FLAG_OF = {
@@ -25,18 +26,11 @@ FLAG_OF = {
     "unknown gpu": "--gpu",
 }
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
-_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
 def parse_count(text: str) -> int:
-    """'7e9', '7B', '125M', '1.5T', '350k', '7_000' -> int; ValueError otherwise."""
-    raw = str(text).strip().replace("_", "").replace(",", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)", raw)
-    if not m:
-        raise ValueError(f"--params must be a count like 7e9, 7B or 125M, got {text!r}")
-    n = float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1)
-    if n != n or n == float("inf"):  # '1e400' parses to inf: int() of it would raise OverflowError
-        raise ValueError(f"--params must be a finite count like 7e9, 7B or 125M, got {text!r}")
+    """'7e9', '7B', '125M', '1.5T', '350k', '7_000' -> int (units.parse_count); ValueError otherwise."""
+    n = parse_count_float(text, "--params")
     if n < 1:
         raise ValueError(f"--params must be at least 1, got {text!r}")
     return int(round(n))
