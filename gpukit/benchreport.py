@@ -52,7 +52,7 @@ def collectives_section(sizes: str) -> dict:
     from .bench.collectives import fit_and_holdout, run_collectives
 
     _section("3. Collectives: 2-rank gloo all_reduce on loopback (CPU)")
-    res = run_collectives("all_reduce", 2, sizes, bare_check=True, timeout_s=300)
+    res = run_collectives("all_reduce", 2, sizes, repeats=15, bare_check=True, timeout_s=300)
     print(res.to_text())
     rows = res.rows
     ratios = [r["harness_ratio"] for r in rows if r.get("harness_ratio")]
