@@ -144,7 +144,10 @@ def hundred_b_four_h100(n_params: float = 100e9, gpu: str = "h100-sxm", claimed_
         quote=("Q: Can I train a 100B parameter model on a single GPU? No. 100B parameters in FP16 is 200GB. No GPU has "
                "that much memory. You need at least 4 H100s (80GB each) with model parallelism."),
         claimed=claimed_gpus, claimed_unit="GPUs", computed=train.best.world_size, unit="GPUs",
-        verdict=verdict_from_ratio(train.best.world_size / claimed_gpus),
+        # "at least 4" is a lower bound, and a true one for holding the weights; what it implies (4 suffice to
+        # train) is off by the ratio below, and "no GPU has 200 GB" fails for the largest cards: misleading
+        verdict=("misleading" if weights_only <= claimed_gpus < train.best.world_size
+                 else verdict_from_ratio(train.best.world_size / claimed_gpus)),
         check=(f"200 GB = {_gib(w):.1f} GiB is right ({biggest.name} has {biggest.memory_gib:g} GiB, so one GPU could just "
                f"hold the weights). Holding them takes {weights_only} H100s, serving {serve.best.world_size} (tp a power of "
                f"two). Training needs {MIXED_ADAMW_BYTES} B/param = {MIXED_ADAMW_BYTES * n / 1e12:.1f} TB of states: at "
