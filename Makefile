@@ -21,7 +21,7 @@ lab: $(STAMP)
 
 ## make run: every notebook headless with papermill into build/notebooks, then a summary
 run: $(STAMP)
-	$(PY) -m gpukit.runbook --out build/notebooks $(RUN_ARGS)
+	$(PY) -m gpukit.course.runbook --out build/notebooks $(RUN_ARGS)
 
 ## make test: the whole suite (unit, property, measured-vs-predicted, notebooks)
 test: $(STAMP)
@@ -29,7 +29,7 @@ test: $(STAMP)
 
 ## make bench: predicted-vs-measured tables and benchmark figures (not part of the tests)
 bench: $(STAMP)
-	$(PY) -m gpukit.benchreport $(BENCH_ARGS)
+	$(PY) -m gpukit.cli.benchreport $(BENCH_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import did_you_mean
-from .specs import ModelSpec
-from .units import GiB
+from gpukit.errors import did_you_mean
+from gpukit.specs import ModelSpec
+from gpukit.units import GiB
 
 PROVENANCE = ("source", "source_url", "accessed")
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")

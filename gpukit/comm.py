@@ -24,7 +24,7 @@ reduce_scatter and all_to_all. algbw = S / t; busbw = algbw x factor(op, n), whi
 comparable to the link's bandwidth whatever n is: all_reduce 2(n-1)/n; all_gather, reduce_scatter,
 all_to_all (n-1)/n; broadcast, reduce, send_recv 1.
 
-Used in: notebooks on communication and scaling; gpukit.commands.comm; gpukit.scaling.
+Used in: notebooks on communication and scaling; gpukit.cli.comm; gpukit.scaling.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .errors import require_choice, require_positive, require_positive_int
-from .units import GB, dtype_bytes
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.units import GB, dtype_bytes
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 ALGORITHMS = ("ring", "tree")

@@ -26,7 +26,7 @@ Counting (one FLOP = one multiply or one add; a multiply-add is 2):
 MFU uses model FLOPs (no recompute), HFU the FLOPs the hardware executes (Korthikanti et al. 2022
 sec. 6; PaLM sec. 4.1 and appendix B).
 
-Used in: notebooks on compute, roofline and time-to-train; gpukit.commands.compute.
+Used in: notebooks on compute, roofline and time-to-train; gpukit.cli.compute.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .errors import require_choice, require_positive, require_positive_int
-from .specs import ModelSpec
-from .units import GB, dtype_bytes
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.specs import ModelSpec
+from gpukit.units import GB, dtype_bytes
 
 RECOMPUTE = ("none", "selective", "full")
 MODES = ("train", "prefill", "decode")
@@ -465,7 +465,7 @@ class TrainTime:
         return _frame(d.items(), ("quantity", "value"))
 
     def to_text(self) -> str:
-        from .units import fmt_seconds
+        from gpukit.units import fmt_seconds
 
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "

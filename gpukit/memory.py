@@ -36,8 +36,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
-from .errors import require_choice, require_positive_int
-from .quant import (
+from gpukit.errors import require_choice, require_positive_int
+from gpukit.quant import (
     LORA_TARGETS,
     QUANT_DTYPES,
     layer_linear_shapes,
@@ -45,8 +45,8 @@ from .quant import (
     lora_layer_params,
     quantized_bytes,
 )
-from .specs import ModelSpec
-from .units import GiB, MiB, dtype_bytes
+from gpukit.specs import ModelSpec
+from gpukit.units import GiB, MiB, dtype_bytes
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "sgd")

@@ -1,9 +1,9 @@
-"""Training-step memory of the eager-PyTorch reference GPT (gpukit.models), predicted op by op.
+"""Training-step memory of the eager-PyTorch reference GPT (gpukit.bench.models), predicted op by op.
 
 Pure (no torch): `predict_training_memory(spec, setup)` replays one training step of
-gpukit.models.ReferenceGPT as a list of allocations and frees and returns the bytes of each category
-and the peak, which gpukit.measure compares with MemTracker (CPU) or the CUDA allocator.
-Used in: gpukit.commands.validate, tests/test_memory_validation.py, notebooks/01_* (memory).
+gpukit.bench.models.ReferenceGPT as a list of allocations and frees and returns the bytes of each category
+and the peak, which gpukit.bench.measure compares with MemTracker (CPU) or the CUDA allocator.
+Used in: gpukit.cli.validate, tests/test_memory_validation.py, notebooks/01_* (memory).
 
 Why not just params + grads + optimizer + activations? Because the peak is a moment, not a sum.
 The phases of one steady-state step (zero_grad(set_to_none=True), so no gradients exist at the
@@ -68,7 +68,7 @@ Activation (created in forward or recompute), Temp (created in backward), Optsta
 optimizer step, its temporaries included), Other (the input batch). Sizes on CUDA are rounded up to
 512 bytes per tensor (CUDACachingAllocator kMinBlockSize, as MemTracker does); on CPU nothing is
 rounded. Not modelled: dropout > 0 (CPU dropout saves a mask of the input's dtype), SDPA attention,
-the CUDA context and cuBLAS workspace (gpukit.measure subtracts them as a measured baseline),
+the CUDA context and cuBLAS workspace (gpukit.bench.measure subtracts them as a measured baseline),
 allocations made inside kernels below the dispatcher (invisible to MemTracker). The CUDA branches
 (fp32 softmax under autocast, foreach AdamW, 512-byte rounding) follow torch's source and had no GPU
 to meet yet; the CPU branches were checked tensor by tensor against MemTracker traces (torch 2.13).
@@ -81,8 +81,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .errors import require_choice, require_positive_int
-from .specs import ModelSpec
+from gpukit.errors import require_choice, require_positive_int
+from gpukit.specs import ModelSpec
 
 CATEGORIES = ("Parameter", "Buffer", "Gradient", "Activation", "Temp", "Optstate", "Other")
 PHASES = ("forward", "backward", "optimizer")
@@ -118,7 +118,7 @@ class EagerSetup:
 def reference_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, vocab: int = 512,
                    seq: int = 128, tied_embeddings: bool = False) -> ModelSpec:
     """A small GPT-2/Megatron-layout ModelSpec (gelu MLP 4h, LayerNorm, learned positions, biases),
-    the shape gpukit.models.build_reference_model builds; max_seq = seq."""
+    the shape gpukit.bench.models.build_reference_model builds; max_seq = seq."""
     return ModelSpec(name=f"ref-L{n_layers}-h{hidden}-a{n_heads}-V{vocab}-s{seq}", n_layers=n_layers,
                      hidden=hidden, n_heads=n_heads, vocab=vocab, max_seq=seq,
                      tied_embeddings=tied_embeddings, mlp="gelu", norm="layernorm",
@@ -582,7 +582,7 @@ def _run_step(spec, setup, tape, first_step):
 
 def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) -> EagerPrediction:
     """Predict params, grads, optimizer states, forward-end activations and the peak (bytes) of a
-    training step of gpukit.models.ReferenceGPT(spec), replaying what each op allocates and frees."""
+    training step of gpukit.bench.models.ReferenceGPT(spec), replaying what each op allocates and frees."""
     setup = setup or EagerSetup()
     _check_spec(spec, setup)
     tape = _Tape(setup.device == "cuda")

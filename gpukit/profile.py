@@ -10,7 +10,7 @@ The file contract (JSON, written by `gpukit calibrate`, read here and nowhere el
      "env": {...}}                                      # environment stamp of the run
 
 A profile replaces spec-sheet peaks with measured ones: gpukit.compute.time_to_train uses
-`matmul_tflops`, gpukit.commands.comm uses `links` (alpha in microseconds, bandwidth in decimal GB/s,
+`matmul_tflops`, gpukit.cli.comm uses `links` (alpha in microseconds, bandwidth in decimal GB/s,
 the Hockney model of gpukit.comm). Errors name the file and the key.
 """
 

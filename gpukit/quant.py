@@ -19,8 +19,8 @@ Used in: notebooks on fitting a model (memory).
 
 from __future__ import annotations
 
-from .errors import require_choice, require_positive_int
-from .specs import ModelSpec
+from gpukit.errors import require_choice, require_positive_int
+from gpukit.specs import ModelSpec
 
 QUANT_DTYPES = ("int8", "nf4")
 NF4_BLOCK = 64  # QLoRA sec. 3: blocksize 64 for the weights

@@ -1,7 +1,7 @@
 """Fitting tricks: measured for real on the reference GPT, and modelled where this machine cannot.
 
 Measured (torch imported lazily, inside the functions): `measure_trick(name, spec, ...)` trains the
-reference model (gpukit.models) with and without a trick and returns a `TrickResult`: one `RunStats`
+reference model (gpukit.bench.models) with and without a trick and returns a `TrickResult`: one `RunStats`
 per variant with the peak bytes of a steady-state step, the bytes of each category (params, grads,
 optimizer states, activations alive at the end of forward) and the median step time.
 
@@ -31,10 +31,10 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 
-from . import memory as mem
-from .errors import require_choice, require_positive_int
-from .specs import ModelSpec
-from .units import GiB, MiB
+from gpukit import memory as mem
+from gpukit.errors import require_choice, require_positive_int
+from gpukit.specs import ModelSpec
+from gpukit.units import GiB, MiB
 
 TRICKS = ("mixed_precision", "grad_accum", "recompute", "optimizer", "lora")
 LORA_TARGET_MODULES = ("qkv", "proj", "fc1", "fc2")  # every Linear inside a block of models.Block
@@ -240,7 +240,7 @@ def _lora_module():
 
 def apply_lora(model, rank: int, targets=LORA_TARGET_MODULES, alpha: float | None = None) -> int:
     """Freeze every parameter of `model` and wrap each block Linear named in `targets` (qkv, proj,
-    fc1, fc2 of gpukit.models.Block) in a LoRALinear; returns the number of trainable parameters."""
+    fc1, fc2 of gpukit.bench.models.Block) in a LoRALinear; returns the number of trainable parameters."""
     from torch import nn
 
     require_positive_int("lora_rank", rank)
@@ -343,7 +343,7 @@ class _Run:
 def _prepare(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
     import torch
 
-    from .models import build_reference_model, make_batch, make_optimizer
+    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer
 
     if cfg.seq_len > spec.max_seq:
         raise ValueError(f"seq_len must be <= max_seq {spec.max_seq}, got {cfg.seq_len}")
@@ -403,7 +403,7 @@ def _stats(run: _Run, threads: int, device: str) -> RunStats:
 
 def _cuda_warmup() -> None:
     """Create the CUDA context and the cuBLAS workspaces (fp32 and bf16) before any baseline is read,
-    so that the first variant is not charged for them (as gpukit.measure does)."""
+    so that the first variant is not charged for them (as gpukit.bench.measure does)."""
     import torch
 
     for dtype in (torch.float32, torch.bfloat16):

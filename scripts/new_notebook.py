@@ -96,7 +96,7 @@ def skeleton(number: str, name: str, title: str) -> nbformat.NotebookNode:
         markdown("## Learning objectives\n\n- TODO\n- TODO\n- TODO\n\n"
                  f"**Prerequisites:** {prereq}."),
         markdown("## Setup"),
-        code("from gpukit import nbtools\n\nenv = nbtools.show_env()"),
+        code("from gpukit.course import nbtools\n\nenv = nbtools.show_env()"),
         markdown("Parameters: papermill overrides this cell (`papermill -p QUICK True`)."),
         code("QUICK = False  # True: small sizes for CI and Binder", tags=("parameters",)),
         code('nbtools.check_param("QUICK", QUICK, bool)\nQUICK = QUICK or nbtools.quick()  # GPUKIT_QUICK=1 also turns it on'),

@@ -84,7 +84,7 @@ def test_binder_files_are_what_repo2docker_expects():
 def test_start_script_sets_quick_mode_and_passes_the_command_through():
     env = {k: v for k, v in os.environ.items()
            if k not in ("GPUKIT_QUICK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    code = ("import os, sys; from gpukit import nbtools; "
+    code = ("import os, sys; from gpukit.course import nbtools; "
             "print(nbtools.quick(), os.environ['OMP_NUM_THREADS'], sys.argv[1:]); sys.exit(3)")
     out = subprocess.run([str(BINDER / "start"), sys.executable, "-c", code, "a b", "c"], env=env,
                          capture_output=True, text=True, timeout=60, cwd=ROOT)

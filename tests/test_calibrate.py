@@ -1,4 +1,4 @@
-"""gpukit.calibrate: the profile path and a real `gpukit calibrate --quick` run (slow, ~15-90 s)."""
+"""gpukit.bench.calibrate: the profile path and a real `gpukit calibrate --quick` run (slow, ~15-90 s)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpukit import calibrate as cal
+from gpukit.bench import calibrate as cal
 from gpukit.cli import main
 from gpukit.profile import load_profile
 

@@ -1,4 +1,4 @@
-"""gpukit.claims: each audit's computed number and verdict, recomputed here from the formulas.
+"""gpukit.audits.claims: each audit's computed number and verdict, recomputed here from the formulas.
 
 The tests assert the calculation (e.g. the 30B all-reduce over 1 GbE takes > 100x the claimed 12 s),
 not the prose. Quotes are checked verbatim against the seed articles when they are present.
@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpukit import claims
+from gpukit.audits import claims
 from gpukit.catalog import get_gpu, get_interconnect
 from gpukit.comm import collective_time
 
 H100_BF16 = get_gpu("h100-sxm").peak_tflops("bf16") * 1e12
 A100_BF16 = get_gpu("a100-80gb").peak_tflops("bf16") * 1e12
 SEEDS = Path("/work/shared/seeds")
-MINE = ("compute", "cost", "communication")  # memory audits (gpukit.claims_memory) have their own tests
+MINE = ("compute", "cost", "communication")  # memory audits (gpukit.audits.memory) have their own tests
 KEYS = tuple(k for t in MINE for k in claims.claim_keys(t))
 
 

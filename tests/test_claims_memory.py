@@ -1,4 +1,4 @@
-"""Memory claims of the seed articles (gpukit.claims_memory): the computed numbers and verdicts."""
+"""Memory claims of the seed articles (gpukit.audits.memory): the computed numbers and verdicts."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit import catalog
-from gpukit import claims_memory as cm
-from gpukit.claims import VERDICTS, Claim, claim, claim_keys, claims_frame
+from gpukit.audits import memory as cm
+from gpukit.audits.claims import VERDICTS, Claim, claim, claim_keys, claims_frame
 from gpukit.units import GB, GiB
 
 
@@ -26,7 +26,7 @@ def test_registered_under_memory_in_notebook_order():
 def test_quotes_are_verbatim_from_the_articles():
     from pathlib import Path
 
-    from gpukit.claims import ARTICLES
+    from gpukit.audits.claims import ARTICLES
 
     seeds = Path("/work/shared/seeds")
     if not seeds.exists():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gpukit.cli import main
-from gpukit.commands.memory import parse_count
+from gpukit.cli.memory import parse_count
 
 KEYS = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
         "overhead_bytes", "total_bytes", "n_params")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gpukit.catalog import Interconnect
 from gpukit.cli import main
+from gpukit.cli.comm import parse_bytes
 from gpukit.comm import (
     OPS,
     AlphaBetaFit,
@@ -25,7 +26,6 @@ from gpukit.comm import (
     fit_alpha_beta,
     hierarchical_all_reduce,
 )
-from gpukit.commands.comm import parse_bytes
 
 GB = 1e9
 NVLINK = Interconnect(name="nvlink-test", kind="nvlink", scope="intra-node", bandwidth_gbps=450.0, latency_us=3.0)

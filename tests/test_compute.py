@@ -3,7 +3,7 @@
 Published figures checked here (sources in each test): PaLM 540B MFU 46.2 % / 45.7 % without attention
 (Chowdhery et al. 2022 sec. 4.1 and appendix B), Megatron eq. 3 and the 34-day / 84-day estimates
 (Narayanan et al. 2021 sec. 5.1). FLOP counts are also met by a measurement: torch's FlopCounterMode on
-the reference GPT (gpukit.models).
+the reference GPT (gpukit.bench.models).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gpukit.catalog import GPU
 from gpukit.cli import main
-from gpukit.commands.compute import parse_count
+from gpukit.cli.compute import parse_count
 from gpukit.compute import (
     DEFAULT_MFU,
     achieved_tflops,
@@ -185,7 +185,7 @@ def test_flops_match_torch_flop_counter_on_the_reference_model():
     from torch.utils.checkpoint import set_checkpoint_early_stop
     from torch.utils.flop_counter import FlopCounterMode
 
-    from gpukit.models import build_reference_model, make_batch, reference_spec
+    from gpukit.bench.models import build_reference_model, make_batch, reference_spec
 
     torch.set_num_threads(1)
     spec = reference_spec(n_layers=2, hidden=64, n_heads=4, vocab=256, seq=64)

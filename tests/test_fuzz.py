@@ -208,8 +208,7 @@ def stubs():
     import torch
     import torch.utils.benchmark
 
-    from gpukit import calibrate, models, netlab
-    from gpukit.bench import collectives, matmul, membw
+    from gpukit.bench import calibrate, collectives, matmul, membw, models, netlab
     from gpukit.bench.timing import summarize
 
     def fake_time_op(fn, **kw):  # matmul: the operands were really built; the op is not run (2048^3)

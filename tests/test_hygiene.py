@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpukit.nbtools import COURSE
+from gpukit.course.nbtools import COURSE
 
 ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
@@ -44,13 +44,13 @@ def test_names_and_contiguous_numbering():
 
 
 def test_every_notebook_is_on_the_course_map():
-    """COURSE (gpukit.nbtools), the README and notebook 00 list every notebook that exists."""
+    """COURSE (gpukit.course.nbtools), the README and notebook 00 list every notebook that exists."""
     listed = [c.notebook for c in COURSE]
     assert listed == sorted(listed) and len(set(listed)) == len(listed)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start = "\n".join(c.source for c in _read(NB_DIR / "00_start_here.ipynb").cells if c.cell_type == "markdown")
     for p in NOTEBOOKS:
-        assert p.stem in listed, f"{p.stem} missing from gpukit.nbtools.COURSE"
+        assert p.stem in listed, f"{p.stem} missing from gpukit.course.nbtools.COURSE"
         assert p.stem in readme, f"{p.stem} missing from the README course map"
         assert p.stem in start, f"{p.stem} missing from the course map in 00_start_here"
 

@@ -1,6 +1,6 @@
 """The eager memory model (gpukit.memory_eager) against real training steps measured by MemTracker.
 
-The grid test trains every configuration of gpukit.measure.VALIDATION_GRID for real (about 20-40 s on
+The grid test trains every configuration of gpukit.bench.measure.VALIDATION_GRID for real (about 20-40 s on
 2 shared cores) and holds each to the issue's targets: params, grads and optimizer states within 2%,
 peak within 10%. Random configurations (hypothesis) check that the model is not tuned to the grid.
 """
@@ -15,8 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpukit.cli import main
-from gpukit.measure import (
+from gpukit.bench.measure import (
     COMPARED,
     TOLERANCE,
     VALIDATION_GRID,
@@ -25,6 +24,8 @@ from gpukit.measure import (
     relative_error,
     validate_grid,
 )
+from gpukit.bench.models import reference_spec
+from gpukit.cli import main
 from gpukit.memory_eager import (
     EagerSetup,
     eager_activation_bytes,
@@ -34,7 +35,6 @@ from gpukit.memory_eager import (
     predict_training_memory,
     reconcile_megatron,
 )
-from gpukit.models import reference_spec
 from gpukit.specs import ModelSpec
 
 torch.set_num_threads(2)

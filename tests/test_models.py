@@ -1,4 +1,4 @@
-"""The reference GPT (gpukit.models): exact parameter count, forward/backward, recompute equivalence."""
+"""The reference GPT (gpukit.bench.models): exact parameter count, forward/backward, recompute equivalence."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpukit.memory_eager import param_shapes
-from gpukit.models import (
+from gpukit.bench.models import (
     build_reference_model,
     make_batch,
     make_optimizer,
     reference_spec,
     train_step,
 )
+from gpukit.memory_eager import param_shapes
 from gpukit.specs import ModelSpec
 
 torch.set_num_threads(2)

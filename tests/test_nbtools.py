@@ -1,4 +1,4 @@
-"""gpukit.envinfo, gpukit.nbtools and the kernel-free parts of gpukit.runbook / scripts/new_notebook."""
+"""gpukit.bench.envinfo, gpukit.course.nbtools and the kernel-free parts of gpukit.course.runbook / scripts/new_notebook."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpukit import envinfo, nbtools, runbook
-from gpukit.runbook import NotebookRun
+from gpukit.bench import envinfo
+from gpukit.course import nbtools, runbook
+from gpukit.course.runbook import NotebookRun
 
 ROOT = Path(__file__).resolve().parent.parent
 

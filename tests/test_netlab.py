@@ -1,4 +1,4 @@
-"""Tests for gpukit.netlab: rate parsing, the not-root path, and (as root) real namespaces on an
+"""Tests for gpukit.bench.netlab: rate parsing, the not-root path, and (as root) real namespaces on an
 emulated link: up/down, concurrent labs, cleanup on failure/timeout/signals, and measured busbw
 within 15% of the configured rate at 1gbit and 200mbit."""
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpukit import netlab
+from gpukit.bench import netlab
 from gpukit.cli import main
 
 REASON = netlab.check_available()
@@ -142,7 +142,7 @@ def test_cli_bad_input_exit_2(capsys):
 
 
 def test_cli_sizes_parse():
-    from gpukit.commands.netlab import _sizes
+    from gpukit.cli.netlab import _sizes
 
     assert _sizes("1K,64KiB,1M,16M,1024") == [1024, 65536, 2**20, 2**24, 1024]
 
@@ -248,7 +248,7 @@ def test_failed_worker_reports_its_error_line_and_cleans_up(host_untouched):
 
 @needs_root
 def test_stale_lab_from_killed_process_is_removed(host_untouched):
-    code = "from gpukit import netlab; import time; netlab.NetLab(2,'1gbit').up(); print('up',flush=True); time.sleep(60)"
+    code = "from gpukit.bench import netlab; import time; netlab.NetLab(2,'1gbit').up(); print('up',flush=True); time.sleep(60)"
     p = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "up"

@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpukit import runbook
-from gpukit.nbtools import read_records
+from gpukit.course import runbook
+from gpukit.course.nbtools import read_records
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, c
     monkeypatch.delenv("GPUKIT_QUICK", raising=False)
     books, out = tmp_path / "nbs", tmp_path / "out"
     books.mkdir()
-    _tiny_notebook(books / "00_good.ipynb", "from gpukit import nbtools\n"
+    _tiny_notebook(books / "00_good.ipynb", "from gpukit.course import nbtools\n"
                    "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')")
     _tiny_notebook(books / "01_bad.ipynb", "raise ValueError('parameter X must be 1; got 2')")
 

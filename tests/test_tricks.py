@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gpukit import catalog, tricks
 from gpukit import memory as mem
-from gpukit.models import build_reference_model, make_batch, reference_spec
+from gpukit.bench.models import build_reference_model, make_batch, reference_spec
 
 SPEC = reference_spec(n_layers=2, hidden=32, n_heads=2, vocab=64, seq=32)
 KW = dict(micro_batch=2, seq_len=32, steps=2, warmup=0, threads=1, lora_rank=2)

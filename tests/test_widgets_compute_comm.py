@@ -1,4 +1,4 @@
-"""Notebook 03/04 views driven headless, their plots, and gpukit.compute_check.
+"""Notebook 03/04 views driven headless, their plots, and gpukit.bench.compute_check.
 
 Outside a kernel, observers fire synchronously on `control.value = x` (see test_widgets_base.py):
 set control values, assert the result changed, and that a bad value sets `.error` without raising.
@@ -16,10 +16,10 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gpukit import compute_check  # noqa: E402
+from gpukit.bench import compute_check  # noqa: E402
+from gpukit.bench.netlab import NetBenchResult  # noqa: E402
 from gpukit.catalog import get_interconnect  # noqa: E402
 from gpukit.comm import busbw_factor, collective_time  # noqa: E402
-from gpukit.netlab import NetBenchResult  # noqa: E402
 from gpukit.widgets import comm_view, compute_view  # noqa: E402
 from gpukit.widgets.base import View  # noqa: E402
 
@@ -231,8 +231,8 @@ def test_describe_vs_peak():
 
 
 def test_train_step_check_runs_a_real_step():
+    from gpukit.bench.models import reference_spec
     from gpukit.compute import flops_per_token
-    from gpukit.models import reference_spec
 
     spec = reference_spec(n_layers=1, hidden=64, n_heads=2, vocab=128, seq=32)
     r = compute_check.train_step_check(spec, 2, 32, matmul_tflops=0.05, steps=2, warmup=1, threads=1)

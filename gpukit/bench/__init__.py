@@ -14,7 +14,7 @@ Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpuki
 
 from importlib import import_module
 
-from .envinfo import BENCH_VERSION
+from gpukit.bench.envinfo import BENCH_VERSION
 
 _LAZY = {"matmul_bench": "matmul", "harness_check": "matmul", "memory_bandwidth": "membw",
          "run_collectives": "collectives", "fit_and_holdout": "collectives", "bare_loop_busbw": "collectives",

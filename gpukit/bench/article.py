@@ -57,9 +57,9 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     median. `skew_ms` makes ranks > 0 arrive late. Also returns every rank's per-call list and the
     list of what the article's method gets wrong.
     """
-    from ..errors import require_positive, require_positive_int
-    from .collectives import _check, _pick_backend, spawn_ranks
-    from .timing import resolve_device
+    from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
+    from gpukit.bench.timing import resolve_device
+    from gpukit.errors import require_positive, require_positive_int
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     n_calls = require_positive_int("n_calls", n_calls)

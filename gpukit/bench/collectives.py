@@ -29,10 +29,12 @@ import sys
 import time
 from datetime import timedelta
 
-from ..units import parse_bytes
-from .article import article_latency_snippet  # noqa: F401 - re-exported: the notebooks' entry point
-from .results import BenchResult, write_json
-from .timing import is_out_of_memory, oom_line, percentile, resolve_device
+from gpukit.bench.article import (
+    article_latency_snippet,  # noqa: F401 - re-exported: the notebooks' entry point
+)
+from gpukit.bench.results import BenchResult, write_json
+from gpukit.bench.timing import is_out_of_memory, oom_line, percentile, resolve_device
+from gpukit.units import parse_bytes
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffer split in n chunks
@@ -83,7 +85,7 @@ def size_and_count(op: str, size_bytes: int, n_ranks: int, elem_bytes: int) -> t
 
 def busbw_gbps(op: str, algbw: float, n_ranks: int) -> float:
     """busbw = algbw x factor (gpukit.comm.busbw_factor; nccl-tests doc/PERFORMANCE.md)."""
-    from ..comm import busbw_factor
+    from gpukit.comm import busbw_factor
 
     return algbw * busbw_factor(op, n_ranks)
 
@@ -102,7 +104,7 @@ def _check(op: str, backend: str, device: str, dtype: str) -> None:
 def _check_counts(iters, warmup, repeats, timeout_s, threads):
     """Validated (iters, warmup, repeats, timeout_s, threads): iters/threads None or >= 1, warmup >= 0,
     repeats >= 1, timeout_s finite > 0 (0 repeats or iters would divide by zero inside the ranks)."""
-    from ..errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int
 
     return (None if iters is None else require_positive_int("iters", iters),
             require_positive_int("warmup", warmup, allow_zero=True), require_positive_int("repeats", repeats),
@@ -396,18 +398,18 @@ def _worker_body(cfg: dict) -> dict:
     """Everything a rank does inside an initialized group; returns the payload rank 0 reports."""
     import torch.distributed as dist
 
-    from .envinfo import env_stamp
+    from gpukit.bench.envinfo import env_stamp
 
     device, backend = cfg["device"], cfg["backend"]
     if cfg.get("mode") == "ddp":
-        from .ddp import ddp_body
+        from gpukit.bench.ddp import ddp_body
 
         return ddp_body(cfg)
     env = env_stamp(device, threads=cfg.get("threads"), world_size=dist.get_world_size(), backend=backend,
                     op=cfg.get("op"), launcher=cfg.get("launcher"), master_addr=os.environ.get("MASTER_ADDR"),
                     gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"))
     if cfg.get("mode") == "article":
-        from .article import article_snippet
+        from gpukit.bench.article import article_snippet
 
         calls = article_snippet(cfg["n_calls"], device=device, skew_s=cfg.get("skew_s", 0.0))
         per_rank = [None] * dist.get_world_size()
@@ -435,7 +437,7 @@ def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
     """Entry point of a spawned rank: connect to the parent's store, run, report, clean up."""
     import torch.distributed as dist
 
-    from .launch import die_with_parent
+    from gpukit.bench.launch import die_with_parent
 
     die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
 
@@ -465,7 +467,7 @@ def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
 
 def spawn_ranks(cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | None = None) -> dict:
     """Run this module's worker on `n_ranks` spawned local ranks; rank 0's payload (launch.spawn)."""
-    from .launch import spawn
+    from gpukit.bench.launch import spawn
 
     return spawn(_spawn_entry, cfg, n_ranks, timeout_s, startup_s)
 
@@ -495,7 +497,7 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     runs out of time or memory stops early: rows so far, summary 'timed_out' or 'out_of_memory'
     ("out of memory at size N bytes"); out of memory at the first size: ValueError with that line.
     """
-    from ..errors import require_positive_int
+    from gpukit.errors import require_positive_int
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     iters, warmup, repeats, timeout_s, threads = _check_counts(iters, warmup, repeats, timeout_s, threads)
@@ -527,7 +529,7 @@ def fit_and_holdout(rows, *, holdout: str = "alternate", op: str | None = None, 
     (interpolation); 'largest' fits all but the two largest sizes and predicts those (extrapolation). Errors are (predicted - measured) /
     measured. Goal on loopback gloo: every |error| <= 25%.
     """
-    from ..comm import fit_alpha_beta
+    from gpukit.comm import fit_alpha_beta
 
     rows = sorted((dict(r) for r in (rows.rows if hasattr(rows, "rows") else rows)), key=lambda r: r["size_bytes"])
     if len(rows) < 4:

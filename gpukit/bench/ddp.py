@@ -1,6 +1,6 @@
 """DDP step time of the reference GPT on local ranks (gloo on CPU, NCCL on CUDA), with comm hooks.
 
-Each rank trains gpukit.models' reference GPT under DistributedDataParallel: warm-up steps, then
+Each rank trains gpukit.bench.models' reference GPT under DistributedDataParallel: warm-up steps, then
 per step a barrier, the step, a device sync; the median over steps (averaged over ranks) is the
 step time. The same steps under `ddp.no_sync()` (no gradient all-reduce) give the compute-only
 time, so comm_overhead = step - no_sync step. Hooks: 'fp16_compress' (torch
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from .results import BenchResult
-from .timing import percentile, resolve_device
+from gpukit.bench.results import BenchResult
+from gpukit.bench.timing import percentile, resolve_device
 
 HOOKS = ("none", "fp16_compress", "bf16_compress")
 
@@ -26,9 +26,9 @@ def ddp_body(cfg: dict) -> dict:
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from ..models import build_reference_model, make_batch, make_optimizer, reference_spec
-    from .collectives import _rank_mean, _sync
-    from .envinfo import env_stamp
+    from gpukit.bench.collectives import _rank_mean, _sync
+    from gpukit.bench.envinfo import env_stamp
+    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer, reference_spec
 
     device, rank = cfg["device"], dist.get_rank()
     spec = reference_spec(n_layers=cfg["n_layers"], hidden=cfg["hidden"], n_heads=cfg["n_heads"],
@@ -90,9 +90,9 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             device: str = "cpu", backend: str = "auto", threads: int | None = 1,
             timeout_s: float = 300) -> BenchResult:
     """Spawn `n_ranks` ranks, train the reference GPT under DDP; step time with and without sync."""
-    from ..errors import require_choice, require_positive, require_positive_int
-    from ..memory_eager import reference_spec
-    from .collectives import _check, _pick_backend, spawn_ranks
+    from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
+    from gpukit.errors import require_choice, require_positive, require_positive_int
+    from gpukit.memory_eager import reference_spec
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     for name, v in (("steps", steps), ("micro_batch", micro_batch), ("seq_len", seq_len)):

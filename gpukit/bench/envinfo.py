@@ -1,13 +1,110 @@
-"""The environment stamp written into every benchmark result (STYLE.md principle 6).
+"""What this machine is, and the stamp written into every benchmark result (STYLE.md principle 6).
 
-A number without its machine is not a result: device and its name, torch and CUDA versions, thread
-count, world size, backend, benchmark version, hostname and UTC date travel with every row set.
-Machine facts come from gpukit.envinfo.environment() (the notebooks' setup cell uses the same).
+`environment()` returns a plain dict (JSON-safe); `describe_environment()` says it in one line,
+e.g. "CPU only, 2 threads, torch 2.13.0+cpu" or "1x NVIDIA H100 80GB HBM3, torch 2.13.0+cu128".
+A number without its machine is not a result: `env_stamp()` adds device, versions, threads, world
+size, backend, benchmark version and UTC date to every result file. torch is imported inside the
+functions so that importing this module stays cheap.
+
+Used in: every notebook's setup cell (`gpukit.course.nbtools.show_env`), every benchmark result.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import platform
+import socket
+import sys
+from collections import Counter
+
+QUICK_ENV = "GPUKIT_QUICK"  # "1"/"true"/"yes": notebooks and benchmarks pick small sizes
+
+
+def quick_from_env(environ: dict | None = None) -> bool:
+    """True when the GPUKIT_QUICK environment variable asks for QUICK mode (1, true, yes, on)."""
+    value = (os.environ if environ is None else environ).get(QUICK_ENV, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _cpu_model() -> str:
+    # platform.processor() is empty on most Linux builds; /proc/cpuinfo names the part.
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _usable_cpus() -> int:
+    # Containers often pin fewer cores than os.cpu_count() reports; affinity is what we can use.
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def environment(quick: bool | None = None) -> dict:
+    """The environment as a JSON-safe dict.
+
+    Keys: python, os, hostname, cpu_model, cpu_count (logical CPUs usable by this process),
+    torch, torch_threads, cuda_available, cuda_version, device_count, devices (list of
+    {name, memory_gib}), gpukit, quick (argument, else GPUKIT_QUICK). torch missing -> torch None.
+    """
+    from gpukit import __version__
+
+    env: dict = {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "os": f"{platform.system()} {platform.release()}",
+        "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": _usable_cpus(),
+        "torch": None,
+        "torch_threads": None,
+        "cuda_available": False,
+        "cuda_version": None,
+        "device_count": 0,
+        "devices": [],
+        "gpukit": __version__,
+        "quick": quick_from_env() if quick is None else bool(quick),
+    }
+    try:
+        import torch
+    except ImportError:  # the calculators work without torch; say so instead of failing
+        return env
+    env["torch"] = torch.__version__
+    env["torch_threads"] = torch.get_num_threads()
+    env["cuda_version"] = torch.version.cuda or getattr(torch.version, "hip", None)
+    if torch.cuda.is_available():
+        env["cuda_available"] = True
+        env["device_count"] = torch.cuda.device_count()
+        for i in range(env["device_count"]):
+            props = torch.cuda.get_device_properties(i)
+            env["devices"].append({"name": props.name, "memory_gib": round(props.total_memory / 2**30, 1)})
+    return env
+
+
+def describe_environment(env: dict | None = None) -> str:
+    """One line: "CPU only, 2 threads, torch 2.13.0+cpu" or "1x NVIDIA H100 80GB HBM3, torch ...".
+
+    Pass a dict from `environment()` to describe another machine (e.g. a result file's stamp).
+    """
+    env = environment() if env is None else env
+    torch_part = f"torch {env['torch']}" if env.get("torch") else "torch not installed"
+    devices = env.get("devices") or []
+    if devices:
+        counts = Counter(d["name"] for d in devices)
+        gpus = ", ".join(f"{n}x {name}" for name, n in counts.items())
+        return f"{gpus}, {torch_part}"
+    threads = env.get("torch_threads") or env.get("cpu_count")
+    unit = "thread" if threads == 1 else "threads"
+    return f"CPU only, {threads} {unit}, {torch_part}"
+
+
 
 # Bump when the measuring method changes (warm-up, repeats, byte counting), so old files are not
 # compared with new ones as if they were the same experiment.
@@ -20,8 +117,6 @@ def device_name(device: str) -> str:
         import torch
 
         return torch.cuda.get_device_name(torch.cuda.current_device())
-    from ..envinfo import environment
-
     return environment()["cpu_model"]
 
 
@@ -33,8 +128,6 @@ def env_stamp(device: str = "cpu", *, threads: int | None = None, world_size: in
               backend: str | None = None, **extra) -> dict:
     """A flat JSON-safe dict describing where and how a benchmark ran; `extra` keys are added as given."""
     import torch
-
-    from ..envinfo import environment
 
     machine = environment()
     stamp = {

@@ -9,8 +9,16 @@ from __future__ import annotations
 
 import math
 
-from .results import BenchResult
-from .timing import Deadline, is_out_of_memory, oom_line, percentile, resolve_device, time_op, torch_threads
+from gpukit.bench.results import BenchResult
+from gpukit.bench.timing import (
+    Deadline,
+    is_out_of_memory,
+    oom_line,
+    percentile,
+    resolve_device,
+    time_op,
+    torch_threads,
+)
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -48,7 +56,7 @@ def gpu_key_for(device_name: str, known: set[str] | None = None) -> str | None:
     """Catalog key for a CUDA device name ('NVIDIA H100 80GB HBM3' -> 'h100-sxm'), None if unknown."""
     if known is None:
         try:
-            from ..catalog import gpus
+            from gpukit.catalog import gpus
 
             known = set(gpus())
         except (ValueError, OSError):
@@ -69,10 +77,10 @@ def peak_tflops_for(dtype: str, *, device: str, gpu: str | None = None,
     """(dense peak TFLOPS or None, where it came from) for `dtype` on this device."""
     if peak_tflops is not None:
         return float(peak_tflops), "given"
-    from ..catalog import get_gpu
+    from gpukit.catalog import get_gpu
 
     if gpu is None and device == "cuda":
-        from .envinfo import device_name
+        from gpukit.bench.envinfo import device_name
 
         gpu = gpu_key_for(device_name("cuda"))
     if gpu is None:
@@ -163,9 +171,9 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
     shape: the sweep stops there, keeps the rows so far and summary 'out_of_memory' says "out of memory
     at size LABEL"; out of memory at the first shape (nothing measured): ValueError with that line.
     """
-    from ..errors import require_positive, require_positive_int
-    from .envinfo import env_stamp
-    from .timing import progress
+    from gpukit.bench.envinfo import env_stamp
+    from gpukit.bench.timing import progress
+    from gpukit.errors import require_positive, require_positive_int
 
     if peak_tflops is not None:
         peak_tflops = require_positive("peak_tflops", peak_tflops)
@@ -226,8 +234,8 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, 
     import torch
     from torch.utils.benchmark import Timer
 
-    from ..errors import require_positive, require_positive_int
-    from .envinfo import env_stamp
+    from gpukit.bench.envinfo import env_stamp
+    from gpukit.errors import require_positive, require_positive_int
 
     size = require_positive_int("size", size)
     rounds = require_positive_int("rounds", rounds)

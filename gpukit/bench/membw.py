@@ -7,9 +7,17 @@ traffic is not counted), in decimal GB/s. On CUDA also host<->device copies, pin
 
 from __future__ import annotations
 
-from ..units import GB, MiB
-from .results import BenchResult
-from .timing import Deadline, is_out_of_memory, oom_line, resolve_device, synchronize, time_op, torch_threads
+from gpukit.bench.results import BenchResult
+from gpukit.bench.timing import (
+    Deadline,
+    is_out_of_memory,
+    oom_line,
+    resolve_device,
+    synchronize,
+    time_op,
+    torch_threads,
+)
+from gpukit.units import GB, MiB
 
 TRIAD_SCALAR = 3.0
 
@@ -32,9 +40,9 @@ def memory_bandwidth(device: str = "cpu", size_mib: float = 64, *, threads: int 
     """
     import torch
 
-    from ..errors import require_positive, require_positive_int
-    from .envinfo import env_stamp
-    from .timing import progress
+    from gpukit.bench.envinfo import env_stamp
+    from gpukit.bench.timing import progress
+    from gpukit.errors import require_positive, require_positive_int
 
     try:
         size_mib = require_positive("size_mib", size_mib)
@@ -104,9 +112,9 @@ def _hbm_peak(device: str, gpu: str | None) -> float | None:
     """Catalog HBM bandwidth (decimal GB/s) for the GPU, None on CPU or an unknown GPU."""
     if device != "cuda" and gpu is None:
         return None
-    from ..catalog import get_gpu
-    from .envinfo import device_name
-    from .matmul import gpu_key_for
+    from gpukit.bench.envinfo import device_name
+    from gpukit.bench.matmul import gpu_key_for
+    from gpukit.catalog import get_gpu
 
     key = gpu or gpu_key_for(device_name(device))
     return get_gpu(key).hbm_bandwidth_gbps if key else None

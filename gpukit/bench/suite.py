@@ -3,7 +3,7 @@
 matmul per dtype (bf16, fp16, fp8 where supported, fp32, tf32 on CUDA), HBM/DRAM bandwidth and
 host<->device copies, the matmul harness check, an all_reduce sweep (NCCL across the local GPUs
 when there are >= 2, else 2-rank loopback gloo, labelled CPU), and the memory validation of
-gpukit.measure when that module exists (guarded: a failure there is recorded, not fatal).
+gpukit.bench.measure when that module exists (guarded: a failure there is recorded, not fatal).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import time
 
-from .results import write_json
+from gpukit.bench.results import write_json
 
 
 class SuiteReport:
@@ -41,29 +41,29 @@ class SuiteReport:
 
 
 def _measure_validation(device: str):
-    """gpukit.measure.validate_grid on CUDA, if that module exists (guarded: errors are recorded)."""
+    """gpukit.bench.measure.validate_grid on CUDA, if that module exists (guarded: errors are recorded)."""
     if device != "cuda":
         return {"skipped": "memory validation is part of the CUDA suite; on CPU run `gpukit validate`"}
-    if importlib.util.find_spec("gpukit.measure") is None:
-        return {"skipped": "gpukit.measure not available"}
+    if importlib.util.find_spec("gpukit.bench.measure") is None:
+        return {"skipped": "gpukit.bench.measure not available"}
     try:
-        mod = importlib.import_module("gpukit.measure")
+        mod = importlib.import_module("gpukit.bench.measure")
         df = mod.validate_grid(device=device)
         worst = {k: float(df[f"{k}_err"].abs().max()) for k in getattr(mod, "COMPARED", ()) if f"{k}_err" in df}
         return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
                 "rows": df.to_dict("records")}
     except Exception as e:  # noqa: BLE001 - a guarded extra: record it, keep the other results
-        return {"error": f"gpukit.measure.validate_grid: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        return {"error": f"gpukit.bench.measure.validate_grid: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
 
 def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 900,
               progress_bar: bool | None = None) -> SuiteReport:
     """Run every single-machine benchmark on `device`; each section has its own timeout."""
-    from .collectives import article_latency_snippet, run_collectives
-    from .envinfo import env_stamp
-    from .matmul import harness_check, matmul_bench
-    from .membw import memory_bandwidth
-    from .timing import Deadline, resolve_device
+    from gpukit.bench.collectives import article_latency_snippet, run_collectives
+    from gpukit.bench.envinfo import env_stamp
+    from gpukit.bench.matmul import harness_check, matmul_bench
+    from gpukit.bench.membw import memory_bandwidth
+    from gpukit.bench.timing import Deadline, resolve_device
 
     t0 = time.monotonic()
     device = resolve_device(device)

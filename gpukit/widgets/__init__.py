@@ -6,6 +6,6 @@ traceback. Topic modules (e.g. `gpukit.widgets.memory`) are imported by name, no
 that importing the base stays light.
 """
 
-from .base import ERROR_CLASS, VIEW_CLASS, View, dropdown, make_view, number, slider
+from gpukit.widgets.base import ERROR_CLASS, VIEW_CLASS, View, dropdown, make_view, number, slider
 
 __all__ = ["ERROR_CLASS", "VIEW_CLASS", "View", "dropdown", "make_view", "number", "slider"]

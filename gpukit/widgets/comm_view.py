@@ -6,7 +6,7 @@
 - `plot_interconnects()`: the catalog's links side by side (bandwidth and latency).
 - `plot_sweep(rows, holdout)`: a measured collective sweep with the fitted alpha-beta curve laid
   over it and the held-out sizes marked. `plot_netlab(results)`: measured busbw vs configured rate.
-- `plot_ddp_scaling(...)`: DDP speedup vs GPU count over several links (gpukit.claims.ddp_step_estimate).
+- `plot_ddp_scaling(...)`: DDP speedup vs GPU count over several links (gpukit.audits.claims.ddp_step_estimate).
 
 A bad value (n_ranks not a multiple of gpus_per_node, size 0) shows one error line (View).
 Used in: notebooks/04_communication.
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog import frame, get_interconnect, interconnects
-from ..comm import busbw_factor, collective_time, hierarchical_all_reduce
-from ..errors import require_choice, require_positive, require_positive_int
-from ..units import GB, MiB
-from .base import View, dropdown, number, slider
+from gpukit.catalog import frame, get_interconnect, interconnects
+from gpukit.comm import busbw_factor, collective_time, hierarchical_all_reduce
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.units import GB, MiB
+from gpukit.widgets.base import View, dropdown, number, slider
 
 SWEEP_SIZES = tuple(2**k for k in range(10, 35))  # 1 KiB .. 16 GiB
 GPUS_PER_NODE = (1, 2, 4, 8)
@@ -101,7 +101,7 @@ def draw_allreduce(r: AllReduceCurves):
     """Time vs size (left) and algbw/busbw vs size (right), log axes, the chosen size marked."""
     import matplotlib.pyplot as plt
 
-    from ..units import fmt_bytes, fmt_seconds
+    from gpukit.units import fmt_bytes, fmt_seconds
 
     df = r.to_frame()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -160,7 +160,7 @@ def plot_sweep(rows, holdout: dict, *, title: str = ""):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ..comm import coefficients
+    from gpukit.comm import coefficients
 
     rows = sorted((r for r in (rows.rows if hasattr(rows, "rows") else rows)), key=lambda r: r["size_bytes"])
     s = np.array([r["size_bytes"] for r in rows], dtype=float)
@@ -202,10 +202,10 @@ def plot_netlab(results):
 
 def plot_ddp_scaling(n_params: float = 7e9, tokens_per_gpu: float = 16384, links=("nvlink4", "ib-ndr", "eth-100g",
                      "eth-10g"), n_gpus=(1, 2, 4, 8, 16, 32, 64, 128, 256), gpu: str = "h100-sxm", mfu: float = 0.4):
-    """DDP speedup vs GPU count, one line per link, no overlap (gpukit.claims.ddp_step_estimate)."""
+    """DDP speedup vs GPU count, one line per link, no overlap (gpukit.audits.claims.ddp_step_estimate)."""
     import matplotlib.pyplot as plt
 
-    from ..claims import ddp_step_estimate
+    from gpukit.audits.claims import ddp_step_estimate
 
     fig, ax = plt.subplots(figsize=(6, 3.8))
     ax.plot(n_gpus, n_gpus, color="gray", ls="--", lw=1, label="perfect")

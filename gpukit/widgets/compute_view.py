@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..catalog import get_gpu, get_model, gpus, models
-from ..compute import Roofline, TrainTime, roofline_matmul, time_to_train
-from ..errors import require_positive, require_positive_int
-from .base import View, dropdown, number, slider
+from gpukit.catalog import get_gpu, get_model, gpus, models
+from gpukit.compute import Roofline, TrainTime, roofline_matmul, time_to_train
+from gpukit.errors import require_positive, require_positive_int
+from gpukit.widgets.base import View, dropdown, number, slider
 
 N_GPUS_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 SEQ_LENS = (512, 1024, 2048, 4096, 8192)

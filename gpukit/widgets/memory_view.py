@@ -9,7 +9,7 @@ Thin views over pure functions (STYLE principle 2):
 - `tricks_compute(...)` -> `gpukit.tricks.TrickStack` (baseline, then each chosen trick added on
   top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
 - `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: the eager phase model
-  (gpukit.memory_eager) beside MemTracker's measurement (gpukit.measure.compare) and the Megatron
+  (gpukit.memory_eager) beside MemTracker's measurement (gpukit.bench.measure.compare) and the Megatron
   convention, per category.
 
 Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
@@ -20,11 +20,11 @@ Used in: notebooks/01_what_fits_on_one_gpu (sections 1, 3, 5), notebooks/02_fitt
 
 from __future__ import annotations
 
-from .. import catalog
-from .. import memory as mem
-from ..errors import require_positive_int
-from ..units import GiB
-from .base import View, dropdown, number, slider
+from gpukit import catalog
+from gpukit import memory as mem
+from gpukit.errors import require_positive_int
+from gpukit.units import GiB
+from gpukit.widgets.base import View, dropdown, number, slider
 
 # One colour per component, the same in every memory plot of the course (matplotlib tab10).
 COLORS = {"params": "tab:blue", "grads": "tab:orange", "optimizer": "tab:green", "activations": "tab:red",
@@ -131,7 +131,7 @@ def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch
                    lora_rank: int = 16):
     """gpukit.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
     Defaults: the article's case, a 7B model QLoRA-finetuned on a 24 GB RTX 4090."""
-    from ..tricks import trick_stack
+    from gpukit.tricks import trick_stack
 
     spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
     if require_positive_int("seq_len", seq_len) > spec.max_seq:
@@ -186,13 +186,13 @@ CATEGORIES = ("params", "grads", "optimizer", "activations", "peak")
 
 
 def compare_frame(result: dict):
-    """gpukit.measure.compare(...) -> DataFrame: predicted, measured (bytes, MiB), error per category,
+    """gpukit.bench.measure.compare(...) -> DataFrame: predicted, measured (bytes, MiB), error per category,
     and the Megatron convention's activations (Korthikanti Table 2, 16-bit) beside them."""
     import pandas as pd
 
     missing = [k for k in ("predicted", "measured", "error") if k not in result]
     if missing:
-        raise ValueError(f"result must be gpukit.measure.compare's dict; missing {', '.join(missing)}")
+        raise ValueError(f"result must be gpukit.bench.measure.compare's dict; missing {', '.join(missing)}")
     p, m, e = result["predicted"], result["measured"], result["error"]
     rows = [{"category": k, "predicted_bytes": int(p[k]), "measured_bytes": int(m[k]),
              "predicted_mib": p[k] / 2**20, "measured_mib": m[k] / 2**20, "error_pct": 100 * e[k],

@@ -1,10 +1,10 @@
 """`make run`: execute every notebook headless with papermill, then summarize what was measured.
 
-    python -m gpukit.runbook --out build/notebooks [--quick] [--only 01[,02]] [--timeout 600]
+    python -m gpukit.course.runbook --out build/notebooks [--quick] [--only 01[,02]] [--timeout 600]
 
 Each notebook runs in a fresh `python3` kernel (this interpreter's), with its folder as working
 directory, into OUT/<name>.ipynb. A notebook keeps key figures with
-`gpukit.nbtools.record(name, value, unit, note)`; this runner points GPUKIT_RECORD at
+`gpukit.course.nbtools.record(name, value, unit, note)`; this runner points GPUKIT_RECORD at
 OUT/records.json (emptied at the start of a run) and GPUKIT_NOTEBOOK at the notebook's name. The
 summary lists every notebook (ok/FAILED, run time, the failing cell) and every recorded figure;
 OUT/summary.json holds the same. Exit code 0 if all notebooks ran, 1 if any failed, 2 on bad
@@ -24,8 +24,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
-from .nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
+from gpukit.bench.envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
+from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
 DEFAULT_TIMEOUT_S = 600  # per cell
@@ -45,7 +45,7 @@ class NotebookRun:
 
 def notebook_dir() -> Path:
     """The course's notebooks/ folder (next to the gpukit package in a source checkout)."""
-    return Path(__file__).resolve().parent.parent / "notebooks"
+    return Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def discover(folder: str | Path, only: list[str] | None = None) -> list[Path]:
@@ -160,7 +160,7 @@ def summarize(runs: list[NotebookRun], records: list[dict], header: str = "") ->
                           str(r.get("note", ""))[:48]] for r in records],
                         ["notebook", "figure", "value", "unit", "note"])
     else:
-        lines.append("Recorded figures: none (notebooks call gpukit.nbtools.record to add some)")
+        lines.append("Recorded figures: none (notebooks call gpukit.course.nbtools.record to add some)")
     failed = sum(not r.ok for r in runs)
     lines += ["", f"{len(runs) - failed} of {len(runs)} notebooks ran; {failed} failed"
               + (" (full tracebacks in the executed notebooks and summary.json)" if failed else "")]
@@ -187,7 +187,7 @@ def run_all(notebooks: list[Path], out_dir: str | Path, *, quick: bool = False,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpukit.runbook", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gpukit.course.runbook", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and records")
     parser.add_argument("--quick", action="store_true", help="QUICK=True: small sizes (also GPUKIT_QUICK=1)")
     parser.add_argument("--only", action="append", metavar="NN", help="run notebooks whose name starts with NN")

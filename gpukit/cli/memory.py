@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import memory as mem
-from ..units import parse_count as parse_count_float
+from gpukit import memory as mem
+from gpukit.units import parse_count as parse_count_float
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
 FLAG_OF = {
@@ -37,7 +37,7 @@ def parse_count(text: str) -> int:
 
 
 def register(subparsers) -> None:
-    from ..cli import add_json_flag
+    from gpukit.cli import add_json_flag
 
     p = subparsers.add_parser("memory", help="per-GPU memory of training or inference; does it fit?",
                               description="Per-GPU memory (bytes, GiB) of training or serving a transformer: "
@@ -85,8 +85,8 @@ def register(subparsers) -> None:
 
 def _model_from_args(args):
     """(ModelSpec or None, n_params or None) from the model flags; ValueError naming the flags."""
-    from ..catalog import get_model
-    from ..specs import ModelSpec
+    from gpukit.catalog import get_model
+    from gpukit.specs import ModelSpec
 
     dims = [f for f in DIM_FLAGS if getattr(args, f) is not None]
     flag_list = ", ".join("--" + f.replace("_", "-") for f in dims)
@@ -153,7 +153,7 @@ class MemoryReport:
 
 
 def handle(args):
-    from ..catalog import get_gpu
+    from gpukit.catalog import get_gpu
 
     try:
         model, n_params = _model_from_args(args)

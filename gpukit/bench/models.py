@@ -17,7 +17,7 @@ when dropout > 0 (dropout 0 allocates nothing). Full recompute wraps each block 
 torch.utils.checkpoint(use_reentrant=False), which saves the block input only (Korthikanti et al.
 2022 sec. 4: "full recompute", 2sbh bytes per layer in 16-bit).
 
-Used in: gpukit.measure, gpukit.commands.validate, notebooks/01_* (memory).
+Used in: gpukit.bench.measure, gpukit.cli.validate, notebooks/01_* (memory).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .errors import require_choice, require_positive
-from .memory_eager import reference_spec  # noqa: F401  (pure; re-exported here)
-from .specs import ModelSpec
+from gpukit.errors import require_choice, require_positive
+from gpukit.memory_eager import reference_spec  # noqa: F401  (pure; re-exported here)
+from gpukit.specs import ModelSpec
 
 RECOMPUTE_KINDS = ("none", "full")
 ATTENTION_KINDS = ("eager", "sdpa")

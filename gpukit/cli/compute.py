@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import add_json_flag
-from ..compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
-from ..units import BYTES_PER_DTYPE
-from ..units import parse_count as units_parse_count
+from gpukit.cli import add_json_flag
+from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
+from gpukit.units import BYTES_PER_DTYPE
+from gpukit.units import parse_count as units_parse_count
 
 
 def parse_count(text: str) -> float:
@@ -51,7 +51,7 @@ def _model_or_params(p: argparse.ArgumentParser) -> None:
 def _resolve_model(args):
     if args.model is None:
         return None
-    from ..catalog import get_model
+    from gpukit.catalog import get_model
 
     return get_model(args.model)
 
@@ -70,14 +70,14 @@ class Report:
 
 
 def _train_time(args):
-    from ..catalog import get_gpu
+    from gpukit.catalog import get_gpu
 
     if args.efficiency is not None and args.profile is None:
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
     model = _resolve_model(args)
     profile = None
     if args.profile:
-        from ..profile import load_profile
+        from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     r = time_to_train(model if model is not None else args.params, args.tokens, get_gpu(args.gpu), args.gpus,
@@ -102,11 +102,11 @@ def _flops(args):
 
 
 def _roofline(args):
-    from ..catalog import get_gpu
+    from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
     if args.model:
-        from ..catalog import get_model
+        from gpukit.catalog import get_model
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")

@@ -21,11 +21,11 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .catalog import get_gpu, get_interconnect
-from .comm import allreduce_traffic, coefficients, collective_time, hierarchical_all_reduce
-from .compute import time_to_train
-from .errors import require_choice, require_positive, require_positive_int
-from .units import GB, dtype_bytes, fmt_count, fmt_seconds
+from gpukit.catalog import get_gpu, get_interconnect
+from gpukit.comm import allreduce_traffic, coefficients, collective_time, hierarchical_all_reduce
+from gpukit.compute import time_to_train
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.units import GB, dtype_bytes, fmt_count, fmt_seconds
 
 TOPICS = ("compute", "cost", "communication", "memory")
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")
@@ -105,7 +105,7 @@ def _num(x: float) -> str:
 # ------------------------------------------------------------------------------------ registry
 _REGISTRY: dict[str, tuple[str, Callable[..., Claim]]] = {}
 # Audits kept in their own modules register themselves on import; claim()/claims() import them first.
-_TOPIC_MODULES = ("gpukit.claims_memory",)
+_TOPIC_MODULES = ("gpukit.audits.memory",)
 
 
 def _load_topic_modules() -> None:

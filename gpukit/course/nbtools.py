@@ -7,7 +7,7 @@ Each helper keeps a notebook cell short and behaves the same in JupyterLab and u
 - `quick()` is True when GPUKIT_QUICK=1 (Binder, `make run --quick`): `QUICK = QUICK or nbtools.quick()`.
 - `pick(QUICK, quick=..., full=...)` chooses sizes for QUICK mode (CI, Binder) or the full run.
 - `gpu_only(what)` says "skipped: ... needs a CUDA device" on CPU machines (STYLE principle 7).
-- `record(name, value, unit, note)` keeps a key figure for `make run`'s summary (gpukit.runbook).
+- `record(name, value, unit, note)` keeps a key figure for `make run`'s summary (gpukit.course.runbook).
 - `check_answer(answer, expected)` is the check behind an exercise.
 - `COURSE` / `course_map()` is the course map that README.md and notebook 00 show.
 
@@ -26,8 +26,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-RECORD_ENV = "GPUKIT_RECORD"  # path of the JSON list that record() appends to (set by gpukit.runbook)
-NOTEBOOK_ENV = "GPUKIT_NOTEBOOK"  # name of the notebook being run headless (set by gpukit.runbook)
+RECORD_ENV = "GPUKIT_RECORD"  # path of the JSON list that record() appends to (set by gpukit.course.runbook)
+NOTEBOOK_ENV = "GPUKIT_NOTEBOOK"  # name of the notebook being run headless (set by gpukit.course.runbook)
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def course_map(notebook_dir: str | Path | None = None):
     """The course map as a pandas DataFrame, with `available` = the notebook file exists."""
     import pandas as pd
 
-    folder = Path(notebook_dir) if notebook_dir else Path(__file__).resolve().parent.parent / "notebooks"
+    folder = Path(notebook_dir) if notebook_dir else Path(__file__).resolve().parents[2] / "notebooks"
     rows = [{"notebook": c.notebook, "question": c.question, "runs on CPU?": c.runs_on_cpu,
              "needs a GPU?": c.needs_gpu, "available": (folder / f"{c.notebook}.ipynb").exists()}
             for c in COURSE]
@@ -71,8 +71,8 @@ def course_map(notebook_dir: str | Path | None = None):
 
 
 def show_env(quick: bool | None = None) -> dict:
-    """Print the one-line environment report and return `gpukit.envinfo.environment()`."""
-    from .envinfo import describe_environment, environment
+    """Print the one-line environment report and return `gpukit.bench.envinfo.environment()`."""
+    from gpukit.bench.envinfo import describe_environment, environment
 
     # No QUICK/full here: the setup cell runs before papermill's parameters cell sets QUICK.
     env = environment(quick=quick)
@@ -138,7 +138,7 @@ def quick() -> bool:
 
     Notebooks apply it after the parameters cell: `QUICK = QUICK or nbtools.quick()`.
     """
-    from .envinfo import quick_from_env
+    from gpukit.bench.envinfo import quick_from_env
 
     return quick_from_env()
 
@@ -181,7 +181,7 @@ def record(name: str, value, unit: str, note: str = "") -> dict:
     """Keep a key figure of this run for `make run`'s summary; returns the record.
 
     Appends {notebook, name, value, unit, note, time} to the JSON list at $GPUKIT_RECORD (set by
-    gpukit.runbook); without that variable (an interactive session) nothing is written. Label CPU
+    gpukit.course.runbook); without that variable (an interactive session) nothing is written. Label CPU
     figures as CPU in `name` or `note`.
     """
     if not name or not isinstance(name, str):

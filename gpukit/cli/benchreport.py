@@ -1,7 +1,7 @@
 """`make bench`: the figures that back gpukit's claims, measured on this machine.
 
 Prints (and writes to build/bench/report.json):
-1. the memory model's predicted-vs-measured error table over the validation grid (gpukit.measure);
+1. the memory model's predicted-vs-measured error table over the validation grid (gpukit.bench.measure);
 2. matmul harness ratio: our TFLOPS / torch.utils.benchmark.Timer's on the same shape (goal within 5%);
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
@@ -25,7 +25,7 @@ def _section(title: str) -> None:
 
 
 def memory_section(device: str) -> dict:
-    from .measure import grid_report
+    from gpukit.bench.measure import grid_report
 
     _section(f"1. Memory model vs measurement ({device.upper()}, validation grid)")
     df = grid_report(device=device)
@@ -35,7 +35,7 @@ def memory_section(device: str) -> dict:
 
 
 def matmul_section(device: str, threads: int | None) -> dict:
-    from .bench.matmul import harness_check
+    from gpukit.bench.matmul import harness_check
 
     _section(f"2. Matmul harness vs torch.utils.benchmark.Timer ({device.upper()})")
     out = {}
@@ -49,7 +49,7 @@ def matmul_section(device: str, threads: int | None) -> dict:
 
 
 def collectives_section(sizes: str) -> dict:
-    from .bench.collectives import fit_and_holdout, run_collectives
+    from gpukit.bench.collectives import fit_and_holdout, run_collectives
 
     _section("3. Collectives: 2-rank gloo all_reduce on loopback (CPU)")
     res = run_collectives("all_reduce", 2, sizes, repeats=15, bare_check=True, timeout_s=300)
@@ -70,7 +70,7 @@ def collectives_section(sizes: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpukit.benchreport", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if not torch.cuda.is_available():
             print("error: --device cuda requested but no CUDA device is available", file=sys.stderr)
             return 2
-    from .envinfo import describe_environment, environment
+    from gpukit.bench.envinfo import describe_environment, environment
 
     t0 = time.perf_counter()
     print(f"gpukit bench on {describe_environment()}")

@@ -60,12 +60,12 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
     device: cpu | cuda | auto. On CUDA with >= 2 GPUs an NCCL all_reduce link ('local-nccl') is
     fitted as well. ValueError for cuda without CUDA; TimeoutError past `timeout_s`.
     """
-    from .bench.collectives import fit_and_holdout, run_collectives
-    from .bench.envinfo import device_name, env_stamp, utc_now
-    from .bench.matmul import gpu_key_for, matmul_bench
-    from .bench.membw import memory_bandwidth
-    from .bench.timing import Deadline, progress, resolve_device
-    from .errors import require_positive, require_positive_int
+    from gpukit.bench.collectives import fit_and_holdout, run_collectives
+    from gpukit.bench.envinfo import device_name, env_stamp, utc_now
+    from gpukit.bench.matmul import gpu_key_for, matmul_bench
+    from gpukit.bench.membw import memory_bandwidth
+    from gpukit.bench.timing import Deadline, progress, resolve_device
+    from gpukit.errors import require_positive, require_positive_int
 
     t0 = time.monotonic()
     timeout_s = require_positive("timeout_s", timeout_s)  # checked before minutes of measuring
@@ -113,7 +113,7 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
                "created": utc_now(), "quick": quick}
     profile["elapsed_s"] = round(time.monotonic() - t0, 2)
     if write:
-        from .bench.results import write_json
+        from gpukit.bench.results import write_json
 
         path = Path(out) if out else default_profile_path()
         write_json(profile, path)
@@ -129,7 +129,7 @@ def _threads() -> int:
 
 def _link_entry(res, holdout: dict) -> dict:
     """alpha/beta fitted on every size; the holdout error from the every-other-size fit."""
-    from .comm import fit_alpha_beta
+    from gpukit.comm import fit_alpha_beta
 
     rows = sorted(res.rows, key=lambda r: r["size_bytes"])
     n = int(rows[0]["world_size"])

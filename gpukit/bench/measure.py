@@ -1,6 +1,6 @@
 """Measure the memory of real training steps of the reference GPT and compare with the prediction.
 
-`measure_training_memory(spec, setup)` builds gpukit.models.ReferenceGPT, runs real training steps
+`measure_training_memory(spec, setup)` builds gpukit.bench.models.ReferenceGPT, runs real training steps
 (forward, backward, optimizer step, zero_grad(set_to_none=True)) and records, per step and per phase,
 what torch.distributed._tools.mem_tracker.MemTracker sees (every tensor storage, by category:
 Parameter, Buffer, Gradient, Activation, Temp, Optstate, Other). On CUDA it also reads the caching
@@ -12,7 +12,7 @@ Categories are read at the moment they are complete: params at the start of a st
 the end of forward, gradients at the end of backward, optimizer states after the step (temporaries
 freed). MemTracker is a private torch module (keep torch pinned); resetting its running peak between
 phases uses its private fields `_peak_mem` and `_peak_mem_snap` (torch 2.13).
-Used in: gpukit.commands.validate, tests/test_memory_validation.py, notebooks/01_* (memory).
+Used in: gpukit.cli.validate, tests/test_memory_validation.py, notebooks/01_* (memory).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from .memory_eager import (
+from gpukit.memory_eager import (
     CategoryBreakdown,
     EagerSetup,
     predict_training_memory,
     reconcile_megatron,
     reference_spec,
 )
-from .specs import ModelSpec
+from gpukit.specs import ModelSpec
 
 PHASES = ("forward", "backward", "optimizer")
 COMPARED = ("params", "grads", "optimizer", "activations", "peak")
@@ -124,7 +124,7 @@ def _cuda_baseline(precision: str, optimizer: str) -> int:
     and any other lazily created buffers exist; return the bytes still allocated afterwards."""
     import torch
 
-    from .models import build_reference_model, make_batch, make_optimizer, train_step
+    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer, train_step
 
     spec = reference_spec(n_layers=1, hidden=64, n_heads=2, vocab=64, seq=16)
     model = build_reference_model(spec, device="cuda")
@@ -139,7 +139,7 @@ def _check_fits(spec: ModelSpec, setup: EagerSetup) -> None:
     """Refuse to run a step whose predicted peak exceeds half of the free memory (shared machines)."""
     import os
 
-    from .units import fmt_bytes
+    from gpukit.units import fmt_bytes
 
     need = predict_training_memory(spec, setup).peak_bytes
     if setup.device == "cuda":
@@ -164,7 +164,7 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    from .models import build_reference_model, make_batch, make_optimizer
+    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer
 
     if steps < 2:
         raise ValueError(f"steps must be >= 2 (optimizer states appear at step 1), got {steps}")

@@ -7,7 +7,7 @@
   It is an upper bound built on assumptions (nominal clock, 2 FMA units, every core busy, no SMT
   sharing) that `assumptions` spells out; a GPU's peak comes from its datasheet instead.
 - `read_cpuinfo()` reads the model, the clock and the ISA flags from /proc/cpuinfo (Linux).
-- `train_step_check(...)` times real training steps of gpukit.models' reference GPT and sets them
+- `train_step_check(...)` times real training steps of gpukit.bench.models' reference GPT and sets them
   beside the prediction "model FLOPs / measured matmul rate" (gpukit.compute.flops_per_token with
   the LM head counted): the ratio is the MFU *relative to this machine's own matmul speed*.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import require_positive, require_positive_int
+from gpukit.errors import require_positive, require_positive_int
 
 # (flag, fp32 lanes, has FMA): the widest vector unit the flags announce, widest first.
 _ISAS = (("avx512f", 16, True), ("avx2", 8, None), ("avx", 8, False), ("sse2", 4, False))
@@ -197,9 +197,9 @@ def train_step_check(spec, micro_batch: int, seq_len: int, matmul_tflops: float,
                      optimizer: str = "adamw") -> TrainStepCheck:
     """Time `steps` real training steps (forward, backward, AdamW step) of the reference GPT for
     `spec` and compare with model FLOPs / `matmul_tflops` (the rate this machine's matmul reached)."""
-    from .bench.timing import resolve_device, time_op, torch_threads
-    from .compute import flops_per_token
-    from .models import build_reference_model, make_batch, make_optimizer, train_step
+    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer, train_step
+    from gpukit.bench.timing import resolve_device, time_op, torch_threads
+    from gpukit.compute import flops_per_token
 
     micro_batch = require_positive_int("micro_batch", micro_batch)
     seq_len = require_positive_int("seq_len", seq_len)

@@ -1,7 +1,7 @@
 """Memory claims of the seed articles, audited with gpukit.memory: the claim, the check, the verdict.
 
-Each audit is a pure function registered in gpukit.claims under topic "memory" (importing this
-module registers them) and returns a `gpukit.claims.Claim`. Most claims here say "X fits in Y": the
+Each audit is a pure function registered in gpukit.audits.claims under topic "memory" (importing this
+module registers them) and returns a `gpukit.audits.claims.Claim`. Most claims here say "X fits in Y": the
 claimed number is then the GPU's memory and the computed one what the setup needs (both GiB, so
 `Claim.ratio` is the share of the GPU used). Keyword arguments change an assumption, e.g.
 `claim("qlora_7b_24gb", seq_len=4096)`.
@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import memory as mem
-from .catalog import get_gpu, get_model, gpus
-from .claims import Claim, claims_frame, register, verdict_from_ratio
-from .compute import flops_per_token
-from .errors import require_positive
-from .memory_eager import megatron_activation_bytes
-from .units import GB, GiB, dtype_bytes, fmt_count
+from gpukit import memory as mem
+from gpukit.audits.claims import Claim, claims_frame, register, verdict_from_ratio
+from gpukit.catalog import get_gpu, get_model, gpus
+from gpukit.compute import flops_per_token
+from gpukit.errors import require_positive
+from gpukit.memory_eager import megatron_activation_bytes
+from gpukit.units import GB, GiB, dtype_bytes, fmt_count
 
 NOTEBOOK_01 = ("weights_70b_fp16", "seven_13b_on_h100", "activations_rule_bsh8", "hundred_b_four_h100",
                "seventy_b_one_a100_quantized")
@@ -349,7 +349,7 @@ def zero3_175b_single_gpu(model: str = "gpt3-175b", gpu: str = "h100-sxm", seq_l
 
 def memory_claims(keys=NOTEBOOK_01 + NOTEBOOK_02) -> tuple[Claim, ...]:
     """The audits `keys` (default: all memory claims, notebook 01's first) with their defaults."""
-    from .claims import claim
+    from gpukit.audits.claims import claim
 
     return tuple(claim(k) for k in keys)
 

@@ -1,6 +1,6 @@
 """The `gpukit` command line (also `python -m gpukit`).
 
-Each subcommand lives in gpukit/commands/<name>.py and exposes `register(subparsers)`, which adds
+Each subcommand family lives in gpukit/cli/<name>.py and exposes `register(subparsers)`, which adds
 its parser and sets `func=handler`; a handler takes the parsed args and returns a dict (printed as
 JSON with --json) or a printable object with `to_text()`. Bad input: exit code 2 and one line that
 names the flag and what is allowed, never a traceback (API calls raise ValueError with that line).
@@ -13,8 +13,8 @@ import importlib
 import json
 import sys
 
-# Modules under gpukit.commands that add subcommands, in help order. A module that is missing is
-# skipped so that partial installs still start.
+# Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
+# a partial install must fail loudly, not lose a command.
 COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab")
 
 
@@ -32,18 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(f"gpukit.commands.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"gpukit.commands.{name}":
-                continue
-            raise
-        mod.register(sub)
+        importlib.import_module(f"gpukit.cli.{name}").register(sub)
     return parser
 
 
 def _version() -> str:
-    from . import __version__
+    from gpukit import __version__
 
     return f"gpukit {__version__}"
 

@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import require_positive, require_positive_int
-from .units import GB
+from gpukit.errors import require_positive, require_positive_int
+from gpukit.units import GB
 
 PREFIX = "gk-"
 IFNAME = "lab0"  # the node's interface inside its namespace (same name in every node namespace)
@@ -485,7 +485,7 @@ def run_in_lab(lab: NetLab, cmd_per_node: list[list[str]], timeout_s: float, env
     if len(cmd_per_node) != lab.nodes:
         raise ValueError(f"cmd_per_node must have one command per node ({lab.nodes}), got {len(cmd_per_node)}")
     require_positive("timeout_s", timeout_s)
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[3])  # the folder that holds gpukit/
     base = dict(os.environ if env is None else env)
     base.update(GLOO_SOCKET_IFNAME=IFNAME, NCCL_SOCKET_IFNAME=IFNAME,
                 PYTHONPATH=os.pathsep.join(filter(None, [root, base.get("PYTHONPATH")])))
@@ -600,7 +600,7 @@ def bench(nodes: int = 2, rate="1gbit", op: str = "all_reduce", sizes: list[int]
     rate_bps = parse_rate(rate) if not isinstance(rate, int) else rate
     repeats = require_positive_int("repeats", repeats)
     warmup = require_positive_int("warmup", warmup, allow_zero=True)
-    from .bench.collectives import OPS  # no torch import at module level
+    from gpukit.bench.collectives import OPS  # no torch import at module level
 
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from ..cli import add_json_flag
+from gpukit.cli import add_json_flag
 
 
 def _run(args):
-    from ..calibrate import calibrate
+    from gpukit.bench.calibrate import calibrate
 
     try:
         profile = calibrate(quick=args.quick, device=args.device, out=args.out, threads=args.threads,

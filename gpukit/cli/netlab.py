@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from .. import netlab
-from ..cli import add_json_flag
+from gpukit.bench import netlab
+from gpukit.cli import add_json_flag
 
 
 def _sizes(text: str) -> list[int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from ..cli import add_json_flag
+from gpukit.cli import add_json_flag
 
 
 def _int_list(text: str) -> list[int]:
@@ -52,7 +52,7 @@ def _guarded(handler):
                 if hasattr(result, "write"):
                     result.write(args.out)
                 else:
-                    from ..bench.results import write_json
+                    from gpukit.bench.results import write_json
 
                     write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, args.out)
             except OSError as e:
@@ -76,7 +76,7 @@ class _Shown:
 
 @_guarded
 def _matmul(args):
-    from ..bench.matmul import harness_check, matmul_bench
+    from gpukit.bench.matmul import harness_check, matmul_bench
 
     res = matmul_bench(args.device, args.dtype, _int_list(args.sizes), llm_shapes=not args.square_only,
                        gpu=args.gpu, peak_tflops=args.peak_tflops, threads=args.threads, repeats=args.repeats,
@@ -90,14 +90,14 @@ def _matmul(args):
 
 @_guarded
 def _memory(args):
-    from ..bench.membw import memory_bandwidth
+    from gpukit.bench.membw import memory_bandwidth
 
     return memory_bandwidth(args.device, args.size_mib, threads=args.threads, gpu=args.gpu, timeout_s=args.timeout)
 
 
 @_guarded
 def _collectives(args):
-    from ..bench.collectives import fit_and_holdout, run_collectives
+    from gpukit.bench.collectives import fit_and_holdout, run_collectives
 
     res = run_collectives(args.op, args.ranks, args.sizes, iters=args.iters, warmup=args.warmup,
                           repeats=args.repeats, dtype=args.dtype, backend=args.backend, device=args.device,
@@ -111,7 +111,7 @@ def _collectives(args):
 
 @_guarded
 def _harness(args):
-    from ..bench.matmul import harness_check
+    from gpukit.bench.matmul import harness_check
 
     h = harness_check(args.device, args.dtype, args.size, threads=args.threads)
     e = h["env"]
@@ -124,7 +124,7 @@ def _harness(args):
 
 @_guarded
 def _article(args):
-    from ..bench.collectives import article_latency_snippet
+    from gpukit.bench.collectives import article_latency_snippet
 
     a = article_latency_snippet(args.ranks, n_calls=args.calls, device=args.device, skew_ms=args.skew_ms,
                                 timeout_s=args.timeout)
@@ -141,7 +141,7 @@ def _article(args):
 
 @_guarded
 def _ddp(args):
-    from ..bench.ddp import run_ddp
+    from gpukit.bench.ddp import run_ddp
 
     return run_ddp(args.ranks, hook=args.hook, steps=args.steps, warmup=args.warmup, micro_batch=args.micro_batch,
                    seq_len=args.seq_len, n_layers=args.n_layers, hidden=args.hidden, n_heads=args.n_heads,
@@ -150,13 +150,13 @@ def _ddp(args):
 
 @_guarded
 def _all(args):
-    from ..bench.suite import run_suite
+    from gpukit.bench.suite import run_suite
 
     return run_suite(args.device, quick=args.quick, timeout_s=args.timeout)
 
 
 def register(subparsers) -> None:
-    from ..bench.collectives import add_arguments
+    from gpukit.bench.collectives import add_arguments
 
     bench = subparsers.add_parser("bench", help="measure matmul TFLOPS, memory bandwidth, collectives")
     sub = bench.add_subparsers(dest="bench_command", metavar="BENCH")

@@ -4,20 +4,20 @@
         [--recompute none|full] [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd]
         [--device cpu|cuda] [--tied] [--grid] [--json]
 
-Prints predicted (gpukit.memory_eager), measured (gpukit.measure: MemTracker on CPU, plus the CUDA
+Prints predicted (gpukit.memory_eager), measured (gpukit.bench.measure: MemTracker on CPU, plus the CUDA
 allocator on a GPU) and the relative error per category, and the Megatron-convention activation
 figure (Korthikanti et al. 2022 Table 2) so that the gap to the paper's formula is visible.
---grid runs gpukit.measure.VALIDATION_GRID instead (about a minute on 2 cores).
+--grid runs gpukit.bench.measure.VALIDATION_GRID instead (about a minute on 2 cores).
 """
 
 from __future__ import annotations
 
-from ..cli import add_json_flag
-from ..units import fmt_bytes
+from gpukit.cli import add_json_flag
+from gpukit.units import fmt_bytes
 
 
 class ValidationResult:
-    """One configuration: the dict of gpukit.measure.compare, printable as a table."""
+    """One configuration: the dict of gpukit.bench.measure.compare, printable as a table."""
 
     def __init__(self, result: dict):
         self.result = result
@@ -49,7 +49,7 @@ class ValidationResult:
 
 
 def _run(args):
-    from ..memory_eager import EagerSetup, reference_spec
+    from gpukit.memory_eager import EagerSetup, reference_spec
 
     if args.device not in ("cpu", "cuda"):
         raise ValueError(f"--device must be one of cpu, cuda; got {args.device!r}")
@@ -62,7 +62,7 @@ def _run(args):
             raise ValueError(f"--threads must be a positive integer, got {args.threads}")
         torch.set_num_threads(args.threads)
     if args.grid:
-        from ..measure import COMPARED, environment, grid_report
+        from gpukit.bench.measure import COMPARED, environment, grid_report
 
         df = grid_report(device=args.device, print_table=not args.json)
         worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
@@ -70,7 +70,7 @@ def _run(args):
             return {"rows": df.to_dict(orient="records"), "max_abs_error": worst,
                     "all_ok": bool(df["ok"].all()), "env": environment(args.device)}
         return None
-    from ..measure import compare
+    from gpukit.bench.measure import compare
 
     setup = EagerSetup(seq_len=args.seq, micro_batch=args.micro_batch, recompute=args.recompute,
                        precision=args.precision, optimizer=args.optimizer, device=args.device)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import catalog
-from ..cli import add_json_flag
-from ..units import fmt_count
+from gpukit import catalog
+from gpukit.cli import add_json_flag
+from gpukit.units import fmt_count
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import add_json_flag
-from ..comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
-from ..units import fmt_bytes, fmt_seconds
-from ..units import parse_bytes as units_parse_bytes
+from gpukit.cli import add_json_flag
+from gpukit.comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
+from gpukit.units import fmt_bytes, fmt_seconds
+from gpukit.units import parse_bytes as units_parse_bytes
 
 
 def parse_bytes(text: str) -> int:
@@ -38,7 +38,7 @@ def resolve_link(name: str, profile=None):
     if profile is not None and profile.has_link(name):
         fit = profile.link(name)
         return fit.alpha_s, fit.beta_gbps
-    from ..catalog import get_interconnect
+    from gpukit.catalog import get_interconnect
 
     return get_interconnect(name)
 
@@ -59,7 +59,7 @@ class _Report:
 def _comm(args):
     profile = None
     if args.profile:
-        from ..profile import load_profile
+        from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     link = resolve_link(args.link, profile)

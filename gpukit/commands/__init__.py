@@ -1,1 +1,0 @@
-"""CLI subcommands: one module per command family, each with `register(subparsers)` (see cli.py)."""
