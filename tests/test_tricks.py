@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gpukit import catalog, tricks
 from gpukit import memory as mem
+from gpukit.bench import measure
 from gpukit.bench.models import build_reference_model, make_batch, reference_spec
 
 SPEC = reference_spec(n_layers=2, hidden=32, n_heads=2, vocab=64, seq=32)
@@ -18,7 +19,7 @@ KW = dict(micro_batch=2, seq_len=32, steps=2, warmup=0, threads=1, lora_rank=2)
 
 @pytest.fixture(scope="module")
 def measured():
-    return {name: tricks.measure_trick(name, SPEC, **KW) for name in tricks.TRICKS}
+    return {name: measure.measure_trick(name, SPEC, **KW) for name in tricks.TRICKS}
 
 
 def _n_tensors(model, trainable_only=True):
@@ -89,7 +90,7 @@ def test_timing_fields_and_tables(measured):
         assert len(df) == len(r.variants) and df["peak_vs_base"].iloc[0] == 1.0
         assert "CPU, 1 threads" in r.to_text()
         assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
-    df = tricks.results_frame(measured.values())
+    df = measure.results_frame(measured.values())
     assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
 
 
@@ -113,7 +114,7 @@ def test_lora_starts_as_the_base_model():
     batch = make_batch(SPEC, 2, 16)
     with torch.no_grad():
         before = model(*batch).item()
-        trainable = tricks.apply_lora(model, 4)
+        trainable = measure.apply_lora(model, 4)
         after = model(*batch).item()
     assert after == pytest.approx(before, abs=1e-6)  # B = 0: the update starts at zero
     assert trainable == sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
@@ -122,15 +123,15 @@ def test_lora_starts_as_the_base_model():
 
 def test_bad_inputs_are_one_line_value_errors():
     with pytest.raises(ValueError, match="trick must be one of"):
-        tricks.trick_configs("zero")
+        measure.trick_configs("zero")
     with pytest.raises(ValueError, match="grad_accum must be at least 2"):
-        tricks.trick_configs("grad_accum", grad_accum=1)
+        measure.trick_configs("grad_accum", grad_accum=1)
     with pytest.raises(ValueError, match="micro_batch must be a positive integer, got 0"):
-        tricks.RunConfig("x", micro_batch=0)
+        measure.RunConfig("x", micro_batch=0)
     with pytest.raises(ValueError, match="seq_len must be <= max_seq 32, got 64"):
-        tricks.run_config(SPEC, tricks.RunConfig("x", seq_len=64))
+        measure.run_config(SPEC, measure.RunConfig("x", seq_len=64))
     with pytest.raises(ValueError, match="lora_rank must be a positive integer"):
-        tricks.apply_lora(build_reference_model(SPEC), 0)
+        measure.apply_lora(build_reference_model(SPEC), 0)
 
 
 # ---- modelled (pure) ----------------------------------------------------------------------------

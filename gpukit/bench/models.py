@@ -175,15 +175,45 @@ def make_batch(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "c
     return tok[:, :-1].clone().to(device), tok[:, 1:].clone().to(device)
 
 
+def autocast_args(device: str, precision: str) -> dict:
+    """Keyword arguments of torch.autocast for `precision` (bf16 autocast for 'bf16-mixed', off for fp32)."""
+    require_choice("precision", precision, PRECISIONS)
+    return dict(device_type=device, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+
+
+def run_step(model: nn.Module, opt: torch.optim.Optimizer, batches, amp: dict, probe=None, tracker=None) -> float:
+    """One optimizer step over len(batches) micro-batches (loss / k each, gradients accumulate), then
+    zero_grad(set_to_none=True); the one training step of every harness (gpukit.bench.measure,
+    compute_check). `probe(phase)` is called at the end of the last forward, of backward and of the
+    optimizer step (the last loss stays alive until the step is over); `tracker` (a MemTracker) gets
+    reset_mod_stats() before each forward. Returns the last micro-batch's loss (x k)."""
+    k = len(batches)
+    loss = None
+    for i, (idx, targets) in enumerate(batches):
+        if tracker is not None:  # MemTracker refuses a second forward of a module without this
+            tracker.reset_mod_stats()
+        if loss is not None:
+            del loss
+        with torch.autocast(**amp):
+            loss = model(idx, targets)
+            if k > 1:
+                loss = loss / k
+        if probe and i == k - 1:
+            probe("forward")
+        loss.backward()
+    if probe:
+        probe("backward")
+    opt.step()
+    if probe:
+        probe("optimizer")
+    opt.zero_grad(set_to_none=True)
+    value = loss.item() * k
+    del loss
+    return value
+
+
 def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch: tuple[torch.Tensor, torch.Tensor],
                precision: str = "fp32") -> float:
     """One training step: forward (under bf16 autocast for 'bf16-mixed'), backward, optimizer step,
     zero_grad(set_to_none=True). Parameters, gradients and optimizer states stay fp32. Returns the loss."""
-    require_choice("precision", precision, PRECISIONS)
-    idx, targets = batch
-    with torch.autocast(device_type=idx.device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
-        loss = model(idx, targets)
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return loss.item()
+    return run_step(model, opt, [batch], autocast_args(batch[0].device.type, precision))
