@@ -40,8 +40,6 @@ from gpukit.errors import require_choice, require_positive_int
 from gpukit.quant import (
     LORA_TARGETS,
     QUANT_DTYPES,
-    layer_linear_shapes,
-    layer_linear_weights,
     lora_layer_params,
     quantized_bytes,
 )
@@ -232,7 +230,7 @@ def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: 
     """(bytes of the frozen/served weights on one GPU, bytes of one layer) in setup.base_dtype."""
     dt, ce = setup.base_dtype, dtype_bytes(setup.compute_dtype)
     if dt in QUANT_DTYPES:  # only block linears are quantized; norms, biases, embeddings stay 16-bit
-        lin, rows = layer_linear_weights(model)
+        lin, rows = model.linear_weights
         layer = quantized_bytes(lin, dt, rows) + (model.layer_params() - lin) * ce
         return (layers * layer + extra * ce) / setup.tp, layer / setup.tp
     layer = model.layer_params() * dtype_bytes(dt)
@@ -306,7 +304,7 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
         # Korthikanti sec. 4.3 counts the fp32 part, 4sbv/t.
         p["logits"] = (ce + 4.0) * s * b * model.vocab / t
     if setup.base_dtype == "nf4" and not setup.inference:  # one weight dequantized to 16-bit at a time
-        act += max(i * o_ for _, i, o_ in layer_linear_shapes(model)) / t * ce
+        act += max(i * o_ for _, i, o_ in model.linear_shapes) / t * ce
     p["activations"] = act
     return p
 

@@ -1,5 +1,8 @@
 """Bytes of quantized weights and the size of LoRA adapters (used by gpukit.memory).
 
+The shapes of a block's linear layers belong to the model: `ModelSpec.linear_shapes` and
+`ModelSpec.linear_weights` (gpukit.specs).
+
 Quantization formats, in bytes per weight plus the constants needed to dequantize them:
 
 - int8: LLM.int8() vector-wise quantization (Dettmers et al. 2022, "LLM.int8()", sec. 3.1):
@@ -46,23 +49,6 @@ def quantized_bytes(n_weights: float, dtype: str, n_rows: float = 0, double_quan
     return n_weights * 0.5 + n_weights * nf4_constant_bits(double_quant) / 8
 
 
-def layer_linear_shapes(model: ModelSpec) -> list[tuple[str, int, int]]:
-    """(name, d_in, d_out) of every linear weight in one transformer block (specs.py layout)."""
-    h, q, kv, f = model.hidden, model.q_dim, model.kv_dim, model.ffn_hidden
-    shapes = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h)]
-    if model.mlp == "swiglu":
-        shapes += [("gate", h, f), ("up", h, f), ("down", f, h)]
-    else:
-        shapes += [("fc1", h, f), ("fc2", f, h)]
-    return shapes
-
-
-def layer_linear_weights(model: ModelSpec) -> tuple[int, int]:
-    """(weights, output rows) of the linear layers in one block: what int8/nf4 quantize."""
-    shapes = layer_linear_shapes(model)
-    return sum(i * o for _, i, o in shapes), sum(o for _, _, o in shapes)
-
-
 def lora_layer_params(model: ModelSpec, rank: int, targets: str = "all") -> int:
     """Trainable LoRA parameters in one block: r*(d_in+d_out) per adapted matrix (Hu et al. 2021).
 
@@ -73,7 +59,7 @@ def lora_layer_params(model: ModelSpec, rank: int, targets: str = "all") -> int:
     require_positive_int("lora_rank", rank)
     require_choice("lora_targets", targets, LORA_TARGETS)
     names = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o")}.get(targets)
-    return sum(rank * (i + o) for name, i, o in layer_linear_shapes(model) if names is None or name in names)
+    return sum(rank * (i + o) for name, i, o in model.linear_shapes if names is None or name in names)
 
 
 def lora_params(model: ModelSpec, rank: int, targets: str = "all") -> int:

@@ -76,6 +76,21 @@ class ModelSpec:
     def q_dim(self) -> int:
         return self.n_heads * self.head_dim
 
+    @property
+    def linear_shapes(self) -> tuple[tuple[str, int, int], ...]:
+        """(name, d_in, d_out) of every linear weight in one transformer block: q, k, v, o, then
+        fc1, fc2 (gelu) or gate, up, down (swiglu). What int8/nf4 quantize and LoRA adapts."""
+        h, q, kv, f = self.hidden, self.q_dim, self.kv_dim, self.ffn_hidden
+        shapes = (("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h))
+        if self.mlp == "swiglu":
+            return shapes + (("gate", h, f), ("up", h, f), ("down", f, h))
+        return shapes + (("fc1", h, f), ("fc2", f, h))
+
+    @property
+    def linear_weights(self) -> tuple[int, int]:
+        """(weights, output rows) of the linear layers in one block (no biases, no norms)."""
+        return sum(i * o for _, i, o in self.linear_shapes), sum(o for _, _, o in self.linear_shapes)
+
     def attention_params(self) -> int:
         h = self.hidden
         n = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
