@@ -157,3 +157,33 @@ def parse_bytes(text, name: str = "size", *, bare_binary: bool = False) -> int:
     if not value.is_integer():  # 1.5 bytes: a typo, not a message size
         raise ValueError(f"{name} must be a whole number of bytes, got {text!r} = {value:g} bytes")
     return int(value)
+
+
+def parse_size(text, name: str = "sizes") -> int:
+    """'1K' -> 1024, '64K', '16M', '1G', '4096' -> bytes.
+
+    Bare K/M/G are binary, as nccl-tests' -b/-e flags; KiB/MiB/GiB binary; kB/KB/MB/GB decimal
+    (as parse_bytes).
+    """
+    err = f"{name} must be positive byte counts like 1K, 64K, 1M, 16M (binary, as nccl-tests); got {text!r}"
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if not (math.isfinite(text) and text >= 1 and int(text) == text):
+            raise ValueError(err)
+        return int(text)
+    try:
+        value = parse_bytes(text, name, bare_binary=True)
+    except ValueError:
+        raise ValueError(err) from None
+    if value < 1:
+        raise ValueError(err)
+    return value
+
+
+def parse_sizes(sizes, name: str = "sizes") -> list[int]:
+    """'1K,64K,1M' or an iterable of sizes -> sorted unique byte counts (parse_size each): the
+    message sizes of every command that moves data (collectives, netlab bench)."""
+    items = sizes.split(",") if isinstance(sizes, str) else list(sizes)
+    out = sorted({parse_size(s, name) for s in items if str(s).strip()})
+    if not out:
+        raise ValueError(f"{name} must list at least one size, e.g. 1K,64K,1M")
+    return out

@@ -232,3 +232,32 @@ def test_launcher_stores_hold_distinct_ports():
     assert a.port != b.port and a.port > 0 and b.port > 0
     assert 0 < free_port() < 65536
     del a, b
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses (hex, as /proc/net/tcp{,6} write them) that listen on `port`."""
+    out = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(path).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            addr, hexport = f[1].rsplit(":", 1)
+            if int(hexport, 16) == port and f[3] == "0A":  # 0A = LISTEN
+                out.add(addr)
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc/net/tcp")
+def test_launcher_store_listens_on_loopback_only():
+    from gpukit.bench.launch import master_store
+
+    store = master_store(5)
+    try:
+        assert _listening_addresses(store.port) == {"0100007F"}  # 127.0.0.1, nothing on 0.0.0.0 or ::
+        store.set("k", "v")
+        assert store.get("k") == b"v"
+    finally:
+        del store

@@ -125,9 +125,9 @@ def test_not_root_says_so_in_one_line(monkeypatch, capsys):
 
 
 def test_missing_tc_is_named(monkeypatch):
-    real = netlab.shutil.which
+    real = netlab.namespaces.shutil.which
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(netlab.shutil, "which", lambda t: None if t == "tc" else real(t) or "/x/ip")
+    monkeypatch.setattr(netlab.namespaces.shutil, "which", lambda t: None if t == "tc" else real(t) or "/x/ip")
     assert netlab.check_available(probe=False).endswith("missing tc")
 
 
@@ -141,10 +141,15 @@ def test_cli_bad_input_exit_2(capsys):
     assert len(errs) == 5 and all(e.startswith("error:") for e in errs)
 
 
-def test_cli_sizes_parse():
-    from gpukit.cli.netlab import _sizes
+def test_cli_sizes_parse(monkeypatch):
+    from gpukit.units import parse_size, parse_sizes
 
-    assert _sizes("1K,64KiB,1M,16M,1024") == [1024, 65536, 2**20, 2**24, 1024]
+    assert [parse_size(t) for t in "1K,64KiB,1M,16M,1024".split(",")] == [1024, 65536, 2**20, 2**24, 1024]
+    # the one size parser: 1MB is 10^6 bytes in netlab too, as in every other command
+    seen = {}
+    monkeypatch.setattr(netlab, "bench", lambda **kw: seen.update(kw) or {"ok": True})
+    assert main(["netlab", "bench", "--sizes", "1MB,1MiB,64K"]) == 0
+    assert seen["sizes"] == [65536, 10**6, 2**20] == parse_sizes("1MB,1MiB,64K")
 
 
 # ---------------------------------------------------------------- real namespaces (root)
@@ -200,7 +205,7 @@ def test_two_concurrent_labs_do_not_collide(host_untouched):
 @needs_root
 def test_name_clash_picks_a_new_name(host_untouched, monkeypatch):
     tokens = iter(["aaaa", "aaaa", "bbbb"])
-    monkeypatch.setattr(netlab.secrets, "token_hex", lambda n: next(tokens))
+    monkeypatch.setattr(netlab.lab.secrets, "token_hex", lambda n: next(tokens))
     with netlab.NetLab(2, "1gbit") as a, netlab.NetLab(2, "1gbit") as b:
         assert a.name.endswith("-aaaa") and b.name.endswith("-bbbb")
         assert set(a.namespaces) <= set(netlab.list_namespaces())
@@ -233,7 +238,7 @@ def test_timeout_and_failure_kill_every_node(host_untouched):
         res = netlab.run_in_lab(lab, [["sleep", "30"], ["sh", "-c", "exit 3"]], timeout_s=60, fail_grace_s=0.5)
         assert res[1].returncode == 3 and res[0].timed_out
         assert time.monotonic() - t0 < 20
-        assert all(netlab._ns_pids(ns) == [] for ns in lab.namespaces)
+        assert all(netlab.ns_pids(ns) == [] for ns in lab.namespaces)
 
 
 @needs_root
@@ -243,7 +248,7 @@ def test_failed_worker_reports_its_error_line_and_cleans_up(host_untouched):
     with netlab.NetLab(2, "1gbit") as lab:
         with pytest.raises(RuntimeError, match="failed on node .*error: op must be one of"):
             lab.collectives("bogus", [1024], timeout_s=90)
-        assert all(netlab._ns_pids(ns) == [] for ns in lab.namespaces)
+        assert all(netlab.ns_pids(ns) == [] for ns in lab.namespaces)
 
 
 @needs_root
@@ -288,18 +293,105 @@ def test_signal_midway_leaves_no_namespaces_or_processes(host_untouched, sig):
         deadline, pids = time.monotonic() + 60, []
         while time.monotonic() < deadline and len(pids) < 4:  # 2 torchruns + 2 workers in the lab
             time.sleep(0.3)
-            pids = [q for ns in _my_namespaces(p.pid) for q in netlab._ns_pids(ns)]
+            pids = [q for ns in _my_namespaces(p.pid) for q in netlab.ns_pids(ns)]
         assert len(pids) >= 4, "bench never started its ranks"
         time.sleep(1.0)
         p.send_signal(sig)
         _, err = p.communicate(timeout=30)
         assert p.returncode == (-signal.SIGTERM if sig == signal.SIGTERM else 130), err
         assert _my_namespaces(p.pid) == []
-        assert not [q for q in pids if netlab._pid_alive(q) and _is_not_zombie(q)]
+        assert not [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         netlab.down_labs(stale_only=True)
+
+
+def _bench_process(tmp_path, *extra) -> subprocess.Popen:
+    """`gpukit netlab bench` in a child whose system temp folder is tmp_path/tmp (empty at the start)."""
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    return subprocess.Popen([PY, "-m", "gpukit", "netlab", "bench", "--rate", "200mbit", *extra, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def _wait_for_ranks(p: subprocess.Popen, n: int = 4, within_s: float = 90) -> list[int]:
+    deadline, pids = time.monotonic() + within_s, []
+    while time.monotonic() < deadline and len(pids) < n and p.poll() is None:  # 2 torchruns + 2 workers
+        time.sleep(0.3)
+        pids = [q for ns in _my_namespaces(p.pid) for q in netlab.ns_pids(ns)]
+    assert len(pids) >= n, "bench never started its ranks"
+    return pids
+
+
+@needs_root
+@needs_worker
+def test_bench_leaves_nothing_in_the_temp_folder(host_untouched, tmp_path):
+    # torchrun makes a torchelastic_* folder per agent in the system temp folder: the nodes get the
+    # run's own temporary folder as TMPDIR, removed with it
+    p = _bench_process(tmp_path, "--sizes", "1K", "--repeats", "1", "--warmup", "0")
+    out, err = p.communicate(timeout=240)
+    assert p.returncode == 0, err
+    assert json.loads(out)["rows"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@needs_root
+@needs_worker
+@pytest.mark.slow
+def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
+    p = _bench_process(tmp_path, "--sizes", "16M", "--repeats", "100")
+    try:
+        pids = _wait_for_ranks(p)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == -signal.SIGTERM, err
+        assert err.strip().splitlines()[-1].startswith("error: SIGTERM received: netlab gk-"), err
+        assert list((tmp_path / "tmp").iterdir()) == []
+        assert _my_namespaces(p.pid) == []
+        assert not [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        netlab.down_labs(stale_only=True)
+
+
+@needs_root
+@needs_worker
+@pytest.mark.slow
+def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stale_one(host_untouched, tmp_path,
+                                                                                       capsys):
+    p = _bench_process(tmp_path, "--sizes", "16M", "--repeats", "100")
+    try:
+        pids = _wait_for_ranks(p)
+        p.kill()  # SIGKILL: no handler runs
+        p.wait(10)
+        deadline = time.monotonic() + 30  # the node commands die with their owner (PR_SET_PDEATHSIG)
+        while time.monotonic() < deadline and [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]:
+            time.sleep(0.2)
+        left = [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
+        assert not left, [_describe(q) for q in left]
+        stale = [lab for lab in netlab.list_labs() if lab.owner_pid == p.pid]
+        assert len(stale) == 1 and stale[0].stale  # the namespaces stay until the next lab ...
+        with netlab.NetLab(2, "1gbit"):
+            pass
+        err = capsys.readouterr().err
+        assert f"removed stale lab {stale[0].name} (owner pid {p.pid} is gone)" in err  # ... which names it
+        assert _my_namespaces(p.pid) == []
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        netlab.down_labs(stale_only=True)
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f, open(f"/proc/{pid}/stat") as g:
+            return f"{pid} [{g.read().rsplit(')', 1)[1].split()[:2]}] {f.read().replace(chr(0), ' ')[:100]}"
+    except OSError:
+        return f"{pid} gone"
 
 
 def _is_not_zombie(pid: int) -> bool:

@@ -34,7 +34,7 @@ from gpukit.bench.article import (
 )
 from gpukit.bench.results import BenchResult, write_json
 from gpukit.bench.timing import is_out_of_memory, oom_line, percentile, resolve_device
-from gpukit.units import parse_bytes
+from gpukit.units import parse_size, parse_sizes  # noqa: F401 (parse_size: the worker's public API)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffer split in n chunks
@@ -45,35 +45,6 @@ HEADERS = ("size(B)", "count(elements)", "type", "time(us)", "algbw(GB/s)", "bus
 
 
 # ---------------------------------------------------------------- sizes and factors
-
-
-def parse_size(text) -> int:
-    """'1K' -> 1024, '64K', '16M', '1G', '4096' -> bytes.
-
-    Bare K/M/G are binary, as nccl-tests' -b/-e flags; KiB/MiB/GiB binary; kB/KB/MB/GB decimal
-    (units.py).
-    """
-    err = f"sizes must be positive byte counts like 1K, 64K, 1M, 16M (binary, as nccl-tests); got {text!r}"
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if not text >= 1 or int(text) != text:
-            raise ValueError(err)
-        return int(text)
-    try:
-        value = parse_bytes(text, "sizes", bare_binary=True)
-    except ValueError:
-        raise ValueError(err) from None
-    if value < 1:
-        raise ValueError(err)
-    return value
-
-
-def parse_sizes(sizes) -> list[int]:
-    """'1K,64K,1M' or an iterable of sizes -> sorted unique byte counts."""
-    items = sizes.split(",") if isinstance(sizes, str) else list(sizes)
-    out = sorted({parse_size(s) for s in items if str(s).strip()})
-    if not out:
-        raise ValueError("sizes must list at least one size, e.g. 1K,64K,1M")
-    return out
 
 
 def size_and_count(op: str, size_bytes: int, n_ranks: int, elem_bytes: int) -> tuple[int, int]:
@@ -437,7 +408,7 @@ def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
     """Entry point of a spawned rank: connect to the parent's store, run, report, clean up."""
     import torch.distributed as dist
 
-    from gpukit.bench.launch import die_with_parent
+    from gpukit.bench.supervise import die_with_parent
 
     die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
 
@@ -606,6 +577,9 @@ def _torchrun_main(args) -> int:
     cfg = {"op": args.op, "sizes": parse_sizes(args.sizes), "iters": args.iters, "warmup": args.warmup,
            "repeats": args.repeats, "dtype": args.dtype, "backend": backend, "device": device,
            "threads": args.threads, "timeout_s": args.timeout, "bare_check": args.bare_check, "launcher": "torchrun"}
+    from gpukit.bench.supervise import die_with_parent
+
+    die_with_parent()  # a rank must not outlive its torchrun agent (netlab: even a SIGKILLed owner)
     _setup_rank(cfg, local_rank)
     try:
         dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=args.timeout))

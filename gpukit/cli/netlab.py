@@ -4,7 +4,7 @@ up      create N namespaces joined by veth + tbf at --rate; they stay until `net
 down    remove gpukit labs (all, --lab NAME, or --stale: whose owning process is gone)
 status  can netlab run here, and which labs exist
 bench   up, a collective sweep with one rank per namespace (gpukit.bench.collectives), down
-See gpukit/netlab.py.
+See gpukit/bench/netlab/.
 """
 
 from __future__ import annotations
@@ -13,20 +13,7 @@ import sys
 
 from gpukit.bench import netlab
 from gpukit.cli import add_json_flag
-
-
-def _sizes(text: str) -> list[int]:
-    """'1K,1M,64M' -> bytes (K/M/G binary, as message sizes are in nccl-tests)."""
-    mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-    out = []
-    for tok in text.split(","):
-        t = tok.strip().upper().removesuffix("B").removesuffix("I")
-        unit = t[-1:] if t[-1:] in mult and t[-1:] else ""
-        num = t[: len(t) - len(unit)]
-        if not num.isdigit() or int(num) <= 0:
-            raise ValueError(f"--sizes must be positive sizes like 1K,1M,64M; got {tok!r}")
-        out.append(int(num) * mult[unit])
-    return out
+from gpukit.units import parse_sizes
 
 
 def register(sub) -> None:
@@ -57,7 +44,8 @@ def register(sub) -> None:
     b.add_argument("--rate", default="1gbit", help="per-direction link rate, tc style: 1gbit, 200mbit")
     b.add_argument("--op", default="all_reduce", help="collective (default all_reduce)")
     b.add_argument("--sizes", type=str, default=None,
-                   help="message sizes, e.g. 1K,1M,64M (default: up to ~0.5 s per op at the rate)")
+                   help="message sizes in bytes, e.g. 1K,1M,64M (bare K/M binary, 1MB = 10^6, 1MiB = 2^20; "
+                        "default: up to ~0.5 s per op at the rate)")
     b.add_argument("--repeats", type=int, default=5, help="timed repeats per size; the median is reported")
     b.add_argument("--warmup", type=int, default=1, help="untimed calls per size")
     b.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay (needs kernel netem)")
@@ -98,7 +86,7 @@ def _status(args) -> dict:
 
 
 def _bench(args):
-    sizes = _sizes(args.sizes) if args.sizes is not None else None  # '' is an error, not "the default"
+    sizes = parse_sizes(args.sizes, "--sizes") if args.sizes is not None else None  # '' is an error
     try:
         return netlab.bench(nodes=args.nodes, rate=args.rate, op=args.op, sizes=sizes, repeats=args.repeats,
                             warmup=args.warmup, timeout_s=args.timeout, delay_ms=args.delay_ms)
