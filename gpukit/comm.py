@@ -33,27 +33,13 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.results import frame as _frame
+from gpukit.results import json_safe as _json_safe
 from gpukit.units import GB
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 ALGORITHMS = ("ring", "tree")
 TREE_OPS = ("all_reduce", "broadcast", "reduce")
-
-
-def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
-
-
-def _frame(rows, columns):
-    import pandas as pd
-
-    return pd.DataFrame(list(rows), columns=list(columns))
 
 
 def busbw_factor(op: str, n_ranks: int) -> float:

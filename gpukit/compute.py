@@ -36,22 +36,14 @@ from dataclasses import asdict, dataclass
 
 from gpukit.catalog import get_gpu
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.results import frame as _frame
+from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, dtype_bytes
 
 RECOMPUTE = ("none", "selective", "full")
 MODES = ("train", "prefill", "decode")
 DEFAULT_MFU = 0.40  # assumption when neither mfu nor a profile is given; see time_to_train
-
-
-def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
 
 
 def _overflow(what: str) -> ValueError:
@@ -62,12 +54,6 @@ def _overflow(what: str) -> ValueError:
 def _require_finite(what: str, *values: float) -> None:
     if not all(math.isfinite(v) for v in values) or not math.isfinite(math.fsum(values)):
         raise _overflow(what)
-
-
-def _frame(rows, columns):
-    import pandas as pd
-
-    return pd.DataFrame(list(rows), columns=list(columns))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -29,15 +29,6 @@ def needs_root(test):
 PY = sys.executable
 
 
-def _has_collectives() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("gpukit.bench.collectives") is not None
-
-
-needs_worker = pytest.mark.skipif(not _has_collectives(), reason="gpukit.bench.collectives is not there yet")
-
-
 def _host_state() -> dict:
     """The host namespace's interfaces, addresses, routes and qdiscs (counters excluded)."""
     out = {}
@@ -242,7 +233,6 @@ def test_timeout_and_failure_kill_every_node(host_untouched):
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 def test_failed_worker_reports_its_error_line_and_cleans_up(host_untouched):
     with netlab.NetLab(2, "1gbit") as lab:
@@ -282,7 +272,6 @@ def test_persistent_lab_up_then_down_by_name(host_untouched, capsys):
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_midway_leaves_no_namespaces_or_processes(host_untouched, sig):
@@ -326,7 +315,6 @@ def _wait_for_ranks(p: subprocess.Popen, n: int = 4, within_s: float = 90) -> li
 
 
 @needs_root
-@needs_worker
 def test_bench_leaves_nothing_in_the_temp_folder(host_untouched, tmp_path):
     # torchrun makes a torchelastic_* folder per agent in the system temp folder: the nodes get the
     # run's own temporary folder as TMPDIR, removed with it
@@ -338,7 +326,6 @@ def test_bench_leaves_nothing_in_the_temp_folder(host_untouched, tmp_path):
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
     p = _bench_process(tmp_path, "--sizes", "16M", "--repeats", "100")
@@ -359,7 +346,6 @@ def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stale_one(host_untouched, tmp_path,
                                                                                        capsys):
@@ -403,7 +389,6 @@ def _is_not_zombie(pid: int) -> bool:
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 def test_bench_1gbit_within_15_percent(host_untouched):
     r = netlab.bench(nodes=2, rate="1gbit", op="all_reduce")
@@ -414,7 +399,6 @@ def test_bench_1gbit_within_15_percent(host_untouched):
 
 
 @needs_root
-@needs_worker
 @pytest.mark.slow
 def test_bench_200mbit_cli_json_within_15_percent(host_untouched):
     p = subprocess.run([PY, "-m", "gpukit", "netlab", "bench", "--nodes", "2", "--rate", "200mbit",

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpukit.results import dumps, json_default
+
 
 @dataclass(frozen=True)
 class BenchResult:
@@ -53,8 +55,8 @@ class BenchResult:
         path = Path(path)
         if path.suffix.lower() == ".csv":
             buf = io.StringIO()
-            buf.write("# env: " + json.dumps(self.env, default=str) + "\n")
-            buf.write("# summary: " + json.dumps(self.summary, default=str) + "\n")
+            buf.write("# env: " + json.dumps(self.env, default=json_default) + "\n")
+            buf.write("# summary: " + json.dumps(self.summary, default=json_default) + "\n")
             cols = list(dict.fromkeys(k for r in self.rows for k in r))
             w = csv.DictWriter(buf, fieldnames=cols)
             w.writeheader()
@@ -92,15 +94,8 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def write_json(payload: dict, path: str | os.PathLike) -> Path:
-    return write_text_atomic(path, json.dumps(payload, indent=2, default=_json_default) + "\n")
-
-
-def _json_default(o):
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "to_json_dict"):
-        return o.to_json_dict()
-    return str(o)
+    """`payload` as JSON (gpukit.results.dumps), written atomically (write_text_atomic)."""
+    return write_text_atomic(path, dumps(payload) + "\n")
 
 
 def read_result(path: str | os.PathLike) -> dict:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
+
+from gpukit.results import dumps
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
 # a partial install must fail loudly, not lose a command.
@@ -50,7 +51,7 @@ def emit(result, as_json: bool) -> None:
     """Print a handler's result: JSON (dicts, or objects with to_json_dict) or text."""
     if as_json:
         payload = result.to_json_dict() if hasattr(result, "to_json_dict") else result
-        print(json.dumps(payload, indent=2, default=_json_default))
+        print(dumps(payload))
     elif hasattr(result, "to_text"):
         print(result.to_text())
     elif isinstance(result, dict):
@@ -59,14 +60,6 @@ def emit(result, as_json: bool) -> None:
             print(f"{k:<{width}}  {v}")
     elif result is not None:
         print(result)
-
-
-def _json_default(o):
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    return str(o)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from gpukit.bench.results import write_json
+
 LAST_TEST_RUN = Path("build") / "last_test_run.json"
 
 
@@ -105,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{last['skipped']} skipped ({last['finished']})")
     else:
         print("  last `make test`: not recorded yet (run make test)")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, default=str))
+    out = write_json(report, args.out)
     print(f"  written: {out}")
     return 0
 

@@ -20,11 +20,12 @@ import json
 import math
 import numbers
 import os
-import tempfile
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpukit.bench.results import write_json
 
 RECORD_ENV = "GPUKIT_RECORD"  # path of the JSON list that record() appends to (set by gpukit.course.runbook)
 NOTEBOOK_ENV = "GPUKIT_NOTEBOOK"  # name of the notebook being run headless (set by gpukit.course.runbook)
@@ -192,7 +193,7 @@ def record(name: str, value, unit: str, note: str = "") -> dict:
     if path:
         records = read_records(path)
         records.append(rec)
-        _write_json_atomic(Path(path), records)
+        write_json(records, Path(path))
     return rec
 
 
@@ -205,15 +206,6 @@ def read_records(path: str | Path) -> list[dict]:
     if not isinstance(data, list):
         raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
     return data
-
-
-def _write_json_atomic(path: Path, data) -> None:
-    # Write then rename, so a run killed mid-write never leaves half a file for the summary.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
 
 
 def check_answer(answer, expected: float, rel_tol: float = 0.02, name: str = "answer") -> bool | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpukit.bench.envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
+from gpukit.bench.results import write_json
 from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     runs, records = run_all(books, args.out, quick=quick, timeout_s=args.timeout)
     summary = {"env": env, "quick": quick, "seconds": round(time.perf_counter() - t0, 2),
                "runs": [asdict(r) for r in runs], "records": records}
-    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    write_json(summary, Path(args.out, "summary.json"))
     print()
     print(summarize(runs, records))
     return 0 if all(r.ok for r in runs) else 1
