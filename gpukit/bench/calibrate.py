@@ -129,6 +129,7 @@ def _threads() -> int:
 
 def _link_entry(res, holdout: dict) -> dict:
     """alpha/beta fitted on every size; the holdout error from the every-other-size fit."""
+    from gpukit.bench.timing import percentile
     from gpukit.comm import fit_alpha_beta
 
     rows = sorted(res.rows, key=lambda r: r["size_bytes"])
@@ -140,4 +141,4 @@ def _link_entry(res, holdout: dict) -> dict:
             "fit_r2": fit.r2, "op": "all_reduce", "n_ranks": n, "backend": res.env.get("backend"),
             "sizes_bytes": [r["size_bytes"] for r in rows], "time_us": [r["time_us"] for r in rows],
             "busbw_gbps": [r["busbw_gbps"] for r in rows],
-            "harness_ratio_median": sorted(ratios)[len(ratios) // 2] if ratios else None}
+            "harness_ratio_median": percentile(ratios, 50) if ratios else None}

@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, replace
 
+from gpukit.bench.envinfo import env_stamp
 from gpukit.bench.timing import percentile
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.memory_eager import (
@@ -114,21 +115,6 @@ def _reset_peak(mt) -> None:
     cur = mt.get_tracker_snapshot("current")
     mt._peak_mem = {dev: snap.get("Total", 0) for dev, snap in cur.items()}
     mt._peak_mem_snap = cur
-
-
-def environment(device: str = "cpu") -> dict:
-    """torch version, device name and thread count, stamped into every measurement."""
-    import platform
-
-    import torch
-
-    env = {"torch": torch.__version__, "python": platform.python_version(), "device": device,
-           "threads": torch.get_num_threads()}
-    if device == "cuda":
-        env["gpu"] = torch.cuda.get_device_name()
-    else:
-        env["cpu"] = platform.processor() or platform.machine()
-    return env
 
 
 def _cuda_baseline(precisions=("fp32",), optimizer: str = "adamw") -> int:
@@ -251,7 +237,7 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
         allocator_peak_bytes=int(peak) if cuda else None, baseline_bytes=int(baseline),
         counted=(("params", _storage_bytes(model.parameters(), setup.device)), ("grads", grads),
                  ("optimizer", states)),
-        env=tuple(environment(setup.device).items()), wall_s=time.perf_counter() - t0)
+        env=tuple(env_stamp(setup.device).items()), wall_s=time.perf_counter() - t0)
 
 
 def relative_error(predicted: float, measured: float) -> float:

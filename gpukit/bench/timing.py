@@ -44,13 +44,14 @@ def synchronize(device: str) -> None:
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (q in [0, 100]), numpy's default method, without numpy."""
-    xs = sorted(samples)
+    """The q-th percentile (q in [0, 100]) with linear interpolation (numpy's default): the one
+    percentile and median of gpukit (the median of an even sample is the mean of the middle two)."""
+    import numpy as np
+
+    xs = [float(x) for x in samples]
     if not xs:
         raise ValueError("percentile of an empty sample")
-    pos = (len(xs) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return float(np.percentile(xs, q))
 
 
 @dataclass(frozen=True)

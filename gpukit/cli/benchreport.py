@@ -52,6 +52,7 @@ def matmul_section(device: str, threads: int | None) -> dict:
 
 def collectives_section(sizes: str) -> dict:
     from gpukit.bench.collectives import fit_and_holdout, run_collectives
+    from gpukit.bench.timing import percentile
 
     _section("3. Collectives: 2-rank gloo all_reduce on loopback (CPU)")
     res = run_collectives("all_reduce", 2, sizes, repeats=15, bare_check=True, timeout_s=300)
@@ -59,8 +60,7 @@ def collectives_section(sizes: str) -> dict:
     rows = res.rows
     ratios = [r["harness_ratio"] for r in rows if r.get("harness_ratio")]
     fit = fit_and_holdout(rows)
-    ratios_sorted = sorted(ratios)
-    median = ratios_sorted[len(ratios_sorted) // 2] if ratios_sorted else float("nan")
+    median = percentile(ratios, 50) if ratios else float("nan")
     print(f"  harness ratio busbw/bare-loop busbw: median {median:.3f}, min {min(ratios, default=float('nan')):.3f}"
           f" (goal >= 0.90)")
     print(f"  alpha-beta fit: alpha {fit['alpha_us']:.1f} us, beta {fit['beta_gbps']:.3f} GB/s; held-out sizes "

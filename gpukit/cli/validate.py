@@ -62,13 +62,14 @@ def _run(args):
             raise ValueError(f"--threads must be a positive integer, got {args.threads}")
         torch.set_num_threads(args.threads)
     if args.grid:
-        from gpukit.bench.measure import COMPARED, environment, grid_report
+        from gpukit.bench.envinfo import env_stamp
+        from gpukit.bench.measure import COMPARED, grid_report
 
         df = grid_report(device=args.device, print_table=not args.json)
         worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
         if args.json:
             return {"rows": df.to_dict(orient="records"), "max_abs_error": worst,
-                    "all_ok": bool(df["ok"].all()), "env": environment(args.device)}
+                    "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
         return None
     from gpukit.bench.measure import compare
 
