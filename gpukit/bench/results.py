@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpukit.results import dumps, json_default
+from gpukit.results import dumps, fmt_cell, format_table, json_default
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class BenchResult:
         cols = list(self.columns) or (list(self.rows[0]) if self.rows else [])
         lines = [format_table(self.rows, cols, self.headers or None)] if self.rows else ["(no rows)"]
         for k, v in self.summary.items():
-            lines.append(f"# {k}: {_fmt(v)}")
+            lines.append(f"# {k}: {fmt_cell(v)}")
         e = self.env
         lines.append(f"# {e.get('label', '?')} {e.get('device_name', '?')} | torch {e.get('torch')} | "
                      f"threads {e.get('threads')} | world_size {e.get('world_size')} | backend "
@@ -63,24 +63,6 @@ class BenchResult:
             w.writerows(self.rows)
             return write_text_atomic(path, buf.getvalue())
         return write_json(self.to_json_dict(), path)
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if v != v:
-            return "n/a"
-        return f"{v:.1f}" if abs(v) >= 1000 else f"{v:.4g}"
-    return "n/a" if v is None else str(v)
-
-
-def format_table(rows, cols, headers=None) -> str:
-    """Right-aligned columns, header first (nccl-tests style when headers carry units)."""
-    headers = list(headers or cols)
-    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    out = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
-    out += ["  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(out)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

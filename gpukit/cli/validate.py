@@ -13,6 +13,7 @@ figure (Korthikanti et al. 2022 Table 2) so that the gap to the paper's formula 
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
+from gpukit.results import format_table
 from gpukit.units import fmt_bytes
 
 
@@ -33,10 +34,9 @@ class ValidationResult:
                  f"recompute {c['recompute']}, {c['precision']}, {c['optimizer']}",
                  f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
                  f"{env['threads']} threads",
-                 f"{'category':<22}{'predicted':>14}{'measured':>14}{'error':>10}"]
-        for k in ("params", "grads", "optimizer", "activations", "peak"):
-            name = f"peak ({m['peak_phase']})" if k == "peak" else k
-            lines.append(f"{name:<22}{fmt_bytes(p[k]):>14}{fmt_bytes(m[k]):>14}{100 * e[k]:>+9.2f}%")
+                 format_table([[f"peak ({m['peak_phase']})" if k == "peak" else k, fmt_bytes(p[k]), fmt_bytes(m[k]),
+                               f"{100 * e[k]:+.2f}%"] for k in ("params", "grads", "optimizer", "activations", "peak")],
+                              ("category", "predicted", "measured", "error"))]
         meg, lay = p["megatron_activations"], p["layer_activations"]
         lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (Korthikanti et al. 2022 "
                      f"Table 2, 16-bit, dropout masks counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} "

@@ -26,6 +26,7 @@ from pathlib import Path
 from gpukit.bench.envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
 from gpukit.bench.results import write_json
 from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
+from gpukit.results import format_table
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
 DEFAULT_TIMEOUT_S = 600  # per cell
@@ -135,30 +136,19 @@ def error_outputs(nb_path: str | Path) -> list[str]:
     return found
 
 
-def _fmt_value(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths, strict=True)).rstrip()]
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return lines
-
-
 def summarize(runs: list[NotebookRun], records: list[dict], header: str = "") -> str:
     """The one-screen summary: notebooks (status, time, failing cell), then the recorded figures."""
     lines = [header] if header else []
-    lines += _table([[r.notebook, "ok" if r.ok else "FAILED", f"{r.seconds:.1f} s", r.error[:70]] for r in runs],
-                    ["notebook", "status", "time", "error"])
+    lines += format_table([[r.notebook, "ok" if r.ok else "FAILED", f"{r.seconds:.1f} s", r.error[:70]] for r in runs],
+                          ["notebook", "status", "time", "error"], align="left").splitlines()
     lines.append("")
     if records:
         lines.append("Recorded figures (CPU figures are labelled CPU):")
-        lines += _table([[r.get("notebook", ""), r.get("name", ""), _fmt_value(r.get("value")), r.get("unit", ""),
-                          str(r.get("note", ""))[:48]] for r in records],
-                        ["notebook", "figure", "value", "unit", "note"])
+        lines += format_table([[r.get("notebook", ""), r.get("name", ""), r.get("value"), r.get("unit", ""),
+                                str(r.get("note", ""))[:48]] for r in records],
+                              ["notebook", "figure", "value", "unit", "note"],
+                              formats={"value": lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)},
+                              align="left").splitlines()
     else:
         lines.append("Recorded figures: none (notebooks call gpukit.course.nbtools.record to add some)")
     failed = sum(not r.ok for r in runs)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from gpukit.bench.netlab.lab import NetLab
 from gpukit.bench.netlab.namespaces import fmt_rate, parse_rate, rate_gbps, require_available, validate_nodes
 from gpukit.errors import require_positive, require_positive_int
+from gpukit.results import format_table
 
 
 def default_sizes(rate_bps: int, target_s: float = 0.5) -> list[int]:
@@ -63,9 +64,8 @@ class NetBenchResult:
     def to_text(self) -> str:
         lines = [f"{self.op}, {self.nodes} nodes over an emulated {self.rate} link "
                  f"(CPU, gloo over veth + tbf in network namespaces)",
-                 f"{'size_bytes':>12} {'time_us':>12} {'algbw_gbps':>11} {'busbw_gbps':>11}"]
-        for r in self.rows:
-            lines.append(f"{r['size_bytes']:>12} {r['time_us']:>12.1f} {r['algbw_gbps']:>11.4f} {r['busbw_gbps']:>11.4f}")
+                 format_table(self.rows, ("size_bytes", "time_us", "algbw_gbps", "busbw_gbps"),
+                              formats={"time_us": "{:.1f}", "algbw_gbps": "{:.4f}", "busbw_gbps": "{:.4f}"})]
         lines.append(f"configured {self.configured_rate_gbps:.4f} GB/s, measured busbw {self.busbw_gbps:.4f} GB/s "
                      f"at {self.size_bytes} B: {self.ratio:.1%} of the configured rate")
         return "\n".join(lines)
