@@ -35,6 +35,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.catalog import get_gpu
+from gpukit.errors import check_finite as _require_finite
+from gpukit.errors import overflow_error as _overflow
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
@@ -44,16 +46,6 @@ from gpukit.units import GB, dtype_bytes
 RECOMPUTE = ("none", "selective", "full")
 MODES = ("train", "prefill", "decode")
 DEFAULT_MFU = 0.40  # assumption when neither mfu nor a profile is given; see time_to_train
-
-
-def _overflow(what: str) -> ValueError:
-    """Inputs so large that a FLOP, byte or second count leaves float range (~1.8e308)."""
-    return ValueError(f"inputs too large: {what} overflows a float (over 1e308); use smaller sizes")
-
-
-def _require_finite(what: str, *values: float) -> None:
-    if not all(math.isfinite(v) for v in values) or not math.isfinite(math.fsum(values)):
-        raise _overflow(what)
 
 
 # ---------------------------------------------------------------------------------------------------

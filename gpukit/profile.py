@@ -17,9 +17,10 @@ the Hockney model of gpukit.comm). Errors name the file and the key.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpukit.errors import require_positive
 
 PROFILE_VERSION = 1
 
@@ -84,10 +85,14 @@ class Profile:
                 "env": dict(self.env)}
 
 
-def _positive(src: str, key: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{src}: {key} must be a finite number > 0, got {value!r}")
-    return float(value)
+def _positive(src: str, key: str, value, allow_zero: bool = False) -> float:
+    """A profile number: finite and > 0 (>= 0), JSON numbers only ("1.5" in quotes is refused)."""
+    try:
+        if isinstance(value, str):
+            raise ValueError(value)
+        return require_positive(key, value, allow_zero=allow_zero)
+    except ValueError:
+        raise ValueError(f"{src}: {key} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}") from None
 
 
 def _mapping(src: str, data: dict, key: str) -> dict:
@@ -123,11 +128,8 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
         for k in ("alpha_us", "beta_gbps"):
             if k not in fit:
                 raise ValueError(f"{source}: links[{name!r}] is missing key {k!r}")
-        alpha = fit["alpha_us"]
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
-            raise ValueError(f"{source}: links[{name!r}].alpha_us must be a finite number >= 0, got {alpha!r}")
-        links.append((str(name), LinkFit(float(alpha), _positive(source, f"links[{name!r}].beta_gbps",
-                                                                 fit["beta_gbps"]))))
+        alpha = _positive(source, f"links[{name!r}].alpha_us", fit["alpha_us"], allow_zero=True)
+        links.append((str(name), LinkFit(alpha, _positive(source, f"links[{name!r}].beta_gbps", fit["beta_gbps"]))))
     return Profile(version=PROFILE_VERSION, device=dict(device), matmul=matmul, memory_bandwidth=bandwidth,
                    links=tuple(links), env=dict(env), source=source)
 

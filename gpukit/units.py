@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from gpukit.errors import require_finite as _finite
+
 GB = 10**9  # decimal gigabyte (bandwidth, spec-sheet capacities)
 GiB = 2**30  # binary gibibyte (memory actually allocatable)
 MB = 10**6
@@ -33,19 +35,6 @@ def dtype_bytes(dtype: str) -> float:
         return BYTES_PER_DTYPE[dtype]
     except KeyError:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_DTYPE)}, got {dtype!r}") from None
-
-
-def _finite(name: str, x) -> float:
-    """float(x), or ValueError naming `name` for nan, inf and ints beyond float range."""
-    try:
-        v = float(x)
-    except OverflowError:
-        raise ValueError(f"{name} must be a finite number, got an integer beyond float range") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {x!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number, got {x!r}")
-    return v
 
 
 def bytes_to_gib(n_bytes: float) -> float:

@@ -238,7 +238,7 @@ def stubs():
         real_plan = calibrate._plan
         mp.setattr(calibrate, "_plan", lambda device, quick: {**real_plan(device, quick), "sizes": (16, 32),
                                                               "size_mib": 0.25})  # tiny, as everywhere here
-        mp.setattr(netlab, "_probe_namespaces", lambda: None)
+        mp.setattr(netlab.namespaces, "_probe_namespaces", lambda: None)
         mp.setattr(netlab.NetLab, "up", reached)
         mp.setattr(netlab, "down_labs", reached)
         mp.setenv("TQDM_DISABLE", "1")

@@ -89,3 +89,20 @@ def test_linear_shapes_belong_to_the_model():
         assert weights == spec.attention_params() + spec.mlp_params() - (biases if spec.bias else 0)
         assert rows == sum(o for _, _, o in spec.linear_shapes)
         assert [n for n, _, _ in spec.linear_shapes][:4] == ["q", "k", "v", "o"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 10**400, True, "x", None])
+def test_one_finite_check_behind_every_number(bad):
+    """errors.require_finite is the one finite-number check: require_positive, the unit converters
+    and the profile loader all refuse the same values with a one-line ValueError naming the field."""
+    from gpukit import errors, units
+    from gpukit.profile import _positive
+
+    for check in (lambda: errors.require_finite("x", bad), lambda: errors.require_positive("x", bad),
+                  lambda: units.bytes_to_gib(bad), lambda: _positive("p.json", "x", bad)):
+        with pytest.raises(ValueError) as e:
+            check()
+        assert "\n" not in str(e.value) and ("x" in str(e.value) or "n_bytes" in str(e.value))
+    assert errors.require_finite("x", 2) == 2.0 and errors.require_positive("x", 0, allow_zero=True) == 0.0
+    with pytest.raises(ValueError, match="inputs too large: the sum overflows"):
+        errors.check_finite("the sum", 1e308, 1e308)
