@@ -79,7 +79,7 @@ _multi_tensor_adam) and sgd.py; recompute, torch/utils/checkpoint.py (non-reentr
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.specs import ModelSpec
@@ -641,16 +641,16 @@ def megatron_activation_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, r
                               dropout: bool = True) -> int:
     """The 'Megatron convention': activations of all layers in 16-bit (Korthikanti et al. 2022,
     Table 2, no parallelism): sbh(34 + 5as/h) per layer, 2sbh with full recompute. dropout=False
-    removes the masks and the dropout output: sbh(32 + 2as/h)."""
-    s, b, h, a = seq_len, micro_batch, spec.hidden, spec.n_heads
+    removes the masks and the dropout output: sbh(32 + 2as/h). Table 2 is coded once, in
+    gpukit.memory.layer_activation_bytes: here it is evaluated for Table 2's GPT layer (q = kv = h,
+    f = 4h, GeLU, eager attention, 16-bit) with this spec's h, a and layers."""
+    from gpukit import memory as mem
+
     require_choice("recompute", recompute, RECOMPUTE_KINDS)
-    if recompute == "full":
-        per_layer = 2 * s * b * h
-    elif dropout:
-        per_layer = 34 * s * b * h + 5 * a * s * s * b
-    else:
-        per_layer = 32 * s * b * h + 2 * a * s * s * b
-    return spec.n_layers * per_layer
+    gpt = replace(spec, n_kv_heads=spec.n_heads, head_dim=None, ffn_hidden=4 * spec.hidden, mlp="gelu")
+    setup = mem.TrainSetup(seq_len=seq_len, micro_batch=micro_batch, precision="bf16-mixed", attention="eager",
+                           dropout=dropout, recompute=recompute)
+    return spec.n_layers * int(round(mem.layer_activation_bytes(gpt, setup)))
 
 
 def reconcile_megatron(spec: ModelSpec, setup: EagerSetup) -> tuple:
@@ -659,15 +659,20 @@ def reconcile_megatron(spec: ModelSpec, setup: EagerSetup) -> tuple:
     The last step ('other layout') is 0 for the reference layout (ffn_hidden = 4h, head_dim*heads = h)."""
     s, b, h, a = setup.seq_len, setup.micro_batch, spec.hidden, spec.n_heads
     sbh, as2b = s * b * h, a * s * s * b
+
+    def table2(**kw) -> int:  # one layer, Korthikanti et al. 2022 Table 2
+        return megatron_activation_bytes(spec, s, b, **kw) // spec.n_layers
+
     eager = eager_layer_activation_bytes(spec, setup)
     if setup.recompute == "full":
-        steps = [("Megatron convention: full recompute keeps the layer input, 2sbh", 2 * sbh),
+        steps = [("Megatron convention: full recompute keeps the layer input, 2sbh", table2(recompute="full")),
                  ("the residual stream is fp32 in eager PyTorch (also under autocast): +2sbh", 2 * sbh)]
     else:
-        steps = [("Megatron convention: sbh(34 + 5as/h), 16-bit", 34 * sbh + 5 * as2b),
-                 ("no dropout: no masks (2sbh + as^2b) and no dropout output (2as^2b)", -2 * sbh - 3 * as2b)]
+        no_dropout = table2(dropout=False)
+        steps = [("Megatron convention: sbh(34 + 5as/h), 16-bit", table2()),
+                 ("no dropout: no masks (2sbh + as^2b) and no dropout output (2as^2b)", no_dropout - table2())]
         if setup.precision == "fp32":
-            steps.append(("fp32 training stores 4 bytes, not 2: x2", 32 * sbh + 2 * as2b))
+            steps.append(("fp32 training stores 4 bytes, not 2: x2", no_dropout))
         else:
             steps.append(("autocast keeps the residual stream (2 LayerNorm inputs) in fp32: +4sbh", 4 * sbh))
             w = 2 * (4 * spec.q_dim * h + 2 * h * spec.ffn_hidden)

@@ -106,7 +106,7 @@ def seven_13b_on_h100(gpu: str = "h100-sxm", small: str = "llama-2-7b", large: s
 def activations_rule_bsh8(model: str = "llama-2-7b", seq_len: int = 4096, micro_batch: int = 1) -> Claim:
     """Rule b*s*h*8 vs Korthikanti et al. 2022 Table 2: sbh(34 + 5as/h) bytes per layer, x n_layers."""
     m = get_model(model)
-    s, b, h, a, n_layers = seq_len, micro_batch, m.hidden, m.n_heads, m.n_layers
+    s, b, h, n_layers = seq_len, micro_batch, m.hidden, m.n_layers
     rule = b * s * h * 8
     per_layer = megatron_activation_bytes(m, s, b) / n_layers  # sbh(34 + 5as/h)
     table2 = per_layer * n_layers
@@ -118,14 +118,14 @@ def activations_rule_bsh8(model: str = "llama-2-7b", seq_len: int = 4096, micro_
         claimed=rule / GB, claimed_unit="GB", computed=table2 / GB, unit="GB",
         verdict=verdict_from_ratio(table2 / rule),
         check=(f"{m.name}, b={b}, s={s}: rule {b}x{s}x{h}x8 = {rule / GB:.3f} GB. Korthikanti Table 2 per LAYER: "
-               f"sbh(34 + 5as/h) = sbh x {34 + 5 * a * s / h:.0f} = {per_layer / GB:.2f} GB, x {n_layers} layers = "
+               f"sbh(34 + 5as/h) = sbh x {per_layer / (s * b * h):.0f} = {per_layer / GB:.2f} GB, x {n_layers} layers = "
                f"{table2 / GB:.1f} GB ({table2 / rule:.0f}x the rule). The rule misses the factor L = {n_layers} and the "
                f"constant (34 + 5as/h, not 8). Even with flash attention and no dropout (gpukit.memory): "
                f"{flash / GB:.1f} GB, {flash / rule:.0f}x."),
         assumptions=("16-bit activations with 1-byte dropout masks (Table 2), no parallelism, no recompute",),
         figures=(("rule b*s*h*8", rule / GB, "GB"), ("Table 2, one layer", per_layer / GB, "GB"),
                  ("Table 2, all layers", table2 / GB, "GB"), ("flash attention, no dropout, all layers", flash / GB, "GB"),
-                 ("Table 2 / rule", table2 / rule, "x"), ("constant per layer / 8", (34 + 5 * a * s / h) / 8, "x")))
+                 ("Table 2 / rule", table2 / rule, "x"), ("constant per layer / 8", per_layer / (s * b * h) / 8, "x")))
 
 
 @register("hundred_b_four_h100", "memory")
