@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import tcp_listeners
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -236,18 +237,7 @@ def test_launcher_stores_hold_distinct_ports():
 
 def _listening_addresses(port: int) -> set[str]:
     """Local addresses (hex, as /proc/net/tcp{,6} write them) that listen on `port`."""
-    out = set()
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = open(path).read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            addr, hexport = f[1].rsplit(":", 1)
-            if int(hexport, 16) == port and f[3] == "0A":  # 0A = LISTEN
-                out.add(addr)
-    return out
+    return {addr for addr, p, _ in tcp_listeners() if p == port}
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc/net/tcp")

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit.catalog import Interconnect
-from gpukit.cli import main
 from gpukit.cli.comm import parse_bytes
 from gpukit.comm import (
     OPS,
@@ -216,10 +216,7 @@ def catalog_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _run(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+_run = run_cli
 
 
 def test_cli_comm_json(catalog_dir, capsys):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit.catalog import GPU
-from gpukit.cli import main
 from gpukit.cli.compute import parse_count
 from gpukit.compute import (
     DEFAULT_MFU,
@@ -302,10 +302,7 @@ def catalog_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _run(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+_run = run_cli
 
 
 def test_cli_train_time_json(catalog_dir, capsys):

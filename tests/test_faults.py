@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import tcp_listeners
 
 from gpukit.cli import main
 
@@ -65,17 +66,7 @@ def _ranks(sid: int) -> list[int]:
 
 def _listening() -> dict[int, int]:
     """{socket inode: port} of every TCP socket in LISTEN state on this machine."""
-    out = {}
-    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(f).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            if cols[3] == "0A":
-                out[int(cols[9])] = int(cols[1].rsplit(":", 1)[1], 16)
-    return out
+    return {inode: port for _, port, inode in tcp_listeners()}
 
 
 def _listening_of(pids) -> dict[int, int]:

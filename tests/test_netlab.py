@@ -4,6 +4,7 @@ within 15% of the configured rate at 1gbit and 200mbit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -325,40 +326,47 @@ def test_bench_leaves_nothing_in_the_temp_folder(host_untouched, tmp_path):
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-@needs_root
-@pytest.mark.slow
-def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
+@contextlib.contextmanager
+def _bench_running(tmp_path):
+    """A long `netlab bench` with its ranks started: (process, pids in its lab); killed and its stale
+    lab removed whatever happens."""
     p = _bench_process(tmp_path, "--sizes", "16M", "--repeats", "100")
     try:
-        pids = _wait_for_ranks(p)
-        time.sleep(1.0)
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=60)
-        assert p.returncode == -signal.SIGTERM, err
-        assert err.strip().splitlines()[-1].startswith("error: SIGTERM received: netlab gk-"), err
-        assert list((tmp_path / "tmp").iterdir()) == []
-        assert _my_namespaces(p.pid) == []
-        assert not [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
+        yield p, _wait_for_ranks(p)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         netlab.down_labs(stale_only=True)
 
 
+def _alive(pids: list[int]) -> list[int]:
+    return [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
+
+
+@needs_root
+@pytest.mark.slow
+def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
+    with _bench_running(tmp_path) as (p, pids):
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == -signal.SIGTERM, err
+        assert err.strip().splitlines()[-1].startswith("error: SIGTERM received: netlab gk-"), err
+        assert list((tmp_path / "tmp").iterdir()) == []
+        assert _my_namespaces(p.pid) == [] and not _alive(pids)
+
+
 @needs_root
 @pytest.mark.slow
 def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stale_one(host_untouched, tmp_path,
                                                                                        capsys):
-    p = _bench_process(tmp_path, "--sizes", "16M", "--repeats", "100")
-    try:
-        pids = _wait_for_ranks(p)
+    with _bench_running(tmp_path) as (p, pids):
         p.kill()  # SIGKILL: no handler runs
         p.wait(10)
         deadline = time.monotonic() + 30  # the node commands die with their owner (PR_SET_PDEATHSIG)
-        while time.monotonic() < deadline and [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]:
+        while time.monotonic() < deadline and _alive(pids):
             time.sleep(0.2)
-        left = [q for q in pids if netlab.pid_alive(q) and _is_not_zombie(q)]
-        assert not left, [_describe(q) for q in left]
+        assert not _alive(pids), [_describe(q) for q in _alive(pids)]
         stale = [lab for lab in netlab.list_labs() if lab.owner_pid == p.pid]
         assert len(stale) == 1 and stale[0].stale  # the namespaces stay until the next lab ...
         with netlab.NetLab(2, "1gbit"):
@@ -366,10 +374,6 @@ def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stal
         err = capsys.readouterr().err
         assert f"removed stale lab {stale[0].name} (owner pid {p.pid} is gone)" in err  # ... which names it
         assert _my_namespaces(p.pid) == []
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-        netlab.down_labs(stale_only=True)
 
 
 def _describe(pid: int) -> str:
