@@ -38,6 +38,7 @@ from gpukit.memory_eager import (
     reconcile_megatron,
     reference_spec,
 )
+from gpukit.results import format_table
 from gpukit.specs import ModelSpec
 from gpukit.tricks import LORA_TARGET_MODULES, TRICKS
 from gpukit.units import MiB
@@ -451,9 +452,10 @@ class TrickResult:
         v0 = self.baseline
         head = (f"{self.name} on {self.spec_name} ({v0.device.upper()}, {v0.threads} threads, "
                 f"median of {len(v0.step_times_s)} steps; {v0.method})")
-        lines = [head] + [f"  {v.label:<34} peak {v.peak_bytes / MiB:8.2f} MiB  step {1e3 * v.step_median_s:8.1f} ms "
-                          f"(IQR {1e3 * v.step_iqr_s:.1f})" for v in self.variants]
-        return "\n".join(lines)
+        rows = [(v.label, v.peak_bytes / MiB, 1e3 * v.step_median_s, 1e3 * v.step_iqr_s) for v in self.variants]
+        return head + "\n" + format_table(rows, ("variant", "peak_mib", "step_ms", "iqr_ms"),
+                                           formats={"variant": str, "peak_mib": "{:.2f}", "step_ms": "{:.1f}",
+                                                    "iqr_ms": "{:.1f}"})
 
 
 def _lora_module():

@@ -6,6 +6,7 @@ import argparse
 
 from gpukit.cli import add_json_flag
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
+from gpukit.results import format_table
 from gpukit.units import BYTES_PER_DTYPE
 from gpukit.units import parse_count as units_parse_count
 
@@ -112,8 +113,9 @@ def _roofline(args):
             raise ValueError("--seq-len is required with --model")
         r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
                            context=args.context)
-        lines = [f"{o.name:<12} AI {o.intensity_flop_per_byte:9.1f} FLOP/B  {o.bound:<7} "
-                 f"{o.attainable_tflops:8.1f} TFLOP/s  {o.time_s * 1e6:10.1f} us" for o in r.ops]
+        lines = [format_table([(o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
+                               for o in r.ops], ("op", "FLOP/B", "bound", "TFLOP/s", "us"),
+                              formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"})]
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
         return Report(r.to_json_dict(), "\n".join(lines))
