@@ -106,3 +106,13 @@ def test_one_finite_check_behind_every_number(bad):
     assert errors.require_finite("x", 2) == 2.0 and errors.require_positive("x", 0, allow_zero=True) == 0.0
     with pytest.raises(ValueError, match="inputs too large: the sum overflows"):
         errors.check_finite("the sum", 1e308, 1e308)
+
+
+def test_a_missing_command_module_is_an_error(monkeypatch):
+    """No tolerance for a missing piece: the CLI imports every module of COMMAND_MODULES (as the claims
+    registry imports every TOPIC_MODULES entry, tests/test_claims.py)."""
+    import gpukit.cli as cli
+
+    monkeypatch.setattr(cli, "COMMAND_MODULES", cli.COMMAND_MODULES + ("no_such_command",))
+    with pytest.raises(ModuleNotFoundError, match="no_such_command"):
+        cli.build_parser()
