@@ -43,6 +43,28 @@ def _version() -> str:
     return f"gpukit {__version__}"
 
 
+def arg_type(parse, what: str | None = None):
+    """An argparse `type` from a parser that raises ValueError: its one line becomes argparse's error
+    (then ours: "error: gpukit ...: argument --x: <line>", exit 2)."""
+    def convert(text):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e) if what is None else f"{what}, got {text!r}") from None
+    convert.__name__ = getattr(parse, "__name__", "value")  # argparse names the type in its message
+    return convert
+
+
+def _int_at_least_1(text) -> int:
+    v = int(text)
+    if v < 1:
+        raise ValueError(text)
+    return v
+
+
+positive_int = arg_type(_int_at_least_1, "must be an integer >= 1")
+
+
 def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
-from gpukit.cli import add_json_flag
+from gpukit.cli import add_json_flag, arg_type, positive_int
 from gpukit.comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
 from gpukit.units import fmt_bytes, fmt_seconds
 from gpukit.units import parse_bytes as units_parse_bytes
@@ -16,21 +14,8 @@ def parse_bytes(text: str) -> int:
     return units_parse_bytes(text, "size")
 
 
-def _bytes(text):
-    try:
-        return parse_bytes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _ranks(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return v
+_bytes = arg_type(parse_bytes)
+_ranks = positive_int
 
 
 def resolve_link(name: str, profile=None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpukit.cli import add_json_flag
+from gpukit.cli import add_json_flag, arg_type, positive_int
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
 from gpukit.results import format_table
 from gpukit.units import BYTES_PER_DTYPE
@@ -16,21 +16,8 @@ def parse_count(text: str) -> float:
     return units_parse_count(text, "count")
 
 
-def _count(text):
-    try:
-        return parse_count(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+_count = arg_type(parse_count)
+_positive_int = positive_int
 
 
 def _fraction(text):
