@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -29,3 +30,23 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
     rc = main(list(argv))
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+def live_children() -> list[str]:
+    """Command lines of this test process's live children (no zombies), minus multiprocessing's
+    resource tracker (started on first use, it stays for the life of the process by design)."""
+    out = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if "resource_tracker" not in cmd and state != "Z":
+                out.append(cmd)
+    return out

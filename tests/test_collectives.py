@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import tcp_listeners
+from helpers import live_children, tcp_listeners
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,23 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ROW_KEYS = ("op", "size_bytes", "count", "dtype", "time_us", "algbw_gbps", "busbw_gbps")  # docs/CONTRACTS.md
 
 
-def _children() -> list[str]:
-    """Command lines of this process's live children (psutil-free), minus multiprocessing's tracker."""
-    out = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            pids = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for pid in pids:
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if "resource_tracker" not in cmd and state != "Z":
-                out.append(cmd)
-    return out
+_children = live_children
 
 
 def _assert_rows(res, op, n=2):

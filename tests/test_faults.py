@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import tcp_listeners
+from helpers import live_children, tcp_listeners
 
 from gpukit.cli import main
 
@@ -114,20 +114,7 @@ def _assert_nothing_left(sid: int, sockets: dict[int, int] | None = None) -> Non
         assert not still, f"listening ports left behind: {sorted(still.values())}"
 
 
-def _my_children() -> list[str]:
-    """Command lines of this test process's live children, minus multiprocessing's resource tracker
-    (started on first use, it stays for the life of the process by design)."""
-    out = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            pids = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for pid in map(int, pids):
-            cmd = _cmdline(pid)
-            if (st := _stat(pid)) and st[0] != "Z" and "resource_tracker" not in cmd:
-                out.append(cmd)
-    return out
+_my_children = live_children
 
 
 def _start(*args, env=None) -> subprocess.Popen:
