@@ -18,8 +18,6 @@ import pytest
 
 from gpukit.specs import ModelSpec
 
-importlinter = pytest.importorskip("importlinter", reason="import-linter is a dev dependency (requirements-dev.txt)")
-
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
 LAYERS = ("cli", "course", "audits", "widgets", "bench")

@@ -5,9 +5,12 @@ median with p10/p90 over repeats, compares with the peak where one is known, and
 environment (device, torch, threads, world size, backend, benchmark version, host, date) into its
 result (gpukit.bench.results.BenchResult). CPU and CUDA run the same code.
 
-Modules: timing (timers and statistics), envinfo (environment stamp), results (tables and files),
-matmul, membw, collectives (also a torchrun worker: `python -m gpukit.bench.collectives`), launch
-(spawned local ranks), article (the seed article's latency loop), ddp, suite (`bench all`).
+Modules: timing (timers, the one percentile), envinfo (the one environment report), results (result
+files, atomic JSON), models (the reference GPT and its one training step), measure (the one memory
+and fitting-trick measurement harness), compute_check, matmul, membw, collectives (also a torchrun
+worker: `python -m gpukit.bench.collectives`), launch (spawned local ranks), supervise (the one
+process supervisor and signal routine), article (the seed article's latency loop), ddp, calibrate,
+suite (`bench all`), netlab/ (emulated cluster network).
 The main entry points are importable from here: `from gpukit.bench import run_collectives`.
 Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpukit bench`, `gpukit calibrate`.
 """
