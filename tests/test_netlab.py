@@ -316,6 +316,7 @@ def _wait_for_ranks(p: subprocess.Popen, n: int = 4, within_s: float = 90) -> li
 
 
 @needs_root
+@pytest.mark.slow
 def test_bench_leaves_nothing_in_the_temp_folder(host_untouched, tmp_path):
     # torchrun makes a torchelastic_* folder per agent in the system temp folder: the nodes get the
     # run's own temporary folder as TMPDIR, removed with it
