@@ -3,7 +3,7 @@
 Every row carries `source`, `source_url` and `accessed` (an ISO date); a row without them, a
 duplicate name or a non-numeric number is a ValueError naming the file and line. Columns, units
 and conventions (GiB capacities, dense peaks, unidirectional bandwidth) are in data/README.md.
-Set GPUKIT_DATA to read another folder. Used in: gpukit/commands/catalogs.py, memory, compute, comm.
+Set GPUKIT_DATA to read another folder. Used in: gpukit/cli/catalogs.py, memory, compute, comm.
 """
 
 from __future__ import annotations

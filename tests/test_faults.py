@@ -1,6 +1,6 @@
 """Faults: a benchmark killed midway, a rank that dies, a timeout, two runs at once, out of memory,
 broken user files. Each leaves no process and no listening port behind and says what happened in one
-stderr line with a non-zero exit code (gpukit/commands/bench.py: 2 bad input or timeout, 1 a failed
+stderr line with a non-zero exit code (gpukit/cli/bench.py: 2 bad input or timeout, 1 a failed
 run, 130 SIGINT, death by SIGTERM after one line).
 
 The benchmark runs are real (`python -m gpukit bench ...`, 2 gloo ranks on CPU, tiny sizes); a dying
