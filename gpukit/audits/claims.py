@@ -129,11 +129,12 @@ def register(key: str, topic: str):
 
 
 def claim_keys(topic: str | None = None) -> tuple[str, ...]:
-    """Registered claim keys, in registration order (one topic, or all)."""
+    """Registered claim keys of one topic, or of all topics in TOPICS order; within a topic in
+    registration order (the order of its module), whichever module was imported first."""
     if topic is not None:
         require_choice("topic", topic, TOPICS)
     _load_topic_modules()
-    return tuple(k for k, (t, _) in _REGISTRY.items() if topic is None or t == topic)
+    return tuple(k for t_ in ((topic,) if topic else TOPICS) for k, (t, _) in _REGISTRY.items() if t == t_)
 
 
 def claim(key: str, **assumptions) -> Claim:
