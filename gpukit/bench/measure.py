@@ -118,6 +118,78 @@ def _reset_peak(mt) -> None:
     mt._peak_mem_snap = cur
 
 
+class _NoHook:
+    """Stands in for a hook handle on a frozen parameter (see _skip_frozen)."""
+
+    def remove(self) -> None:
+        pass
+
+
+def _skip_frozen(mt, model) -> None:
+    # MemTracker (torch 2.13) registers a gradient hook on every parameter a module forward touches,
+    # which raises for frozen ones (LoRA). Marking them as hooked (a private field) skips that; they
+    # get no gradient anyway.
+    for p in model.parameters():
+        if not p.requires_grad:
+            mt._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
+
+
+@dataclass
+class _StepMemory:
+    """What one measured training step showed: the snapshot at its start, and per phase (forward,
+    backward, optimizer) the peak total (the allocator's on CUDA, MemTracker's on CPU), MemTracker's
+    peak snapshot, the snapshot at the phase's end, and storage bytes counted from the tensors."""
+
+    start: dict
+    totals: dict
+    peaks: dict
+    snaps: dict
+    counted: dict
+
+
+def _measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0) -> _StepMemory:
+    """The one memory measurement of gpukit: one training step (gpukit.bench.models.run_step) under a
+    fresh MemTracker, the running peak restarted at each phase (and torch.cuda's on CUDA, minus
+    `baseline`). Frozen parameters (LoRA) are skipped by MemTracker's gradient hooks."""
+    import torch
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from gpukit.bench.models import run_step
+
+    cuda = device == "cuda"
+    mt = MemTracker()
+    _skip_frozen(mt, model)
+    mt.track_external(model, opt, *[t for b in batches for t in b])
+    out = _StepMemory({}, {}, {}, {}, {})
+
+    def restart_peaks():
+        _reset_peak(mt)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+
+    def probe(phase):
+        """End of a phase: its peak and what is alive; then restart the peaks for the next phase."""
+        if phase == "backward":
+            out.counted["grads"] = _storage_bytes([p.grad for p in model.parameters()], device)
+        elif phase == "optimizer":
+            out.counted["optimizer"] = _storage_bytes([v for st in opt.state.values() for v in st.values()
+                                                       if torch.is_tensor(v)], device)
+        if cuda:
+            torch.cuda.synchronize()
+        out.peaks[phase] = _plain(mt.get_tracker_snapshot("peak"), device)
+        out.totals[phase] = torch.cuda.max_memory_allocated() - baseline if cuda else out.peaks[phase]["Total"]
+        out.snaps[phase] = _plain(mt.get_tracker_snapshot("current"), device)
+        restart_peaks()
+
+    with mt:
+        out.start = _plain(mt.get_tracker_snapshot("current"), device)
+        restart_peaks()
+        # MemTracker refuses a second forward of a module unless its module stats are reset in between
+        run_step(model, opt, batches, amp, probe=probe, tracker=mt if len(batches) > 1 else None)
+    return out
+
+
 def _cuda_baseline(precisions=("fp32",), optimizer: str = "adamw") -> int:
     """Run one step of a tiny reference model per precision so that the CUDA context, cuBLAS/cuBLASLt
     workspaces and any other lazily created buffers exist; return the bytes still allocated afterwards."""
@@ -162,9 +234,8 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     measure params, grads, optimizer states, forward-end activations and the peak (bytes)."""
     setup = setup or EagerSetup()
     import torch
-    from torch.distributed._tools.mem_tracker import MemTracker
 
-    from gpukit.bench.models import autocast_args, build_reference_model, make_batch, make_optimizer, run_step
+    from gpukit.bench.models import autocast_args, build_reference_model, make_batch, make_optimizer
 
     if steps < 2:
         raise ValueError(f"steps must be >= 2 (optimizer states appear at step 1), got {steps}")
@@ -185,38 +256,11 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     batch = make_batch(spec, setup.micro_batch, setup.seq_len, device=setup.device, seed=seed)
     amp = autocast_args(setup.device, setup.precision)
 
-    def restart_peaks(mt):
-        _reset_peak(mt)
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-
     step_peaks, best, tracker_peak = [], None, 0
     for step in range(1, steps + 1):
-        mt = MemTracker()
-        mt.track_external(model, opt, *batch)
-        phase_peaks, alloc_peaks, snaps, counted = {}, {}, {}, {}
-
-        def probe(phase, mt=mt, phase_peaks=phase_peaks, alloc_peaks=alloc_peaks, snaps=snaps, counted=counted):
-            """End of a phase: its peak and what is alive; then restart the peaks for the next phase."""
-            if phase == "backward":
-                counted["grads"] = _storage_bytes([p.grad for p in model.parameters()], setup.device)
-            elif phase == "optimizer":
-                counted["optimizer"] = _storage_bytes([v for s in opt.state.values() for v in s.values()
-                                                       if torch.is_tensor(v)], setup.device)
-            if cuda:
-                torch.cuda.synchronize()
-                alloc_peaks[phase] = torch.cuda.max_memory_allocated() - baseline
-            phase_peaks[phase] = _plain(mt.get_tracker_snapshot("peak"), setup.device)
-            snaps[phase] = _plain(mt.get_tracker_snapshot("current"), setup.device)
-            restart_peaks(mt)
-
-        with mt:
-            start = _plain(mt.get_tracker_snapshot("current"), setup.device)
-            restart_peaks(mt)
-            run_step(model, opt, [batch], amp, probe=probe)
-        grads, states = counted["grads"], counted["optimizer"]
-        totals = {p: (alloc_peaks[p] if cuda else phase_peaks[p]["Total"]) for p in PHASES}
+        m = _measure_step(model, opt, [batch], amp, setup.device, baseline)
+        start, snaps, totals, phase_peaks = m.start, m.snaps, m.totals, m.peaks
+        grads, states = m.counted["grads"], m.counted["optimizer"]
         tracker_peak = max(tracker_peak, *(phase_peaks[p]["Total"] for p in PHASES))
         phase = max(PHASES, key=lambda p: totals[p])
         step_peaks.append(totals[phase])
@@ -504,22 +548,6 @@ def apply_lora(model, rank: int, targets=LORA_TARGET_MODULES, alpha: float | Non
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-class _NoHook:
-    """Stands in for a hook handle on a frozen parameter (see _skip_frozen)."""
-
-    def remove(self) -> None:
-        pass
-
-
-def _skip_frozen(mt, model) -> None:
-    # MemTracker (torch 2.13) registers a gradient hook on every parameter a module forward touches,
-    # which raises for frozen ones (LoRA). Marking them as hooked (a private field) skips that; they
-    # get no gradient anyway.
-    for p in model.parameters():
-        if not p.requires_grad:
-            mt._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
-
-
 @dataclass
 class _Run:
     """A built model, optimizer and batches of one RunConfig, and what has been measured of it."""
@@ -551,35 +579,19 @@ def _prepare(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
 
 
 def _measure_memory(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
-    """Build the run, take step 1 (optimizer states appear), then measure step 2 under MemTracker."""
+    """Build the run, take step 1 (optimizer states appear), then measure step 2 (_measure_step)."""
     import torch
-    from torch.distributed._tools.mem_tracker import MemTracker
 
     from gpukit.bench.models import run_step
 
-    cuda = device == "cuda"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
     base = 0
-    if cuda:  # what exists before this model (earlier variants, CUDA context tensors) is not ours
-        sync()
+    if device == "cuda":  # what exists before this model (earlier variants, CUDA context tensors) is not ours
+        torch.cuda.synchronize()
         base = torch.cuda.memory_allocated()
     run = _prepare(spec, cfg, device, seed)
     run_step(run.model, run.opt, run.batches, run.amp)
-    sync()
-    seen: dict[str, dict] = {}
-    mt = MemTracker()
-    _skip_frozen(mt, run.model)
-    mt.track_external(run.model, run.opt, *[t for b in run.batches for t in b])
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    with mt:
-        seen["start"] = _plain(mt.get_tracker_snapshot("current"), device)
-        run_step(run.model, run.opt, run.batches, run.amp, tracker=mt,
-                 probe=lambda ph: seen.__setitem__(ph, _plain(mt.get_tracker_snapshot("current"), device)))
-        sync()
-        seen["peak"] = (torch.cuda.max_memory_allocated() - base if cuda
-                        else _plain(mt.get_tracker_snapshot("peak"), device).get("Total", 0))
-    run.memory = seen
+    m = _measure_step(run.model, run.opt, run.batches, run.amp, device, base)
+    run.memory = {"start": m.start, **m.snaps, "peak": max(m.totals.values())}
     return run
 
 
