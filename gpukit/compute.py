@@ -429,6 +429,7 @@ class TrainTime:
     model_flops: float
     flops: float  # executed FLOPs, incl. recompute
     seconds: float
+    seq_len_source: str = ""  # where seq_len came from: given, or the model's pretraining length
 
     @property
     def days(self) -> float:
@@ -468,6 +469,8 @@ class TrainTime:
         from gpukit.units import fmt_seconds
 
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
+        if self.seq_len and self.seq_len_source:
+            seq += f" ({self.seq_len_source})"
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
                 f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
                 f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
@@ -486,18 +489,25 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     recompute, HFU with it, as Narayanan's X/peak); else a calibration `profile`: its measured matmul
     TFLOP/s for `dtype` x `efficiency` (default 1.0, an upper bound: every FLOP at measured matmul
     speed); else DEFAULT_MFU = 0.40 (assumed: Llama 3 reports 38-43 % BF16 MFU on H100, Dubey et al.
-    2024 table 4; PaLM 46 %). seq_len defaults to model.max_seq.
+    2024 table 4; PaLM 46 %). seq_len defaults to model.train_seq_len, the pretraining sequence
+    length, not the context window max_seq (Llama 3.1: pretrained at 8192, window 131072); the
+    result's seq_len_source says which was used.
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
     if mfu is not None and profile is not None:
         raise ValueError("give mfu or profile, not both")
     if isinstance(model, ModelSpec):
-        seq_len = seq_len or model.max_seq
+        if seq_len is None:
+            seq_len = model.train_seq_len
+            seq_source = (f"{model.name}'s pretraining sequence length, train_seq_len; context window "
+                          f"max_seq {model.max_seq}")
+        else:
+            seq_source = "given"
         fpt = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings,
                               recompute=recompute)
     else:
-        seq_len = None
+        seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
@@ -529,4 +539,5 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         raise ValueError(f"n_gpus is too large for a meaningful time, got {n_gpus}")
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
-                     utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds)
+                     utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds,
+                     seq_len_source=seq_source)
