@@ -138,6 +138,7 @@ class CollectiveCost:
 
     @property
     def algbw_gbps(self) -> float:
+        """size / time in GB/s; inf when nothing takes time (one rank), null in to_json_dict."""
         return self.size_bytes / self.time_s / GB if self.time_s > 0 else math.inf
 
     @property
@@ -151,7 +152,8 @@ class CollectiveCost:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(time_s=self.time_s, algbw_gbps=self.algbw_gbps, busbw_gbps=self.busbw_gbps)
+        d.update(time_s=self.time_s, algbw_gbps=self.algbw_gbps,
+                 busbw_gbps=self.busbw_gbps if math.isfinite(self.algbw_gbps) else None)  # one rank: null
         return _json_safe(d)
 
     def to_frame(self):

@@ -22,9 +22,9 @@ def _int_list(text: str) -> list[int]:
     try:
         out = [int(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
+        raise ValueError(f"--dims/--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
     if not out or min(out) < 1:
-        raise ValueError(f"--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
+        raise ValueError(f"--dims/--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
     return out
 
 
@@ -164,7 +164,9 @@ def register(subparsers) -> None:
     p = sub.add_parser("matmul", help="achieved TFLOPS (2mnk / median time) vs the catalog peak")
     _common(p, 300)
     p.add_argument("--dtype", nargs="+", default=["fp32"], help="fp32 tf32 bf16 fp16 fp8 (tf32/fp8: cuda)")
-    p.add_argument("--sizes", default="256,512,1024", help="square sizes; two LLM-like shapes are added")
+    p.add_argument("--dims", "--sizes", dest="sizes", default="256,512,1024",
+                   help="square matrix dimensions N (N x N @ N x N); two LLM-like shapes are added (old spelling "
+                        "--sizes: sizes are bytes elsewhere)")
     p.add_argument("--square-only", action="store_true", help="skip the LLM-like rectangular shapes")
     p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
     p.add_argument("--peak-tflops", type=float, help="peak to compare with (e.g. a CPU's)")
@@ -190,7 +192,7 @@ def register(subparsers) -> None:
     p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
     _common(p, 120)
     p.add_argument("--dtype", default="fp32")
-    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--dims", "--size", dest="size", type=int, default=512, help="square matrix dimension N")
     p.add_argument("--threads", type=int)
     p.set_defaults(func=_harness)
 
@@ -208,10 +210,10 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--micro-batch", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=64)
-    p.add_argument("--n-layers", type=int, default=2)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=int, default=64)
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--n-heads", type=int, default=4)
+    p.add_argument("--heads", "--n-heads", dest="n_heads", type=int, default=4)
     p.set_defaults(func=_ddp)
 
     p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")

@@ -32,6 +32,13 @@ def _positive_int(text):
     return v
 
 
+def _dims(text):
+    parts = str(text).split(",")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected three dimensions M,N,K, got {text!r}")
+    return tuple(_positive_int(x.strip()) for x in parts)
+
+
 def _fraction(text):
     try:
         v = float(text)
@@ -117,9 +124,13 @@ def _roofline(args):
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
         return Report(r.to_json_dict(), "\n".join(lines))
+    if args.dims is not None:
+        if any(getattr(args, x) is not None for x in ("m", "n", "k")):
+            raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")
+        args.m, args.n, args.k = args.dims
     missing = [f"--{x}" for x in ("m", "n", "k") if getattr(args, x) is None]
     if missing:
-        raise ValueError(f"give --m, --n and --k (or --model); missing {', '.join(missing)}")
+        raise ValueError(f"give --dims M,N,K (or --m, --n and --k, or --model); missing {', '.join(missing)}")
     r = roofline_matmul(args.m, args.n, args.k, args.dtype, gpu, batch=args.batch)
     text = (f"({args.m} x {args.k}) @ ({args.k} x {args.n}) {args.dtype} on {gpu.name}: intensity "
             f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
@@ -141,19 +152,21 @@ def register(subparsers) -> None:
     p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
-    p.add_argument("--seq-len", type=_positive_int, help="sequence length (default: the model's max_seq)")
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int,
+                   help="sequence length (default: the model's pretraining train_seq_len, not its context window)")
     add_json_flag(p)
     p.set_defaults(func=_train_time)
 
     p = subparsers.add_parser("flops", help="FLOPs per token (train, prefill, decode) with a breakdown")
     _model_or_params(p)
-    p.add_argument("--seq-len", type=_positive_int, required=True)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int, required=True)
     p.add_argument("--mode", choices=MODES, default="train")
     p.add_argument("--context", type=_positive_int, help="decode: KV length attended (default seq-len)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
     p.add_argument("--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)")
-    p.add_argument("--n-layers", type=_positive_int, help="with --params: layers, for the attention term")
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=_positive_int,
+                   help="with --params: layers, for the attention term")
     p.add_argument("--hidden", type=_positive_int, help="with --params: n_heads x head_dim, for the attention term")
     add_json_flag(p)
     p.set_defaults(func=_flops)
@@ -161,12 +174,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
     p.add_argument("--gpu", required=True)
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
     p.add_argument("--m", type=_positive_int)
     p.add_argument("--n", type=_positive_int)
     p.add_argument("--k", type=_positive_int)
     p.add_argument("--batch", type=_positive_int, default=1, help="number of identical matmuls")
     p.add_argument("--model", help="instead of m/n/k: one layer of this model")
-    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int)
     p.add_argument("--micro-batch", type=_positive_int, default=1)
     p.add_argument("--mode", choices=("prefill", "decode"), default="prefill")
     p.add_argument("--context", type=_positive_int)

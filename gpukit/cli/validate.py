@@ -1,6 +1,6 @@
 """`gpukit validate memory`: train the reference GPT for real and set the prediction beside it.
 
-    gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq S] [--micro-batch B]
+    gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq-len S] [--micro-batch B]
         [--recompute none|full] [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd]
         [--device cpu|cuda] [--tied] [--grid] [--json]
 
@@ -84,11 +84,11 @@ def register(subparsers) -> None:
                                                "memory prediction")
     sub = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     m = sub.add_parser("memory", help="predicted vs measured memory of real training steps")
-    m.add_argument("--layers", type=int, default=2, help="n_layers (default 2)")
+    m.add_argument("--layers", "--n-layers", dest="layers", type=int, default=2, help="n_layers (default 2)")
     m.add_argument("--hidden", type=int, default=128, help="hidden size (default 128)")
-    m.add_argument("--heads", type=int, default=4, help="n_heads (default 4)")
+    m.add_argument("--heads", "--n-heads", dest="heads", type=int, default=4, help="n_heads (default 4)")
     m.add_argument("--vocab", type=int, default=512, help="vocabulary size (default 512)")
-    m.add_argument("--seq", type=int, default=128, help="seq_len (default 128)")
+    m.add_argument("--seq-len", "--seq", dest="seq", type=int, default=128, help="seq_len (default 128)")
     m.add_argument("--micro-batch", type=int, default=2, help="micro_batch (default 2)")
     m.add_argument("--recompute", default="none", help="none or full (default none)")
     m.add_argument("--precision", default="fp32", help="fp32 or bf16-mixed (default fp32)")
