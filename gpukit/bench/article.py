@@ -59,12 +59,12 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     """
     from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
     from gpukit.bench.timing import resolve_device
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int, require_timeout
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     n_calls = require_positive_int("n_calls", n_calls)
     skew_ms = require_positive("skew_ms", skew_ms, allow_zero=True)
-    timeout_s = require_positive("timeout_s", timeout_s)
+    timeout_s = require_timeout("timeout_s", timeout_s)
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)

@@ -176,3 +176,27 @@ def progress(iterable, *, desc: str, total: int | None = None, disable: bool | N
 
     kw = {} if disable is None else {"disable": disable}  # pass nothing so TQDM_DISABLE applies
     return tqdm(iterable, desc=desc, total=total, leave=False, **kw)
+
+
+@contextmanager
+def wall_clock_limit(timeout_s: float | None, what: str = "run"):
+    """Raise TimeoutError in the main thread once `timeout_s` seconds have passed (SIGALRM; for
+    in-process work such as `validate memory` that has no sweep loop to check a Deadline). Outside
+    the main thread, or where SIGALRM does not exist, the block runs without a limit."""
+    import signal
+    import threading
+
+    if timeout_s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise TimeoutError(f"{what} timed out after {timeout_s:g} s (raise --timeout)")
+
+    old = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

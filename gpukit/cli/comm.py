@@ -62,7 +62,7 @@ class _Report:
 
 def _comm(args):
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)

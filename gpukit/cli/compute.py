@@ -83,7 +83,7 @@ def _train_time(args):
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
     model = _resolve_model(args)
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)

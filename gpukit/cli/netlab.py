@@ -13,6 +13,7 @@ import sys
 
 from gpukit.bench import netlab
 from gpukit.cli import add_json_flag
+from gpukit.errors import nonnegative_int_arg, positive_int_arg, timeout_arg
 
 
 def _sizes(text: str) -> list[int]:
@@ -58,10 +59,10 @@ def register(sub) -> None:
     b.add_argument("--op", default="all_reduce", help="collective (default all_reduce)")
     b.add_argument("--sizes", type=str, default=None,
                    help="message sizes, e.g. 1K,1M,64M (default: up to ~0.5 s per op at the rate)")
-    b.add_argument("--repeats", type=int, default=5, help="timed repeats per size; the median is reported")
-    b.add_argument("--warmup", type=int, default=1, help="untimed calls per size")
+    b.add_argument("--repeats", type=positive_int_arg, default=5, help="timed repeats per size; the median is reported")
+    b.add_argument("--warmup", type=nonnegative_int_arg, default=1, help="untimed calls per size")
     b.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay (needs kernel netem)")
-    b.add_argument("--timeout", type=float, default=None, help="seconds (default from sizes and rate)")
+    b.add_argument("--timeout", type=timeout_arg, default=None, help="seconds (default from sizes and rate)")
     add_json_flag(b)
     b.set_defaults(func=_bench)
 

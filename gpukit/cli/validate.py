@@ -13,6 +13,7 @@ figure (Korthikanti et al. 2022 Table 2) so that the gap to the paper's formula 
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import positive_int_arg, timeout_arg
 from gpukit.units import fmt_bytes
 
 
@@ -49,6 +50,16 @@ class ValidationResult:
 
 
 def _run(args):
+    from gpukit.bench.timing import wall_clock_limit
+
+    try:
+        with wall_clock_limit(args.timeout, "validate memory"):
+            return _measure(args)
+    except TimeoutError as e:  # exit 2 with one line, as `gpukit bench`
+        raise ValueError(str(e)) from None
+
+
+def _measure(args):
     from gpukit.memory_eager import EagerSetup, reference_spec
 
     if args.device not in ("cpu", "cuda"):
@@ -95,8 +106,10 @@ def register(subparsers) -> None:
     m.add_argument("--optimizer", default="adamw", help="adamw, sgd-momentum or sgd (default adamw)")
     m.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     m.add_argument("--tied", action="store_true", help="tie the LM head to the token embedding")
-    m.add_argument("--steps", type=int, default=2, help="training steps measured (>= 2, default 2)")
-    m.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    m.add_argument("--steps", type=positive_int_arg, default=2, help="training steps measured (>= 2, default 2)")
+    m.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
+    m.add_argument("--timeout", type=timeout_arg, default=600,
+                   help="seconds before giving up (default 600; --grid: the whole grid)")
     m.add_argument("--grid", action="store_true", help="run the whole validation grid instead")
     add_json_flag(m)
     m.set_defaults(func=_run)
