@@ -102,7 +102,11 @@ def coefficients(op: str, n_ranks: int, algorithm: str = "ring") -> tuple[float,
 
 
 def _link(link) -> tuple[float, float, str]:
-    """(alpha_s, bandwidth_gbps, name) from a catalog Interconnect, a profile LinkFit or a tuple."""
+    """(alpha_s, bandwidth_gbps, name) from a catalog Interconnect (or its name), a profile LinkFit or a tuple."""
+    if isinstance(link, str):
+        from gpukit.catalog import as_link
+
+        link = as_link(link)
     if hasattr(link, "latency_us") and hasattr(link, "bandwidth_gbps"):
         return (require_positive("latency_us", link.latency_us, allow_zero=True) * 1e-6,
                 require_positive("bandwidth_gbps", link.bandwidth_gbps), link.name)

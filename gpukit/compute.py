@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from gpukit.catalog import as_gpu, as_model
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, dtype_bytes
@@ -150,6 +151,7 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     if (model is None) == (n_params is None):
         raise ValueError("give exactly one of model or n_params")
     if model is not None:
+        model = as_model(model)  # a catalog name or a ModelSpec
         try:
             n = float(layer_matmul_params(model))
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0
@@ -295,6 +297,7 @@ def _peak_and_bw(dtype, gpu, peak_tflops, bandwidth_gbps):
     if peak_tflops is None or bandwidth_gbps is None:
         if gpu is None:
             raise ValueError("give gpu, or both peak_tflops and bandwidth_gbps")
+        gpu = as_gpu(gpu)
     peak = require_positive("peak_tflops", gpu.peak_tflops(dtype) if peak_tflops is None else peak_tflops)
     bw = require_positive("bandwidth_gbps", gpu.hbm_bandwidth_gbps if bandwidth_gbps is None else bandwidth_gbps)
     return peak, bw
@@ -384,6 +387,7 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
     seq_len); weight matmuls then have m = micro_batch, so their intensity is ~ micro_batch FLOP/byte
     in 16-bit: decode is memory-bound until the batch reaches the ridge point."""
     require_choice("mode", mode, ("prefill", "decode"))
+    model = as_model(model)
     seq_len = require_positive_int("seq_len", seq_len)
     b = require_positive_int("micro_batch", micro_batch)
     kw = dict(dtype=dtype, gpu=gpu, peak_tflops=peak_tflops, bandwidth_gbps=bandwidth_gbps)
@@ -495,6 +499,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
+    gpu = as_gpu(gpu)  # a catalog name ('h100-sxm') or a catalog.GPU
+    if isinstance(model, str):
+        model = as_model(model)
     if mfu is not None and profile is not None:
         raise ValueError("give mfu or profile, not both")
     if isinstance(model, ModelSpec):

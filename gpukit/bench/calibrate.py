@@ -119,21 +119,28 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
                "created": utc_now(), "quick": quick}
     profile["elapsed_s"] = round(time.monotonic() - t0, 2)
     if write:
-        from gpukit.bench.results import write_json
+        write_profile(profile, out)
+    return profile
 
-        path = Path(out) if out else default_profile_path()
-        if path.is_file():  # never replace a profile without a word: keep the previous one beside it
-            backup = path.with_name(path.name + ".bak")
-            os.replace(path, backup)
-            profile["replaced"] = str(backup)
-        try:
-            write_json(profile, path)
-        except BaseException:
-            if profile.get("replaced"):  # the new one failed: put the previous one back
-                os.replace(profile["replaced"], path)
-                profile.pop("replaced")
-            raise
-        profile["path"] = str(path)
+
+def write_profile(profile: dict, out: str | os.PathLike | None = None) -> dict:
+    """Write `profile` to `out` (default: default_profile_path()) and set profile['path']. An existing
+    file is never replaced without a word: it is kept as `<name>.bak` and profile['replaced'] names it;
+    if the new write fails, the previous profile is put back."""
+    from gpukit.bench.results import write_json
+
+    path = Path(out) if out else default_profile_path()
+    if path.is_file():
+        backup = path.with_name(path.name + ".bak")
+        os.replace(path, backup)
+        profile["replaced"] = str(backup)
+    try:
+        write_json(profile, path)
+    except BaseException:
+        if profile.get("replaced"):  # the new one failed: put the previous one back
+            os.replace(profile.pop("replaced"), path)
+        raise
+    profile["path"] = str(path)
     return profile
 
 
