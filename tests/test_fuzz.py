@@ -745,6 +745,9 @@ def test_zz_fuzzing_reached_both_paths(capsys):
     or its real work reached) and rejected (exit 2) at least once. Independent of test order: a fuzz
     test that has not run in this session (run alone, -k, another order) is run here first (the
     examples are derandomized, so they are the same ones)."""
+    if QUICK:
+        pytest.skip("make test-quick runs a tenth of the fuzz examples: too few to reach every command both "
+                    "ways (make test checks it)")
     for fn in sorted({FUZZED_BY[c] for c in FUZZED_BY if c not in OUTCOMES}):
         globals()[fn](capsys=capsys)
     for c in FUZZED_BY:
