@@ -79,6 +79,18 @@ class ModelSpec:
         if not isinstance(self.dropout, bool):
             raise ValueError(f"dropout must be True or False, got {self.dropout!r}")
 
+    def window_note(self, seq_len: int, flag: str = "seq_len") -> str | None:
+        """None when `seq_len` fits the context window max_seq. Beyond it: a ValueError for learned
+        positions (the position table has max_seq rows: longer sequences cannot be encoded), a note
+        for RoPE (computable, but beyond what the model was trained or extended to)."""
+        if seq_len <= self.max_seq:
+            return None
+        if self.position == "learned":
+            raise ValueError(f"{flag} must be at most {self.name}'s context window {self.max_seq} (learned "
+                             f"positions: no position beyond it), got {seq_len}")
+        return (f"{flag} {seq_len} is beyond {self.name}'s context window {self.max_seq}: the numbers are "
+                "computed, but the model was never trained at that length")
+
     # ---- parameter counts (elements) ----
     @property
     def kv_dim(self) -> int:

@@ -407,3 +407,30 @@ def test_seeds_dir_honours_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUKIT_SEEDS")
     found = conftest.seeds_dir()
     assert found is None or any(found.glob("*.txt"))
+
+
+# ------------------------------------------------------------------ beyond the context window
+@pytest.mark.parametrize("argv", [
+    ["memory", "--model", "gpt2", "--seq-len", "4096"],
+    ["train-time", "--model", "gpt2", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "1", "--seq-len", "4096"],
+    ["flops", "--model", "gpt2", "--seq-len", "4096"],
+    ["roofline", "--model", "gpt2", "--seq-len", "4096", "--gpu", "h100-sxm"]])
+def test_learned_positions_refuse_sequences_beyond_the_window(capsys, argv):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and "context window 1024" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["memory", "--model", "llama-2-7b", "--seq-len", "16384"],
+    ["train-time", "--model", "llama-2-7b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "1", "--seq-len", "16384"],
+    ["flops", "--model", "llama-2-7b", "--seq-len", "16384"],
+    ["roofline", "--model", "llama-2-7b", "--seq-len", "16384", "--gpu", "h100-sxm"]])
+def test_rope_beyond_the_window_is_computed_and_said(capsys, argv):
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0 and "beyond llama-2-7b's context window 4096" in out
+
+
+def test_seq_len_zero_is_an_error_not_the_default():
+    """`seq_len or model.max_seq` once turned 0 into the context window without a word."""
+    with pytest.raises(ValueError, match="seq_len"):
+        time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, seq_len=0)

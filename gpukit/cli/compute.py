@@ -90,11 +90,16 @@ def _train_time(args):
     r = time_to_train(model if model is not None else args.params, args.tokens, get_gpu(args.gpu), args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
                       dtype=args.dtype, seq_len=args.seq_len)
-    return r
+    note = model.window_note(r.seq_len, "--seq-len") if model is not None else None
+    return Report(r.to_json_dict() | ({"note": note} if note else {}),
+                  r.to_text() + (f"\nnote: {note}" if note else ""))
 
 
 def _flops(args):
     model = _resolve_model(args)
+    window = model.window_note(args.seq_len, "--seq-len") if model is not None else None
+    if window and args.mode == "decode" and args.context is not None:
+        window = model.window_note(args.context, "--context") or window
     kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
     f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
                         include_embeddings=args.include_embeddings, recompute=args.recompute, mode=args.mode,
@@ -105,6 +110,9 @@ def _flops(args):
               f"{f.hardware_flops:.4g}"]
     if f.note:
         lines.append(f"note: {f.note}")
+    if window:
+        lines.append(f"note: {window}")
+        d = d | {"window_note": window}
     return Report(d, "\n".join(lines))
 
 
@@ -117,13 +125,16 @@ def _roofline(args):
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
+        window = get_model(args.model).window_note(args.seq_len, "--seq-len")
         r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
                            context=args.context)
         lines = [f"{o.name:<12} AI {o.intensity_flop_per_byte:9.1f} FLOP/B  {o.bound:<7} "
                  f"{o.attainable_tflops:8.1f} TFLOP/s  {o.time_s * 1e6:10.1f} us" for o in r.ops]
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
-        return Report(r.to_json_dict(), "\n".join(lines))
+        if window:
+            lines.append(f"note: {window}")
+        return Report(r.to_json_dict() | ({"window_note": window} if window else {}), "\n".join(lines))
     if args.dims is not None:
         if any(getattr(args, x) is not None for x in ("m", "n", "k")):
             raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")

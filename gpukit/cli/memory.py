@@ -197,6 +197,8 @@ def handle(args):
                          + (f" (grad_accum {ga} < pp {pp}: the pipeline bubble is {bubble:.0%} of a step)"
                             if ga < pp else ""))
         setup = mem.TrainSetup(**kw)
+        if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
+            notes.append(note)
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
                                  ("--min-gpus", args.ask_min_gpus)) if on]
