@@ -434,3 +434,9 @@ def test_seq_len_zero_is_an_error_not_the_default():
     """`seq_len or model.max_seq` once turned 0 into the context window without a word."""
     with pytest.raises(ValueError, match="seq_len"):
         time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, seq_len=0)
+
+
+def test_params_only_says_its_total_is_a_lower_bound(capsys):
+    rc, out, _ = run(capsys, "memory", "--params", "7B", "--inference", "--batch", "64", "--gpu", "h100-sxm")
+    assert rc == 0 and "lower bound" in out and "KV cache" in out
+

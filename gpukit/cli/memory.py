@@ -197,6 +197,10 @@ def handle(args):
                          + (f" (grad_accum {ga} < pp {pp}: the pipeline bubble is {bubble:.0%} of a step)"
                             if ga < pp else ""))
         setup = mem.TrainSetup(**kw)
+        if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
+            notes.append("--params counts model states only: activations, logits and the KV cache are not "
+                         "modelled (0 here), so the total is a lower bound; give --model or "
+                         "--layers/--hidden/--heads for them")
         if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
             notes.append(note)
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
