@@ -440,3 +440,11 @@ def test_params_only_says_its_total_is_a_lower_bound(capsys):
     rc, out, _ = run(capsys, "memory", "--params", "7B", "--inference", "--batch", "64", "--gpu", "h100-sxm")
     assert rc == 0 and "lower bound" in out and "KV cache" in out
 
+
+def test_benchmark_tables_print_no_inf():
+    from gpukit.bench.results import format_table
+
+    text = format_table([{"size": 1, "busbw_gbps": float("inf"), "algbw_gbps": float("nan")}],
+                        ["size", "busbw_gbps", "algbw_gbps"])
+    assert "inf" not in text and "nan" not in text and text.count("n/a") == 2
+

@@ -65,7 +65,7 @@ class BenchResult:
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        if v != v:
+        if v != v or v in (float("inf"), float("-inf")):  # no rate when nothing took time: never "inf GB/s"
             return "n/a"
         return f"{v:.1f}" if abs(v) >= 1000 else f"{v:.4g}"
     return "n/a" if v is None else str(v)
