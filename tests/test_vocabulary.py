@@ -137,3 +137,14 @@ def test_comm_old_and_new_spellings_give_the_same_answer(capsys):
     old = json.loads(capsys.readouterr().out)
     assert main([*base, "--gpus", "16", "--gpus-per-node", "8"]) == 0
     assert json.loads(capsys.readouterr().out) == old
+
+
+def test_api_matrix_dimensions_are_dims_with_the_old_name_kept():
+    from gpukit.bench.matmul import harness_check, matmul_bench
+
+    kw = dict(llm_shapes=False, repeats=3, min_repeat_s=0.001)
+    assert [r["m"] for r in matmul_bench("cpu", "fp32", dims=(16,), **kw).rows] == \
+        [r["m"] for r in matmul_bench("cpu", "fp32", sizes=(16,), **kw).rows] == [16]
+    with pytest.raises(ValueError, match="not both"):
+        matmul_bench("cpu", "fp32", dims=(16,), sizes=(32,), **kw)
+    assert harness_check("cpu", "fp32", size=16, min_run_time_s=0.01, rounds=1)["size"] == 16

@@ -161,11 +161,21 @@ def _precision(dtype: str):
     return ctx()
 
 
-def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), *, llm_shapes: bool = True,
+def _old_name(name: str, value, default, old: str, old_value):
+    """`value`, or `old_value` given under the parameter's old name (not both)."""
+    if old_value is None:
+        return value
+    if value != default:
+        raise ValueError(f"give {name} or its old name {old}, not both")
+    return old_value
+
+
+def matmul_bench(device: str = "cpu", dtypes=("fp32",), dims=(256, 512, 1024), *, llm_shapes: bool = True,
                  gpu: str | None = None, peak_tflops: float | None = None, threads: int | None = None,
                  warmup: int = 2, repeats: int = 7, min_repeat_s: float = 0.05, timeout_s: float = 300,
-                 progress_bar: bool | None = None) -> BenchResult:
-    """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak.
+                 progress_bar: bool | None = None, sizes=None) -> BenchResult:
+    """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak. `dims`:
+    square matrix dimensions N (`sizes=` is the old name, kept: sizes mean bytes elsewhere).
 
     Stops early (rows so far, summary 'timed_out') once `timeout_s` has passed. Out of memory at a
     shape: the sweep stops there, keeps the rows so far and summary 'out_of_memory' says "out of memory
@@ -175,6 +185,7 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
     from gpukit.bench.timing import progress
     from gpukit.errors import require_positive, require_positive_int, require_timeout
 
+    dims = _old_name("dims", dims, (256, 512, 1024), "sizes", sizes)
     if peak_tflops is not None:
         peak_tflops = require_positive("peak_tflops", peak_tflops)
     repeats = require_positive_int("repeats", repeats)
@@ -185,7 +196,7 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
     dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
     for d in dtypes:
         check_dtype(d, device)
-    shapes = matmul_shapes(sizes, llm_shapes)
+    shapes = matmul_shapes(dims, llm_shapes)
     deadline = Deadline(timeout_s, "matmul benchmark")
     rows, summary = [], {}
     jobs = [(d, s) for d in dtypes for s in shapes]
@@ -225,8 +236,9 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
                        ("dtype", "shape", "time_us", "p10_us", "p90_us", "tflops", "peak_tflops", "achieved_frac"))
 
 
-def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, threads: int | None = None,
-                  min_run_time_s: float = 0.3, rounds: int = 3, timeout_s: float | None = None) -> dict:
+def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, threads: int | None = None,
+                  min_run_time_s: float = 0.3, rounds: int = 3, timeout_s: float | None = None,
+                  size: int | None = None) -> dict:
     """Our matmul TFLOPS vs torch.utils.benchmark.Timer on the same shape and thread count.
 
     Timer defaults to num_threads=1, so the same count is passed explicitly. The two timers
@@ -241,7 +253,7 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, 
     from gpukit.bench.envinfo import env_stamp
     from gpukit.errors import require_positive, require_positive_int, require_timeout
 
-    size = require_positive_int("size", size)
+    size = require_positive_int("dims", _old_name("dims", dims, 512, "size", size))  # N of N x N @ N x N
     rounds = require_positive_int("rounds", rounds)
     min_run_time_s = require_positive("min_run_time_s", min_run_time_s)
     deadline = Deadline(None if timeout_s is None else require_timeout("timeout_s", timeout_s), "harness check")
