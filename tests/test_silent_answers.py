@@ -448,3 +448,12 @@ def test_benchmark_tables_print_no_inf():
                         ["size", "busbw_gbps", "algbw_gbps"])
     assert "inf" not in text and "nan" not in text and text.count("n/a") == 2
 
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["bench", "harness", "--device", "cpu", "--dims", "10000000"], "out of memory at size 10000000"),
+    (["bench", "article", "--device", "cpu", "--skew-ms", "1e300"], "skew_ms must be below the timeout"),
+    (["bench", "memory", "--device", "cpu", "--size-mib", "1e300"], "size_mib")])
+def test_huge_benchmark_inputs_are_one_line_exit_2(capsys, argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err and err.count("\n") == 1

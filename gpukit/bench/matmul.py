@@ -263,9 +263,14 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, 
         raise ValueError("harness_check supports fp32, tf32, bf16, fp16 (Timer runs torch.mm)")
     with torch_threads(threads) as n_threads, _precision(dtype):
         dt = getattr(torch, _TORCH_DTYPE[dtype])
-        a = torch.randn(size, size).to(device=device, dtype=dt)
-        b = torch.randn(size, size).to(device=device, dtype=dt)
-        out = torch.empty(size, size, device=device, dtype=dt)
+        try:
+            a = torch.randn(size, size).to(device=device, dtype=dt)
+            b = torch.randn(size, size).to(device=device, dtype=dt)
+            out = torch.empty(size, size, device=device, dtype=dt)
+        except (RuntimeError, MemoryError) as e:  # as matmul_bench: nothing measured is exit 2, one line
+            if not is_out_of_memory(e):
+                raise
+            raise ValueError(oom_line(f"{size} ({dtype}, three {size}x{size} matrices on {device})", e)) from None
         ours, theirs = [], []
         timer = Timer(stmt="torch.mm(a, b, out=out)", globals={"torch": torch, "a": a, "b": b, "out": out},
                       num_threads=n_threads)
