@@ -457,3 +457,12 @@ def test_benchmark_tables_print_no_inf():
 def test_huge_benchmark_inputs_are_one_line_exit_2(capsys, argv, msg):
     rc, _, err = run(capsys, *argv)
     assert rc == 2 and msg in err and err.count("\n") == 1
+
+
+def test_benchreport_checks_out_first(tmp_path, capsys):
+    from gpukit.cli.benchreport import main as bench_main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert bench_main(["--out", str(blocker / "r.json"), "--skip", "memory,matmul,collectives"]) == 2
+    assert "--out" in capsys.readouterr().err

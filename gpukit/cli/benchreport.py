@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
+    from gpukit.bench.results import check_writable
+
+    try:  # before minutes of benchmarks, not after
+        check_writable(args.out, "--out")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if args.device == "cuda":
         import torch
