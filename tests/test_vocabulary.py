@@ -102,19 +102,16 @@ def test_allowlist_has_no_dead_entries():
         assert flags <= present.get(cmd, set()), (cmd, flags - present.get(cmd, set()))
 
 
-def test_one_concept_one_spelling_across_commands():
-    """A flag's dest is the same wherever the flag appears with the same meaning (the seq length is
-    seq_len or seq everywhere, never two different flags for it in one command)."""
+def test_old_spellings_only_as_aliases():
+    """An old spelling never stands alone: it is an alias of the canonical flag (same action)."""
+    canonical = {"--seq": "--seq-len", "--n-layers": "--layers", "--n-heads": "--heads",
+                 "--ranks-per-node": "--gpus-per-node"}
     for cmd, action in walk(build_parser()):
         flags = set(action.option_strings)
-        if "--seq-len" in flags:
-            assert "--seq" in flags, f"{cmd}: --seq-len without its alias --seq"
-        if "--layers" in flags and cmd not in ("",):
-            assert "--n-layers" in flags, f"{cmd}: --layers without its alias --n-layers"
-        if "--heads" in flags:
-            assert "--n-heads" in flags, f"{cmd}: --heads without its alias --n-heads"
-        assert "--n-layers" not in flags or "--layers" in flags, f"{cmd}: old --n-layers without --layers"
-        assert "--ranks-per-node" not in flags or "--gpus-per-node" in flags, cmd
+        for old, new in canonical.items():
+            assert old not in flags or new in flags, f"{cmd}: {old} without {new}"
+        if cmd == "comm":
+            assert "--ranks" not in flags or "--gpus" in flags, "comm: --ranks is the old spelling of --gpus"
 
 
 def _parse(cmd: str, argv: list[str]) -> dict:
