@@ -399,6 +399,7 @@ class MemoryBreakdown:
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",
+                 *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
                  f"{'component':<14}{'GiB':>10}{'share':>8}"]
         tot = self.total_bytes or 1
         for c, v in self.items():
@@ -413,6 +414,16 @@ class MemoryBreakdown:
         else:
             lines.append("no GPU given: tensor bytes only (no CUDA context or allocator slack)")
         return "\n".join(lines)
+
+
+def _pipeline_line(s: TrainSetup) -> str:
+    """What the first pipeline stage holds, said in the output (1F1B: min(pp, grad_accum) micro-batches in
+    flight, Korthikanti et al. 2022 sec. 4.2.3; bubble (p-1)/(m+p-1), Narayanan et al. 2021 sec. 2.2)."""
+    line = f"pipeline: the first stage holds min(pp, grad_accum) = {min(s.pp, s.grad_accum)} micro-batches in flight"
+    if s.grad_accum < s.pp:
+        line += (f" (grad_accum {s.grad_accum} < pp {s.pp}: the pipeline bubble is "
+                 f"{(s.pp - 1) / (s.grad_accum + s.pp - 1):.0%} of a step)")
+    return line
 
 
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:

@@ -99,9 +99,13 @@ def test_pp_without_grad_accum_keeps_pp_micro_batches_in_flight(capsys):
     assert rc == rc2 == rc3 == 0
     assert assumed["activations_bytes"] == explicit["activations_bytes"] > 3 * one["activations_bytes"]
     assert any("--grad-accum not given" in n for n in assumed["notes"])
-    assert any("bubble" in n for n in one["notes"])
     rc, out, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4")
-    assert "4 in flight" in out
+    assert "4 in flight" in out and "min(pp, grad_accum) = 4" in out
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4", "--grad-accum", "1")
+    assert "min(pp, grad_accum) = 1" in out and "bubble is 75%" in out
+    # the API says it too
+    text = mem.estimate_memory("gpt2-xl", setup=mem.TrainSetup(pp=4)).to_text()
+    assert "min(pp, grad_accum) = 1" in text and "bubble" in text
 
 
 # ------------------------------------------------------------------ "what fits" answers

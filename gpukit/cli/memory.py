@@ -190,12 +190,6 @@ def handle(args):
             kw["grad_accum"] = pp
             notes.append(f"--grad-accum not given with --pp {pp}: assumed {pp} micro-batches per step, so the first "
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
-        elif pp > 1 and not kw.get("inference"):
-            ga = kw["grad_accum"]
-            bubble = (pp - 1) / (ga + pp - 1)  # 1F1B bubble share (p-1)/(m+p-1), Narayanan et al. 2021 sec. 2.2
-            notes.append(f"pipeline: the first stage holds min(pp, grad_accum) = {min(pp, ga)} micro-batches in flight"
-                         + (f" (grad_accum {ga} < pp {pp}: the pipeline bubble is {bubble:.0%} of a step)"
-                            if ga < pp else ""))
         setup = mem.TrainSetup(**kw)
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
             notes.append("--params counts model states only: activations, logits and the KV cache are not "
