@@ -514,6 +514,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         fpt = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings,
                               recompute=recompute)
     else:
+        if seq_len is not None:  # it would be ignored without a word: the 6N/8N count has no attention term
+            raise ValueError("seq_len needs a model (the attention FLOPs need its layers and width); with "
+                             "n_params alone there is no attention term")
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     peak = gpu.peak_tflops(dtype)

@@ -470,3 +470,20 @@ def test_benchreport_checks_out_first(tmp_path, capsys):
     blocker.write_text("x")
     assert bench_main(["--out", str(blocker / "r.json"), "--skip", "memory,matmul,collectives"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ flags that would be ignored
+@pytest.mark.parametrize("argv,msg", [
+    (["memory", "--model", "llama-2-7b", "--inference", "--micro-batch", "64"], "--micro-batch applies to training"),
+    (["memory", "--model", "llama-2-7b", "--inference", "--optimizer", "sgd"], "--optimizer applies to training"),
+    (["memory", "--model", "llama-2-7b", "--batch", "64"], "--batch applies to --inference"),
+    (["roofline", "--model", "gpt2", "--seq-len", "512", "--m", "5", "--gpu", "h100-sxm"], "two different questions"),
+    (["roofline", "--dims", "64,64,64", "--seq-len", "512", "--gpu", "h100-sxm"], "--seq-len applies to --model"),
+    (["roofline", "--dims", "64,64,64", "--mode", "decode", "--gpu", "h100-sxm"], "--mode applies to --model"),
+    (["roofline", "--model", "gpt2", "--seq-len", "512", "--batch", "4", "--gpu", "h100-sxm"], "--batch"),
+    (["train-time", "--params", "7B", "--seq-len", "4096", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8"],
+     "seq_len needs a model")])
+def test_a_flag_that_would_be_ignored_is_an_error(capsys, argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err, err
+

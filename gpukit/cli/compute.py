@@ -120,6 +120,18 @@ def _roofline(args):
     from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
+    matrix = [f for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k)) if v is not None]
+    if args.model and matrix:  # one of them would be ignored without a word
+        raise ValueError(f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one")
+    if not args.model:
+        layer_only = [f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None]
+        layer_only += [f for f, v, d in (("--micro-batch", args.micro_batch, 1), ("--mode", args.mode, "prefill"))
+                       if v != d]
+        if layer_only:
+            raise ValueError(f"{layer_only[0]} applies to --model (a layer); a single matmul takes --dims M,N,K "
+                             "and --batch")
+    elif args.batch != 1:
+        raise ValueError("--batch (identical matmuls) applies to --dims M,N,K; a layer takes --micro-batch")
     if args.model:
         from gpukit.catalog import get_model
 

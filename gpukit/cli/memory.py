@@ -173,6 +173,17 @@ def handle(args):
                 "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
                 "weights_dtype", "inference", "batch")
         kw = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+        # A flag of the other mode would be ignored without a word (--micro-batch 64 --inference served batch 1)
+        if kw.get("inference"):
+            wrong = [f for f, k in (("--micro-batch", "micro_batch"), ("--grad-accum", "grad_accum"),
+                                    ("--optimizer", "optimizer"), ("--recompute", "recompute"),
+                                    ("--dropout/--no-dropout", "dropout"), ("--lora-rank", "lora_rank"),
+                                    ("--lora-targets", "lora_targets")) if k in kw]
+            if wrong:
+                raise ValueError(f"{wrong[0]} applies to training, not --inference (serving uses --batch sequences "
+                                 "of --seq-len tokens)")
+        elif "batch" in kw:
+            raise ValueError("--batch applies to --inference (sequences in the KV cache); training uses --micro-batch")
         if "seq_len" not in kw and model is not None:  # TrainSetup's 2048, or the model's context if shorter
             kw["seq_len"] = min(model.max_seq, mem.TrainSetup().seq_len)
             if not custom:
