@@ -487,3 +487,13 @@ def test_a_flag_that_would_be_ignored_is_an_error(capsys, argv, msg):
     rc, _, err = run(capsys, *argv)
     assert rc == 2 and msg in err, err
 
+
+def test_comm_says_where_each_link_comes_from(tmp_path, capsys):
+    p = _profile(tmp_path)  # has nvlink4 only
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4",
+                     "--gpus-per-node", "8", "--inter-link", "ib-ndr", "--profile", p)
+    assert rc == 0 and "nvlink4: measured" in out and "ib-ndr: catalog (profile" in out
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "pcie4",
+                     "--profile", p, "--json")
+    assert json.loads(out)["link_sources"] == [f"pcie4: catalog (profile {p} has no link 'pcie4')"]
+

@@ -44,14 +44,27 @@ def resolve_link(name: str, profile=None):
     return get_interconnect(name)
 
 
+def link_source(name: str, profile=None) -> str:
+    """Where a link's alpha and beta come from, said in the output (a profile without the link falls
+    back to the catalog; that is not silent)."""
+    if profile is None:
+        return f"{name}: catalog"
+    if profile.has_link(name):
+        return f"{name}: measured, profile {profile.source}"
+    return f"{name}: catalog (profile {profile.source} has no link {name!r})"
+
+
 class _Report:
-    def __init__(self, cost, describe: str):
-        self.cost, self.describe = cost, describe
+    def __init__(self, cost, describe: str, sources: tuple[str, ...] = ()):
+        self.cost, self.describe, self.sources = cost, describe, sources
 
     def to_json_dict(self) -> dict:
-        return self.cost.to_json_dict()
+        return self.cost.to_json_dict() | ({"link_sources": list(self.sources)} if self.sources else {})
 
     def to_text(self) -> str:
+        return self._text() + (f"\nlinks: {'; '.join(self.sources)}" if self.sources else "")
+
+    def _text(self) -> str:
         c = self.cost
         head = (f"{self.describe}: {fmt_seconds(c.time_s)} (latency {fmt_seconds(c.latency_s)}, bandwidth "
                 f"{fmt_seconds(c.bandwidth_s)})")
@@ -70,7 +83,8 @@ def _comm(args):
     size = f"{fmt_bytes(args.bytes, binary=False)}"
     if args.gpus_per_node is None and args.inter_link is None:
         cost = collective_time(args.op, args.bytes, args.gpus, link, args.algorithm)
-        return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})")
+        return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
+                       (link_source(args.link, profile),) if profile is not None else ())
     if args.gpus_per_node is None or args.inter_link is None:
         raise ValueError("--gpus-per-node and --inter-link go together (intra-node link = --link)")
     if args.op != "all_reduce":
@@ -81,7 +95,9 @@ def _comm(args):
     cost = hierarchical_all_reduce(args.bytes, nodes, args.gpus_per_node, link,
                                    resolve_link(args.inter_link, profile), args.algorithm)
     return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.gpus_per_node} GPUs "
-                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})")
+                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})",
+                   (link_source(args.link, profile), link_source(args.inter_link, profile))
+                   if profile is not None else ())
 
 
 def register(subparsers) -> None:
