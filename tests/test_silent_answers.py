@@ -497,3 +497,12 @@ def test_comm_says_where_each_link_comes_from(tmp_path, capsys):
                      "--profile", p, "--json")
     assert json.loads(out)["link_sources"] == [f"pcie4: catalog (profile {p} has no link 'pcie4')"]
 
+
+
+def test_memory_says_when_a_flag_changes_nothing(capsys):
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--zero", "3")
+    assert rc == 0 and "nothing is partitioned" in out
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--zero", "3", "--dp", "8")
+    assert rc == 0 and "nothing is partitioned" not in out
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--sp")
+    assert rc == 0 and "--sp with --tp 1" in out

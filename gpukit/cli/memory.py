@@ -202,6 +202,11 @@ def handle(args):
             notes.append(f"--grad-accum not given with --pp {pp}: assumed {pp} micro-batches per step, so the first "
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
         setup = mem.TrainSetup(**kw)
+        if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
+            notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
+                         "over the data-parallel ranks); give --dp")
+        if setup.sp and setup.tp == 1:
+            notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
             notes.append("--params counts model states only: activations, logits and the KV cache are not "
                          "modelled (0 here), so the total is a lower bound; give --model or "
