@@ -127,6 +127,7 @@ def _attention_width(model, n_layers, hidden):
 
 def layer_matmul_params(model: ModelSpec) -> int:
     """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms)."""
+    model = as_model(model)
     h, f = model.hidden, model.ffn_hidden
     attn = 2 * h * model.q_dim + 2 * h * model.kv_dim
     mlp = (2 if model.mlp == "gelu" else 3) * h * f

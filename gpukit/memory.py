@@ -202,6 +202,7 @@ def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str |
     stores the SP-sharded input). attention="flash" replaces the score terms by a 4asb logsumexp.
     """
     recompute = recompute or setup.recompute
+    model = as_model(model)  # a catalog name or a ModelSpec
     s, b, h = setup.seq_len, setup.micro_batch, model.hidden
     q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
     t = setup.tp
@@ -428,6 +429,7 @@ def _pipeline_line(s: TrainSetup) -> str:
 
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     """ValueError when the parallel layout does not fit the model's shape."""
+    model = as_model(model)
     if model.n_heads % setup.tp:
         raise ValueError(f"tp must divide n_heads {model.n_heads}, got {setup.tp}")
     if model.n_kv_heads % setup.tp and setup.tp % model.n_kv_heads:
