@@ -50,7 +50,8 @@ def pytest_sessionfinish(session, exitstatus):
     if sum(counts.values()) < 50:  # a partial run (-k, one file) is not the suite
         return
     root = Path(session.config.rootpath)
-    out = root / "build" / "last_test_run.json"
+    quick = os.environ.get("GPUKIT_TEST_QUICK") == "1"  # `make test-quick` is not the suite that make bench quotes
+    out = root / "build" / ("last_quick_run.json" if quick else "last_test_run.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"wall_s": time.perf_counter() - _T0, **counts, "exitstatus": int(exitstatus),
                                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
