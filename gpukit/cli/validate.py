@@ -2,7 +2,7 @@
 
     gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq-len S] [--micro-batch B]
         [--recompute none|full] [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd]
-        [--device cpu|cuda] [--tied] [--grid] [--json]
+        [--device cpu|cuda] [--tied] [--grid] [--timeout SECONDS] [--json]
 
 Prints predicted (gpukit.memory_eager), measured (gpukit.bench.measure: MemTracker on CPU, plus the CUDA
 allocator on a GPU) and the relative error per category, and the Megatron-convention activation
