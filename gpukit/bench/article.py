@@ -65,8 +65,12 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     n_calls = require_positive_int("n_calls", n_calls)
     skew_ms = require_positive("skew_ms", skew_ms, allow_zero=True)
     timeout_s = require_timeout("timeout_s", timeout_s)
-    if skew_ms / 1e3 >= timeout_s:  # the late ranks would arrive after the run is abandoned (1e300: overflow)
-        raise ValueError(f"skew_ms must be below the timeout ({timeout_s * 1e3:g} ms), got {skew_ms:g}")
+    # A skew beyond the timeout is a legitimate fault to inject (the run then times out); one beyond a
+    # week is a typo that overflowed time.sleep inside a rank (1e300 ms)
+    from gpukit.errors import MAX_TIMEOUT_S
+
+    if skew_ms / 1e3 > MAX_TIMEOUT_S:
+        raise ValueError(f"skew_ms must be at most {MAX_TIMEOUT_S * 1e3:g} ms (one week), got {skew_ms:g}")
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)
