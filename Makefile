@@ -7,7 +7,7 @@ PORT ?= 8888
 # JupyterLab refuses to run as root without --allow-root (containers, Binder-like pods)
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab run test bench clean
+.PHONY: lab run test test-quick bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ run: $(STAMP)
 ## make test: the whole suite (unit, property, measured-vs-predicted, notebooks)
 test: $(STAMP)
 	MPLBACKEND=Agg TQDM_DISABLE=1 $(PY) -m pytest -q $(TEST_ARGS)
+
+## make test-quick: the development tier (under 2 minutes on 2 cores): no notebooks, binder, browser,
+## netlab, spawned ranks or fault injection (marker slow), and a tenth of the fuzz examples
+test-quick: $(STAMP)
+	GPUKIT_TEST_QUICK=1 MPLBACKEND=Agg TQDM_DISABLE=1 $(PY) -m pytest -q -m "not slow and not browser and not netlab" $(TEST_ARGS)
 
 ## make bench: predicted-vs-measured tables and benchmark figures (not part of the tests)
 bench: $(STAMP)

@@ -29,7 +29,8 @@ _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
 
 GPU_COLUMNS = ("name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "nvlink_gbps", "pcie_gen", "tdp_w")
 MODEL_COLUMNS = ("name", "n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq",
-                 "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "published_params")
+                 "train_seq_len", "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "dropout",
+                 "published_params", "train_source")
 INTERCONNECT_COLUMNS = ("name", "kind", "scope", "bandwidth_gbps", "latency_us")
 _REQUIRED = {"gpus": GPU_COLUMNS, "models": MODEL_COLUMNS, "interconnects": INTERCONNECT_COLUMNS}
 
@@ -43,10 +44,24 @@ def peak_column(dtype: str) -> str:
 NUMERIC_COLUMNS = {
     "gpus": ("memory_gib", "hbm_bandwidth_gbps", *(peak_column(d) for d in PEAK_DTYPES), "nvlink_gbps", "pcie_gen",
              "tdp_w"),
-    "models": ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq", "published_params"),
+    "models": ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq", "train_seq_len",
+               "published_params"),
     "interconnects": ("bandwidth_gbps", "latency_us"),
 }
-BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias"), "interconnects": ()}
+# Sane range of every numeric column: (lowest, highest, lowest allowed itself). A row outside it is a
+# typo or a unit slip (GB/s typed as bytes/s, GiB as bytes) that would crash or mislead every calculator
+# downstream (memory 0 divides by zero; 1e300 overflows), so the loader rejects it with file and line.
+# The bounds are generous (about 10-100x today's largest part or model), not a judgement on the value.
+RANGES: dict[str, tuple[float, float, bool]] = {
+    "memory_gib": (0, 1e5, False), "hbm_bandwidth_gbps": (0, 1e5, False),
+    **{peak_column(d): (0, 1e5, False) for d in PEAK_DTYPES},
+    "nvlink_gbps": (0, 1e5, True), "pcie_gen": (1, 8, True), "tdp_w": (0, 1e5, False),
+    "n_layers": (1, 1e4, True), "hidden": (1, 1e6, True), "n_heads": (1, 1e5, True), "n_kv_heads": (1, 1e5, True),
+    "ffn_hidden": (1, 1e7, True), "vocab": (1, 1e8, True), "max_seq": (1, 1e9, True),
+    "train_seq_len": (1, 1e9, True), "published_params": (1, 1e15, True),
+    "bandwidth_gbps": (0, 1e5, False), "latency_us": (0, 1e7, True),
+}
+BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias", "dropout"), "interconnects": ()}
 
 
 def data_dir() -> Path:
@@ -180,6 +195,12 @@ def _num(where: str, row: dict, col: str, kind=float, optional: bool = False):
         raise ValueError(f"{where}: {col!r} must be {what}, got {raw!r}") from None
     if v != v or v in (float("inf"), float("-inf")) or v < 0:
         raise ValueError(f"{where}: {col!r} must be a finite number >= 0, got {raw!r}")
+    if col in RANGES:
+        lo, hi, lo_ok = RANGES[col]
+        if v < lo or (v == lo and not lo_ok):
+            raise ValueError(f"{where}: {col!r} must be {'>=' if lo_ok else '>'} {lo:g}, got {raw!r}")
+        if v > hi:
+            raise ValueError(f"{where}: {col!r} must be at most {hi:g} (sane range; a unit slip?), got {raw!r}")
     return v
 
 
@@ -224,6 +245,8 @@ def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
         where = f"{path}:{line}"
         ints = {c: _num(where, r, c, int) for c in MODEL_COLUMNS if c in NUMERIC_COLUMNS["models"]}
         bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"]}
+        if not r["train_source"]:
+            raise ValueError(f"{where}: empty 'train_source' (cite where train_seq_len and dropout come from)")
         try:
             out[r["name"]] = ModelSpec(name=r["name"], mlp=r["mlp"], norm=r["norm"], position=r["position"],
                                        arch=r["arch"], **ints, **bools)
@@ -302,3 +325,35 @@ def frame(kind: str):
         if c in df:
             df[c] = df[c].str.lower() == "true"
     return df
+
+
+# ---------------------------------------------------------------- names or specs
+def as_gpu(gpu, name: str = "gpu", optional: bool = False) -> GPU | None:
+    """A catalog GPU from a name ('h100-sxm') or a GPU; ValueError saying what to pass otherwise.
+    The API takes names everywhere it takes a spec (estimate_memory(..., gpu='h100-sxm'))."""
+    if gpu is None and optional:
+        return None
+    if isinstance(gpu, str):
+        return get_gpu(gpu)
+    if isinstance(gpu, GPU):
+        return gpu
+    raise ValueError(f"{name} must be a catalog GPU name (`gpukit gpus`) or a gpukit.catalog.GPU, "
+                     f"got {type(gpu).__name__} {gpu!r}")
+
+
+def as_model(model, name: str = "model", optional: bool = False) -> ModelSpec | None:
+    """A ModelSpec from a catalog name ('llama-2-7b') or a ModelSpec; ValueError otherwise."""
+    if model is None and optional:
+        return None
+    if isinstance(model, str):
+        return get_model(model)
+    if isinstance(model, ModelSpec):
+        return model
+    raise ValueError(f"{name} must be a catalog model name (`gpukit models`) or a gpukit.specs.ModelSpec, "
+                     f"got {type(model).__name__} {model!r}")
+
+
+def as_link(link):
+    """A catalog Interconnect from a name ('nvlink4'); any other value is returned as is (gpukit.comm
+    also takes a profile LinkFit or an (alpha_s, bandwidth_gbps) pair and checks it)."""
+    return get_interconnect(link) if isinstance(link, str) else link

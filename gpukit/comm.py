@@ -88,7 +88,11 @@ def coefficients(op: str, n_ranks: int, algorithm: str = "ring") -> tuple[float,
 
 
 def _link(link) -> tuple[float, float, str]:
-    """(alpha_s, bandwidth_gbps, name) from a catalog Interconnect, a profile LinkFit or a tuple."""
+    """(alpha_s, bandwidth_gbps, name) from a catalog Interconnect (or its name), a profile LinkFit or a tuple."""
+    if isinstance(link, str):
+        from gpukit.catalog import as_link
+
+        link = as_link(link)
     if hasattr(link, "latency_us") and hasattr(link, "bandwidth_gbps"):
         return (require_positive("latency_us", link.latency_us, allow_zero=True) * 1e-6,
                 require_positive("bandwidth_gbps", link.bandwidth_gbps), link.name)
@@ -124,6 +128,7 @@ class CollectiveCost:
 
     @property
     def algbw_gbps(self) -> float:
+        """size / time in GB/s; inf when nothing takes time (one rank), null in to_json_dict."""
         return self.size_bytes / self.time_s / GB if self.time_s > 0 else math.inf
 
     @property
@@ -137,7 +142,8 @@ class CollectiveCost:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(time_s=self.time_s, algbw_gbps=self.algbw_gbps, busbw_gbps=self.busbw_gbps)
+        d.update(time_s=self.time_s, algbw_gbps=self.algbw_gbps,
+                 busbw_gbps=self.busbw_gbps if math.isfinite(self.algbw_gbps) else None)  # one rank: null
         return _json_safe(d)
 
     def to_frame(self):

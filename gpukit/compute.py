@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gpukit.catalog import get_gpu
+from gpukit.catalog import as_gpu, as_model
 from gpukit.errors import check_finite as _require_finite
 from gpukit.errors import overflow_error as _overflow
 from gpukit.errors import require_choice, require_positive, require_positive_int
@@ -105,7 +105,7 @@ def _attention_width(model, n_layers, hidden):
 
 def layer_matmul_params(model: ModelSpec) -> int:
     """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms)."""
-    return model.n_layers * model.linear_weights[0]
+    return as_model(model).n_layers * as_model(model).linear_weights[0]
 
 
 def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = None, seq_len: int,
@@ -126,6 +126,7 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     if (model is None) == (n_params is None):
         raise ValueError("give exactly one of model or n_params")
     if model is not None:
+        model = as_model(model)  # a catalog name or a ModelSpec
         try:
             n = float(layer_matmul_params(model))
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0
@@ -271,6 +272,7 @@ def _peak_and_bw(dtype, gpu, peak_tflops, bandwidth_gbps):
     if peak_tflops is None or bandwidth_gbps is None:
         if gpu is None:
             raise ValueError("give gpu, or both peak_tflops and bandwidth_gbps")
+        gpu = as_gpu(gpu)
     peak = require_positive("peak_tflops", gpu.peak_tflops(dtype) if peak_tflops is None else peak_tflops)
     bw = require_positive("bandwidth_gbps", gpu.hbm_bandwidth_gbps if bandwidth_gbps is None else bandwidth_gbps)
     return peak, bw
@@ -360,6 +362,7 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
     seq_len); weight matmuls then have m = micro_batch, so their intensity is ~ micro_batch FLOP/byte
     in 16-bit: decode is memory-bound until the batch reaches the ridge point."""
     require_choice("mode", mode, ("prefill", "decode"))
+    model = as_model(model)
     seq_len = require_positive_int("seq_len", seq_len)
     b = require_positive_int("micro_batch", micro_batch)
     kw = dict(dtype=dtype, gpu=gpu, peak_tflops=peak_tflops, bandwidth_gbps=bandwidth_gbps)
@@ -405,6 +408,7 @@ class TrainTime:
     model_flops: float
     flops: float  # executed FLOPs, incl. recompute
     seconds: float
+    seq_len_source: str = ""  # where seq_len came from: given, or the model's pretraining length
 
     @property
     def days(self) -> float:
@@ -444,6 +448,8 @@ class TrainTime:
         from gpukit.units import fmt_seconds
 
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
+        if self.seq_len and self.seq_len_source:
+            seq += f" ({self.seq_len_source})"
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
                 f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
                 f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
@@ -462,18 +468,31 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     recompute, HFU with it, as Narayanan's X/peak); else a calibration `profile`: its measured matmul
     TFLOP/s for `dtype` x `efficiency` (default 1.0, an upper bound: every FLOP at measured matmul
     speed); else DEFAULT_MFU = 0.40 (assumed: Llama 3 reports 38-43 % BF16 MFU on H100, Dubey et al.
-    2024 table 4; PaLM 46 %). seq_len defaults to model.max_seq.
+    2024 table 4; PaLM 46 %). seq_len defaults to model.train_seq_len, the pretraining sequence
+    length, not the context window max_seq (Llama 3.1: pretrained at 8192, window 131072); the
+    result's seq_len_source says which was used.
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
+    gpu = as_gpu(gpu)  # a catalog name ('h100-sxm') or a catalog.GPU
+    if isinstance(model, str):
+        model = as_model(model)
     if mfu is not None and profile is not None:
         raise ValueError("give mfu or profile, not both")
     if isinstance(model, ModelSpec):
-        seq_len = seq_len or model.max_seq
+        if seq_len is None:
+            seq_len = model.train_seq_len
+            seq_source = (f"{model.name}'s pretraining sequence length, train_seq_len; context window "
+                          f"max_seq {model.max_seq}")
+        else:
+            seq_source = "given"
         fpt = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings,
                               recompute=recompute)
     else:
-        seq_len = None
+        if seq_len is not None:  # it would be ignored without a word: the 6N/8N count has no attention term
+            raise ValueError("seq_len needs a model (the attention FLOPs need its layers and width); with "
+                             "n_params alone there is no attention term")
+        seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
@@ -505,7 +524,8 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         raise ValueError(f"n_gpus is too large for a meaningful time, got {n_gpus}")
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
-                     utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds)
+                     utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds,
+                     seq_len_source=seq_source)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -513,7 +533,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
 # ---------------------------------------------------------------------------------------------------
 def _rate_flops(gpu: str, mfu: float, dtype: str = "bf16") -> float:
     """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU)."""
-    return get_gpu(gpu).peak_tflops(dtype) * 1e12 * require_positive("mfu", mfu)
+    return as_gpu(gpu).peak_tflops(dtype) * 1e12 * require_positive("mfu", mfu)
 
 
 def tokens_for_time(seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1,

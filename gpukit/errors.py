@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import math
 from collections.abc import Iterable
@@ -80,3 +81,60 @@ def did_you_mean(kind: str, name: str, known: Iterable[str]) -> ValueError:
     if hint:
         return ValueError(f"unknown {kind} {name!r}; did you mean {', '.join(hint)}? (`gpukit {kind}s` lists all)")
     return ValueError(f"unknown {kind} {name!r}; known: {', '.join(known)}")
+
+
+# The longest wall-clock limit a run accepts: one week. Beyond it, timedelta overflows (1e300 s) or
+# the C++ side of torch.distributed wraps its millisecond count and reports a false timeout (1e10 s).
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+def require_timeout(name: str, value) -> float:
+    """A timeout in seconds: finite, > 0 and at most MAX_TIMEOUT_S (one week); ValueError naming `name`."""
+    x = require_positive(name, value)
+    if x > MAX_TIMEOUT_S:
+        raise ValueError(f"{name} must be at most {MAX_TIMEOUT_S:g} s (one week), got {value!r}")
+    return x
+
+
+def _arg_type(check):
+    """An argparse type from a checker that raises ValueError (the message becomes argparse's)."""
+    def convert(text):
+        try:
+            return check(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = check.__name__
+    return convert
+
+
+def _timeout(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"expected seconds (a number), got {text!r}") from None
+    return require_timeout("seconds", v)
+
+
+def _count(text, lo: int):
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError(f"expected an integer >= {lo}, got {text!r}") from None
+    if v < lo:
+        raise ValueError(f"expected an integer >= {lo}, got {text!r}")
+    if v > 10**9:  # a count this large is a typo; it would run for years or exhaust memory
+        raise ValueError(f"expected an integer at most 1e9, got {text!r}")
+    return v
+
+
+def _finite(text):
+    return require_positive("value", text, allow_zero=True)
+
+
+# argparse types shared by the subcommands: seconds (finite, > 0, at most a week), counts >= 1 or
+# >= 0, a finite number >= 0. A bad value exits 2 with argparse's one line naming the flag.
+timeout_arg = _arg_type(_timeout)
+positive_int_arg = _arg_type(lambda t: _count(t, 1))
+nonnegative_int_arg = _arg_type(lambda t: _count(t, 0))
+nonnegative_float_arg = _arg_type(_finite)
+positive_float_arg = _arg_type(lambda t: require_positive("value", t))

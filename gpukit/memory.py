@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from gpukit.catalog import as_gpu, as_model
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.quant import (
     LORA_TARGETS,
@@ -97,7 +98,7 @@ class TrainSetup:
     grad_accum: int = 1
     recompute: str = "none"
     attention: str = "flash"
-    dropout: bool = True
+    dropout: bool | None = None  # None: the model's own recipe (ModelSpec.dropout; Llama, Mistral: none)
     offload: str = "none"
     finetune: str = "full"
     lora_rank: int = 8  # PEFT's LoraConfig default
@@ -118,7 +119,7 @@ class TrainSetup:
         for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch"):
             object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
         for name in ("sp", "dropout", "inference"):
-            if not isinstance(getattr(self, name), bool):
+            if not isinstance(getattr(self, name), bool) and not (name == "dropout" and self.dropout is None):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.finetune == "qlora":
             if self.precision == "fp32":
@@ -175,6 +176,12 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
     return 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
 
 
+def uses_dropout(model: ModelSpec, setup: TrainSetup) -> bool:
+    """Dropout masks are stored: setup.dropout if given, else the model row's `dropout` (data/models.csv:
+    Llama, Mistral, Qwen, Falcon train without dropout, GPT-2/OPT/Megatron with 0.1)."""
+    return model.dropout if setup.dropout is None else setup.dropout
+
+
 def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
     """Bytes one transformer layer keeps for its backward pass, per GPU, for one micro-batch.
 
@@ -193,12 +200,13 @@ def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str |
     stores the SP-sharded input). attention="flash" replaces the score terms by a 4asb logsumexp.
     """
     recompute = recompute or setup.recompute
+    model = as_model(model)  # a catalog name or a ModelSpec
     s, b, h = setup.seq_len, setup.micro_batch, model.hidden
     q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
     t = setup.tp
     sp_div = t if setup.sp else 1
     e = dtype_bytes(setup.compute_dtype)
-    m = 1 if setup.dropout else 0  # dropout masks are 1 byte per element (Table 2)
+    m = 1 if uses_dropout(model, setup) else 0  # dropout masks are 1 byte per element (Table 2)
     if recompute == "full":
         return e * s * b * h / sp_div
     # Not split by TP (split by SP): two norm inputs, the QKV and MLP-input linear inputs, two masks.
@@ -295,7 +303,7 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     act = layers * layer_activation_bytes(model, setup) * in_flight
     if setup.recompute == "full":  # the layer being recomputed holds its full activations
         act += layer_activation_bytes(model, setup, recompute="none")
-    if stage in ("only", "first") and setup.dropout:  # dropout mask after the embeddings, sec. 4.3
+    if stage in ("only", "first") and uses_dropout(model, setup):  # mask after the embeddings, sec. 4.3
         act += s * b * model.hidden / sp_div * in_flight
     if holds_head:  # final-norm input and LM-head input, Korthikanti sec. 4.3 (4sbh/t); encoders: an MLM head
         act += 2 * ce * s * b * model.hidden / sp_div
@@ -390,6 +398,7 @@ class MemoryBreakdown:
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",
+                 *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
                  f"{'component':<14}{'GiB':>10}{'share':>8}"]
         tot = self.total_bytes or 1
         for c, v in self.items():
@@ -406,8 +415,19 @@ class MemoryBreakdown:
         return "\n".join(lines)
 
 
+def _pipeline_line(s: TrainSetup) -> str:
+    """What the first pipeline stage holds, said in the output (1F1B: min(pp, grad_accum) micro-batches in
+    flight, Korthikanti et al. 2022 sec. 4.2.3; bubble (p-1)/(m+p-1), Narayanan et al. 2021 sec. 2.2)."""
+    line = f"pipeline: the first stage holds min(pp, grad_accum) = {min(s.pp, s.grad_accum)} micro-batches in flight"
+    if s.grad_accum < s.pp:
+        line += (f" (grad_accum {s.grad_accum} < pp {s.pp}: the pipeline bubble is "
+                 f"{(s.pp - 1) / (s.grad_accum + s.pp - 1):.0%} of a step)")
+    return line
+
+
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     """ValueError when the parallel layout does not fit the model's shape."""
+    model = as_model(model)
     if model.n_heads % setup.tp:
         raise ValueError(f"tp must divide n_heads {model.n_heads}, got {setup.tp}")
     if model.n_kv_heads % setup.tp and setup.tp % model.n_kv_heads:
@@ -425,6 +445,7 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
     """
     if not isinstance(setup, TrainSetup):
         raise ValueError(f"setup must be a TrainSetup, got {type(setup).__name__}")
+    model, gpu = as_model(model, optional=True), as_gpu(gpu, optional=True)  # catalog names accepted
     if (model is None) == (n_params is None):
         raise ValueError("pass either model or n_params (exactly one)")
     try:  # sizes beyond float range (e.g. micro_batch 1e400) overflow: a ValueError, not OverflowError
@@ -485,15 +506,24 @@ def _largest(ok, limit: int) -> int:
 
 
 def max_micro_batch(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, limit: int = 1 << 16) -> int:
-    """Largest micro_batch (inference: batch) that fits on `gpu`; 0 if even 1 does not (binary search)."""
+    """Largest micro_batch (inference: batch) that fits on `gpu`; 0 if even 1 does not (binary search).
+    A result equal to `limit` means "at least limit" (the search stopped there). A bare n_params has
+    no activations or KV cache, so every batch would "fit": that is a ValueError, not an answer."""
+    limit = require_positive_int("limit", limit)
+    if model is None:
+        raise ValueError("max_micro_batch needs the model's shape: with n_params only, activations and KV cache "
+                         "are not modelled and every batch size would fit (CLI: --model or --layers/--hidden/--heads)")
     field = "batch" if setup.inference else "micro_batch"
     return _largest(lambda n: fits(model, replace(setup, **{field: n}), gpu, n_params=n_params), limit)
 
 
-def max_seq_len(model: ModelSpec, setup: TrainSetup, gpu, *, limit: int = 1 << 22) -> int:
-    """Largest seq_len (tokens) that fits on `gpu`; 0 if even 1 does not (binary search)."""
+def max_seq_len(model: ModelSpec, setup: TrainSetup, gpu, *, limit: int | None = None) -> int:
+    """Largest seq_len (tokens) that fits on `gpu`, at most `limit` (default: the model's context
+    window max_seq, beyond which it has no positions or was never trained); 0 if even 1 does not."""
     if model is None:
         raise ValueError("max_seq_len needs the model's shape (activations depend on it), not only n_params")
+    model, gpu = as_model(model), as_gpu(gpu)
+    limit = model.max_seq if limit is None else require_positive_int("limit", limit)
     return _largest(lambda n: fits(model, replace(setup, seq_len=n), gpu), limit)
 
 
@@ -542,6 +572,7 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
     """Fewest GPUs that fit: for training, the smallest dp per ZeRO stage (tp, pp kept from setup);
     for inference, the smallest power-of-two tp that the model's heads allow."""
     require_positive_int("max_gpus", max_gpus)
+    model, gpu = as_model(model, optional=True), as_gpu(gpu)
     options = []
 
     def total(s):

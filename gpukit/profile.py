@@ -17,10 +17,9 @@ the Hockney model of gpukit.comm). Errors name the file and the key.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-
-from gpukit.errors import require_positive
 
 PROFILE_VERSION = 1
 
@@ -85,14 +84,21 @@ class Profile:
                 "env": dict(self.env)}
 
 
-def _positive(src: str, key: str, value, allow_zero: bool = False) -> float:
-    """A profile number: finite and > 0 (>= 0), JSON numbers only ("1.5" in quotes is refused)."""
-    try:
-        if isinstance(value, str):
-            raise ValueError(value)
-        return require_positive(key, value, allow_zero=allow_zero)
-    except ValueError:
-        raise ValueError(f"{src}: {key} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}") from None
+# Sane ranges of measured values: (lowest, highest). A value outside is a broken or hand-edited file
+# (beta 1e-300 GB/s would make every predicted time astronomically long without a word). Generous:
+# from a slow CPU (1 MFLOP/s, 1 kB/s) to 100x today's fastest GPU or link.
+SANE = {"matmul_tflops": (1e-6, 1e5), "memory_bandwidth_gbps": (1e-6, 1e5), "beta_gbps": (1e-6, 1e5),
+        "alpha_us": (0.0, 1e7)}
+
+
+def _positive(src: str, key: str, value, kind: str | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{src}: {key} must be a finite number > 0, got {value!r}")
+    if kind is not None:
+        lo, hi = SANE[kind]
+        if not lo <= value <= hi:
+            raise ValueError(f"{src}: {key} must be in [{lo:g}, {hi:g}] (a sane measured value), got {value!r}")
+    return float(value)
 
 
 def _mapping(src: str, data: dict, key: str) -> dict:
@@ -118,9 +124,9 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
     mm = _mapping(source, data, "matmul_tflops")
     if not mm:
         raise ValueError(f"{source}: matmul_tflops is empty (needs at least one dtype, e.g. fp32)")
-    matmul = tuple((str(k), _positive(source, f"matmul_tflops[{k!r}]", v)) for k, v in mm.items())
+    matmul = tuple((str(k), _positive(source, f"matmul_tflops[{k!r}]", v, "matmul_tflops")) for k, v in mm.items())
     bw = _mapping(source, data, "memory_bandwidth_gbps")
-    bandwidth = tuple((str(k), _positive(source, f"memory_bandwidth_gbps[{k!r}]", v)) for k, v in bw.items())
+    bandwidth = tuple((str(k), _positive(source, f"memory_bandwidth_gbps[{k!r}]", v, "memory_bandwidth_gbps")) for k, v in bw.items())
     links = []
     for name, fit in _mapping(source, data, "links").items():
         if not isinstance(fit, dict):
@@ -128,14 +134,22 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
         for k in ("alpha_us", "beta_gbps"):
             if k not in fit:
                 raise ValueError(f"{source}: links[{name!r}] is missing key {k!r}")
-        alpha = _positive(source, f"links[{name!r}].alpha_us", fit["alpha_us"], allow_zero=True)
-        links.append((str(name), LinkFit(alpha, _positive(source, f"links[{name!r}].beta_gbps", fit["beta_gbps"]))))
+        alpha = fit["alpha_us"]
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"{source}: links[{name!r}].alpha_us must be a finite number >= 0, got {alpha!r}")
+        if alpha > SANE["alpha_us"][1]:
+            raise ValueError(f"{source}: links[{name!r}].alpha_us must be at most {SANE['alpha_us'][1]:g} "
+                             f"(a sane measured value), got {alpha!r}")
+        links.append((str(name), LinkFit(float(alpha), _positive(source, f"links[{name!r}].beta_gbps",
+                                                                 fit["beta_gbps"], "beta_gbps"))))
     return Profile(version=PROFILE_VERSION, device=dict(device), matmul=matmul, memory_bandwidth=bandwidth,
                    links=tuple(links), env=dict(env), source=source)
 
 
 def load_profile(path) -> Profile:
     """Read and validate the calibration profile at `path` (JSON, contract in the module docstring)."""
+    if path is None or not str(path).strip():  # '' would be the current folder, or silently "no profile"
+        raise ValueError("profile path is empty: give a profile file (gpukit calibrate writes one), or no --profile")
     p = Path(path)
     if not p.exists():
         raise ValueError(f"profile file {p} not found")

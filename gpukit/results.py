@@ -54,7 +54,7 @@ def dumps(payload, indent: int | None = 2) -> str:
 def fmt_cell(v) -> str:
     """A table cell: floats with 4 significant digits (1 decimal from 1000 up), nan/None as n/a."""
     if isinstance(v, float):
-        if v != v:
+        if v != v or v in (float("inf"), float("-inf")):  # never "inf GB/s": no rate when nothing took time
             return "n/a"
         return f"{v:.1f}" if abs(v) >= 1000 else f"{v:.4g}"
     return "n/a" if v is None else str(v)

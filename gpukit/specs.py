@@ -1,6 +1,7 @@
 """Model shapes (ModelSpec) and their exact parameter counts.
 
-Vocabulary (STYLE.md): n_layers, hidden, n_heads, n_kv_heads, ffn_hidden, vocab, max_seq.
+Vocabulary (STYLE.md): n_layers, hidden, n_heads, n_kv_heads, ffn_hidden, vocab, max_seq (context
+window), train_seq_len (pretraining sequence length), dropout.
 Parameter count per layer follows the Megatron GPT layer (Narayanan et al. 2021, sec. 3; Llama
 layout in Touvron et al. 2023): attention q,o (h x h) plus k,v (h x kv_heads*head_dim), an MLP of
 two (gelu) or three (swiglu) h x ffn matrices, and two norms; plus embeddings, learned positions,
@@ -39,6 +40,10 @@ class ModelSpec:
     arch: str = "decoder"
     head_dim: int | None = None  # None -> hidden / n_heads
     published_params: int | None = field(default=None, compare=False)
+    # Sequence length of pretraining (None -> max_seq): what training FLOPs and memory default to.
+    # The context window (max_seq) can be much longer (Llama 3.1: 131072, pretrained at 8192).
+    train_seq_len: int | None = None
+    dropout: bool = True  # the architecture's training recipe applies dropout (Llama, Mistral: no)
 
     def __post_init__(self):
         for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):  # 2.0 -> 2: range() needs ints
@@ -66,6 +71,25 @@ class ModelSpec:
                 ffn = 256 * -(-(8 * self.hidden // 3) // 256)  # integer math: no float overflow
             object.__setattr__(self, "ffn_hidden", ffn)
         object.__setattr__(self, "ffn_hidden", require_positive_int("ffn_hidden", self.ffn_hidden))
+        if self.train_seq_len is None:
+            object.__setattr__(self, "train_seq_len", self.max_seq)
+        object.__setattr__(self, "train_seq_len", require_positive_int("train_seq_len", self.train_seq_len))
+        if self.train_seq_len > self.max_seq:
+            raise ValueError(f"train_seq_len must be <= max_seq {self.max_seq}, got {self.train_seq_len}")
+        if not isinstance(self.dropout, bool):
+            raise ValueError(f"dropout must be True or False, got {self.dropout!r}")
+
+    def window_note(self, seq_len: int, flag: str = "seq_len") -> str | None:
+        """None when `seq_len` fits the context window max_seq. Beyond it: a ValueError for learned
+        positions (the position table has max_seq rows: longer sequences cannot be encoded), a note
+        for RoPE (computable, but beyond what the model was trained or extended to)."""
+        if seq_len <= self.max_seq:
+            return None
+        if self.position == "learned":
+            raise ValueError(f"{flag} must be at most {self.name}'s context window {self.max_seq} (learned "
+                             f"positions: no position beyond it), got {seq_len}")
+        return (f"{flag} {seq_len} is beyond {self.name}'s context window {self.max_seq}: the numbers are "
+                "computed, but the model was never trained at that length")
 
     # ---- parameter counts (elements) ----
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpukit import memory as mem
+from gpukit.catalog import as_gpu, as_model
 from gpukit.errors import require_choice
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
@@ -71,6 +72,7 @@ def trick_stack(model: ModelSpec, gpu=None, *, micro_batch: int = 1, seq_len: in
     recompute, optimizer, finetune (lora | qlora), offload ('optimizer': ZeRO-Offload, Ren et al.
     2021, which on one GPU is ZeRO stage 1 with dp = 1). Each row: gpukit.memory.estimate_memory."""
     require_choice("offload", offload, ("none", "optimizer"))
+    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names accepted
     setup = mem.TrainSetup(precision="fp32", optimizer="adamw", micro_batch=micro_batch, seq_len=seq_len)
     rows = [("baseline: fp32 AdamW, full", setup)]
     steps = (

@@ -113,11 +113,20 @@ _BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**1
 _BARE_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
+def _no_comma(text, name: str) -> None:
+    """A comma in one number is an error: '1,5B' is 1.5B in much of Europe and 15B to a parser that drops
+    it, '1,500' is either. Say so rather than guess (a list of values is split before this is called)."""
+    if "," in str(text):
+        raise ValueError(f"{name} must use a decimal point and no commas (1.5B, 1_500_000), got {text!r}")
+
+
 def parse_count(text, name: str = "count") -> float:
-    """'2e12', '2T', '300B', '1.5M', '10k', '2_000' -> a finite float > 0 (K=1e3, M=1e6, B=G=1e9, T=1e12)."""
+    """'2e12', '2T', '300B', '1.5M', '10k', '2_000' -> a finite float > 0 (K=1e3, M=1e6, B=G=1e9, T=1e12).
+    A comma is an error (decimal comma or thousands separator: ambiguous)."""
     import re
 
-    s = str(text).strip().replace("_", "").replace(",", "")
+    _no_comma(text, name)
+    s = str(text).strip().replace("_", "")
     m = re.fullmatch(_NUMBER + r"\s*([kKmMbBgGtT]?)", s)
     if not m:
         raise ValueError(f"{name} must be a count like 2e12, 2T, 300B, 1.5M or 10K, got {text!r}")
@@ -133,6 +142,7 @@ def parse_bytes(text, name: str = "size", *, bare_binary: bool = False) -> int:
     (nccl-tests' -b/-e convention: 64K = 65536)."""
     import re
 
+    _no_comma(text, name)
     s = str(text).strip().replace("_", "")
     m = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", s)
     unit = m.group(2).upper() if m else None

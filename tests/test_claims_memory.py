@@ -23,14 +23,9 @@ def test_registered_under_memory_in_notebook_order():
     assert list(table.columns) == ["key", "claim", "claimed", "computed", "verdict"] and len(table) == 5
 
 
-def test_quotes_are_verbatim_from_the_articles():
-    from pathlib import Path
-
+def test_quotes_are_verbatim_from_the_articles(seeds):
     from gpukit.audits.claims import ARTICLES
 
-    seeds = Path("/work/shared/seeds")
-    if not seeds.exists():
-        pytest.skip("seed articles not on this machine")
     for c in cm.memory_claims():
         text = (seeds / ARTICLES[c.article][1]).read_text(encoding="utf-8")
         for part in c.quote.replace("Q: ", "").split(" ... "):

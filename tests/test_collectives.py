@@ -115,6 +115,7 @@ def test_fit_and_holdout_reports_a_bad_prediction():
 # ---------------------------------------------------------------- real 2-rank runs
 
 
+@pytest.mark.slow  # spawns ranks
 def test_two_concurrent_spawn_runs_work_and_clean_up(tmp_path):
     """all_reduce and all_gather at the same time: separate stores, no port clash, no child left."""
     out, errors = {}, []
@@ -146,12 +147,14 @@ def test_two_concurrent_spawn_runs_work_and_clean_up(tmp_path):
     assert multiprocessing.active_children() == [] and _children() == []
 
 
+@pytest.mark.slow  # spawns ranks
 def test_send_recv_runs():
     res = col.run_collectives("send_recv", 2, "64K", repeats=2, timeout_s=60, bare_check=False)
     _assert_rows(res, "send_recv")
     assert res.rows[0]["impl"] == "isend(rank+1)/irecv(rank-1)" and _children() == []
 
 
+@pytest.mark.slow  # spawns ranks
 def test_timeout_kills_the_ranks():
     # rank 1 sleeps 120 s before its first all_reduce: rank 0 waits, the launcher must give up
     cfg = {"mode": "article", "n_calls": 1, "skew_s": 120.0, "backend": "gloo", "device": "cpu", "threads": 1,
@@ -161,6 +164,7 @@ def test_timeout_kills_the_ranks():
     assert multiprocessing.active_children() == [] and _children() == []
 
 
+@pytest.mark.slow  # spawns ranks
 def test_article_snippet_against_the_honest_method():
     a = col.article_latency_snippet(2, n_calls=5, timeout_s=60)
     assert len(a["article_calls_us"]) == 2 and all(len(c) == 5 for c in a["article_calls_us"])
@@ -170,6 +174,7 @@ def test_article_snippet_against_the_honest_method():
     assert len(a["what_it_gets_wrong"]) == 4 and a["env"]["world_size"] == 2
 
 
+@pytest.mark.slow  # spawns ranks
 def test_torchrun_writes_the_contract_json(tmp_path):
     """The netlab contract: torchrun, env:// rendezvous, rank 0 writes {"env", "rows"} (reduce_scatter:
     the op whose input is the whole buffer and output one chunk)."""
@@ -195,6 +200,7 @@ def test_cli_collectives_bad_op_exits_2(capsys):
     assert "op must be one of" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # spawns ranks
 def test_ddp_with_fp16_compress_hook_on_gloo():
     from gpukit.bench.ddp import run_ddp
 

@@ -249,7 +249,7 @@ def test_cli_comm_uses_profile_links(catalog_dir, capsys, tmp_path):
 
 @pytest.mark.parametrize("argv,msg", [
     (["--link", "nvlnk4"], "did you mean nvlink4"), (["--ranks", "0"], "--ranks"), (["--bytes", "12M"], "--bytes"),
-    (["--ranks", "12", "--ranks-per-node", "8", "--inter-link", "ib-ndr"], "multiple of --ranks-per-node"),
+    (["--ranks", "12", "--ranks-per-node", "8", "--inter-link", "ib-ndr"], "multiple of --gpus-per-node"),
     (["--ranks-per-node", "8"], "go together"), (["--op", "all_gather", "--ranks-per-node", "4",
                                                   "--inter-link", "ib-ndr"], "all_reduce"),
     (["--op", "all_to_all", "--algorithm", "tree"], "tree"), (["--op", "allreduce"], "--op")])

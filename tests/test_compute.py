@@ -295,9 +295,10 @@ def catalog_dir(tmp_path, monkeypatch):
         "name,kind,scope,bandwidth_gbps,latency_us,source,source_url,accessed\n"
         f"nvlink3,nvlink,intra-node,300,3,{prov}\n")
     (tmp_path / "models.csv").write_text(
-        "name,n_layers,hidden,n_heads,n_kv_heads,ffn_hidden,vocab,max_seq,tied_embeddings,mlp,norm,position,"
-        "bias,arch,published_params,source,source_url,accessed\n"
-        f"gpt3-175b,96,12288,96,96,49152,50257,2048,true,gelu,layernorm,learned,true,decoder,175000000000,{prov}\n")
+        "name,n_layers,hidden,n_heads,n_kv_heads,ffn_hidden,vocab,max_seq,train_seq_len,tied_embeddings,mlp,norm,"
+        "position,bias,arch,dropout,published_params,source,source_url,accessed,train_source\n"
+        f"gpt3-175b,96,12288,96,96,49152,50257,2048,2048,true,gelu,layernorm,learned,true,decoder,true,175000000000,"
+        f"{prov},Brown et al. 2020 sec. 2.1\n")
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     return tmp_path
 

@@ -27,6 +27,8 @@ from helpers import live_children, tcp_listeners
 
 from gpukit.cli import main
 
+pytestmark = pytest.mark.slow  # every test here spawns ranks and kills them (make test-quick skips them)
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 ENV = {**os.environ, "TQDM_DISABLE": "1"}

@@ -296,7 +296,7 @@ def test_max_micro_batch_for_inference_varies_batch():
 def test_max_seq_len_is_the_edge():
     g = gpu(24)
     setup = TrainSetup(finetune="qlora", recompute="full")
-    n = mem.max_seq_len(LLAMA7, setup, g)
+    n = mem.max_seq_len(LLAMA7, setup, g, limit=1 << 22)  # beyond the context window: the memory edge
     assert n > 1024
     assert mem.fits(LLAMA7, replace(setup, seq_len=n), g) and not mem.fits(LLAMA7, replace(setup, seq_len=n + 1), g)
 

@@ -59,12 +59,18 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     """
     from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
     from gpukit.bench.timing import resolve_device
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int, require_timeout
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     n_calls = require_positive_int("n_calls", n_calls)
     skew_ms = require_positive("skew_ms", skew_ms, allow_zero=True)
-    timeout_s = require_positive("timeout_s", timeout_s)
+    timeout_s = require_timeout("timeout_s", timeout_s)
+    # A skew beyond the timeout is a legitimate fault to inject (the run then times out); one beyond a
+    # week is a typo that overflowed time.sleep inside a rank (1e300 ms)
+    from gpukit.errors import MAX_TIMEOUT_S
+
+    if skew_ms / 1e3 > MAX_TIMEOUT_S:
+        raise ValueError(f"skew_ms must be at most {MAX_TIMEOUT_S * 1e3:g} ms (one week), got {skew_ms:g}")
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)

@@ -55,7 +55,9 @@ def _plan(device: str, quick: bool) -> dict:
 def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLike | None = None,
               threads: int | None = None, n_ranks: int = 2, timeout_s: float = 900,
               progress_bar: bool | None = None, write: bool = True) -> dict:
-    """Measure, fit and write the profile; returns it with 'path' and 'elapsed_s' added.
+    """Measure, fit and write the profile; returns it with 'path' and 'elapsed_s' added. The output
+    file's folder is checked before measuring; an existing profile there is kept as `<name>.bak`
+    ('replaced' in the result says so).
 
     device: cpu | cuda | auto. On CUDA with >= 2 GPUs an NCCL all_reduce link ('local-nccl') is
     fitted as well. ValueError for cuda without CUDA; TimeoutError past `timeout_s`.
@@ -65,14 +67,18 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
     from gpukit.bench.matmul import gpu_key_for, matmul_bench
     from gpukit.bench.membw import memory_bandwidth
     from gpukit.bench.timing import Deadline, progress, resolve_device
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive_int, require_timeout
 
     t0 = time.monotonic()
-    timeout_s = require_positive("timeout_s", timeout_s)  # checked before minutes of measuring
+    timeout_s = require_timeout("timeout_s", timeout_s)  # checked before minutes of measuring
     n_ranks = require_positive_int("n_ranks", n_ranks)
     if threads is not None:
         threads = require_positive_int("threads", threads)
     device = resolve_device(device)
+    if write:  # checked before minutes of measuring, not after
+        from gpukit.bench.results import check_writable
+
+        check_writable(Path(out) if out else default_profile_path(), "--out")
     plan = _plan(device, quick)
     deadline = Deadline(timeout_s, "calibration")
     links_to_fit = [(LOOPBACK_LINK, "cpu", "gloo", n_ranks)]
@@ -113,11 +119,28 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
                "created": utc_now(), "quick": quick}
     profile["elapsed_s"] = round(time.monotonic() - t0, 2)
     if write:
-        from gpukit.bench.results import write_json
+        write_profile(profile, out)
+    return profile
 
-        path = Path(out) if out else default_profile_path()
+
+def write_profile(profile: dict, out: str | os.PathLike | None = None) -> dict:
+    """Write `profile` to `out` (default: default_profile_path()) and set profile['path']. An existing
+    file is never replaced without a word: it is kept as `<name>.bak` and profile['replaced'] names it;
+    if the new write fails, the previous profile is put back."""
+    from gpukit.bench.results import write_json
+
+    path = Path(out) if out else default_profile_path()
+    if path.is_file():
+        backup = path.with_name(path.name + ".bak")
+        os.replace(path, backup)
+        profile["replaced"] = str(backup)
+    try:
         write_json(profile, path)
-        profile["path"] = str(path)
+    except BaseException:
+        if profile.get("replaced"):  # the new one failed: put the previous one back
+            os.replace(profile.pop("replaced"), path)
+        raise
+    profile["path"] = str(path)
     return profile
 
 

@@ -34,7 +34,12 @@ from gpukit.bench.article import (
 )
 from gpukit.bench.results import BenchResult, write_json
 from gpukit.bench.timing import is_out_of_memory, oom_line, percentile, resolve_device
-from gpukit.units import parse_size, parse_sizes  # noqa: F401 (parse_size: the worker's public API)
+from gpukit.errors import nonnegative_int_arg, positive_int_arg, timeout_arg
+from gpukit.units import (  # noqa: F401 (parse_size: the worker's public API)
+    parse_bytes,
+    parse_size,
+    parse_sizes,
+)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffer split in n chunks
@@ -75,11 +80,11 @@ def _check(op: str, backend: str, device: str, dtype: str) -> None:
 def _check_counts(iters, warmup, repeats, timeout_s, threads):
     """Validated (iters, warmup, repeats, timeout_s, threads): iters/threads None or >= 1, warmup >= 0,
     repeats >= 1, timeout_s finite > 0 (0 repeats or iters would divide by zero inside the ranks)."""
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive_int, require_timeout
 
     return (None if iters is None else require_positive_int("iters", iters),
             require_positive_int("warmup", warmup, allow_zero=True), require_positive_int("repeats", repeats),
-            require_positive("timeout_s", timeout_s),
+            require_timeout("timeout_s", timeout_s),
             None if threads is None else require_positive_int("threads", threads))
 
 
@@ -552,15 +557,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared with `gpukit bench collectives`."""
     p.add_argument("--op", default="all_reduce", help=f"one of {', '.join(OPS)}")
     p.add_argument("--sizes", default="1K,64K,1M,16M", help="bytes, K/M/G binary (nccl-tests), comma-separated")
-    p.add_argument("--iters", type=int, default=None, help="calls per timed repeat (default: ~50 ms per repeat)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed calls per size")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats; the median is reported")
+    p.add_argument("--iters", type=positive_int_arg, default=None, help="calls per timed repeat (default: ~50 ms per repeat)")
+    p.add_argument("--warmup", type=nonnegative_int_arg, default=3, help="untimed calls per size")
+    p.add_argument("--repeats", type=positive_int_arg, default=5, help="timed repeats; the median is reported")
     p.add_argument("--dtype", default="fp32", help=f"one of {', '.join(DTYPES)}")
     p.add_argument("--backend", default="auto", help="auto (nccl on cuda, gloo on cpu), gloo, nccl")
     p.add_argument("--device", default="auto", help="cpu, cuda, auto")
-    p.add_argument("--threads", type=int, default=None, help="torch threads per rank (torchrun sets 1)")
-    p.add_argument("--timeout", type=float, default=300, help="seconds before the run is abandoned")
-    p.add_argument("--ranks", type=int, default=2, help="local ranks to spawn when not under torchrun")
+    p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads per rank (torchrun sets 1)")
+    p.add_argument("--timeout", type=timeout_arg, default=300, help="seconds before the run is abandoned")
+    p.add_argument("--ranks", type=positive_int_arg, default=2, help="local ranks to spawn when not under torchrun")
     p.add_argument("--no-bare-check", dest="bare_check", action="store_false",
                    help="skip the bare-loop comparison (harness overhead check)")
 
@@ -608,6 +613,10 @@ def _report(result: BenchResult, args) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.out is not None:  # checked before the sweep, not after it
+            from gpukit.bench.results import check_writable
+
+            check_writable(args.out, "--out")
         if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
             return _torchrun_main(args)
         result = run_collectives(args.op, args.ranks, args.sizes, iters=args.iters, warmup=args.warmup,

@@ -91,7 +91,7 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             timeout_s: float = 300) -> BenchResult:
     """Spawn `n_ranks` ranks, train the reference GPT under DDP; step time with and without sync."""
     from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
-    from gpukit.errors import require_choice, require_positive, require_positive_int
+    from gpukit.errors import require_choice, require_positive_int, require_timeout
     from gpukit.memory_eager import reference_spec
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
@@ -99,7 +99,7 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
         require_positive_int(name, v)
     require_positive_int("warmup", warmup, allow_zero=True)
     require_choice("hook", hook, HOOKS)
-    require_positive("timeout_s", timeout_s)
+    require_timeout("timeout_s", timeout_s)
     if threads is not None:
         require_positive_int("threads", threads)
     # the shape is checked here (ModelSpec's one-line errors), not after the ranks have started

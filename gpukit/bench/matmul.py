@@ -161,11 +161,21 @@ def _precision(dtype: str):
     return ctx()
 
 
-def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), *, llm_shapes: bool = True,
+def _old_name(name: str, value, default, old: str, old_value):
+    """`value`, or `old_value` given under the parameter's old name (not both)."""
+    if old_value is None:
+        return value
+    if value != default:
+        raise ValueError(f"give {name} or its old name {old}, not both")
+    return old_value
+
+
+def matmul_bench(device: str = "cpu", dtypes=("fp32",), dims=(256, 512, 1024), *, llm_shapes: bool = True,
                  gpu: str | None = None, peak_tflops: float | None = None, threads: int | None = None,
                  warmup: int = 2, repeats: int = 7, min_repeat_s: float = 0.05, timeout_s: float = 300,
-                 progress_bar: bool | None = None) -> BenchResult:
-    """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak.
+                 progress_bar: bool | None = None, sizes=None) -> BenchResult:
+    """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak. `dims`:
+    square matrix dimensions N (`sizes=` is the old name, kept: sizes mean bytes elsewhere).
 
     Stops early (rows so far, summary 'timed_out') once `timeout_s` has passed. Out of memory at a
     shape: the sweep stops there, keeps the rows so far and summary 'out_of_memory' says "out of memory
@@ -173,19 +183,20 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
     """
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.timing import progress
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int, require_timeout
 
+    dims = _old_name("dims", dims, (256, 512, 1024), "sizes", sizes)
     if peak_tflops is not None:
         peak_tflops = require_positive("peak_tflops", peak_tflops)
     repeats = require_positive_int("repeats", repeats)
     warmup = require_positive_int("warmup", warmup, allow_zero=True)
-    timeout_s = require_positive("timeout_s", timeout_s)
+    timeout_s = require_timeout("timeout_s", timeout_s)
     min_repeat_s = require_positive("min_repeat_s", min_repeat_s)
     device = resolve_device(device)
     dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
     for d in dtypes:
         check_dtype(d, device)
-    shapes = matmul_shapes(sizes, llm_shapes)
+    shapes = matmul_shapes(dims, llm_shapes)
     deadline = Deadline(timeout_s, "matmul benchmark")
     rows, summary = [], {}
     jobs = [(d, s) for d in dtypes for s in shapes]
@@ -218,37 +229,48 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), sizes=(256, 512, 1024), 
             summary[f"best_tflops_{dtype}"] = max(summary.get(f"best_tflops_{dtype}", 0.0), tflops)
             summary[f"peak_{dtype}"] = peak_src if peak is None else f"{peak:g} TFLOPS ({peak_src})"
         env = env_stamp(device, threads=n_threads, float32_matmul_precision="highest (tf32 rows: high)")
+    if not rows and "timed_out" in summary:  # nothing measured is a failure, not an empty table
+        raise TimeoutError(f"matmul benchmark timed out after {deadline.elapsed():.1f} s before the first shape "
+                           f"finished (timeout {timeout_s:g} s; raise --timeout)")
     return BenchResult("matmul", tuple(rows), env, summary,
                        ("dtype", "shape", "time_us", "p10_us", "p90_us", "tflops", "peak_tflops", "achieved_frac"))
 
 
-def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, threads: int | None = None,
-                  min_run_time_s: float = 0.3, rounds: int = 3) -> dict:
+def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, threads: int | None = None,
+                  min_run_time_s: float = 0.3, rounds: int = 3, timeout_s: float | None = None,
+                  size: int | None = None) -> dict:
     """Our matmul TFLOPS vs torch.utils.benchmark.Timer on the same shape and thread count.
 
     Timer defaults to num_threads=1, so the same count is passed explicitly. The two timers
     alternate for `rounds` rounds (shared machines drift) and pool their samples. `ratio` compares
     medians (goal: within 5% of 1); `ratio_min` compares the fastest samples, which load from
-    other processes disturbs least.
+    other processes disturbs least. TimeoutError once `timeout_s` has passed (checked between
+    the timed segments; None: no limit).
     """
     import torch
     from torch.utils.benchmark import Timer
 
     from gpukit.bench.envinfo import env_stamp
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int, require_timeout
 
-    size = require_positive_int("size", size)
+    size = require_positive_int("dims", _old_name("dims", dims, 512, "size", size))  # N of N x N @ N x N
     rounds = require_positive_int("rounds", rounds)
     min_run_time_s = require_positive("min_run_time_s", min_run_time_s)
+    deadline = Deadline(None if timeout_s is None else require_timeout("timeout_s", timeout_s), "harness check")
     device = resolve_device(device)
     check_dtype(dtype, device)
     if dtype == "fp8":
         raise ValueError("harness_check supports fp32, tf32, bf16, fp16 (Timer runs torch.mm)")
     with torch_threads(threads) as n_threads, _precision(dtype):
         dt = getattr(torch, _TORCH_DTYPE[dtype])
-        a = torch.randn(size, size).to(device=device, dtype=dt)
-        b = torch.randn(size, size).to(device=device, dtype=dt)
-        out = torch.empty(size, size, device=device, dtype=dt)
+        try:
+            a = torch.randn(size, size).to(device=device, dtype=dt)
+            b = torch.randn(size, size).to(device=device, dtype=dt)
+            out = torch.empty(size, size, device=device, dtype=dt)
+        except (RuntimeError, MemoryError) as e:  # as matmul_bench: nothing measured is exit 2, one line
+            if not is_out_of_memory(e):
+                raise
+            raise ValueError(oom_line(f"{size} ({dtype}, three {size}x{size} matrices on {device})", e)) from None
         ours, theirs = [], []
         timer = Timer(stmt="torch.mm(a, b, out=out)", globals={"torch": torch, "a": a, "b": b, "out": out},
                       num_threads=n_threads)
@@ -257,8 +279,10 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", size: int = 512, *, 
             st = time_op(lambda: torch.mm(a, b, out=out), device=device, warmup=1, repeats=5,
                          min_repeat_s=per_round / 5)
             ours += [st.median_s, st.min_s]
+            deadline.check()
             m = timer.blocked_autorange(min_run_time=per_round)
             theirs += [m.median, min(m.times)]
+            deadline.check()
         env = env_stamp(device, threads=n_threads)
     flops = 2.0 * size ** 3
     med = lambda xs: percentile(xs[0::2], 50)  # noqa: E731 - medians sit at even positions

@@ -42,7 +42,7 @@ def memory_bandwidth(device: str = "cpu", size_mib: float = 64, *, threads: int 
 
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.timing import progress
-    from gpukit.errors import require_positive, require_positive_int
+    from gpukit.errors import require_positive, require_positive_int, require_timeout
 
     try:
         size_mib = require_positive("size_mib", size_mib)
@@ -50,7 +50,7 @@ def memory_bandwidth(device: str = "cpu", size_mib: float = 64, *, threads: int 
         raise ValueError(f"size_mib must be > 0 and finite, got {size_mib!r}") from None
     repeats = require_positive_int("repeats", repeats)
     warmup = require_positive_int("warmup", warmup, allow_zero=True)
-    timeout_s = require_positive("timeout_s", timeout_s)
+    timeout_s = require_timeout("timeout_s", timeout_s)
     min_repeat_s = require_positive("min_repeat_s", min_repeat_s)
     if size_mib * MiB >= 2**62:  # beyond what any allocator can be asked for (torch sizes are int64)
         raise ValueError(f"size_mib must be below {2**62 // MiB} MiB, got {size_mib!r}")

@@ -65,13 +65,46 @@ class BenchResult:
         return write_json(self.to_json_dict(), path)
 
 
+def check_writable(path: str | os.PathLike, name: str = "--out") -> Path:
+    """ValueError naming `name` unless a file can be written at `path`: called BEFORE a long run, so
+    that minutes of measurement are not lost to a typo in the folder or a read-only location."""
+    raw = str(path)
+    if not raw.strip():
+        raise ValueError(f"{name} is empty: give a file name")
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise ValueError(f"{name} {raw}: is a folder, not a file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{name} {raw}: the file is not writable")
+    folder = path.parent
+    while not folder.exists():  # write_text_atomic creates missing folders: the first existing one decides
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{name} {raw}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {raw}: cannot write in {folder} (permission denied)")
+    try:  # os.access says yes to root everywhere: try for real (a read-only mount, /proc)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".gpukit-probe-"):
+            pass
+    except OSError as e:
+        raise ValueError(f"{name} {raw}: cannot write in {folder} ({e.strerror or type(e).__name__})") from None
+    return path
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
+    """Write via a temporary file and rename, so a reader never sees half a file; the temporary file
+    is removed when the write fails (disk full, permission), so no `.tmp` is left behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -177,3 +177,34 @@ def progress(iterable, *, desc: str, total: int | None = None, disable: bool | N
 
     kw = {} if disable is None else {"disable": disable}  # pass nothing so TQDM_DISABLE applies
     return tqdm(iterable, desc=desc, total=total, leave=False, **kw)
+
+
+@contextmanager
+def wall_clock_limit(timeout_s: float | None, what: str = "run"):
+    """Raise TimeoutError in the main thread once `timeout_s` seconds have passed (SIGALRM; for
+    in-process work such as `validate memory` that has no sweep loop to check a Deadline). Outside
+    the main thread, or where SIGALRM does not exist, the block runs without a limit."""
+    import signal
+    import threading
+
+    if timeout_s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise TimeoutError(f"{what} timed out after {timeout_s:g} s (raise --timeout)")
+
+    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing alarm (a test's hang guard)
+    if 0 < outer_left <= timeout_s:  # it fires first anyway: leave it in charge
+        yield
+        return
+    start = time.monotonic()
+    old = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if outer_left > 0:  # re-arm the enclosing alarm with what it had left
+            signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer_left - (time.monotonic() - start)))

@@ -16,22 +16,29 @@ import functools
 import sys
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import (
+    nonnegative_float_arg,
+    nonnegative_int_arg,
+    positive_float_arg,
+    positive_int_arg,
+    timeout_arg,
+)
 
 
 def _int_list(text: str) -> list[int]:
     try:
         out = [int(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
+        raise ValueError(f"--dims/--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
     if not out or min(out) < 1:
-        raise ValueError(f"--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
+        raise ValueError(f"--dims/--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
     return out
 
 
 def _common(p, timeout: float) -> None:
     p.add_argument("--device", default="auto", help="cpu, cuda or auto (cuda if available)")
     p.add_argument("--out", help="also write the result to FILE (.json or .csv)")
-    p.add_argument("--timeout", type=float, default=timeout, help=f"seconds before giving up (default {timeout:g})")
+    p.add_argument("--timeout", type=timeout_arg, default=timeout, help=f"seconds before giving up (default {timeout:g})")
     add_json_flag(p)
 
 
@@ -39,8 +46,16 @@ def _guarded(handler):
     """Timeouts become one-line errors (exit 2), results are written to --out when asked."""
     @functools.wraps(handler)
     def run(args):
+        if getattr(args, "out", None) is not None:  # before the run: results are not lost to a bad path
+            from gpukit.bench.results import check_writable
+
+            check_writable(args.out, "--out")
         try:
             result = handler(args)
+            rows = getattr(result, "rows", None)
+            if rows is not None and not rows and "timed_out" in getattr(result, "summary", {}):
+                raise TimeoutError(f"timed out before anything was measured: {result.summary['timed_out']} "
+                                   "(raise --timeout)")
         except TimeoutError as e:
             raise ValueError(str(e)) from None
         except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
@@ -83,7 +98,7 @@ def _matmul(args):
                        timeout_s=args.timeout)
     if args.harness_check:
         h = harness_check(res.env["device"], args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
-                          max(_int_list(args.sizes)), threads=args.threads)
+                          max(_int_list(args.sizes)), threads=args.threads, timeout_s=args.timeout)
         res.summary["harness_ratio_vs_torch_timer"] = h["ratio"]
     return res
 
@@ -113,7 +128,7 @@ def _collectives(args):
 def _harness(args):
     from gpukit.bench.matmul import harness_check
 
-    h = harness_check(args.device, args.dtype, args.size, threads=args.threads)
+    h = harness_check(args.device, args.dtype, args.size, threads=args.threads, timeout_s=args.timeout)
     e = h["env"]
     return _Shown(h, f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
                      f"ours (gpukit.bench.timing)      {h['ours_tflops']:.4f} TFLOPS\n"
@@ -164,19 +179,21 @@ def register(subparsers) -> None:
     p = sub.add_parser("matmul", help="achieved TFLOPS (2mnk / median time) vs the catalog peak")
     _common(p, 300)
     p.add_argument("--dtype", nargs="+", default=["fp32"], help="fp32 tf32 bf16 fp16 fp8 (tf32/fp8: cuda)")
-    p.add_argument("--sizes", default="256,512,1024", help="square sizes; two LLM-like shapes are added")
+    p.add_argument("--dims", "--sizes", dest="sizes", default="256,512,1024",
+                   help="square matrix dimensions N (N x N @ N x N); two LLM-like shapes are added (old spelling "
+                        "--sizes: sizes are bytes elsewhere)")
     p.add_argument("--square-only", action="store_true", help="skip the LLM-like rectangular shapes")
     p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
-    p.add_argument("--peak-tflops", type=float, help="peak to compare with (e.g. a CPU's)")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's)")
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--peak-tflops", type=positive_float_arg, help="peak to compare with (e.g. a CPU's)")
+    p.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
+    p.add_argument("--repeats", type=positive_int_arg, default=7)
     p.add_argument("--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer")
     p.set_defaults(func=_matmul)
 
     p = sub.add_parser("memory", help="STREAM copy/triad bandwidth (decimal GB/s); h2d/d2h on cuda")
     _common(p, 120)
-    p.add_argument("--size-mib", type=float, default=64, help="MiB per array (>> last-level cache)")
-    p.add_argument("--threads", type=int)
+    p.add_argument("--size-mib", type=positive_float_arg, default=64, help="MiB per array (>> last-level cache)")
+    p.add_argument("--threads", type=positive_int_arg)
     p.add_argument("--gpu", help="catalog GPU for the HBM peak")
     p.set_defaults(func=_memory)
 
@@ -190,28 +207,29 @@ def register(subparsers) -> None:
     p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
     _common(p, 120)
     p.add_argument("--dtype", default="fp32")
-    p.add_argument("--size", type=int, default=512)
-    p.add_argument("--threads", type=int)
+    p.add_argument("--dims", "--size", dest="size", type=positive_int_arg, default=512,
+                   help="square matrix dimension N")
+    p.add_argument("--threads", type=positive_int_arg)
     p.set_defaults(func=_harness)
 
     p = sub.add_parser("article", help="the seed article's all-reduce latency loop vs the honest method")
     _common(p, 60)
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--calls", type=int, default=10)
-    p.add_argument("--skew-ms", type=float, default=0.0, help="delay ranks > 0 (a slow data loader)")
+    p.add_argument("--ranks", type=positive_int_arg, default=2)
+    p.add_argument("--calls", type=positive_int_arg, default=10)
+    p.add_argument("--skew-ms", type=nonnegative_float_arg, default=0.0, help="delay ranks > 0 (a slow data loader)")
     p.set_defaults(func=_article)
 
     p = sub.add_parser("ddp", help="DDP step time of the reference GPT, with and without gradient sync")
     _common(p, 300)
-    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--ranks", type=positive_int_arg, default=2)
     p.add_argument("--hook", default="none", help="none, fp16_compress, bf16_compress (nccl)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--micro-batch", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=64)
-    p.add_argument("--n-layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--n-heads", type=int, default=4)
+    p.add_argument("--steps", type=positive_int_arg, default=10)
+    p.add_argument("--warmup", type=nonnegative_int_arg, default=3)
+    p.add_argument("--micro-batch", type=positive_int_arg, default=4)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int_arg, default=64)
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=positive_int_arg, default=2)
+    p.add_argument("--hidden", type=positive_int_arg, default=128)
+    p.add_argument("--heads", "--n-heads", dest="n_heads", type=positive_int_arg, default=4)
     p.set_defaults(func=_ddp)
 
     p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from gpukit.bench.results import write_json
+from gpukit.errors import positive_int_arg
 
 LAST_TEST_RUN = Path("build") / "last_test_run.json"
 
@@ -74,11 +75,18 @@ def collectives_section(sizes: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--threads", type=int, default=None, help="torch threads for the matmul check")
+    p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
     p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
+    from gpukit.bench.results import check_writable
+
+    try:  # before minutes of benchmarks, not after
+        check_writable(args.out, "--out")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if args.device == "cuda":
         import torch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import positive_int_arg, timeout_arg
 
 
 def _run(args):
@@ -21,6 +22,9 @@ def _run(args):
     except RuntimeError as e:  # a run that failed (not bad input): one line, exit 1, as `gpukit bench`
         print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}", file=sys.stderr)
         raise SystemExit(1) from None
+    if profile.get("replaced"):  # said on stderr too, so --json output stays one JSON document
+        print(f"note: replaced the existing profile {profile['path']}; the previous one is kept at "
+              f"{profile['replaced']}", file=sys.stderr)
     if args.json:
         return profile
     link = profile["links"].get("loopback-gloo", {})
@@ -34,6 +38,8 @@ def _run(args):
     if not link:
         lines.append("link loopback-gloo not measured")
     lines.append(f"wrote {profile['path']} in {profile['elapsed_s']:.1f} s")
+    if profile.get("replaced"):
+        lines.append(f"replaced the previous profile there; it is kept at {profile['replaced']}")
     return "\n".join(lines)
 
 
@@ -43,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small sizes (~1 minute on 2 cores)")
     p.add_argument("--out", help="profile file (default: $GPUKIT_PROFILE or ~/.cache/gpukit/profile.json)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    p.add_argument("--threads", type=int, help="torch threads for matmul/memory (default: torch's)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds before giving up")
+    p.add_argument("--threads", type=positive_int_arg, help="torch threads for matmul/memory (default: torch's)")
+    p.add_argument("--timeout", type=timeout_arg, default=900, help="seconds before giving up")
     add_json_flag(p)
     p.set_defaults(func=_run)

@@ -76,15 +76,17 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
         diff = 100.0 * (m.n_params - pub) / pub if pub else None
         full = {**m.to_dict(), "params_diff_pct": diff,
                 "source": r["source"], "source_url": r["source_url"], "accessed": r["accessed"],
-                "notes": r.get("notes", "")}
+                "notes": r.get("notes", ""), "train_source": r.get("train_source", "")}
         rows.append(full)
         short = {"name": m.name, "arch": m.arch, "layers": m.n_layers, "hidden": m.hidden, "heads": m.n_heads,
                  "kv_heads": m.n_kv_heads, "ffn": m.ffn_hidden, "vocab": m.vocab, "max_seq": m.max_seq,
+                 "train_seq": m.train_seq_len, "dropout": m.dropout,
                  "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
     return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
-                        "published = the source's count, diff_pct = (n_params - published) / published")
+                        "published = the source's count, diff_pct = (n_params - published) / published; "
+                        "max_seq = context window, train_seq = pretraining sequence length")
 
 
 def link_rows(names=(), with_sources: bool = False) -> CatalogTable:

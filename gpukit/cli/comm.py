@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from gpukit.cli import add_json_flag, arg_type, positive_int
 from gpukit.comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
 from gpukit.units import fmt_bytes, fmt_seconds
@@ -28,41 +30,60 @@ def resolve_link(name: str, profile=None):
     return get_interconnect(name)
 
 
+def link_source(name: str, profile=None) -> str:
+    """Where a link's alpha and beta come from, said in the output (a profile without the link falls
+    back to the catalog; that is not silent)."""
+    if profile is None:
+        return f"{name}: catalog"
+    if profile.has_link(name):
+        return f"{name}: measured, profile {profile.source}"
+    return f"{name}: catalog (profile {profile.source} has no link {name!r})"
+
+
 class _Report:
-    def __init__(self, cost, describe: str):
-        self.cost, self.describe = cost, describe
+    def __init__(self, cost, describe: str, sources: tuple[str, ...] = ()):
+        self.cost, self.describe, self.sources = cost, describe, sources
 
     def to_json_dict(self) -> dict:
-        return self.cost.to_json_dict()
+        return self.cost.to_json_dict() | ({"link_sources": list(self.sources)} if self.sources else {})
 
     def to_text(self) -> str:
+        return self._text() + (f"\nlinks: {'; '.join(self.sources)}" if self.sources else "")
+
+    def _text(self) -> str:
         c = self.cost
-        return (f"{self.describe}: {fmt_seconds(c.time_s)} (latency {fmt_seconds(c.latency_s)}, bandwidth "
-                f"{fmt_seconds(c.bandwidth_s)}); algbw {c.algbw_gbps:.2f} GB/s, busbw {c.busbw_gbps:.2f} GB/s")
+        head = (f"{self.describe}: {fmt_seconds(c.time_s)} (latency {fmt_seconds(c.latency_s)}, bandwidth "
+                f"{fmt_seconds(c.bandwidth_s)})")
+        if not math.isfinite(c.algbw_gbps):  # nothing moves (one GPU): a rate has no meaning; JSON says null
+            return f"{head}; algbw and busbw n/a (no data moves between {c.n_ranks} GPU)"
+        return f"{head}; algbw {c.algbw_gbps:.2f} GB/s, busbw {c.busbw_gbps:.2f} GB/s"
 
 
 def _comm(args):
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     link = resolve_link(args.link, profile)
     size = f"{fmt_bytes(args.bytes, binary=False)}"
-    if args.ranks_per_node is None and args.inter_link is None:
-        cost = collective_time(args.op, args.bytes, args.ranks, link, args.algorithm)
-        return _Report(cost, f"{args.op} of {size} on {args.ranks} ranks over {args.link} ({args.algorithm})")
-    if args.ranks_per_node is None or args.inter_link is None:
-        raise ValueError("--ranks-per-node and --inter-link go together (intra-node link = --link)")
+    if args.gpus_per_node is None and args.inter_link is None:
+        cost = collective_time(args.op, args.bytes, args.gpus, link, args.algorithm)
+        return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
+                       (link_source(args.link, profile),) if profile is not None else ())
+    if args.gpus_per_node is None or args.inter_link is None:
+        raise ValueError("--gpus-per-node and --inter-link go together (intra-node link = --link)")
     if args.op != "all_reduce":
-        raise ValueError(f"--op must be all_reduce for the hierarchical model (--ranks-per-node), got {args.op}")
-    if args.ranks % args.ranks_per_node:
-        raise ValueError(f"--ranks {args.ranks} must be a multiple of --ranks-per-node {args.ranks_per_node}")
-    nodes = args.ranks // args.ranks_per_node
-    cost = hierarchical_all_reduce(args.bytes, nodes, args.ranks_per_node, link,
+        raise ValueError(f"--op must be all_reduce for the hierarchical model (--gpus-per-node), got {args.op}")
+    if args.gpus % args.gpus_per_node:
+        raise ValueError(f"--gpus {args.gpus} must be a multiple of --gpus-per-node {args.gpus_per_node}")
+    nodes = args.gpus // args.gpus_per_node
+    cost = hierarchical_all_reduce(args.bytes, nodes, args.gpus_per_node, link,
                                    resolve_link(args.inter_link, profile), args.algorithm)
-    return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.ranks_per_node} ranks "
-                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})")
+    return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.gpus_per_node} GPUs "
+                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})",
+                   (link_source(args.link, profile), link_source(args.inter_link, profile))
+                   if profile is not None else ())
 
 
 def register(subparsers) -> None:
@@ -71,10 +92,13 @@ def register(subparsers) -> None:
                                           "nccl-tests: per-rank buffer for all_reduce/broadcast/reduce/send_recv, "
                                           "total size for all_gather/reduce_scatter/all_to_all")
     p.add_argument("--op", choices=OPS, required=True)
-    p.add_argument("--bytes", type=_bytes, required=True, help="message size S: 1e9, 1GB, 256MiB")
-    p.add_argument("--ranks", type=_ranks, required=True, help="number of ranks (GPUs)")
-    p.add_argument("--link", required=True, help="a link from `gpukit links` (intra-node with --ranks-per-node)")
-    p.add_argument("--ranks-per-node", type=_ranks, help="hierarchical all_reduce: ranks per node")
+    p.add_argument("--bytes", type=_bytes, required=True,
+                   help="message size S in bytes: 1e9, 1GB, 256MiB")
+    p.add_argument("--gpus", "--ranks", dest="gpus", type=_ranks, required=True,
+                   help="number of GPUs taking part (old spelling --ranks)")
+    p.add_argument("--link", required=True, help="a link from `gpukit links` (intra-node with --gpus-per-node)")
+    p.add_argument("--gpus-per-node", "--ranks-per-node", dest="gpus_per_node", type=_ranks,
+                   help="hierarchical all_reduce: GPUs per node (old spelling --ranks-per-node)")
     p.add_argument("--inter-link", help="hierarchical all_reduce: the link between nodes")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
     p.add_argument("--profile", help="calibration profile JSON: use its measured alpha/beta for links it has")

@@ -20,6 +20,13 @@ _count = arg_type(parse_count)
 _positive_int = positive_int
 
 
+def _dims(text):
+    parts = str(text).split(",")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected three dimensions M,N,K, got {text!r}")
+    return tuple(_positive_int(x.strip()) for x in parts)
+
+
 def _fraction(text):
     try:
         v = float(text)
@@ -64,18 +71,23 @@ def _train_time(args):
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
     model = _resolve_model(args)
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     r = time_to_train(model if model is not None else args.params, args.tokens, get_gpu(args.gpu), args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
                       dtype=args.dtype, seq_len=args.seq_len)
-    return r
+    note = model.window_note(r.seq_len, "--seq-len") if model is not None else None
+    return Report(r.to_json_dict() | ({"note": note} if note else {}),
+                  r.to_text() + (f"\nnote: {note}" if note else ""))
 
 
 def _flops(args):
     model = _resolve_model(args)
+    window = model.window_note(args.seq_len, "--seq-len") if model is not None else None
+    if window and args.mode == "decode" and args.context is not None:
+        window = model.window_note(args.context, "--context") or window
     kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
     f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
                         include_embeddings=args.include_embeddings, recompute=args.recompute, mode=args.mode,
@@ -86,6 +98,9 @@ def _flops(args):
               f"{f.hardware_flops:.4g}"]
     if f.note:
         lines.append(f"note: {f.note}")
+    if window:
+        lines.append(f"note: {window}")
+        d = d | {"window_note": window}
     return Report(d, "\n".join(lines))
 
 
@@ -93,11 +108,24 @@ def _roofline(args):
     from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
+    matrix = [f for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k)) if v is not None]
+    if args.model and matrix:  # one of them would be ignored without a word
+        raise ValueError(f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one")
+    if not args.model:
+        layer_only = [f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None]
+        layer_only += [f for f, v, d in (("--micro-batch", args.micro_batch, 1), ("--mode", args.mode, "prefill"))
+                       if v != d]
+        if layer_only:
+            raise ValueError(f"{layer_only[0]} applies to --model (a layer); a single matmul takes --dims M,N,K "
+                             "and --batch")
+    elif args.batch != 1:
+        raise ValueError("--batch (identical matmuls) applies to --dims M,N,K; a layer takes --micro-batch")
     if args.model:
         from gpukit.catalog import get_model
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
+        window = get_model(args.model).window_note(args.seq_len, "--seq-len")
         r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
                            context=args.context)
         lines = [format_table([(o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
@@ -105,10 +133,16 @@ def _roofline(args):
                               formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"})]
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
-        return Report(r.to_json_dict(), "\n".join(lines))
+        if window:
+            lines.append(f"note: {window}")
+        return Report(r.to_json_dict() | ({"window_note": window} if window else {}), "\n".join(lines))
+    if args.dims is not None:
+        if any(getattr(args, x) is not None for x in ("m", "n", "k")):
+            raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")
+        args.m, args.n, args.k = args.dims
     missing = [f"--{x}" for x in ("m", "n", "k") if getattr(args, x) is None]
     if missing:
-        raise ValueError(f"give --m, --n and --k (or --model); missing {', '.join(missing)}")
+        raise ValueError(f"give --dims M,N,K (or --m, --n and --k, or --model); missing {', '.join(missing)}")
     r = roofline_matmul(args.m, args.n, args.k, args.dtype, gpu, batch=args.batch)
     text = (f"({args.m} x {args.k}) @ ({args.k} x {args.n}) {args.dtype} on {gpu.name}: intensity "
             f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
@@ -130,19 +164,21 @@ def register(subparsers) -> None:
     p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
-    p.add_argument("--seq-len", type=_positive_int, help="sequence length (default: the model's max_seq)")
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int,
+                   help="sequence length (default: the model's pretraining train_seq_len, not its context window)")
     add_json_flag(p)
     p.set_defaults(func=_train_time)
 
     p = subparsers.add_parser("flops", help="FLOPs per token (train, prefill, decode) with a breakdown")
     _model_or_params(p)
-    p.add_argument("--seq-len", type=_positive_int, required=True)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int, required=True)
     p.add_argument("--mode", choices=MODES, default="train")
     p.add_argument("--context", type=_positive_int, help="decode: KV length attended (default seq-len)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
     p.add_argument("--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)")
-    p.add_argument("--n-layers", type=_positive_int, help="with --params: layers, for the attention term")
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=_positive_int,
+                   help="with --params: layers, for the attention term")
     p.add_argument("--hidden", type=_positive_int, help="with --params: n_heads x head_dim, for the attention term")
     add_json_flag(p)
     p.set_defaults(func=_flops)
@@ -150,12 +186,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
     p.add_argument("--gpu", required=True)
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
     p.add_argument("--m", type=_positive_int)
     p.add_argument("--n", type=_positive_int)
     p.add_argument("--k", type=_positive_int)
     p.add_argument("--batch", type=_positive_int, default=1, help="number of identical matmuls")
     p.add_argument("--model", help="instead of m/n/k: one layer of this model")
-    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int)
     p.add_argument("--micro-batch", type=_positive_int, default=1)
     p.add_argument("--mode", choices=("prefill", "decode"), default="prefill")
     p.add_argument("--context", type=_positive_int)

@@ -3,7 +3,9 @@
 Examples:
   gpukit memory --model llama-2-7b --gpu h100-sxm --recompute full
   gpukit memory --params 7B --zero 3 --dp 8 --json
-  gpukit memory --layers 24 --hidden 2048 --heads 16 --seq 2048 --micro-batch 4 --gpu a100-80gb --max-micro-batch
+  gpukit memory --layers 24 --hidden 2048 --heads 16 --seq-len 2048 --micro-batch 4 --gpu a100-80gb --max-micro-batch
+
+Flags follow docs/CONTRACTS.md's vocabulary; old spellings stay as aliases (--seq, --n-layers, --n-heads).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from gpukit.units import parse_count as parse_count_float
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
 FLAG_OF = {
     "precision": "--precision", "optimizer": "--optimizer", "zero_stage": "--zero", "dp": "--dp", "tp": "--tp",
-    "pp": "--pp", "sp": "--sp", "seq_len": "--seq", "micro_batch": "--micro-batch", "grad_accum": "--grad-accum",
+    "pp": "--pp", "sp": "--sp", "seq_len": "--seq-len", "micro_batch": "--micro-batch", "grad_accum": "--grad-accum",
     "recompute": "--recompute", "attention": "--attention", "offload": "--offload", "finetune": "--finetune",
     "lora_rank": "--lora-rank", "lora_targets": "--lora-targets", "weights_dtype": "--weights-dtype",
     "batch": "--batch", "inference": "--inference", "n_params": "--params", "n_layers": "--layers",
@@ -45,9 +47,9 @@ def register(subparsers) -> None:
     g = p.add_argument_group("model (one of: --model, --params, or --layers/--hidden/--heads)")
     g.add_argument("--model", help="catalog model name (gpukit catalogs models)")
     g.add_argument("--params", help="bare parameter count (7e9, 7B, 125M): model states only, no activations")
-    g.add_argument("--layers", type=int, help="n_layers")
+    g.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers")
     g.add_argument("--hidden", type=int, help="hidden size")
-    g.add_argument("--heads", type=int, help="n_heads")
+    g.add_argument("--heads", "--n-heads", dest="heads", type=int, help="n_heads")
     g.add_argument("--kv-heads", dest="kv_heads", type=int, help="n_kv_heads (grouped-query attention)")
     g.add_argument("--ffn-hidden", dest="ffn_hidden", type=int, help="MLP width (default 4*hidden, SwiGLU 8/3*hidden)")
     g.add_argument("--vocab", type=int, help="vocabulary size (default 50257)")
@@ -60,12 +62,18 @@ def register(subparsers) -> None:
     t.add_argument("--tp", type=int, help="tensor-parallel size")
     t.add_argument("--pp", type=int, help="pipeline-parallel size")
     t.add_argument("--sp", action="store_true", default=None, help="Megatron sequence parallelism (with --tp > 1)")
-    t.add_argument("--seq", dest="seq_len", type=int, help="tokens per sequence (default 2048, or the model's max_seq if shorter)")
+    t.add_argument("--seq-len", "--seq", dest="seq_len", type=int,
+                   help="tokens per sequence (default 2048, or the model's max_seq if shorter; the output says so)")
     t.add_argument("--micro-batch", dest="micro_batch", type=int, help="sequences per GPU per micro-batch")
-    t.add_argument("--grad-accum", dest="grad_accum", type=int, help="micro-batches per step (in flight with --pp)")
+    t.add_argument("--grad-accum", dest="grad_accum", type=int,
+                   help="micro-batches per step; with --pp, min(pp, grad_accum) are in flight on the first stage "
+                        "(default with --pp > 1: pp, stated in the output)")
     t.add_argument("--recompute", choices=mem.RECOMPUTE)
     t.add_argument("--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them")
-    t.add_argument("--no-dropout", dest="dropout", action="store_false", default=None, help="no dropout masks (Llama-style)")
+    t.add_argument("--dropout", dest="dropout", action="store_const", const=True, default=None,
+                   help="count dropout masks (default: the model row's `dropout`; custom shapes: yes)")
+    t.add_argument("--no-dropout", dest="dropout", action="store_const", const=False,
+                   help="no dropout masks (Llama-style)")
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
     t.add_argument("--finetune", choices=mem.FINETUNE)
     t.add_argument("--lora-rank", dest="lora_rank", type=int)
@@ -127,56 +135,131 @@ def _flagged(err: ValueError) -> ValueError:
     return ValueError(msg)
 
 
+MICRO_BATCH_LIMIT = 1 << 16  # search limit of --max-micro-batch
+SEQ_LEN_LIMIT = 1 << 22  # search limit of --max-seq-len for a custom shape (no context window)
+
+
 @dataclass(frozen=True)
 class MemoryReport:
-    """The breakdown plus the answers to the question flags."""
+    """The breakdown, the answers to the question flags, and the assumptions made for the user."""
 
     breakdown: mem.MemoryBreakdown
     answers: dict
+    notes: tuple[str, ...] = ()
+    answer_lines: tuple[str, ...] = ()
 
     def to_json_dict(self) -> dict:
         d = self.breakdown.to_json_dict()
         for k, v in self.answers.items():
             d[k] = v.to_json_dict() if hasattr(v, "to_json_dict") else v
+        if self.notes:
+            d["notes"] = list(self.notes)
         return d
 
     def to_text(self) -> str:
-        lines = [self.breakdown.to_text()]
-        if "max_micro_batch" in self.answers:
-            what = "batch" if self.breakdown.setup.inference else "micro-batch"
-            lines.append(f"largest {what} that fits: {self.answers['max_micro_batch']}")
-        if "max_seq_len" in self.answers:
-            lines.append(f"longest sequence that fits: {self.answers['max_seq_len']} tokens")
-        if "min_gpus" in self.answers:
-            lines.append("fewest GPUs:\n" + self.answers["min_gpus"].to_text())
+        lines = [self.breakdown.to_text(), *self.answer_lines]
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
 def handle(args):
     from gpukit.catalog import get_gpu
 
+    notes, answer_lines = [], []
     try:
         model, n_params = _model_from_args(args)
+        custom = model is not None and args.model is None
         keys = ("precision", "optimizer", "zero_stage", "dp", "tp", "pp", "sp", "seq_len", "micro_batch", "grad_accum",
                 "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
                 "weights_dtype", "inference", "batch")
         kw = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+        # A flag of the other mode would be ignored without a word (--micro-batch 64 --inference served batch 1)
+        if kw.get("inference"):
+            wrong = [f for f, k in (("--micro-batch", "micro_batch"), ("--grad-accum", "grad_accum"),
+                                    ("--optimizer", "optimizer"), ("--recompute", "recompute"),
+                                    ("--dropout/--no-dropout", "dropout"), ("--lora-rank", "lora_rank"),
+                                    ("--lora-targets", "lora_targets")) if k in kw]
+            if wrong:
+                raise ValueError(f"{wrong[0]} applies to training, not --inference (serving uses --batch sequences "
+                                 "of --seq-len tokens)")
+        elif "batch" in kw:
+            raise ValueError("--batch applies to --inference (sequences in the KV cache); training uses --micro-batch")
         if "seq_len" not in kw and model is not None:  # TrainSetup's 2048, or the model's context if shorter
             kw["seq_len"] = min(model.max_seq, mem.TrainSetup().seq_len)
+            if not custom:
+                notes.append(f"--seq-len not given: {kw['seq_len']} tokens (default 2048, capped at the context "
+                             f"window {model.max_seq}); {model.name} was pretrained at {model.train_seq_len}")
+        if custom and "dropout" not in kw:
+            kw["dropout"] = True  # a custom shape has no recipe: Korthikanti's convention (masks counted)
+        if model is not None and "dropout" not in kw and not kw.get("inference"):
+            notes.append(f"dropout masks {'counted' if model.dropout else 'not counted'}: {model.name} trains "
+                         f"{'with' if model.dropout else 'without'} dropout (data/models.csv; --dropout/--no-dropout)")
+        pp = kw.get("pp", 1)
+        if pp > 1 and "grad_accum" not in kw and not kw.get("inference"):
+            # 1F1B keeps min(pp, grad_accum) micro-batches on the first stage (Korthikanti et al. 2022 sec. 4.2.3);
+            # grad_accum 1 with pp > 1 would keep one, activations pp times smaller than a real pipeline's.
+            kw["grad_accum"] = pp
+            notes.append(f"--grad-accum not given with --pp {pp}: assumed {pp} micro-batches per step, so the first "
+                         f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
         setup = mem.TrainSetup(**kw)
+        if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
+            notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
+                         "over the data-parallel ranks); give --dp")
+        if setup.sp and setup.tp == 1:
+            notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
+        if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
+            notes.append("--params counts model states only: activations, logits and the KV cache are not "
+                         "modelled (0 here), so the total is a lower bound; give --model or "
+                         "--layers/--hidden/--heads for them")
+        if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
+            notes.append(note)
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
                                  ("--min-gpus", args.ask_min_gpus)) if on]
         if asked and gpu is None:
             raise ValueError(f"{asked[0]} needs --gpu NAME")
+        if args.ask_micro_batch and model is None:
+            raise ValueError("--max-micro-batch needs the model's shape (--model or --layers/--hidden/--heads): "
+                             "with --params, activations are not modelled and every micro-batch would fit")
+        if args.ask_seq_len and model is None:
+            raise ValueError("--max-seq-len needs the model's shape (--model or --layers/--hidden/--heads), not --params")
         result = mem.estimate_memory(model, n_params=n_params, setup=setup, gpu=gpu)
         answers = {}
         if args.ask_micro_batch:
-            answers["max_micro_batch"] = mem.max_micro_batch(model, setup, gpu, n_params=n_params)
+            what = "batch" if setup.inference else "micro-batch"
+            n = mem.max_micro_batch(model, setup, gpu, limit=MICRO_BATCH_LIMIT)
+            answers["max_micro_batch"] = n
+            answers["max_micro_batch_capped"] = n == MICRO_BATCH_LIMIT
+            answer_lines.append(f"largest {what} that fits: " + (
+                f"at least {n} (the search limit)" if n == MICRO_BATCH_LIMIT else
+                f"{n}" if n else "none (even 1 does not fit)"))
         if args.ask_seq_len:
-            answers["max_seq_len"] = mem.max_seq_len(model, setup, gpu)
+            limit = SEQ_LEN_LIMIT if custom else model.max_seq
+            n = mem.max_seq_len(model, setup, gpu, limit=limit)
+            answers["max_seq_len"] = n
+            answers["max_seq_len_capped"] = n == limit
+            why = ("the search limit; a custom shape has no context window" if custom else
+                   f"{model.name}'s context window max_seq; memory is not what limits it")
+            answer_lines.append("longest sequence that fits: " + (
+                f"{n} tokens ({why})" if n == limit else f"{n} tokens" if n else "none (even 1 token does not fit)"))
         if args.ask_min_gpus:
             answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params, max_gpus=args.max_gpus)
     except ValueError as e:
         raise _flagged(e) from None
-    return MemoryReport(result, answers) if answers else result
+    report = MemoryReport(result, answers, tuple(notes), tuple(answer_lines))
+    if "min_gpus" in answers:
+        return _WithPlan(report)
+    return report
+
+
+class _WithPlan:
+    """MemoryReport plus the --min-gpus table in text output."""
+
+    def __init__(self, report: MemoryReport):
+        self.report = report
+
+    def to_json_dict(self) -> dict:
+        return self.report.to_json_dict()
+
+    def to_text(self) -> str:
+        return self.report.to_text() + "\nfewest GPUs:\n" + self.report.answers["min_gpus"].to_text()

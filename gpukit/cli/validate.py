@@ -1,8 +1,8 @@
 """`gpukit validate memory`: train the reference GPT for real and set the prediction beside it.
 
-    gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq S] [--micro-batch B]
+    gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq-len S] [--micro-batch B]
         [--recompute none|full] [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd]
-        [--device cpu|cuda] [--tied] [--grid] [--json]
+        [--device cpu|cuda] [--tied] [--grid] [--timeout SECONDS] [--json]
 
 Prints predicted (gpukit.memory_eager), measured (gpukit.bench.measure: MemTracker on CPU, plus the CUDA
 allocator on a GPU) and the relative error per category, and the Megatron-convention activation
@@ -13,6 +13,7 @@ figure (Korthikanti et al. 2022 Table 2) so that the gap to the paper's formula 
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import positive_int_arg, timeout_arg
 from gpukit.results import format_table
 from gpukit.units import fmt_bytes
 
@@ -49,6 +50,16 @@ class ValidationResult:
 
 
 def _run(args):
+    from gpukit.bench.timing import wall_clock_limit
+
+    try:
+        with wall_clock_limit(args.timeout, "validate memory"):
+            return _measure(args)
+    except TimeoutError as e:  # exit 2 with one line, as `gpukit bench`
+        raise ValueError(str(e)) from None
+
+
+def _measure(args):
     from gpukit.memory_eager import EagerSetup, reference_spec
 
     if args.device not in ("cpu", "cuda"):
@@ -85,19 +96,21 @@ def register(subparsers) -> None:
                                                "memory prediction")
     sub = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     m = sub.add_parser("memory", help="predicted vs measured memory of real training steps")
-    m.add_argument("--layers", type=int, default=2, help="n_layers (default 2)")
+    m.add_argument("--layers", "--n-layers", dest="layers", type=int, default=2, help="n_layers (default 2)")
     m.add_argument("--hidden", type=int, default=128, help="hidden size (default 128)")
-    m.add_argument("--heads", type=int, default=4, help="n_heads (default 4)")
+    m.add_argument("--heads", "--n-heads", dest="heads", type=int, default=4, help="n_heads (default 4)")
     m.add_argument("--vocab", type=int, default=512, help="vocabulary size (default 512)")
-    m.add_argument("--seq", type=int, default=128, help="seq_len (default 128)")
+    m.add_argument("--seq-len", "--seq", dest="seq", type=int, default=128, help="seq_len (default 128)")
     m.add_argument("--micro-batch", type=int, default=2, help="micro_batch (default 2)")
     m.add_argument("--recompute", default="none", help="none or full (default none)")
     m.add_argument("--precision", default="fp32", help="fp32 or bf16-mixed (default fp32)")
     m.add_argument("--optimizer", default="adamw", help="adamw, sgd-momentum or sgd (default adamw)")
     m.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     m.add_argument("--tied", action="store_true", help="tie the LM head to the token embedding")
-    m.add_argument("--steps", type=int, default=2, help="training steps measured (>= 2, default 2)")
-    m.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    m.add_argument("--steps", type=positive_int_arg, default=2, help="training steps measured (>= 2, default 2)")
+    m.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
+    m.add_argument("--timeout", type=timeout_arg, default=600,
+                   help="seconds before giving up (default 600; --grid: the whole grid)")
     m.add_argument("--grid", action="store_true", help="run the whole validation grid instead")
     add_json_flag(m)
     m.set_defaults(func=_run)

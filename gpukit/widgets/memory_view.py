@@ -230,9 +230,10 @@ def phase_frame(result: dict):
                           "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0} for ph in p])
 
 
-def activation_frame(model: str, seq_len: int, micro_batch: int = 1, dropout: bool = True):
+def activation_frame(model: str, seq_len: int, micro_batch: int = 1, dropout: bool | None = None):
     """Activations of one layer and of all layers (GiB) for recompute none/selective/full and eager vs
-    flash attention: gpukit.memory.layer_activation_bytes (Korthikanti et al. 2022 Table 2, generalised)."""
+    flash attention: gpukit.memory.layer_activation_bytes (Korthikanti et al. 2022 Table 2, generalised).
+    dropout None: the model row's own recipe (no masks for Llama, Mistral)."""
     import pandas as pd
 
     spec = catalog.get_model(model)

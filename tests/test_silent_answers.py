@@ -1,0 +1,514 @@
+"""Silent wrong answers and broken promises (issue 7 section 4): each case that once gave a wrong
+answer with exit code 0, or a traceback, and the class of defect around it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpukit import catalog
+from gpukit import memory as mem
+from gpukit.cli import CliError, build_parser, main
+from gpukit.compute import flops_per_token, roofline_matmul, time_to_train
+from gpukit.units import parse_bytes, parse_count
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return rc, out, err
+
+
+# ------------------------------------------------------------------ pretraining length and dropout
+def test_every_model_row_has_a_cited_train_seq_len_and_dropout():
+    for name, m in catalog.models().items():
+        assert 1 <= m.train_seq_len <= m.max_seq, name
+        assert isinstance(m.dropout, bool)
+    rows = catalog.read_csv(DATA / "models.csv")
+    assert all(r["train_source"].strip() for r in rows)
+
+
+@pytest.mark.parametrize("name,seq,dropout", [
+    # Dubey et al. 2024 sec. 3.4.1 (8K pretraining, 128K only at the end); Touvron et al. 2023 Table 1 (4k);
+    # Radford et al. 2019 sec. 2.3 (1024); Zhang et al. 2022 sec. 2.2 (2048, dropout 0.1).
+    ("llama-3.1-405b", 8192, False), ("llama-3.1-8b", 8192, False), ("llama-2-7b", 4096, False),
+    ("mistral-7b", 8192, False), ("gpt2", 1024, True), ("opt-175b", 2048, True)])
+def test_published_pretraining_lengths(name, seq, dropout):
+    m = catalog.get_model(name)
+    assert (m.train_seq_len, m.dropout) == (seq, dropout)
+
+
+def test_llama31_and_llama3_cost_the_same_per_token():
+    """Same architecture, same pretraining length: the 131072-token window must not triple the FLOPs."""
+    a = time_to_train("llama-3.1-8b", 15e12, "h100-sxm", 1024)
+    b = time_to_train("llama-3-8b", 15e12, "h100-sxm", 1024)
+    assert a.flops == b.flops and a.seconds == b.seconds and a.seq_len == 8192
+    assert "pretraining" in a.seq_len_source and "131072" in a.seq_len_source
+    # given explicitly, the window length is used and said
+    c = time_to_train("llama-3.1-8b", 15e12, "h100-sxm", 1024, seq_len=131072)
+    assert c.flops > 1.5 * a.flops and c.seq_len_source == "given"
+
+
+def test_train_time_cli_says_which_seq_len(capsys):
+    rc, out, _ = run(capsys, "train-time", "--model", "llama-3.1-405b", "--tokens", "15.6T", "--gpu", "h100-sxm",
+                     "--gpus", "16384")
+    assert rc == 0 and "seq_len 8192" in out and "pretraining" in out and "131072" in out
+    rc, out, _ = run(capsys, "train-time", "--model", "llama-3.1-405b", "--tokens", "15.6T", "--gpu", "h100-sxm",
+                     "--gpus", "16384", "--json")
+    d = json.loads(out)
+    assert d["seq_len"] == 8192 and "train_seq_len" in d["seq_len_source"]
+
+
+def test_no_dropout_masks_for_models_without_dropout():
+    llama = catalog.get_model("llama-2-7b")
+    base = mem.TrainSetup(seq_len=4096)
+    default = mem.estimate_memory(llama, setup=base)
+    off = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=False))
+    on = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=True))
+    assert default.activations_bytes == off.activations_bytes < on.activations_bytes
+    # per layer the masks are 2sbh (attention output + MLP output) + the embedding's sbh, 1 byte each
+    s, h = 4096, llama.hidden
+    assert on.activations_bytes - off.activations_bytes == (2 * llama.n_layers + 1) * s * h
+    gpt = catalog.get_model("gpt2")  # trains with dropout: masks counted by default
+    g = mem.TrainSetup(seq_len=1024)
+    assert mem.estimate_memory(gpt, setup=g).activations_bytes == \
+        mem.estimate_memory(gpt, setup=mem.TrainSetup(seq_len=1024, dropout=True)).activations_bytes
+
+
+def test_memory_cli_states_dropout_and_seq_len(capsys):
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b")
+    assert rc == 0 and "without dropout" in out and "pretrained at 4096" in out
+
+
+# ------------------------------------------------------------------ pipeline micro-batches in flight
+def test_pp_without_grad_accum_keeps_pp_micro_batches_in_flight(capsys):
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4", "--json")
+    assumed = json.loads(out)
+    rc2, out2, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4", "--grad-accum", "4", "--json")
+    explicit = json.loads(out2)
+    rc3, out3, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4", "--grad-accum", "1", "--json")
+    one = json.loads(out3)
+    assert rc == rc2 == rc3 == 0
+    assert assumed["activations_bytes"] == explicit["activations_bytes"] > 3 * one["activations_bytes"]
+    assert any("--grad-accum not given" in n for n in assumed["notes"])
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4")
+    assert "4 in flight" in out and "min(pp, grad_accum) = 4" in out
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2-xl", "--pp", "4", "--grad-accum", "1")
+    assert "min(pp, grad_accum) = 1" in out and "bubble is 75%" in out
+    # the API says it too
+    text = mem.estimate_memory("gpt2-xl", setup=mem.TrainSetup(pp=4)).to_text()
+    assert "min(pp, grad_accum) = 1" in text and "bubble" in text
+
+
+# ------------------------------------------------------------------ "what fits" answers
+def test_max_seq_len_stops_at_the_context_window(capsys):
+    g, gpt2 = catalog.get_gpu("h100-sxm"), catalog.get_model("gpt2")
+    assert mem.max_seq_len(gpt2, mem.TrainSetup(), g) == gpt2.max_seq == 1024
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "h100-sxm", "--max-seq-len")
+    assert rc == 0 and "1024 tokens" in out and "context window" in out
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "h100-sxm", "--max-seq-len", "--json")
+    d = json.loads(out)
+    assert d["max_seq_len"] == 1024 and d["max_seq_len_capped"] is True
+
+
+def test_max_micro_batch_needs_a_shape_and_a_positive_limit(capsys):
+    g = catalog.get_gpu("h100-sxm")
+    with pytest.raises(ValueError, match="model's shape"):
+        mem.max_micro_batch(None, mem.TrainSetup(), g, n_params=7_000_000_000)
+    with pytest.raises(ValueError, match="limit"):
+        mem.max_micro_batch(catalog.get_model("gpt2"), mem.TrainSetup(), g, limit=0)
+    with pytest.raises(ValueError, match="limit"):
+        mem.max_seq_len(catalog.get_model("gpt2"), mem.TrainSetup(), g, limit=0)
+    rc, _, err = run(capsys, "memory", "--params", "7B", "--gpu", "h100-sxm", "--max-micro-batch")
+    assert rc == 2 and "--max-micro-batch" in err and "every micro-batch would fit" in err
+    rc, _, err = run(capsys, "memory", "--params", "7B", "--gpu", "h100-sxm", "--max-seq-len")
+    assert rc == 2 and "--max-seq-len" in err
+
+
+def test_max_micro_batch_at_the_limit_says_at_least(capsys, monkeypatch):
+    from gpukit.cli import memory as cli_memory
+
+    monkeypatch.setattr(cli_memory, "MICRO_BATCH_LIMIT", 4)
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "h100-sxm", "--max-micro-batch")
+    assert rc == 0 and "at least 4 (the search limit)" in out
+
+
+# ------------------------------------------------------------------ decimal comma
+@pytest.mark.parametrize("argv", [
+    ["memory", "--params", "1,5B"],
+    ["train-time", "--params", "1,5B", "--tokens", "300B", "--gpu", "h100-sxm", "--gpus", "8"],
+    ["train-time", "--params", "7B", "--tokens", "1,5T", "--gpu", "h100-sxm", "--gpus", "8"],
+    ["flops", "--params", "1,5B", "--seq-len", "2048"],
+    ["comm", "--op", "all_reduce", "--bytes", "1,5GB", "--gpus", "8", "--link", "nvlink4"]])
+def test_a_comma_in_a_number_is_an_error(capsys, argv):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and "comma" in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.from_regex(r"[0-9]{1,3},[0-9]{1,3}[kKMBTG]?", fullmatch=True))
+def test_parse_count_refuses_every_comma(text):
+    with pytest.raises(ValueError, match="comma"):
+        parse_count(text, "--params")
+    with pytest.raises(ValueError, match="comma"):
+        parse_bytes(text + "B", "--bytes")
+
+
+# ------------------------------------------------------------------ profiles
+def _profile(tmp_path, **links):
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({"version": 1, "device": {"name": "x"}, "matmul_tflops": {"bf16": 500.0},
+                             "memory_bandwidth_gbps": {"triad": 2000.0}, "env": {},
+                             "links": links or {"nvlink4": {"alpha_us": 5.0, "beta_gbps": 300.0}}}))
+    return p
+
+
+def test_empty_profile_path_is_an_error(capsys):
+    rc, _, err = run(capsys, "train-time", "--model", "llama-2-7b", "--tokens", "2T", "--gpu", "h100-sxm",
+                     "--gpus", "8", "--profile", "")
+    assert rc == 2 and "profile path is empty" in err
+    rc, _, err = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4",
+                     "--profile", "")
+    assert rc == 2 and "profile path is empty" in err
+
+
+@pytest.mark.parametrize("field,links", [
+    ("beta_gbps", {"nvlink4": {"alpha_us": 5.0, "beta_gbps": 1e-300}}),
+    ("beta_gbps", {"nvlink4": {"alpha_us": 5.0, "beta_gbps": 1e300}}),
+    ("alpha_us", {"nvlink4": {"alpha_us": 1e300, "beta_gbps": 300.0}})])
+def test_absurd_profile_values_name_the_field(tmp_path, capsys, field, links):
+    p = _profile(tmp_path, **links)
+    rc, _, err = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4",
+                     "--profile", p)
+    assert rc == 2 and field in err and str(p) in err
+
+
+def test_absurd_matmul_rate_names_the_field(tmp_path):
+    from gpukit.profile import profile_from_dict
+
+    for bad in (1e-300, 1e300):
+        with pytest.raises(ValueError, match=r"matmul_tflops\['bf16'\]"):
+            profile_from_dict({"version": 1, "device": {}, "env": {}, "links": {}, "matmul_tflops": {"bf16": bad},
+                               "memory_bandwidth_gbps": {}})
+
+
+# ------------------------------------------------------------------ catalog ranges
+def _write_catalog(tmp_path, kind, col, value):
+    import csv
+    import shutil
+
+    for f in DATA.glob("*.csv"):
+        shutil.copy(f, tmp_path / f.name)
+    path = tmp_path / f"{kind}.csv"
+    rows = list(csv.reader(path.open(newline="", encoding="utf-8")))
+    rows[1][rows[0].index(col)] = value
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("kind,col", [(k, c) for k, cols in catalog.NUMERIC_COLUMNS.items() for c in cols
+                                      if c in catalog.RANGES])
+def test_every_numeric_catalog_column_has_a_sane_range(tmp_path, monkeypatch, kind, col):
+    lo, hi, _ = catalog.RANGES[col]
+    load = {"gpus": catalog.gpus, "models": catalog.models, "interconnects": catalog.interconnects}[kind]
+    for bad in ("1e300", str(int(hi * 10) + 1)):
+        _write_catalog(tmp_path, kind, col, bad)
+        monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+        with pytest.raises(ValueError, match=rf"{kind}\.csv:2: '{col}'"):
+            load()
+
+
+def test_every_numeric_column_is_ranged():
+    for kind, cols in catalog.NUMERIC_COLUMNS.items():
+        assert set(cols) <= set(catalog.RANGES), (kind, set(cols) - set(catalog.RANGES))
+
+
+@pytest.mark.parametrize("value", ["0", "1e300"])
+def test_gpu_memory_0_or_huge_is_rejected_with_file_and_line(tmp_path, monkeypatch, capsys, value):
+    _write_catalog(tmp_path, "gpus", "memory_gib", value)
+    monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+    rc, _, err = run(capsys, "memory", "--model", "gpt2", "--gpu", "v100-32gb")
+    assert rc == 2 and "gpus.csv:2: 'memory_gib'" in err
+
+
+# ------------------------------------------------------------------ timeouts, threads, counts
+def _walk(parser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, (*path, name))
+        elif action.option_strings:
+            yield path, action
+
+
+def _commands_with(flag):
+    return sorted({p for p, a in _walk(build_parser()) if flag in a.option_strings})
+
+
+@pytest.mark.parametrize("value", ["1e300", "1e10", "nan", "inf", "0", "-5", "abc"])
+def test_every_timeout_flag_refuses_absurd_values(capsys, value):
+    cmds = _commands_with("--timeout")
+    assert len(cmds) >= 8
+    for cmd in cmds:
+        with pytest.raises(CliError, match="--timeout"):  # argparse: before anything runs
+            build_parser().parse_args([*cmd, "--timeout", value])
+        rc = main([*cmd, "--timeout", value])
+        _, err = capsys.readouterr()
+        assert rc == 2 and "--timeout" in err, (cmd, err)
+
+
+def test_no_flag_takes_a_bare_float():
+    """float() accepts nan, inf and 1e300: every float flag goes through a checked type."""
+    bare = [f"{' '.join(p)} {a.option_strings[0]}" for p, a in _walk(build_parser()) if a.type is float]
+    assert not bare, bare
+
+
+@pytest.mark.parametrize("flag", ["--threads", "--repeats", "--ranks", "--steps", "--calls", "--iters"])
+def test_zero_counts_are_errors_not_one(capsys, flag):
+    for cmd in _commands_with(flag):
+        if cmd == ("comm",):
+            continue  # comm's --ranks is the old spelling of --gpus (checked by its own type)
+        rc = main([*cmd, flag, "0"])
+        _, err = capsys.readouterr()
+        assert rc == 2 and flag in err, (cmd, err)
+
+
+def test_harness_check_honours_its_timeout():
+    from gpukit.bench.matmul import harness_check
+
+    with pytest.raises(TimeoutError, match="harness check timed out"):
+        harness_check("cpu", "fp32", 64, timeout_s=1e-4, min_run_time_s=0.05, rounds=2)
+
+
+def test_bench_harness_cli_honours_timeout(capsys):
+    rc, _, err = run(capsys, "bench", "harness", "--device", "cpu", "--dims", "64", "--timeout", "0.0001")
+    assert rc == 2 and "timed out" in err
+
+
+def test_bench_matmul_with_nothing_measured_exits_nonzero(capsys):
+    rc, out, err = run(capsys, "bench", "matmul", "--device", "cpu", "--dims", "512", "--square-only",
+                       "--timeout", "0.000001", "--repeats", "3")
+    assert rc == 2 and "timed out" in err and out == ""
+
+
+def test_validate_memory_has_a_timeout(capsys):
+    rc, _, err = run(capsys, "validate", "memory", "--layers", "2", "--hidden", "64", "--heads", "2",
+                     "--timeout", "0.001")
+    assert rc == 2 and "timed out" in err
+
+
+# ------------------------------------------------------------------ --out and profile files
+def test_out_is_checked_before_the_work(tmp_path, capsys, monkeypatch):
+    import gpukit.bench.matmul as bm
+
+    def never(*a, **k):
+        raise AssertionError("the benchmark ran although --out cannot be written")
+
+    monkeypatch.setattr(bm, "matmul_bench", never)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for out in (blocker / "r.json", tmp_path, ""):
+        rc, _, err = run(capsys, "bench", "matmul", "--device", "cpu", "--out", out)
+        assert rc == 2 and "--out" in err, (out, err)
+
+
+def test_calibrate_checks_out_before_measuring(tmp_path):
+    from gpukit.bench.calibrate import calibrate
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match="--out"):
+        calibrate(quick=True, out=blocker / "profile.json", timeout_s=5)
+
+
+def test_failed_write_leaves_no_tmp(tmp_path, monkeypatch):
+    from gpukit.bench import results
+
+    def boom(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results.os, "replace", boom)
+    with pytest.raises(OSError):
+        results.write_json({"a": 1}, tmp_path / "r.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_calibrate_keeps_the_previous_profile(tmp_path):
+    from gpukit.bench.calibrate import write_profile
+
+    path = tmp_path / "profile.json"
+    write_profile({"n": 1}, path)
+    prof = write_profile({"n": 2}, path)
+    assert json.loads(path.read_text())["n"] == 2
+    assert prof["replaced"] == str(path) + ".bak" and json.loads(Path(prof["replaced"]).read_text())["n"] == 1
+
+
+# ------------------------------------------------------------------ names in the API, no inf in text
+def test_api_takes_catalog_names():
+    by_name = mem.estimate_memory("llama-2-7b", gpu="h100-sxm")
+    by_spec = mem.estimate_memory(catalog.get_model("llama-2-7b"), gpu=catalog.get_gpu("h100-sxm"))
+    assert by_name.total_bytes == by_spec.total_bytes
+    assert time_to_train("llama-2-7b", 2e12, "h100-sxm", 8).seconds == \
+        time_to_train(catalog.get_model("llama-2-7b"), 2e12, catalog.get_gpu("h100-sxm"), 8).seconds
+    assert flops_per_token("gpt2", seq_len=1024).model_flops > 0
+    assert roofline_matmul(256, 256, 256, gpu="h100-sxm").bound in ("compute", "memory")
+    assert mem.max_seq_len("gpt2", mem.TrainSetup(), "h100-sxm") == 1024
+    from gpukit.comm import collective_time
+
+    assert collective_time("all_reduce", 1e9, 8, "nvlink4").time_s > 0
+    from gpukit.compute import layer_matmul_params, roofline_layer
+    from gpukit.tricks import trick_stack
+
+    assert mem.layer_activation_bytes("gpt2", mem.TrainSetup(seq_len=1024)) > 0
+    assert layer_matmul_params("gpt2") > 0 and roofline_layer("gpt2", 1024, 1, gpu="h100-sxm").ops
+    assert trick_stack("llama-2-7b", "rtx-4090", precision="bf16-mixed").final.total_bytes > 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda: mem.estimate_memory(42),
+    lambda: mem.estimate_memory("llama-2-7b", gpu=80),
+    lambda: time_to_train("llama-2-7b", 2e12, 3.5, 8),
+    lambda: mem.estimate_memory("no-such-model")])
+def test_api_bad_specs_are_value_errors(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_one_rank_prints_no_inf(capsys):
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "1", "--link", "nvlink4")
+    assert rc == 0 and "inf" not in out.lower() and "n/a" in out
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "1", "--link", "nvlink4",
+                     "--json")
+    d = json.loads(out)
+    assert d["algbw_gbps"] is None and d["busbw_gbps"] is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]),
+       gpus=st.integers(1, 4096), size=st.sampled_from(["0", "1", "1MB", "1GB", "1TB"]))
+def test_comm_text_never_prints_inf_or_nan(op, gpus, size):
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["comm", "--op", op, "--bytes", size, "--gpus", str(gpus), "--link", "nvlink4"])
+    text = out.getvalue().lower()
+    assert rc in (0, 2) and "Traceback" not in err.getvalue()
+    assert not any(w in text.replace("n/a", "") for w in ("inf ", "nan")), text
+
+
+# ------------------------------------------------------------------ the source articles
+def test_seeds_dir_honours_the_environment(tmp_path, monkeypatch):
+    import conftest
+
+    (tmp_path / "000_x.txt").write_text("article")
+    monkeypatch.setenv("GPUKIT_SEEDS", str(tmp_path))
+    assert conftest.seeds_dir() == tmp_path
+    monkeypatch.delenv("GPUKIT_SEEDS")
+    found = conftest.seeds_dir()
+    assert found is None or any(found.glob("*.txt"))
+
+
+# ------------------------------------------------------------------ beyond the context window
+@pytest.mark.parametrize("argv", [
+    ["memory", "--model", "gpt2", "--seq-len", "4096"],
+    ["train-time", "--model", "gpt2", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "1", "--seq-len", "4096"],
+    ["flops", "--model", "gpt2", "--seq-len", "4096"],
+    ["roofline", "--model", "gpt2", "--seq-len", "4096", "--gpu", "h100-sxm"]])
+def test_learned_positions_refuse_sequences_beyond_the_window(capsys, argv):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and "context window 1024" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["memory", "--model", "llama-2-7b", "--seq-len", "16384"],
+    ["train-time", "--model", "llama-2-7b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "1", "--seq-len", "16384"],
+    ["flops", "--model", "llama-2-7b", "--seq-len", "16384"],
+    ["roofline", "--model", "llama-2-7b", "--seq-len", "16384", "--gpu", "h100-sxm"]])
+def test_rope_beyond_the_window_is_computed_and_said(capsys, argv):
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0 and "beyond llama-2-7b's context window 4096" in out
+
+
+def test_seq_len_zero_is_an_error_not_the_default():
+    """`seq_len or model.max_seq` once turned 0 into the context window without a word."""
+    with pytest.raises(ValueError, match="seq_len"):
+        time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, seq_len=0)
+
+
+def test_params_only_says_its_total_is_a_lower_bound(capsys):
+    rc, out, _ = run(capsys, "memory", "--params", "7B", "--inference", "--batch", "64", "--gpu", "h100-sxm")
+    assert rc == 0 and "lower bound" in out and "KV cache" in out
+
+
+def test_benchmark_tables_print_no_inf():
+    from gpukit.bench.results import format_table
+
+    text = format_table([{"size": 1, "busbw_gbps": float("inf"), "algbw_gbps": float("nan")}],
+                        ["size", "busbw_gbps", "algbw_gbps"])
+    assert "inf" not in text and "nan" not in text and text.count("n/a") == 2
+
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["bench", "harness", "--device", "cpu", "--dims", "10000000"], "out of memory at size 10000000"),
+    (["bench", "article", "--device", "cpu", "--skew-ms", "1e300"], "skew_ms must be at most"),
+    (["bench", "memory", "--device", "cpu", "--size-mib", "1e300"], "size_mib")])
+def test_huge_benchmark_inputs_are_one_line_exit_2(capsys, argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err and err.count("\n") == 1
+
+
+def test_benchreport_checks_out_first(tmp_path, capsys):
+    from gpukit.cli.benchreport import main as bench_main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert bench_main(["--out", str(blocker / "r.json"), "--skip", "memory,matmul,collectives"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ flags that would be ignored
+@pytest.mark.parametrize("argv,msg", [
+    (["memory", "--model", "llama-2-7b", "--inference", "--micro-batch", "64"], "--micro-batch applies to training"),
+    (["memory", "--model", "llama-2-7b", "--inference", "--optimizer", "sgd"], "--optimizer applies to training"),
+    (["memory", "--model", "llama-2-7b", "--batch", "64"], "--batch applies to --inference"),
+    (["roofline", "--model", "gpt2", "--seq-len", "512", "--m", "5", "--gpu", "h100-sxm"], "two different questions"),
+    (["roofline", "--dims", "64,64,64", "--seq-len", "512", "--gpu", "h100-sxm"], "--seq-len applies to --model"),
+    (["roofline", "--dims", "64,64,64", "--mode", "decode", "--gpu", "h100-sxm"], "--mode applies to --model"),
+    (["roofline", "--model", "gpt2", "--seq-len", "512", "--batch", "4", "--gpu", "h100-sxm"], "--batch"),
+    (["train-time", "--params", "7B", "--seq-len", "4096", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8"],
+     "seq_len needs a model")])
+def test_a_flag_that_would_be_ignored_is_an_error(capsys, argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err, err
+
+
+def test_comm_says_where_each_link_comes_from(tmp_path, capsys):
+    p = _profile(tmp_path)  # has nvlink4 only
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4",
+                     "--gpus-per-node", "8", "--inter-link", "ib-ndr", "--profile", p)
+    assert rc == 0 and "nvlink4: measured" in out and "ib-ndr: catalog (profile" in out
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "pcie4",
+                     "--profile", p, "--json")
+    assert json.loads(out)["link_sources"] == [f"pcie4: catalog (profile {p} has no link 'pcie4')"]
+
+
+
+def test_memory_says_when_a_flag_changes_nothing(capsys):
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--zero", "3")
+    assert rc == 0 and "nothing is partitioned" in out
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--zero", "3", "--dp", "8")
+    assert rc == 0 and "nothing is partitioned" not in out
+    rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--sp")
+    assert rc == 0 and "--sp with --tp 1" in out
