@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpukit.errors import require_positive
+
 PROFILE_VERSION = 1
 
 
@@ -92,8 +94,12 @@ SANE = {"matmul_tflops": (1e-6, 1e5), "memory_bandwidth_gbps": (1e-6, 1e5), "bet
 
 
 def _positive(src: str, key: str, value, kind: str | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{src}: {key} must be a finite number > 0, got {value!r}")
+    try:  # one finite check (errors.require_positive): JSON numbers only, "1.5" in quotes is refused
+        if isinstance(value, str):
+            raise ValueError(value)
+        value = require_positive(key, value)
+    except ValueError:
+        raise ValueError(f"{src}: {key} must be a finite number > 0, got {value!r}") from None
     if kind is not None:
         lo, hi = SANE[kind]
         if not lo <= value <= hi:
