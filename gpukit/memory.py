@@ -55,6 +55,15 @@ ATTENTION = ("flash", "eager")
 OFFLOAD = ("none", "optimizer", "all")
 FINETUNE = ("full", "lora", "qlora")
 WEIGHT_DTYPES = ("bf16", "fp16", "fp32", "int8", "nf4")
+# Which bookkeeping a breakdown follows (see the module docstring, "Two conventions"):
+# "pytorch": what eager PyTorch really keeps at the peak of a training step (the default for "does it
+# fit"); "megatron": the papers' sum of parts (Korthikanti et al. 2022, ZeRO), in which their
+# published figures are given.
+CONVENTIONS = ("pytorch", "megatron")
+DEVICES = ("cuda", "cpu")
+# torch.optim's implementation of the update: "default" is torch's choice for the device (foreach on
+# CUDA, a per-tensor for-loop on CPU: torch/optim/optimizer.py _default_to_fused_or_foreach).
+OPTIMIZER_IMPLS = ("default", "foreach", "for-loop", "fused")
 
 # Optimizer states per trainable parameter in bytes, without the fp32 master copy. Transformer Math
 # 101 (Anthony et al. 2023, "Optimizer states"): AdamW 8 (m, v in fp32), SGD with momentum 4. 8-bit
@@ -85,6 +94,9 @@ class TrainSetup:
     ZeRO-Infinity "all"), finetune (full | lora | qlora) with lora_rank and lora_targets.
     Inference (inference=True): weights in weights_dtype (default: the precision's dtype), a KV cache
     for `batch` sequences of seq_len tokens each (prompt + generated), split by tp and pp.
+    convention: "pytorch" (default: the peak of a step as eager PyTorch keeps it, gpukit.memory's
+    `pytorch_step_parts`) or "megatron" (the papers' sum of parts); device and optimizer_impl say which
+    torch kernels run (they matter only to the "pytorch" convention).
     """
 
     precision: str = "bf16-mixed"
@@ -107,11 +119,15 @@ class TrainSetup:
     weights_dtype: str | None = None
     inference: bool = False
     batch: int = 1
+    convention: str = "pytorch"
+    device: str = "cuda"
+    optimizer_impl: str = "default"
 
     def __post_init__(self):
         for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("recompute", RECOMPUTE),
                               ("attention", ATTENTION), ("offload", OFFLOAD), ("finetune", FINETUNE),
-                              ("lora_targets", LORA_TARGETS)):
+                              ("lora_targets", LORA_TARGETS), ("convention", CONVENTIONS),
+                              ("device", DEVICES), ("optimizer_impl", OPTIMIZER_IMPLS)):
             require_choice(name, getattr(self, name), allowed)
         if self.weights_dtype is not None:
             require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
@@ -174,6 +190,11 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
         return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     if setup.precision == "bf16":
         return 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
+    if setup.convention == "pytorch":
+        # torch.autocast keeps the parameters (and so their gradients and AdamW's states) in fp32: the
+        # fp32 parameters are the master copy (PyTorch AMP docs, "Automatic Mixed Precision"); the bf16
+        # weights exist only as autocast's per-forward copies (counted with the activations).
+        return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     return 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
 
 
@@ -311,6 +332,182 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     return p
 
 
+# ---- the "pytorch" convention: the peak of one eager PyTorch training step ----------------------
+# What gpukit.memory_eager's op-by-op replay (matched to MemTracker tensor by tensor) teaches, in
+# closed form for any ModelSpec. Each term below is one of its lessons; tests/test_memory_planning.py
+# checks the result against measured peaks of the GPT and Llama reference models.
+
+def _amp(setup: TrainSetup) -> bool:
+    """torch.autocast: fp32 parameters, 16-bit compute (bf16-mixed / fp16-mixed)."""
+    return setup.precision in ("bf16-mixed", "fp16-mixed")
+
+
+def _separate_projections(model: ModelSpec) -> bool:
+    """Llama-family code (Meta's model.py, Hugging Face LlamaAttention/LlamaMLP) has separate q, k, v
+    and gate, up Linears; GPT-2/Megatron code fuses QKV. Taken from the MLP kind (an assumption)."""
+    return model.mlp == "swiglu"
+
+
+def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """Bytes one layer keeps from its forward to its backward in eager PyTorch, per GPU, one micro-batch.
+
+    What each op saves (PyTorch tools/autograd/derivatives.yaml; autocast op lists in
+    aten/src/ATen/autocast_mode.cpp), r = bytes of the residual stream (4 while the parameters are
+    fp32, also under autocast: embedding output and residual adds are fp32), e = compute bytes:
+      norms        input r*sbh each + fp32 stats (LayerNorm mean and rstd 8sb, RMSNorm rstd 4sb)
+      Linear       its input; under autocast a bf16 copy of a fp32 input *per Linear* (autocast casts
+                   activations per call and caches only leaf weights), so Llama's separate q, k, v
+                   keep three copies of the norm output and gate, up two; plus the bf16 weight copy
+                   (2 bytes per weight) that autocast caches and the Linear saves
+      attention    eager: Q, K, V as contiguous (b, a, s, d) copies for bmm (K, V repeated to n_heads
+                   for GQA), the softmax output a s^2 b (CUDA autocast runs softmax in fp32 and saves
+                   a bf16 copy too: +4 a s^2 b); fused SDPA (flash): q, k, v, its output and an fp32
+                   logsumexp 4asb (FlashAttention-2, Dao 2023); both: the output projection's input
+      MLP          GeLU: fc1 output and GeLU output 2e*sbf; SwiGLU: gate, SiLU output, up, product 4e*sbf
+      dropout      (setup.dropout) CUDA masks are bool: 1 byte per element after attention and MLP,
+                   and for the attention probabilities plus the dropped-out copy e a s^2 b
+    Full recompute (torch.utils.checkpoint) keeps the block input only, r*sbh.
+    With tp the Linear inputs and norms stay whole (split by sp), the rest is split by tp (Megatron).
+    """
+    recompute = recompute or setup.recompute
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
+    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    T, t = s * b, setup.tp
+    sp_div = t if setup.sp else 1
+    amp = _amp(setup)
+    e = dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    if recompute == "full":
+        return r * T * h / sp_div
+    sep = _separate_projections(model)
+
+    def lin_in(n_linears: int) -> float:  # the saved input of n Linears reading one fp32 tensor
+        return (2 * n_linears if amp else e) * T * h
+
+    stats = (8 if model.norm == "layernorm" else 4) * T
+    whole = 2 * (r * T * h + stats) + lin_in(3 if sep else 1) + lin_in(2 if sep else 1)
+    sc = a * s * s * b
+    if setup.attention == "eager" and recompute != "selective":
+        split = e * T * 3 * q + sc * (e + (4 if amp and setup.device == "cuda" else 0))
+    elif setup.attention == "eager":  # selective: scores recomputed, Q, K, V kept
+        split = e * T * 3 * q
+    else:
+        split = e * T * (2 * q + 2 * kv) + 4 * a * s * b
+    split += e * T * q  # output projection input (the (b, s, a*d) reshape copy)
+    split += (4 if model.mlp == "swiglu" else 2) * e * T * f
+    if setup.dropout:
+        whole += 2 * T * h
+        if setup.attention == "eager" and recompute != "selective":
+            split += sc * (1 + e)
+    if amp:  # bf16 weight copies saved by the layer's Linears (2 bytes per weight)
+        split += 2 * layer_linear_weights(model)[0]
+    return whole / sp_div + split / t
+
+
+def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float) -> float:
+    """Temporaries of the optimizer step. AdamW foreach (torch/optim/adam.py _multi_tensor_adam):
+    torch._foreach_sqrt(exp_avg_sqs) allocates sqrt(v) for every tensor at once, 4 bytes per fp32
+    state element; the for-loop (_single_tensor_adam) holds sqrt(v) and the denominator of one tensor
+    and the previous denominator (about 3 of the largest tensor); fused kernels and SGD (in place)
+    allocate none."""
+    if setup.optimizer != "adamw":
+        return 0.0
+    impl = setup.optimizer_impl
+    if impl == "default":
+        impl = "foreach" if setup.device == "cuda" else "for-loop"
+    per_elem = state_bytes / 2  # one state's bytes per element (v)
+    if impl == "foreach":
+        return per_elem * n_elem
+    if impl == "for-loop":
+        if model is None:
+            return 0.0
+        largest = max(model.vocab * model.hidden, *(i * o for _, i, o in layer_linear_shapes(model)))
+        return 3 * per_elem * largest / setup.tp
+    return 0.0
+
+
+def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
+    """The peak of one steady-state training step in eager PyTorch, as the components alive at that
+    moment (so they still sum to the total), from the model states `p` of _stage_parts.
+
+    Phases (gpukit.memory_eager's docstring; zero_grad(set_to_none=True), so no gradients exist
+    while the forward runs unless grad_accum > 1):
+      forward end   P + S + saved activations + the loss: logits, the fp32 copy autocast makes for
+                    cross_entropy and the fp32 log_softmax output it saves
+      backward      starts with the log_softmax output beside its gradient and the logits' gradient
+                    (3 x 4 sbV bytes); then each layer frees its activations while its gradients
+                    appear, so memory moves linearly from the top layer to the bottom one: the peak
+                    is at one end (evaluated at both, with one layer's backward working set: two
+                    residual-stream gradients and the score gradients a s^2 b or dq, dk, dv)
+      optimizer     P + G + S + the update's temporaries (_optimizer_temp_bytes)
+    Full recompute: the forward under autocast still caches every layer's bf16 weight copy until
+    autocast exits (forward phase only), and the backward re-runs one layer at a time.
+    DDP without ZeRO (dp > 1) keeps gradient buckets as large as the gradients (torch DDP docs,
+    gradient_as_bucket_view=False by default): + G in backward and optimizer. Not measured here.
+    """
+    layers, _ = _stage_layers_and_extra(model, setup, stage)
+    t = setup.tp
+    s, b, h, V = setup.seq_len, setup.micro_batch, model.hidden, model.vocab
+    T = s * b
+    amp, e = _amp(setup), dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    sp_div = t if setup.sp else 1
+    holds_head, first = stage in ("only", "last"), stage in ("only", "first")
+    in_flight = min(setup.pp, setup.grad_accum) if stage == "first" else 1
+    P, G, S = p["params"], p["grads"], p["optimizer"]
+    lay_saved = pytorch_layer_activation_bytes(model, setup)
+    lay_full = pytorch_layer_activation_bytes(model, setup, recompute="none")
+    w16 = 2 * layer_linear_weights(model)[0] / t if amp else 0.0  # one layer's bf16 weight copies
+    acts = layers * lay_saved * in_flight
+    if first and setup.dropout:
+        acts += T * h / sp_div * in_flight
+    head = logits_fwd = logits_bwd = 0.0
+    lsm = 4 if setup.precision != "bf16" and setup.precision != "fp16" else e  # log_softmax dtype
+    if holds_head:  # final norm input + stats, LM head input (+ its bf16 weight copy)
+        head = (r * T * h + (8 if model.norm == "layernorm" else 4) * T) / sp_div + (2 if amp else e) * T * h / sp_div
+        head += 2 * V * h / t if amp else 0.0
+        logits_fwd = (e + (4 if amp else 0) + lsm) * T * V / t  # logits, fp32 copy, log_softmax
+        logits_bwd = 3 * lsm * T * V / t  # log_softmax output, its gradient, the logits' gradient
+    extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits
+    g_acc = G if setup.grad_accum > 1 else 0.0
+    bucket = G if (setup.dp > 1 and setup.zero_stage == 0) else 0.0
+    n_layer_total = model.n_layers if setup.pp == 1 else layers
+    g_layer = (G - 0.0) / max(n_layer_total, 1) if G else 0.0  # gradients per layer (embeddings folded in)
+    sc = model.n_heads * s * s * b / t
+    if setup.attention == "eager":
+        work = 2 * e * sc
+    else:
+        work = e * T * (model.q_dim + 2 * model.kv_dim) / t
+    work = max(work, 2 * e * T * model.ffn_hidden / t) + 2 * r * T * h / sp_div
+    opt_temp = _optimizer_temp_bytes(model, setup, S / _adam_state_bytes(setup), _adam_state_bytes(setup))
+    top_rest = (layers - 1) * lay_saved * in_flight + (acts - layers * lay_saved * in_flight)
+    phases = {
+        "forward": dict(params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd,
+                        logits=logits_fwd),
+        "backward-start": dict(params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head,
+                               logits=logits_bwd),
+        "backward-top": dict(params=P, grads=max(g_acc, g_layer) + bucket, optimizer=S,
+                             activations=top_rest + lay_full + work,
+                             logits=0.0),
+        "backward-bottom": dict(params=P, grads=max(g_acc, G - g_layer) + bucket, optimizer=S,
+                                activations=lay_full + work,
+                                logits=0.0),
+        "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
+    }
+    totals = {k: sum(v.values()) for k, v in phases.items()}
+    phase = max(totals, key=totals.get)
+    out = dict(p, **phases[phase])
+    out["phase"] = phase
+    out["phase_peaks"] = tuple((k, int(math.ceil(v))) for k, v in totals.items())
+    return out
+
+
+def _adam_state_bytes(setup: TrainSetup) -> float:
+    """Bytes of AdamW's two states per element: 8 (fp32), 4 in pure bf16 (torch allocates them like
+    the parameters)."""
+    return STATE_BYTES_BF16["adamw"] if setup.precision == "bf16" else STATE_BYTES_FP32["adamw"]
+
+
 def _n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
     if setup.finetune != "full":
@@ -356,6 +553,9 @@ class MemoryBreakdown:
     model_name: str
     gpu_name: str | None
     setup: TrainSetup
+    convention: str = "megatron"
+    peak_phase: str = "sum"  # "pytorch": the phase of the step at the peak; "megatron": a sum of parts
+    phase_peaks: tuple = ()  # ((phase, bytes of tensors), ...) in the "pytorch" convention
 
     COMPONENTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache", "overhead")
 
@@ -418,6 +618,9 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
 
 
+_GPU_PARTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache")
+
+
 def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = None,
                     setup: TrainSetup = TrainSetup(), gpu=None) -> MemoryBreakdown:  # noqa: B008 (frozen)
     """Per-GPU memory of training (or serving, setup.inference) `model` with `setup`, in bytes.
@@ -434,7 +637,9 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             check_layout(model, setup)
             stages = ("only",) if setup.pp == 1 else ("first", "last")
             parts = [(st, _stage_parts(model, setup, st)) for st in stages]
-            stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k != "cpu"))
+            if setup.convention == "pytorch" and not setup.inference:
+                parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
+            stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             total_params, name = model.n_params, model.name
             trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
                                                    model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
@@ -442,6 +647,14 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             total_params = require_positive_int("n_params", n_params)
             stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
             trainable = 0 if setup.inference else total_params
+            if setup.convention == "pytorch" and not setup.inference:  # peak at the optimizer step
+                p["optimizer"] += _optimizer_temp_bytes(None, setup, p["optimizer"] / _adam_state_bytes(setup),
+                                                        _adam_state_bytes(setup))
+                if setup.dp > 1 and setup.zero_stage == 0:  # DDP gradient buckets
+                    p["grads"] *= 2
+                p["phase"] = "optimizer"
+        phase = p.pop("phase", "sum")
+        phase_peaks = p.pop("phase_peaks", ())
         if not all(math.isfinite(v) for v in p.values()) or not math.isfinite(math.fsum(p.values())):  # inf, nan
             raise OverflowError
         b = {k: int(math.ceil(v)) for k, v in p.items()}
@@ -459,7 +672,8 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
         cuda_context_bytes=ctx, fragmentation_bytes=frag, overhead_bytes=ctx + frag, total_bytes=total,
         cpu_bytes=b["cpu"], n_params=total_params, trainable_params=trainable, gpu_memory_bytes=cap,
         fits=None if cap is None else total <= cap, stage=stage, model_name=name,
-        gpu_name=getattr(gpu, "name", None), setup=setup)
+        gpu_name=getattr(gpu, "name", None), setup=setup, convention=setup.convention,
+        peak_phase=phase, phase_peaks=phase_peaks)
 
 
 # ---- questions --------------------------------------------------------------------------------

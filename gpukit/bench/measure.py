@@ -27,6 +27,7 @@ from gpukit.memory_eager import (
     reconcile_megatron,
     reference_spec,
 )
+from gpukit.errors import require_choice
 from gpukit.specs import ModelSpec
 
 PHASES = ("forward", "backward", "optimizer")
@@ -135,13 +136,51 @@ def _cuda_baseline(precision: str, optimizer: str) -> int:
     return torch.cuda.memory_allocated()
 
 
+def is_gpt_layout(spec: ModelSpec) -> bool:
+    """True for the layout gpukit.memory_eager replays (ReferenceGPT: gelu, LayerNorm, learned positions)."""
+    return spec.mlp == "gelu" and spec.norm == "layernorm" and spec.position == "learned"
+
+
+def train_setup(setup: EagerSetup, attention: str = "eager", convention: str = "pytorch"):
+    """The gpukit.memory.TrainSetup of one measured step: same shape, precision, optimizer and
+    recompute, no dropout, one device, torch's default optimizer implementation for the device.
+    attention 'sdpa' is the planning model's 'flash' (a fused kernel that keeps no scores)."""
+    from gpukit.memory import TrainSetup
+
+    return TrainSetup(precision=setup.precision, optimizer=setup.optimizer, seq_len=setup.seq_len,
+                      micro_batch=setup.micro_batch, recompute=setup.recompute,
+                      attention="flash" if attention == "sdpa" else "eager", dropout=False,
+                      convention=convention, device=setup.device)
+
+
+def planning_prediction(spec: ModelSpec, setup: EagerSetup, attention: str = "eager",
+                        convention: str = "pytorch"):
+    """gpukit.memory.estimate_memory for the measured step (no GPU: tensor bytes only). The
+    measurement also holds the input batch (2 x 8 sb bytes of int64 ids) and, for the reference
+    models, one bool causal-mask buffer (max_seq^2 bytes) and Llama's rotary tables: those are added
+    to the 'params' row here, since the planning model knows only the transformer's tensors."""
+    from gpukit.memory import estimate_memory
+
+    return estimate_memory(spec, setup=train_setup(setup, attention, convention))
+
+
+def _fixed_bytes(spec: ModelSpec, setup: EagerSetup) -> int:
+    """Bytes the harness holds besides the model's own tensors: input ids and targets (int64), the
+    causal-mask buffer, and the rotary cos/sin tables (fp32, max_seq x head_dim each) of the Llama layout."""
+    n = 2 * 8 * setup.seq_len * setup.micro_batch + spec.max_seq ** 2
+    if spec.position == "rope":
+        n += 2 * 4 * spec.max_seq * spec.head_dim
+    return n
+
+
 def _check_fits(spec: ModelSpec, setup: EagerSetup) -> None:
     """Refuse to run a step whose predicted peak exceeds half of the free memory (shared machines)."""
     import os
 
     from gpukit.units import fmt_bytes
 
-    need = predict_training_memory(spec, setup).peak_bytes
+    need = (predict_training_memory(spec, setup).peak_bytes if is_gpt_layout(spec) else
+            planning_prediction(spec, setup).total_bytes)
     if setup.device == "cuda":
         import torch
 
@@ -157,14 +196,17 @@ def _check_fits(spec: ModelSpec, setup: EagerSetup) -> None:
 
 
 def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, steps: int = 2,
-                            seed: int = 0) -> MeasuredMemory:
-    """Run `steps` (>= 2, so optimizer states exist) real training steps of the reference model and
-    measure params, grads, optimizer states, forward-end activations and the peak (bytes)."""
+                            seed: int = 0, attention: str = "eager") -> MeasuredMemory:
+    """Run `steps` (>= 2, so optimizer states exist) real training steps of the reference model of
+    `spec`'s layout (ReferenceGPT or ReferenceLlama, gpukit.bench.models.build_model) with eager or
+    SDPA attention and measure params, grads, optimizer states, forward-end activations and the peak."""
     setup = setup or EagerSetup()
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    from gpukit.bench.models import build_reference_model, make_batch, make_optimizer
+    from gpukit.bench.models import ATTENTION_KINDS, build_model, make_batch, make_optimizer
+
+    require_choice("attention", attention, ATTENTION_KINDS)
 
     if steps < 2:
         raise ValueError(f"steps must be >= 2 (optimizer states appear at step 1), got {steps}")
@@ -179,7 +221,7 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     if cuda:
         torch.cuda.empty_cache()
         baseline = _cuda_baseline(setup.precision, setup.optimizer)
-    model = build_reference_model(spec, recompute=setup.recompute, device=setup.device, seed=seed)
+    model = build_model(spec, recompute=setup.recompute, attention=attention, device=setup.device, seed=seed)
     model.train()
     opt = make_optimizer(model, setup.optimizer)
     batch = make_batch(spec, setup.micro_batch, setup.seq_len, device=setup.device, seed=seed)
