@@ -399,9 +399,16 @@ def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recomput
         whole += 2 * T * h
         if setup.attention == "eager" and recompute != "selective":
             split += sc * (1 + e)
-    if amp:  # bf16 weight copies saved by the layer's Linears (2 bytes per weight)
-        split += 2 * layer_linear_weights(model)[0]
-    return whole / sp_div + split / t
+    return whole / sp_div + split / t + _autocast_weight_copy_bytes(model, setup)
+
+
+def _autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
+    """One layer's bf16 weight copies that torch.autocast caches and the Linears save (2 bytes per
+    Linear weight, split by tp). With ZeRO-3/FSDP the gathered 16-bit layer is the copy (counted with
+    the parameters as the working set), so none here."""
+    if not _amp(setup) or setup.zero_stage >= 3:
+        return 0.0
+    return 2 * layer_linear_weights(model)[0] / setup.tp
 
 
 def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float) -> float:
@@ -457,7 +464,7 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     P, G, S = p["params"], p["grads"], p["optimizer"]
     lay_saved = pytorch_layer_activation_bytes(model, setup)
     lay_full = pytorch_layer_activation_bytes(model, setup, recompute="none")
-    w16 = 2 * layer_linear_weights(model)[0] / t if amp else 0.0  # one layer's bf16 weight copies
+    w16 = _autocast_weight_copy_bytes(model, setup)
     acts = layers * lay_saved * in_flight
     if first and setup.dropout:
         acts += T * h / sp_div * in_flight
@@ -465,7 +472,7 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     lsm = 4 if setup.precision != "bf16" and setup.precision != "fp16" else e  # log_softmax dtype
     if holds_head:  # final norm input + stats, LM head input (+ its bf16 weight copy)
         head = (r * T * h + (8 if model.norm == "layernorm" else 4) * T) / sp_div + (2 if amp else e) * T * h / sp_div
-        head += 2 * V * h / t if amp else 0.0
+        head += 2 * V * h / t if amp and setup.zero_stage < 3 else 0.0
         logits_fwd = (e + (4 if amp else 0) + lsm) * T * V / t  # logits, fp32 copy, log_softmax
         logits_bwd = 3 * lsm * T * V / t  # log_softmax output, its gradient, the logits' gradient
     extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits
