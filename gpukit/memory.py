@@ -370,6 +370,17 @@ def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recomput
     With tp the Linear inputs and norms stay whole (split by sp), the rest is split by tp (Megatron).
     """
     recompute = recompute or setup.recompute
+    if recompute == "full":
+        r = 2 if setup.precision in ("bf16", "fp16") else 4
+        return r * setup.seq_len * setup.micro_batch * model.hidden / (setup.tp if setup.sp else 1)
+    attn, mlp = _pytorch_layer_halves(model, setup, recompute)
+    return attn + mlp
+
+
+def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -> tuple[float, float]:
+    """(attention half, MLP half) of pytorch_layer_activation_bytes without full recompute: each
+    half's norm, Linear inputs, saved tensors and bf16 weight copies. The backward frees the MLP
+    half before it reaches the attention (whose score gradients are the largest transient)."""
     s, b, h = setup.seq_len, setup.micro_batch, model.hidden
     q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
     T, t = s * b, setup.tp
@@ -377,29 +388,34 @@ def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recomput
     amp = _amp(setup)
     e = dtype_bytes(setup.compute_dtype)
     r = 2 if setup.precision in ("bf16", "fp16") else 4
-    if recompute == "full":
-        return r * T * h / sp_div
     sep = _separate_projections(model)
 
     def lin_in(n_linears: int) -> float:  # the saved input of n Linears reading one fp32 tensor
         return (2 * n_linears if amp else e) * T * h
 
-    stats = (8 if model.norm == "layernorm" else 4) * T
-    whole = 2 * (r * T * h + stats) + lin_in(3 if sep else 1) + lin_in(2 if sep else 1)
+    norm = r * T * h + (8 if model.norm == "layernorm" else 4) * T
+    attn_whole, mlp_whole = norm + lin_in(3 if sep else 1), norm + lin_in(2 if sep else 1)
     sc = a * s * s * b
     if setup.attention == "eager" and recompute != "selective":
-        split = e * T * 3 * q + sc * (e + (4 if amp and setup.device == "cuda" else 0))
+        attn = e * T * 3 * q + sc * (e + (4 if amp and setup.device == "cuda" else 0))
     elif setup.attention == "eager":  # selective: scores recomputed, Q, K, V kept
-        split = e * T * 3 * q
+        attn = e * T * 3 * q
     else:
-        split = e * T * (2 * q + 2 * kv) + 4 * a * s * b
-    split += e * T * q  # output projection input (the (b, s, a*d) reshape copy)
-    split += (4 if model.mlp == "swiglu" else 2) * e * T * f
+        attn = e * T * (2 * q + 2 * kv) + 4 * a * s * b
+    attn += e * T * q  # output projection input (the (b, s, a*d) reshape copy)
+    mlp = (4 if model.mlp == "swiglu" else 2) * e * T * f
     if setup.dropout:
-        whole += 2 * T * h
+        attn_whole += T * h
+        mlp_whole += T * h
         if setup.attention == "eager" and recompute != "selective":
-            split += sc * (1 + e)
-    return whole / sp_div + split / t + _autocast_weight_copy_bytes(model, setup)
+            attn += sc * (1 + e)
+    shapes = layer_linear_shapes(model)
+    w_attn = sum(i * o for n, i, o in shapes if n in ("q", "k", "v", "o"))
+    w_mlp = sum(i * o for n, i, o in shapes) - w_attn
+    copy = _autocast_weight_copy_bytes(model, setup)
+    w_tot = w_attn + w_mlp
+    return (attn_whole / sp_div + attn / t + copy * w_attn / w_tot,
+            mlp_whole / sp_div + mlp / t + copy * w_mlp / w_tot)
 
 
 def _autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
@@ -433,6 +449,29 @@ def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: fl
     return 0.0
 
 
+def _pytorch_head_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float, float, float]:
+    """(saved by the final norm and the LM head, logits bytes at the loss in forward, at the start of
+    backward). Saved: the final norm's input and stats, the head's input (a bf16 copy under
+    autocast) and its bf16 weight copy. The loss (F.cross_entropy = log_softmax + nll_loss): forward
+    holds the logits, the fp32 copy autocast makes for log_softmax, and the fp32 log_softmax output
+    it saves; backward starts with that output, its gradient and the logits' gradient (3 x 4 sbV)."""
+    s, b, h, V, t = setup.seq_len, setup.micro_batch, model.hidden, model.vocab, setup.tp
+    T, sp_div = s * b, (setup.tp if setup.sp else 1)
+    amp, e = _amp(setup), dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    lsm = e if setup.precision in ("bf16", "fp16") else 4  # log_softmax runs in fp32 under autocast
+    head = (r * T * h + (8 if model.norm == "layernorm" else 4) * T) / sp_div + (2 if amp else e) * T * h / sp_div
+    head += 2 * V * h / t if amp and setup.zero_stage < 3 else 0.0
+    return head, (e + (4 if amp else 0) + lsm) * T * V / t, 3 * lsm * T * V / t
+
+
+def pytorch_forward_end_bytes(model: ModelSpec, setup: TrainSetup) -> float:
+    """Activations alive at the end of the forward (after the loss) in eager PyTorch, one GPU without
+    pipeline parallelism: every layer's saved tensors, the head's, and the log_softmax output."""
+    head, _, logits_bwd = _pytorch_head_bytes(model, setup)
+    return model.n_layers * pytorch_layer_activation_bytes(model, setup) + head + logits_bwd / 3
+
+
 def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
     """The peak of one steady-state training step in eager PyTorch, as the components alive at that
     moment (so they still sum to the total), from the model states `p` of _stage_parts.
@@ -454,9 +493,9 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     """
     layers, _ = _stage_layers_and_extra(model, setup, stage)
     t = setup.tp
-    s, b, h, V = setup.seq_len, setup.micro_batch, model.hidden, model.vocab
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
     T = s * b
-    amp, e = _amp(setup), dtype_bytes(setup.compute_dtype)
+    e = dtype_bytes(setup.compute_dtype)
     r = 2 if setup.precision in ("bf16", "fp16") else 4
     sp_div = t if setup.sp else 1
     holds_head, first = stage in ("only", "last"), stage in ("only", "first")
@@ -468,24 +507,21 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     acts = layers * lay_saved * in_flight
     if first and setup.dropout:
         acts += T * h / sp_div * in_flight
-    head = logits_fwd = logits_bwd = 0.0
-    lsm = 4 if setup.precision != "bf16" and setup.precision != "fp16" else e  # log_softmax dtype
-    if holds_head:  # final norm input + stats, LM head input (+ its bf16 weight copy)
-        head = (r * T * h + (8 if model.norm == "layernorm" else 4) * T) / sp_div + (2 if amp else e) * T * h / sp_div
-        head += 2 * V * h / t if amp and setup.zero_stage < 3 else 0.0
-        logits_fwd = (e + (4 if amp else 0) + lsm) * T * V / t  # logits, fp32 copy, log_softmax
-        logits_bwd = 3 * lsm * T * V / t  # log_softmax output, its gradient, the logits' gradient
+    head, logits_fwd, logits_bwd = _pytorch_head_bytes(model, setup) if holds_head else (0.0, 0.0, 0.0)
     extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits
     g_acc = G if setup.grad_accum > 1 else 0.0
     bucket = G if (setup.dp > 1 and setup.zero_stage == 0) else 0.0
     n_layer_total = model.n_layers if setup.pp == 1 else layers
     g_layer = (G - 0.0) / max(n_layer_total, 1) if G else 0.0  # gradients per layer (embeddings folded in)
+    # One layer's backward working set: the MLP's backward (its hidden-size gradients 2e*sbf) beside
+    # the whole layer, then the attention's (score gradients 2e*as^2b, or dq, dk, dv) once the MLP half
+    # is freed; both with the residual stream's two gradients.
     sc = model.n_heads * s * s * b / t
-    if setup.attention == "eager":
-        work = 2 * e * sc
-    else:
-        work = e * T * (model.q_dim + 2 * model.kv_dim) / t
-    work = max(work, 2 * e * T * model.ffn_hidden / t) + 2 * r * T * h / sp_div
+    _, mlp_half = _pytorch_layer_halves(model, setup, "none")
+    attn_work = 2 * e * sc if setup.attention == "eager" else e * T * (model.q_dim + 2 * model.kv_dim) / t
+    mlp_work = (3 if model.mlp == "swiglu" else 2) * e * T * model.ffn_hidden / t
+    resid = 2 * r * T * h / sp_div
+    lay_bwd = max(lay_full + mlp_work, lay_full - mlp_half + attn_work) + resid
     opt_temp = _optimizer_temp_bytes(model, setup, S / _adam_state_bytes(setup), _adam_state_bytes(setup))
     top_rest = (layers - 1) * lay_saved * in_flight + (acts - layers * lay_saved * in_flight)
     phases = {
@@ -494,10 +530,10 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
         "backward-start": dict(params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head,
                                logits=logits_bwd),
         "backward-top": dict(params=P, grads=max(g_acc, g_layer) + bucket, optimizer=S,
-                             activations=top_rest + lay_full + work,
+                             activations=top_rest + lay_bwd,
                              logits=0.0),
         "backward-bottom": dict(params=P, grads=max(g_acc, G - g_layer) + bucket, optimizer=S,
-                                activations=lay_full + work,
+                                activations=lay_bwd,
                                 logits=0.0),
         "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
     }

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from gpukit import memory as mem
 from gpukit.catalog import GPU
 from gpukit.memory import TrainSetup, estimate_memory, layer_activation_bytes
-
-PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
 from gpukit.quant import lora_params, nf4_constant_bits, quantized_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
+
+PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
 
 GPT = ModelSpec("gpt-test", n_layers=24, hidden=2048, n_heads=16, vocab=50257, max_seq=2048)
 LLAMA7 = ModelSpec("llama-2-7b-like", 32, 4096, 32, vocab=32000, max_seq=4096, mlp="swiglu", norm="rmsnorm",

@@ -10,11 +10,11 @@ import pytest
 
 from gpukit.catalog import GPU
 from gpukit.memory import TrainSetup, estimate_memory, layer_activation_bytes
-
-PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
 from gpukit.quant import nf4_constant_bits
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB, MiB
+
+PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
 
 LLAMA = dict(mlp="swiglu", norm="rmsnorm", position="rope", bias=False, vocab=32000)
 

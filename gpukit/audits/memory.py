@@ -25,11 +25,11 @@ from gpukit.catalog import get_gpu, get_model, gpus
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_positive
 from gpukit.memory_eager import megatron_activation_bytes
+from gpukit.units import GB, GiB, dtype_bytes, fmt_count
 
 # The articles' memory claims come from the papers (ZeRO, ZeRO-Offload, QLoRA) and DeepSpeed-style
 # setups (16-bit weights, fp32 master, fused Adam): they are audited in the papers' convention.
 PAPER = "megatron"
-from gpukit.units import GB, GiB, dtype_bytes, fmt_count
 
 NOTEBOOK_01 = ("weights_70b_fp16", "seven_13b_on_h100", "activations_rule_bsh8", "hundred_b_four_h100",
                "seventy_b_one_a100_quantized")

@@ -30,7 +30,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from gpukit.errors import require_choice, require_positive
-from gpukit.memory_eager import reference_spec  # noqa: F401  (pure; re-exported here)
+from gpukit.memory_eager import llama_spec, reference_spec  # noqa: F401  (pure; re-exported here)
 from gpukit.specs import ModelSpec
 
 RECOMPUTE_KINDS = ("none", "full")
@@ -249,16 +249,6 @@ class ReferenceLlama(nn.Module):
                 x = block(x, self.causal_mask, cos, sin)
         logits = self.lm_head(self.ln_f(x))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-def llama_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, n_kv_heads: int = 2, vocab: int = 512,
-               seq: int = 128, ffn_hidden: int | None = None, tied_embeddings: bool = False) -> ModelSpec:
-    """A small Llama-layout ModelSpec (RMSNorm, SwiGLU, GQA, RoPE, no biases): what
-    build_llama_model builds. ffn_hidden None -> Llama's rounding of 8h/3 (gpukit.specs)."""
-    return ModelSpec(name=f"llama-L{n_layers}-h{hidden}-a{n_heads}-kv{n_kv_heads}-V{vocab}-s{seq}",
-                     n_layers=n_layers, hidden=hidden, n_heads=n_heads, n_kv_heads=n_kv_heads, vocab=vocab,
-                     max_seq=seq, ffn_hidden=ffn_hidden, tied_embeddings=tied_embeddings, mlp="swiglu",
-                     norm="rmsnorm", position="rope", bias=False, arch="decoder")
 
 
 def build_llama_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",

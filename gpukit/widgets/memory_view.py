@@ -186,35 +186,44 @@ CATEGORIES = ("params", "grads", "optimizer", "activations", "peak")
 
 
 def compare_frame(result: dict):
-    """gpukit.bench.measure.compare(...) -> DataFrame: predicted, measured (bytes, MiB), error per category,
-    and the Megatron convention's activations (Korthikanti Table 2, 16-bit) beside them."""
+    """gpukit.bench.measure.compare(...) -> DataFrame, one row per category: measured bytes and each
+    model's bytes and error (%): the eager replay ('replay_*', NaN where it does not apply), the
+    planning model ('planning_*', gpukit.memory convention pytorch) and the papers' convention
+    ('megatron_*'); MiB columns for plotting."""
     import pandas as pd
 
-    missing = [k for k in ("predicted", "measured", "error") if k not in result]
+    missing = [k for k in ("predicted", "planning", "megatron", "measured", "error") if k not in result]
     if missing:
         raise ValueError(f"result must be gpukit.bench.measure.compare's dict; missing {', '.join(missing)}")
-    p, m, e = result["predicted"], result["measured"], result["error"]
-    rows = [{"category": k, "predicted_bytes": int(p[k]), "measured_bytes": int(m[k]),
-             "predicted_mib": p[k] / 2**20, "measured_mib": m[k] / 2**20, "error_pct": 100 * e[k],
-             "megatron_mib": (p["megatron_activations"] / 2**20 if k == "activations" else float("nan"))}
-            for k in CATEGORIES]
+    m, e, nan = result["measured"], result["error"], float("nan")
+    rows = []
+    for k in CATEGORIES:
+        row = {"category": k, "measured_bytes": int(m[k]), "measured_mib": m[k] / 2**20}
+        for key, name in (("predicted", "replay"), ("planning", "planning"), ("megatron", "megatron")):
+            d = result[key]
+            row[f"{name}_bytes"] = int(d[k]) if d else nan
+            row[f"{name}_mib"] = d[k] / 2**20 if d else nan
+            row[f"{name}_err_pct"] = 100 * e[key][k] if d else nan
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
-    """Grouped bars per category: eager phase model, measured, and the Megatron activations formula."""
+    """Grouped bars per category: measured, the replay, the planning model and the Megatron convention."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3))
-    x = np.arange(len(frame))
-    ax.bar(x - 0.27, frame["predicted_mib"], 0.27, label="predicted (eager phase model)", color="tab:blue")
-    ax.bar(x, frame["measured_mib"], 0.27, label="measured (MemTracker)", color="tab:orange")
-    ax.bar(x + 0.27, frame["megatron_mib"].fillna(0), 0.27, label="Megatron formula (16-bit)", color="tab:gray")
+    x, w = np.arange(len(frame)), 0.2
+    for i, (col, label, color) in enumerate((("measured_mib", "measured (MemTracker)", "tab:orange"),
+                                             ("replay_mib", "replay (memory_eager)", "tab:blue"),
+                                             ("planning_mib", "planning model (pytorch)", "tab:green"),
+                                             ("megatron_mib", "Megatron convention", "tab:gray"))):
+        ax.bar(x + (i - 1.5) * w, frame[col].fillna(0), w, label=label, color=color)
     ax.set_xticks(x, frame["category"])
     ax.set_ylabel("MiB")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     if title:
         ax.set_title(title, fontsize=10)
     ax.figure.tight_layout()
@@ -222,9 +231,11 @@ def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
 
 
 def phase_frame(result: dict):
-    """Peak bytes per phase of a step (forward, backward, optimizer): predicted vs measured (MiB)."""
+    """Peak bytes per phase of a step (forward, backward, optimizer): the replay vs measured (MiB)."""
     import pandas as pd
 
+    if not result.get("predicted"):
+        raise ValueError("phase_frame needs the replay's phases: the GPT layout with eager attention")
     p, m = result["predicted"]["phase_peaks"], result["measured"]["phase_peaks"]
     return pd.DataFrame([{"phase": ph, "predicted_mib": p[ph] / 2**20, "measured_mib": m[ph] / 2**20,
                           "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0} for ph in p])
