@@ -393,7 +393,10 @@ def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -
     def lin_in(n_linears: int) -> float:  # the saved input of n Linears reading one fp32 tensor
         return (2 * n_linears if amp else e) * T * h
 
-    norm = r * T * h + (8 if model.norm == "layernorm" else 4) * T
+    # LayerNorm (one fused op) saves its input and mean, rstd; nn.RMSNorm runs as composite ops
+    # (x * rsqrt(mean(x^2) + eps), then * weight) and saves its input, rstd and the normalised x
+    # (for the weight's gradient): +r*sbh (measured with saved_tensors_hooks, torch 2.13 CPU)
+    norm = r * T * h + 8 * T if model.norm == "layernorm" else 2 * r * T * h + 4 * T
     attn_whole, mlp_whole = norm + lin_in(3 if sep else 1), norm + lin_in(2 if sep else 1)
     sc = a * s * s * b
     if setup.attention == "eager" and recompute != "selective":
@@ -402,7 +405,8 @@ def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -
         attn = e * T * 3 * q
     else:
         attn = e * T * (2 * q + 2 * kv) + 4 * a * s * b
-    attn += e * T * q  # output projection input (the (b, s, a*d) reshape copy)
+    if setup.attention == "eager":  # the output projection's input: the (b, s, a*d) reshape copies
+        attn += e * T * q  # (fused kernels return (b, s, a, d)-major outputs: the reshape is a view)
     mlp = (4 if model.mlp == "swiglu" else 2) * e * T * f
     if setup.dropout:
         attn_whole += T * h
@@ -445,7 +449,7 @@ def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: fl
         if model is None:
             return 0.0
         largest = max(model.vocab * model.hidden, *(i * o for _, i, o in layer_linear_shapes(model)))
-        return 3 * per_elem * largest / setup.tp
+        return 2 * per_elem * largest / setup.tp
     return 0.0
 
 
@@ -460,7 +464,8 @@ def _pytorch_head_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float, flo
     amp, e = _amp(setup), dtype_bytes(setup.compute_dtype)
     r = 2 if setup.precision in ("bf16", "fp16") else 4
     lsm = e if setup.precision in ("bf16", "fp16") else 4  # log_softmax runs in fp32 under autocast
-    head = (r * T * h + (8 if model.norm == "layernorm" else 4) * T) / sp_div + (2 if amp else e) * T * h / sp_div
+    norm = r * T * h + 8 * T if model.norm == "layernorm" else 2 * r * T * h + 4 * T  # as in the layers
+    head = norm / sp_div + (2 if amp else e) * T * h / sp_div
     head += 2 * V * h / t if amp and setup.zero_stage < 3 else 0.0
     return head, (e + (4 if amp else 0) + lsm) * T * V / t, 3 * lsm * T * V / t
 
@@ -511,30 +516,39 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits
     g_acc = G if setup.grad_accum > 1 else 0.0
     bucket = G if (setup.dp > 1 and setup.zero_stage == 0) else 0.0
-    n_layer_total = model.n_layers if setup.pp == 1 else layers
-    g_layer = (G - 0.0) / max(n_layer_total, 1) if G else 0.0  # gradients per layer (embeddings folded in)
-    # One layer's backward working set: the MLP's backward (its hidden-size gradients 2e*sbf) beside
-    # the whole layer, then the attention's (score gradients 2e*as^2b, or dq, dk, dv) once the MLP half
-    # is freed; both with the residual stream's two gradients.
+    # Gradients appear in backward order: the head's first, then layer by layer, the embedding's last.
+    _, extra = _stage_layers_and_extra(model, setup, stage)
+    elems = layers * model.layer_params() + extra
+    per_elem = G / elems if elems else 0.0
+    g_head = model.head_params() * holds_head * per_elem
+    g_layer, g_mlp = model.layer_params() * per_elem, (model.mlp_params() + model.norm_params()) * per_elem
+    g_below = G - model.embedding_params() * first * per_elem - g_layer  # all but the bottom layer's
+    # One layer's backward, two moments: (M) the MLP's backward beside the whole layer's activations;
+    # (A) the attention's (score gradients 2e*as^2b, or dq, dk, dv) once the MLP half is freed and
+    # its weight gradients exist. Both with the residual stream's two gradients.
     sc = model.n_heads * s * s * b / t
     _, mlp_half = _pytorch_layer_halves(model, setup, "none")
     attn_work = 2 * e * sc if setup.attention == "eager" else e * T * (model.q_dim + 2 * model.kv_dim) / t
-    mlp_work = (3 if model.mlp == "swiglu" else 2) * e * T * model.ffn_hidden / t
+    # autograd frees a node's saved tensors once it has run, so the MLP's gradients replace its inputs:
+    # net +e*sbf (GeLU) or +2e*sbf (SwiGLU: the SiLU and up gradients beside the product's)
+    mlp_work = (2 if model.mlp == "swiglu" else 1) * e * T * model.ffn_hidden / t
     resid = 2 * r * T * h / sp_div
-    lay_bwd = max(lay_full + mlp_work, lay_full - mlp_half + attn_work) + resid
+    moments = ((0.0, lay_full + mlp_work + resid), (g_mlp, lay_full - mlp_half + attn_work + resid))
     opt_temp = _optimizer_temp_bytes(model, setup, S / _adam_state_bytes(setup), _adam_state_bytes(setup))
     top_rest = (layers - 1) * lay_saved * in_flight + (acts - layers * lay_saved * in_flight)
+
+    def layer_moment(g_before: float, rest: float) -> dict:
+        g, a = max(moments, key=lambda m: m[0] + m[1])
+        return dict(params=P, grads=max(g_acc, g_before + g) + bucket, optimizer=S, activations=rest + a,
+                    logits=0.0)
+
     phases = {
         "forward": dict(params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd,
                         logits=logits_fwd),
         "backward-start": dict(params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head,
                                logits=logits_bwd),
-        "backward-top": dict(params=P, grads=max(g_acc, g_layer) + bucket, optimizer=S,
-                             activations=top_rest + lay_bwd,
-                             logits=0.0),
-        "backward-bottom": dict(params=P, grads=max(g_acc, G - g_layer) + bucket, optimizer=S,
-                                activations=lay_bwd,
-                                logits=0.0),
+        "backward-top": layer_moment(g_head, top_rest),
+        "backward-bottom": layer_moment(g_below, 0.0),
         "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
     }
     totals = {k: sum(v.values()) for k, v in phases.items()}

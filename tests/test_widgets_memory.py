@@ -27,10 +27,14 @@ def test_memory_compute_is_estimate_memory():
     bd = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full")
     ref = mem.estimate_memory(catalog.get_model("llama-2-7b"), gpu=catalog.get_gpu("h100-sxm"),
                               setup=mem.TrainSetup(micro_batch=2, seq_len=2048, recompute="full"))
-    assert bd == ref
-    # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB
-    assert bd.params_bytes + bd.grads_bytes + bd.optimizer_bytes == 16 * bd.n_params
-    assert bd.fits is False
+    assert bd == ref and bd.convention == "pytorch"
+    # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB (papers' convention)
+    paper = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full",
+                              convention="megatron")
+    assert paper.params_bytes + paper.grads_bytes + paper.optimizer_bytes == 16 * bd.n_params
+    # PyTorch keeps fp32 params + grads + AdamW states and the foreach update's sqrt(v): 20 bytes/param
+    assert bd.peak_phase == "optimizer" and bd.total_bytes > paper.total_bytes
+    assert bd.fits is False and paper.fits is False
     assert mv.verdict_text(bd).startswith("does NOT fit")
 
 
@@ -43,6 +47,7 @@ def test_memory_view_changes_with_every_control():
     gpt2 = view.result.total_bytes
     assert gpt2 < first and view.result.fits is True
     view.controls["micro_batch"].value = 8  # the first slider
+    assert view.result.peak_phase == "backward-start"  # activations at the peak, not the optimizer step
     assert view.result.activations_bytes > 7 * mv.memory_compute("gpt2").activations_bytes
     before = view.result.total_bytes
     view.set(recompute="full")
@@ -84,7 +89,8 @@ def test_tricks_view_each_trick_lowers_memory_and_errors_in_place():
     labels = [label for label, _ in stack.rows]
     assert labels == ["baseline: fp32 AdamW, full", "+ bf16-mixed"]
     totals = [bd.total_bytes for _, bd in stack.rows]
-    assert totals[1] < totals[0]
+    # mixed precision keeps fp32 states in PyTorch: it lowers the activations, not the optimizer step
+    assert totals[1] <= totals[0]
     view.set(recompute="full", optimizer="adamw-8bit", finetune="lora", offload="optimizer")
     totals = [bd.total_bytes for _, bd in view.result.rows]
     assert len(totals) == 6 and all(b <= a for a, b in zip(totals, totals[1:], strict=False))
@@ -108,7 +114,10 @@ def test_default_tricks_view_is_the_articles_qlora_case():
 def test_memory_grows_with_micro_batch_and_seq(b, s):
     small = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b, seq_len=min(s, 1024))
     big = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b + 1, seq_len=min(s, 1024))
-    assert big.activations_bytes > small.activations_bytes
+    assert big.total_bytes >= small.total_bytes  # the peak may stay at the optimizer step
+    paper = [mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=x, seq_len=min(s, 1024), convention="megatron")
+             for x in (b, b + 1)]
+    assert paper[1].activations_bytes > paper[0].activations_bytes
     assert big.params_bytes == small.params_bytes
     assert (small.total_bytes <= small.gpu_memory_bytes) == small.fits
 
@@ -143,3 +152,22 @@ def test_phase_frame():
     df = mv.phase_frame(r)
     assert list(df.phase) == ["forward", "backward", "optimizer"]
     assert list(df.error_pct) == pytest.approx([-10.0, 0.0, 0.0])
+
+
+def test_memory_view_issue8_controls():
+    view = mv.memory_view(model="llama-2-7b", seq_len=4096)
+    for name in ("attention", "zero_stage", "dp", "pp", "sp", "inference", "batch", "params_b", "convention"):
+        assert name in view.controls, name
+    base = view.result.total_bytes
+    view.set(attention="eager")
+    assert view.result.total_bytes > base  # the s^2 scores are stored
+    view.set(attention="flash", zero_stage=3, dp=8)
+    assert view.result.total_bytes < base and view.result.setup.zero_stage == 3
+    view.set(zero_stage=0, dp=1, pp=4)
+    assert view.result.setup.pp == 4 and view.result.setup.grad_accum == 4
+    view.set(pp=1, inference=True, batch=16)
+    assert view.result.kv_cache_bytes > 0 and view.result.grads_bytes == 0
+    view.set(inference=False, model=mv.CUSTOM, params_b=13)
+    assert view.result.n_params == 13 * 10**9 and view.result.activations_bytes == 0
+    view.set(params_b=-1)
+    assert view.error == "params_b must be a positive number of billions, got -1.0"

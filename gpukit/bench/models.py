@@ -266,6 +266,20 @@ def build_llama_model(spec: ModelSpec, recompute: str = "none", attention: str =
     return ReferenceLlama(spec, recompute, attention).to(device)
 
 
+def sdpa_kernel(device: str = "cpu", dtype: str = "fp32", gqa: bool = False) -> str:
+    """Which kernel torch.nn.functional.scaled_dot_product_attention dispatches to for a causal
+    training call on `device`: the name of the backward node it records (e.g.
+    'ScaledDotProductFlashAttentionForCpuBackward0': the flash-attention CPU kernel, which keeps the
+    output and a logsumexp, never the s^2 scores; '...EfficientAttention...', '...CudnnAttention...'
+    or a 'Math' chain of bmm/softmax ops otherwise)."""
+    require_choice("dtype", dtype, ("fp32", "bf16"))
+    dt = torch.float32 if dtype == "fp32" else torch.bfloat16
+    q = torch.randn(1, 4, 64, 32, dtype=dt, device=device, requires_grad=True)
+    kv = torch.randn(1, 2 if gqa else 4, 64, 32, dtype=dt, device=device, requires_grad=True)
+    y = F.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=gqa)
+    return type(y.grad_fn).__name__
+
+
 def build_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",
                 seed: int = 0) -> nn.Module:
     """The reference model for `spec`'s layout: ReferenceLlama for swiglu/rmsnorm/rope, else ReferenceGPT."""

@@ -32,19 +32,42 @@ COLORS = {"params": "tab:blue", "grads": "tab:orange", "optimizer": "tab:green",
 PARTS = tuple(COLORS)
 
 
+CUSTOM = "custom (parameter count)"  # the model dropdown's entry for a bare parameter count
+
+
 def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str = "bf16-mixed",
                    optimizer: str = "adamw", micro_batch: int = 1, seq_len: int = 1024,
-                   recompute: str = "none", tp: int = 1) -> mem.MemoryBreakdown:
-    """Per-GPU memory (bytes) of training catalog `model` on catalog `gpu`: gpukit.memory with
-    TrainSetup(precision, optimizer, micro_batch, seq_len, recompute, tp), overhead included."""
-    spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
+                   recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
+                   sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
+                   params_b: float = 7.0, convention: str = "pytorch") -> mem.MemoryBreakdown:
+    """Per-GPU memory (bytes) of training (or serving) catalog `model` on catalog `gpu`:
+    gpukit.memory.estimate_memory with the TrainSetup of these arguments, overhead included.
+
+    model CUSTOM uses a bare count of params_b billion parameters (model states only: activations,
+    logits and KV cache need a shape). inference=True serves `batch` sequences of seq_len tokens of
+    context (weights + KV cache; ZeRO, dp, optimizer and recompute do not apply and are ignored).
+    With pp > 1 the step runs pp micro-batches (grad_accum = pp, the fewest that fill a 1F1B
+    pipeline), so the first stage holds pp micro-batches of activations (Korthikanti et al. 2022 sec.
+    4.2.3). convention: "pytorch" (what eager PyTorch keeps at the peak of a step) or "megatron"."""
+    card = catalog.get_gpu(gpu)
     require_positive_int("micro_batch", micro_batch)
     require_positive_int("tp", tp)
     seq_len = require_positive_int("seq_len", seq_len)
-    if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
-        raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
-    setup = mem.TrainSetup(precision=precision, optimizer=optimizer, micro_batch=micro_batch, seq_len=seq_len,
-                           recompute=recompute, tp=tp)
+    spec = None
+    if model != CUSTOM:
+        spec = catalog.get_model(model)
+        if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
+            raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
+    kw = dict(precision=precision, seq_len=seq_len, tp=tp, pp=pp, sp=sp, attention=attention, convention=convention)
+    if inference:
+        setup = mem.TrainSetup(inference=True, batch=batch, **kw)
+    else:
+        setup = mem.TrainSetup(optimizer=optimizer, micro_batch=micro_batch, recompute=recompute,
+                               zero_stage=zero_stage, dp=dp, grad_accum=max(1, pp), **kw)
+    if spec is None:
+        if not isinstance(params_b, (int, float)) or not params_b > 0:
+            raise ValueError(f"params_b must be a positive number of billions, got {params_b!r}")
+        return mem.estimate_memory(n_params=int(params_b * 1e9), setup=setup, gpu=card)
     return mem.estimate_memory(spec, setup=setup, gpu=card)
 
 
@@ -100,18 +123,27 @@ def plot_breakdown(bd: mem.MemoryBreakdown, ax=None):
 
 
 def _render_memory(bd):
-    print(verdict_text(bd))
+    where = (f"the peak of a step in eager PyTorch, reached in phase '{bd.peak_phase}'"
+             if bd.convention == "pytorch" and bd.peak_phase != "sum" else "a sum of parts (papers' convention)")
+    print(f"{verdict_text(bd)}; components at {where}")
+    if bd.setup.inference is False and bd.activations_bytes == 0 and bd.peak_phase in ("sum", "optimizer") \
+            and bd.model_name.endswith("params"):
+        print("custom parameter count: model states only (activations need a model's shape)")
     plot_breakdown(bd)
 
 
 def memory_view(**defaults) -> View:
-    """Notebook 01's widget: model, GPU, precision, optimizer, micro-batch, sequence, recompute, tp ->
-    stacked breakdown and the fits verdict (`memory_compute`)."""
+    """Notebook 01's widget: model (or a custom parameter count), GPU, precision, optimizer,
+    micro-batch, sequence, recompute, attention, ZeRO stage, dp, tp, pp, sp, inference (batch and
+    context: the KV cache) and the convention -> stacked breakdown and the fits verdict
+    (`memory_compute`)."""
     import inspect
+
+    import ipywidgets as widgets
 
     v = {k: p.default for k, p in inspect.signature(memory_compute).parameters.items()} | defaults
     controls = {
-        "model": dropdown("model", list(catalog.models()), v["model"]),
+        "model": dropdown("model", [*catalog.models(), CUSTOM], v["model"]),
         "gpu": dropdown("GPU", list(catalog.gpus()), v["gpu"]),
         "micro_batch": slider("micro-batch", 0, 64, v["micro_batch"], integer=True),
         "seq_len": slider("seq_len", 128, 8192, v["seq_len"], 128, integer=True),
@@ -119,8 +151,25 @@ def memory_view(**defaults) -> View:
         "optimizer": dropdown("optimizer", mem.OPTIMIZERS, v["optimizer"]),
         "recompute": dropdown("recompute", mem.RECOMPUTE, v["recompute"]),
         "tp": number("tp", v["tp"], integer=True),
+        **memory_view_extra_controls(v, widgets),
     }
     return View(memory_compute, controls, _render_memory, title="Memory of one training step, per GPU")
+
+
+def memory_view_extra_controls(v: dict, widgets) -> dict:
+    """The controls issue 8 added to notebook 01's widget: attention, ZeRO stage, dp, pp, sp,
+    inference (batch; seq_len is then the context), a custom parameter count and the convention."""
+    return {
+        "attention": dropdown("attention", mem.ATTENTION, v["attention"]),
+        "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), v["zero_stage"]),
+        "dp": number("dp", v["dp"], integer=True),
+        "pp": number("pp", v["pp"], integer=True),
+        "sp": widgets.Checkbox(value=v["sp"], description="sp (with tp)"),
+        "inference": widgets.Checkbox(value=v["inference"], description="inference (KV cache)"),
+        "batch": slider("batch (inference)", 1, 256, v["batch"], integer=True),
+        "params_b": number("params, billions (custom)", v["params_b"]),
+        "convention": dropdown("convention", mem.CONVENTIONS, v["convention"]),
+    }
 
 
 # ---- notebook 02: tricks ----------------------------------------------------------------------
