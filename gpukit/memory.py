@@ -25,6 +25,19 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
 - attention defaults to "flash": fused kernels (FlashAttention, PyTorch SDPA) are what people train
   with, and they never store the s^2 score matrix (Dao et al. 2022, sec. 3.1), only a per-row fp32
   logsumexp. attention="eager" adds Table 2's 5as^2b term.
+- Two conventions (TrainSetup.convention). "pytorch", the default for every "does it fit" answer
+  (CLI `gpukit memory`, widgets, fits/max_micro_batch/min_gpus): what eager PyTorch really keeps at
+  the peak of a steady-state step, the largest of the phases forward (with the loss), backward start,
+  the top and the bottom layer's backward, and the optimizer step (`pytorch_step_parts`); components
+  are those alive at that moment (they still sum to the total) and `peak_phase` names it. Checked
+  against measured steps of a GPT and a Llama reference model on CPU (gpukit.bench.measure, `gpukit
+  validate memory`; CUDA branches follow torch's source and are not yet run on a GPU). "megatron":
+  the papers' sum of parts (ZeRO sec. 3.1 states + Korthikanti Table 2 activations + logits), in
+  which their published figures are given (tests/test_memory_published.py) and the articles' claims
+  audited (gpukit.audits.memory). Where they differ: torch.autocast keeps fp32 parameters (4 + 4 + 8
+  bytes/param instead of 2 + 2 + 12: same sum) plus bf16 weight copies during forward/backward;
+  foreach AdamW's sqrt(v) adds 4 bytes/param at the step; eager activations are what each op saves;
+  and params + grads + optimizer + activations never all exist at once.
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
@@ -354,7 +367,8 @@ def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recomput
     What each op saves (PyTorch tools/autograd/derivatives.yaml; autocast op lists in
     aten/src/ATen/autocast_mode.cpp), r = bytes of the residual stream (4 while the parameters are
     fp32, also under autocast: embedding output and residual adds are fp32), e = compute bytes:
-      norms        input r*sbh each + fp32 stats (LayerNorm mean and rstd 8sb, RMSNorm rstd 4sb)
+      norms        input r*sbh each + fp32 stats (LayerNorm mean and rstd 8sb; RMSNorm rstd 4sb and
+                   the normalised input r*sbh, nn.RMSNorm being composite ops)
       Linear       its input; under autocast a bf16 copy of a fp32 input *per Linear* (autocast casts
                    activations per call and caches only leaf weights), so Llama's separate q, k, v
                    keep three copies of the norm output and gate, up two; plus the bf16 weight copy
@@ -362,7 +376,8 @@ def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recomput
       attention    eager: Q, K, V as contiguous (b, a, s, d) copies for bmm (K, V repeated to n_heads
                    for GQA), the softmax output a s^2 b (CUDA autocast runs softmax in fp32 and saves
                    a bf16 copy too: +4 a s^2 b); fused SDPA (flash): q, k, v, its output and an fp32
-                   logsumexp 4asb (FlashAttention-2, Dao 2023); both: the output projection's input
+                   logsumexp 4asb (FlashAttention-2, Dao 2023); eager also the output projection's
+                   input (a reshape copy; a fused kernel's output is (b, s, a, d)-major, so a view)
       MLP          GeLU: fc1 output and GeLU output 2e*sbf; SwiGLU: gate, SiLU output, up, product 4e*sbf
       dropout      (setup.dropout) CUDA masks are bool: 1 byte per element after attention and MLP,
                    and for the attention probabilities plus the dropped-out copy e a s^2 b
@@ -434,9 +449,10 @@ def _autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
 def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float) -> float:
     """Temporaries of the optimizer step. AdamW foreach (torch/optim/adam.py _multi_tensor_adam):
     torch._foreach_sqrt(exp_avg_sqs) allocates sqrt(v) for every tensor at once, 4 bytes per fp32
-    state element; the for-loop (_single_tensor_adam) holds sqrt(v) and the denominator of one tensor
-    and the previous denominator (about 3 of the largest tensor); fused kernels and SGD (in place)
-    allocate none."""
+    state element (torch.optim docs: foreach "uses more memory", about one more copy of the states'
+    size); the for-loop (_single_tensor_adam) holds sqrt(v) and the denominator of one tensor, 2 x
+    the largest tensor (the previous tensor's denominator, smaller in these layouts, is not counted);
+    fused kernels and SGD (in place) allocate none."""
     if setup.optimizer != "adamw":
         return 0.0
     impl = setup.optimizer_impl
