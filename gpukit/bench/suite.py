@@ -48,10 +48,12 @@ def _measure_validation(device: str):
         return {"skipped": "gpukit.bench.measure not available"}
     try:
         mod = importlib.import_module("gpukit.bench.measure")
-        df = mod.validate_grid(device=device)
+        grid = list(mod.VALIDATION_GRID) + list(getattr(mod, "LLAMA_GRID", ()))  # both layouts
+        df = mod.validate_grid(grid, device=device)
         worst = {k: float(df[f"{k}_err"].abs().max()) for k in getattr(mod, "COMPARED", ()) if f"{k}_err" in df}
+        models = mod.error_table(df).to_dict("records") if hasattr(mod, "error_table") else None
         return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
-                "rows": df.to_dict("records")}
+                "models": models, "rows": df.to_dict("records")}
     except Exception as e:  # noqa: BLE001 - a guarded extra: record it, keep the other results
         return {"error": f"gpukit.bench.measure.validate_grid: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
