@@ -177,3 +177,14 @@ def test_memory_view_issue8_controls():
     assert view.result.n_params == 13 * 10**9 and view.result.activations_bytes == 0
     view.set(params_b=-1)
     assert view.error == "params_b must be a positive number of billions, got -1.0"
+
+
+def test_step_timeline_plot_lines_up_phases():
+    trace = [("forward", 2**20), ("forward", 3 * 2**20), ("backward", 4 * 2**20), ("optimizer", 2 * 2**20)]
+    xs, ys = mv.stretch_trace(trace)
+    assert xs == [0.0, 0.5, 1.0, 2.0] and ys == [1.0, 3.0, 4.0, 2.0]
+    fig = mv.plot_step_timeline(trace, trace[:2], {"forward": 3 * 2**20, "optimizer": 2 * 2**20}, title="t")
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["measured (MemTracker, op by op)", "replay (memory_eager)", "planning model, phase peaks"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(mv.STEP_PHASES)

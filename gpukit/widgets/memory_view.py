@@ -279,6 +279,47 @@ def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
     return ax.figure
 
 
+STEP_PHASES = ("forward", "backward", "optimizer")
+# Where the planning model's phase peaks sit on the stretched step axis (phase index + position)
+_PLAN_SPANS = {"forward": (0.6, 1.0), "backward-start": (1.0, 1.15), "backward-top": (1.1, 1.5),
+               "backward-bottom": (1.5, 2.0), "optimizer": (2.0, 3.0)}
+
+
+def stretch_trace(points) -> tuple[list, list]:
+    """((phase, bytes), ...) -> (x, MiB): x = phase index + position inside the phase (0..1), so
+    traces with different numbers of events (replay allocations, measured aten ops) line up."""
+    xs, ys = [], []
+    for i, ph in enumerate(STEP_PHASES):
+        ys_ph = [b for p, b in points if p == ph]
+        xs += [i + k / max(len(ys_ph), 1) for k in range(len(ys_ph))]
+        ys += [y / 2**20 for y in ys_ph]
+    return xs, ys
+
+
+def plot_step_timeline(trace, replay=None, planning_phase_peaks=None, ax=None, title: str = ""):
+    """Memory over one training step: the measured op-by-op trace (gpukit.bench.measure.measure_step_trace),
+    the replay's timeline (gpukit.memory_eager.replay_timeline) and the planning model's phase peaks
+    (MemoryBreakdown.phase_peaks, as dotted segments in their phases)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(*stretch_trace(trace), color="tab:orange", lw=2.5, label="measured (MemTracker, op by op)")
+    if replay is not None:
+        ax.plot(*stretch_trace(replay), color="tab:blue", lw=1, label="replay (memory_eager)")
+    for ph, val in dict(planning_phase_peaks or {}).items():
+        ax.hlines(val / 2**20, *_PLAN_SPANS[ph], colors="tab:green", linestyles=":", lw=2)
+    if planning_phase_peaks:
+        ax.plot([], [], "g:", lw=2, label="planning model, phase peaks")
+    ax.set_xticks([0.5, 1.5, 2.5], STEP_PHASES)
+    ax.set_ylabel("MiB alive (CPU)")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 def phase_frame(result: dict):
     """Peak bytes per phase of a step (forward, backward, optimizer): the replay vs measured (MiB)."""
     import pandas as pd
