@@ -553,10 +553,15 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     opt_temp = _optimizer_temp_bytes(model, setup, S / _adam_state_bytes(setup), _adam_state_bytes(setup))
     top_rest = (layers - 1) * lay_saved * in_flight + (acts - layers * lay_saved * in_flight)
 
+    # Tied embeddings (one tensor, two uses): the LM head's weight gradient is held from the head's
+    # backward until the embedding's, then the two are summed out of place before AccumulateGrad
+    # (gpukit.memory_eager replay, matched to MemTracker): + V h during backward, + 2 V h at its end.
+    tied = model.vocab * model.hidden * per_elem if (model.tied_embeddings and stage == "only") else 0.0
+
     def layer_moment(g_before: float, rest: float) -> dict:
         g, a = max(moments, key=lambda m: m[0] + m[1])
-        return dict(params=P, grads=max(g_acc, g_before + g) + bucket, optimizer=S, activations=rest + a,
-                    logits=0.0)
+        return dict(params=P, grads=max(g_acc, g_before + g) + tied + bucket, optimizer=S,
+                    activations=rest + a, logits=0.0)
 
     phases = {
         "forward": dict(params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd,
@@ -565,6 +570,8 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
                                logits=logits_bwd),
         "backward-top": layer_moment(g_head, top_rest),
         "backward-bottom": layer_moment(g_below, 0.0),
+        "backward-end": dict(params=P, grads=G + 2 * tied + bucket, optimizer=S, activations=r * T * h / sp_div,
+                             logits=0.0),
         "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
     }
     totals = {k: sum(v.values()) for k, v in phases.items()}

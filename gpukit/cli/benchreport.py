@@ -26,7 +26,7 @@ def _section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 76 - len(title)))
 
 
-def memory_section(device: str, random_n: int = 6, seed: int | None = None) -> dict:
+def memory_section(device: str, random_n: int = 4, seed: int | None = None) -> dict:
     import pandas as pd
 
     from gpukit.bench.measure import LLAMA_GRID, error_table, grid_report, random_configs

@@ -282,7 +282,7 @@ def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
 STEP_PHASES = ("forward", "backward", "optimizer")
 # Where the planning model's phase peaks sit on the stretched step axis (phase index + position)
 _PLAN_SPANS = {"forward": (0.6, 1.0), "backward-start": (1.0, 1.15), "backward-top": (1.1, 1.5),
-               "backward-bottom": (1.5, 2.0), "optimizer": (2.0, 3.0)}
+               "backward-bottom": (1.5, 1.9), "backward-end": (1.9, 2.0), "optimizer": (2.0, 3.0)}
 
 
 def stretch_trace(points) -> tuple[list, list]:
