@@ -39,7 +39,7 @@ class ValidationResult:
         c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
         lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
                  f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
-                 f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (CUDA branch: first GPU run)"),
+                 f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (the models' CUDA branches: not yet run on a GPU before this run)"),
                  f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES)]
         for k in ("params", "grads", "optimizer", "activations", "peak"):
             name = f"peak ({m['peak_phase']})" if k == "peak" else k
