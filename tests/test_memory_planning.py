@@ -159,6 +159,7 @@ def test_one_llama_sdpa_step_three_models(capsys):
     assert d["predicted"] is None and d["error"]["predicted"] is None  # no replay of this layout
     assert set(d["error"]["planning"]) == {"params", "grads", "optimizer", "activations", "peak"}
     assert d["config"]["arch"] == "llama" and d["config"]["attention"] == "sdpa"
+    assert d["config"]["sdpa_kernel"] == "ScaledDotProductFlashAttentionForCpuBackward0"
     assert d["measured"]["params"] == d["planning"]["params"]  # fp32 parameters, exact
     assert abs(d["error"]["planning"]["peak"]) <= TOLERANCE["peak"]
 

@@ -376,6 +376,11 @@ def compare(spec: ModelSpec, setup: EagerSetup, steps: int = 2, seed: int = 0, a
               "n_layers": spec.n_layers, "hidden": spec.hidden, "n_heads": spec.n_heads,
               "n_kv_heads": spec.n_kv_heads, "ffn_hidden": spec.ffn_hidden, "vocab": spec.vocab,
               "n_params": spec.n_params, "tied": spec.tied_embeddings, **asdict(setup)}
+    if attention == "sdpa":  # which fused kernel torch picked (CPU, torch 2.13: flash attention for CPU)
+        from gpukit.bench.models import sdpa_kernel
+
+        config["sdpa_kernel"] = sdpa_kernel(setup.device, "bf16" if setup.precision == "bf16-mixed" else "fp32",
+                                            spec.n_kv_heads != spec.n_heads)
     measured = {**m, "peak_phase": meas.peak_phase, "phase_peaks": dict(meas.phase_peaks),
                 "peak_breakdown": dict(meas.peak_breakdown), "method": meas.method,
                 "baseline": meas.baseline_bytes, "wall_s": round(meas.wall_s, 3)}

@@ -50,6 +50,8 @@ class ValidationResult:
                 else:
                     row += f"{fmt_bytes(r[key][k]):>12}{100 * e[key][k]:>+8.2f}%"
             lines.append(row)
+        if c.get("sdpa_kernel"):
+            lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
         if r["predicted"] is None:
             lines.append("replay: not modelled for this layout/attention (gpukit.memory_eager replays the GPT "
                          "layout with eager attention)")
