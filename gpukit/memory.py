@@ -669,9 +669,13 @@ class MemoryBreakdown:
         what = (f"inference {s.base_dtype}, batch {s.batch} x {s.seq_len} tokens" if s.inference else
                 f"{s.precision} {s.optimizer} ZeRO-{s.zero_stage} {s.finetune}, seq {s.seq_len} x micro-batch "
                 f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}")
+        how = ("convention pytorch: the parts alive at the peak of a step, phase " + self.peak_phase
+               if self.convention == "pytorch" and self.peak_phase != "sum" else
+               f"convention {self.convention}: a sum of parts")
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",
+                 how,
                  f"{'component':<14}{'GiB':>10}{'share':>8}"]
         tot = self.total_bytes or 1
         for c, v in self.items():
