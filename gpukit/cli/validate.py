@@ -57,6 +57,9 @@ class ValidationResult:
                          "layout with eager attention)")
         lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
                      f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
+        if c["precision"] == "bf16-mixed":
+            lines.append("megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
+                         "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks")
         if r["predicted"] is not None:
             p = r["predicted"]
             meg, lay = p["megatron_activations"], p["layer_activations"]
