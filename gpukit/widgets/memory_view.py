@@ -2,15 +2,18 @@
 
 Thin views over pure functions (STYLE principle 2):
 
-- `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp)` ->
-  `gpukit.memory.MemoryBreakdown` for a catalog model on a catalog GPU; `memory_view()` puts
-  controls on it and draws `plot_breakdown` (one stacked bar, the GPU's capacity as a line, the
-  verdict as the title).
+- `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp, zero_stage,
+  dp, pp, sp, attention, inference, batch, params_b, convention)` -> `gpukit.memory.MemoryBreakdown`
+  for a catalog model (or a custom parameter count) on a catalog GPU; `memory_view()` puts controls
+  on it (`memory_view_extra_controls`: the issue-8 additions) and draws `plot_breakdown` (one
+  stacked bar, the GPU's capacity as a line, the verdict as the title).
+- `plot_step_timeline(trace, replay, planning_phase_peaks)`: memory over one training step, measured
+  op by op, replayed, and the planning model's phase peaks (notebook 01, section 4).
 - `tricks_compute(...)` -> `gpukit.tricks.TrickStack` (baseline, then each chosen trick added on
   top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
-- `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: the eager phase model
-  (gpukit.memory_eager) beside MemTracker's measurement (gpukit.bench.measure.compare) and the Megatron
-  convention, per category.
+- `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: MemTracker's measurement
+  (gpukit.bench.measure.compare) beside the eager replay (gpukit.memory_eager), the planning model
+  (gpukit.memory, pytorch convention) and the Megatron convention, per category.
 
 Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
 positions) is a ValueError: a view shows its one line in place of the plot.
