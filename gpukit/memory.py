@@ -511,6 +511,10 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     autocast exits (forward phase only), and the backward re-runs one layer at a time.
     DDP without ZeRO (dp > 1) keeps gradient buckets as large as the gradients (torch DDP docs,
     gradient_as_bucket_view=False by default): + G in backward and optimizer. Not measured here.
+    Step 1 creates AdamW's states (and SGD's momentum) in its optimizer step, so its forward and
+    backward hold less and its step holds as much as a later one: the steady state is the peak (the
+    replay checks both steps). tp, pp, sp, ZeRO and offload scale the terms as in the megatron
+    convention; only single-GPU steps were measured.
     """
     layers, _ = _stage_layers_and_extra(model, setup, stage)
     t = setup.tp

@@ -96,6 +96,22 @@ def test_pytorch_peak_is_monotone_in_batch_and_sequence(b, s, rc, att, prec):
     assert mem.estimate_memory(LLAMA7, setup=replace(base, seq_len=2 * s)).total_bytes >= r
 
 
+@settings(max_examples=40, deadline=None)
+@given(z=st.integers(0, 3), dp=st.sampled_from([1, 2, 8, 64]), tp=st.sampled_from([1, 2, 4]),
+       pp=st.sampled_from([1, 2, 4]), sp=st.booleans(), rc=st.sampled_from(["none", "selective", "full"]),
+       opt=st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum", "sgd"]), accum=st.integers(1, 8))
+def test_pytorch_convention_parallel_layouts_are_consistent(z, dp, tp, pp, sp, rc, opt, accum):
+    """Any layout: components sum to the total, the total is the largest phase, every phase is
+    finite and positive, and more ZeRO sharding (larger dp, stage >= 1) never costs memory."""
+    s = mem.TrainSetup(zero_stage=z, dp=dp, tp=tp, pp=pp, sp=sp, recompute=rc, optimizer=opt, grad_accum=accum,
+                       seq_len=2048)
+    r = mem.estimate_memory(LLAMA7, setup=s)
+    assert r.total_bytes == sum(getattr(r, f"{c}_bytes") for c in r.COMPONENTS)
+    assert r.total_bytes == max(v for _, v in r.phase_peaks) > 0
+    if z >= 1:
+        assert mem.estimate_memory(LLAMA7, setup=replace(s, dp=2 * dp)).total_bytes <= r.total_bytes
+
+
 # ---- the Llama reference layout ----
 
 def test_llama_layout_params_are_exact():
