@@ -43,7 +43,7 @@ def test_default_convention_is_pytorch_and_megatron_is_named():
     r = mem.estimate_memory(GPT, setup=mem.TrainSetup(seq_len=1024))
     assert r.convention == "pytorch" and r.peak_phase in dict(r.phase_peaks)
     assert r.total_bytes == sum(getattr(r, f"{c}_bytes") for c in r.COMPONENTS)
-    assert r.total_bytes == max(v for _, v in r.phase_peaks)  # the peak is the largest phase
+    assert abs(r.total_bytes - max(v for _, v in r.phase_peaks)) <= 8  # the largest phase (per-part ceil)
     p = mem.estimate_memory(GPT, setup=mem.TrainSetup(seq_len=1024, convention="megatron"))
     assert p.peak_phase == "sum" and p.phase_peaks == ()
 
@@ -107,7 +107,7 @@ def test_pytorch_convention_parallel_layouts_are_consistent(z, dp, tp, pp, sp, r
                        seq_len=2048)
     r = mem.estimate_memory(LLAMA7, setup=s)
     assert r.total_bytes == sum(getattr(r, f"{c}_bytes") for c in r.COMPONENTS)
-    assert r.total_bytes == max(v for _, v in r.phase_peaks) > 0
+    assert abs(r.total_bytes - max(v for _, v in r.phase_peaks)) <= 8 and r.total_bytes > 0  # per-part ceil
     if z >= 1:
         assert mem.estimate_memory(LLAMA7, setup=replace(s, dp=2 * dp)).total_bytes <= r.total_bytes
 
