@@ -25,6 +25,19 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
 - attention defaults to "flash": fused kernels (FlashAttention, PyTorch SDPA) are what people train
   with, and they never store the s^2 score matrix (Dao et al. 2022, sec. 3.1), only a per-row fp32
   logsumexp. attention="eager" adds Table 2's 5as^2b term.
+- Two conventions (TrainSetup.convention). "pytorch", the default for every "does it fit" answer
+  (CLI `gpukit memory`, widgets, fits/max_micro_batch/min_gpus): what eager PyTorch really keeps at
+  the peak of a steady-state step, the largest of the phases forward (with the loss), backward start,
+  the top and the bottom layer's backward, and the optimizer step (`pytorch_step_parts`); components
+  are those alive at that moment (they still sum to the total) and `peak_phase` names it. Checked
+  against measured steps of a GPT and a Llama reference model on CPU (gpukit.bench.measure, `gpukit
+  validate memory`; CUDA branches follow torch's source and are not yet run on a GPU). "megatron":
+  the papers' sum of parts (ZeRO sec. 3.1 states + Korthikanti Table 2 activations + logits), in
+  which their published figures are given (tests/test_memory_published.py) and the articles' claims
+  audited (gpukit.audits.memory). Where they differ: torch.autocast keeps fp32 parameters (4 + 4 + 8
+  bytes/param instead of 2 + 2 + 12: same sum) plus bf16 weight copies during forward/backward;
+  foreach AdamW's sqrt(v) adds 4 bytes/param at the step; eager activations are what each op saves;
+  and params + grads + optimizer + activations never all exist at once.
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
@@ -54,6 +67,15 @@ ATTENTION = ("flash", "eager")
 OFFLOAD = ("none", "optimizer", "all")
 FINETUNE = ("full", "lora", "qlora")
 WEIGHT_DTYPES = ("bf16", "fp16", "fp32", "int8", "nf4")
+# Which bookkeeping a breakdown follows (see the module docstring, "Two conventions"):
+# "pytorch": what eager PyTorch really keeps at the peak of a training step (the default for "does it
+# fit"); "megatron": the papers' sum of parts (Korthikanti et al. 2022, ZeRO), in which their
+# published figures are given.
+CONVENTIONS = ("pytorch", "megatron")
+DEVICES = ("cuda", "cpu")
+# torch.optim's implementation of the update: "default" is torch's choice for the device (foreach on
+# CUDA, a per-tensor for-loop on CPU: torch/optim/optimizer.py _default_to_fused_or_foreach).
+OPTIMIZER_IMPLS = ("default", "foreach", "for-loop", "fused")
 
 # Optimizer states per trainable parameter in bytes, without the fp32 master copy. Transformer Math
 # 101 (Anthony et al. 2023, "Optimizer states"): AdamW 8 (m, v in fp32), SGD with momentum 4. 8-bit
@@ -84,6 +106,9 @@ class TrainSetup:
     ZeRO-Infinity "all"), finetune (full | lora | qlora) with lora_rank and lora_targets.
     Inference (inference=True): weights in weights_dtype (default: the precision's dtype), a KV cache
     for `batch` sequences of seq_len tokens each (prompt + generated), split by tp and pp.
+    convention: "pytorch" (default: the peak of a step as eager PyTorch keeps it, gpukit.memory's
+    `pytorch_step_parts`) or "megatron" (the papers' sum of parts); device and optimizer_impl say which
+    torch kernels run (they matter only to the "pytorch" convention).
     """
 
     precision: str = "bf16-mixed"
@@ -106,11 +131,15 @@ class TrainSetup:
     weights_dtype: str | None = None
     inference: bool = False
     batch: int = 1
+    convention: str = "pytorch"
+    device: str = "cuda"
+    optimizer_impl: str = "default"
 
     def __post_init__(self):
         for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("recompute", RECOMPUTE),
                               ("attention", ATTENTION), ("offload", OFFLOAD), ("finetune", FINETUNE),
-                              ("lora_targets", LORA_TARGETS)):
+                              ("lora_targets", LORA_TARGETS), ("convention", CONVENTIONS),
+                              ("device", DEVICES), ("optimizer_impl", OPTIMIZER_IMPLS)):
             require_choice(name, getattr(self, name), allowed)
         if self.weights_dtype is not None:
             require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
@@ -173,6 +202,11 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
         return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     if setup.precision == "bf16":
         return 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
+    if setup.convention == "pytorch":
+        # torch.autocast keeps the parameters (and so their gradients and AdamW's states) in fp32: the
+        # fp32 parameters are the master copy (PyTorch AMP docs, "Automatic Mixed Precision"); the bf16
+        # weights exist only as autocast's per-forward copies (counted with the activations).
+        return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     return 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
 
 
@@ -317,6 +351,253 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     return p
 
 
+# ---- the "pytorch" convention: the peak of one eager PyTorch training step ----------------------
+# What gpukit.memory_eager's op-by-op replay (matched to MemTracker tensor by tensor) teaches, in
+# closed form for any ModelSpec. Each term below is one of its lessons; tests/test_memory_planning.py
+# checks the result against measured peaks of the GPT and Llama reference models.
+
+def _amp(setup: TrainSetup) -> bool:
+    """torch.autocast: fp32 parameters, 16-bit compute (bf16-mixed / fp16-mixed)."""
+    return setup.precision in ("bf16-mixed", "fp16-mixed")
+
+
+def _separate_projections(model: ModelSpec) -> bool:
+    """Llama-family code (Meta's model.py, Hugging Face LlamaAttention/LlamaMLP) has separate q, k, v
+    and gate, up Linears; GPT-2/Megatron code fuses QKV. Taken from the MLP kind (an assumption)."""
+    return model.mlp == "swiglu"
+
+
+def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """Bytes one layer keeps from its forward to its backward in eager PyTorch, per GPU, one micro-batch.
+
+    What each op saves (PyTorch tools/autograd/derivatives.yaml; autocast op lists in
+    aten/src/ATen/autocast_mode.cpp), r = bytes of the residual stream (4 while the parameters are
+    fp32, also under autocast: embedding output and residual adds are fp32), e = compute bytes:
+      norms        input r*sbh each + fp32 stats (LayerNorm mean and rstd 8sb; RMSNorm rstd 4sb and
+                   the normalised input r*sbh, nn.RMSNorm being composite ops)
+      Linear       its input; under autocast a bf16 copy of a fp32 input *per Linear* (autocast casts
+                   activations per call and caches only leaf weights), so Llama's separate q, k, v
+                   keep three copies of the norm output and gate, up two; plus the bf16 weight copy
+                   (2 bytes per weight) that autocast caches and the Linear saves
+      attention    eager: Q, K, V as contiguous (b, a, s, d) copies for bmm (K, V repeated to n_heads
+                   for GQA), the softmax output a s^2 b (CUDA autocast runs softmax in fp32 and saves
+                   a bf16 copy too: +4 a s^2 b); fused SDPA (flash): q, k, v, its output and an fp32
+                   logsumexp 4asb (FlashAttention-2, Dao 2023); eager also the output projection's
+                   input (a reshape copy; a fused kernel's output is (b, s, a, d)-major, so a view)
+      MLP          GeLU: fc1 output and GeLU output 2e*sbf; SwiGLU: gate, SiLU output, up, product 4e*sbf
+      dropout      (setup.dropout) CUDA masks are bool: 1 byte per element after attention and MLP,
+                   and for the attention probabilities plus the dropped-out copy e a s^2 b
+    Full recompute (torch.utils.checkpoint) keeps the block input only, r*sbh.
+    With tp the Linear inputs and norms stay whole (split by sp), the rest is split by tp (Megatron).
+    """
+    recompute = recompute or setup.recompute
+    if recompute == "full":
+        r = 2 if setup.precision in ("bf16", "fp16") else 4
+        return r * setup.seq_len * setup.micro_batch * model.hidden / (setup.tp if setup.sp else 1)
+    attn, mlp = _pytorch_layer_halves(model, setup, recompute)
+    return attn + mlp
+
+
+def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -> tuple[float, float]:
+    """(attention half, MLP half) of pytorch_layer_activation_bytes without full recompute: each
+    half's norm, Linear inputs, saved tensors and bf16 weight copies. The backward frees the MLP
+    half before it reaches the attention (whose score gradients are the largest transient)."""
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
+    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    T, t = s * b, setup.tp
+    sp_div = t if setup.sp else 1
+    amp = _amp(setup)
+    e = dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    sep = _separate_projections(model)
+
+    def lin_in(n_linears: int) -> float:  # the saved input of n Linears reading one fp32 tensor
+        return (2 * n_linears if amp else e) * T * h
+
+    # LayerNorm (one fused op) saves its input and mean, rstd; nn.RMSNorm runs as composite ops
+    # (x * rsqrt(mean(x^2) + eps), then * weight) and saves its input, rstd and the normalised x
+    # (for the weight's gradient): +r*sbh (measured with saved_tensors_hooks, torch 2.13 CPU)
+    norm = r * T * h + 8 * T if model.norm == "layernorm" else 2 * r * T * h + 4 * T
+    attn_whole, mlp_whole = norm + lin_in(3 if sep else 1), norm + lin_in(2 if sep else 1)
+    sc = a * s * s * b
+    if setup.attention == "eager" and recompute != "selective":
+        attn = e * T * 3 * q + sc * (e + (4 if amp and setup.device == "cuda" else 0))
+    elif setup.attention == "eager":  # selective: scores recomputed, Q, K, V kept
+        attn = e * T * 3 * q
+    else:
+        attn = e * T * (2 * q + 2 * kv) + 4 * a * s * b
+    if setup.attention == "eager":  # the output projection's input: the (b, s, a*d) reshape copies
+        attn += e * T * q  # (fused kernels return (b, s, a, d)-major outputs: the reshape is a view)
+    mlp = (4 if model.mlp == "swiglu" else 2) * e * T * f
+    if setup.dropout:
+        attn_whole += T * h
+        mlp_whole += T * h
+        if setup.attention == "eager" and recompute != "selective":
+            attn += sc * (1 + e)
+    shapes = model.linear_shapes
+    w_attn = sum(i * o for n, i, o in shapes if n in ("q", "k", "v", "o"))
+    w_mlp = sum(i * o for n, i, o in shapes) - w_attn
+    copy = _autocast_weight_copy_bytes(model, setup)
+    w_tot = w_attn + w_mlp
+    return (attn_whole / sp_div + attn / t + copy * w_attn / w_tot,
+            mlp_whole / sp_div + mlp / t + copy * w_mlp / w_tot)
+
+
+def _autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
+    """One layer's bf16 weight copies that torch.autocast caches and the Linears save (2 bytes per
+    Linear weight, split by tp). With ZeRO-3/FSDP the gathered 16-bit layer is the copy (counted with
+    the parameters as the working set), so none here."""
+    if not _amp(setup) or setup.zero_stage >= 3:
+        return 0.0
+    return 2 * model.linear_weights[0] / setup.tp
+
+
+def _optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float) -> float:
+    """Temporaries of the optimizer step. AdamW foreach (torch/optim/adam.py _multi_tensor_adam):
+    torch._foreach_sqrt(exp_avg_sqs) allocates sqrt(v) for every tensor at once, 4 bytes per fp32
+    state element (torch.optim docs: foreach "uses more memory", about one more copy of the states'
+    size); the for-loop (_single_tensor_adam) holds sqrt(v) and the denominator of one tensor, 2 x
+    the largest tensor (the previous tensor's denominator, smaller in these layouts, is not counted);
+    fused kernels and SGD (in place) allocate none."""
+    if setup.optimizer != "adamw":
+        return 0.0
+    impl = setup.optimizer_impl
+    if impl == "default":
+        impl = "foreach" if setup.device == "cuda" else "for-loop"
+    per_elem = state_bytes / 2  # one state's bytes per element (v)
+    if impl == "foreach":
+        return per_elem * n_elem
+    if impl == "for-loop":
+        if model is None:
+            return 0.0
+        largest = max(model.vocab * model.hidden, *(i * o for _, i, o in model.linear_shapes))
+        return 2 * per_elem * largest / setup.tp
+    return 0.0
+
+
+def _pytorch_head_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float, float, float]:
+    """(saved by the final norm and the LM head, logits bytes at the loss in forward, at the start of
+    backward). Saved: the final norm's input and stats, the head's input (a bf16 copy under
+    autocast) and its bf16 weight copy. The loss (F.cross_entropy = log_softmax + nll_loss): forward
+    holds the logits, the fp32 copy autocast makes for log_softmax, and the fp32 log_softmax output
+    it saves; backward starts with that output, its gradient and the logits' gradient (3 x 4 sbV)."""
+    s, b, h, V, t = setup.seq_len, setup.micro_batch, model.hidden, model.vocab, setup.tp
+    T, sp_div = s * b, (setup.tp if setup.sp else 1)
+    amp, e = _amp(setup), dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    lsm = e if setup.precision in ("bf16", "fp16") else 4  # log_softmax runs in fp32 under autocast
+    norm = r * T * h + 8 * T if model.norm == "layernorm" else 2 * r * T * h + 4 * T  # as in the layers
+    head = norm / sp_div + (2 if amp else e) * T * h / sp_div
+    head += 2 * V * h / t if amp and setup.zero_stage < 3 else 0.0
+    return head, (e + (4 if amp else 0) + lsm) * T * V / t, 3 * lsm * T * V / t
+
+
+def pytorch_forward_end_bytes(model: ModelSpec, setup: TrainSetup) -> float:
+    """Activations alive at the end of the forward (after the loss) in eager PyTorch, one GPU without
+    pipeline parallelism: every layer's saved tensors, the head's, and the log_softmax output."""
+    head, _, logits_bwd = _pytorch_head_bytes(model, setup)
+    return model.n_layers * pytorch_layer_activation_bytes(model, setup) + head + logits_bwd / 3
+
+
+def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
+    """The peak of one steady-state training step in eager PyTorch, as the components alive at that
+    moment (so they still sum to the total), from the model states `p` of _stage_parts.
+
+    Phases (gpukit.memory_eager's docstring; zero_grad(set_to_none=True), so no gradients exist
+    while the forward runs unless grad_accum > 1):
+      forward end   P + S + saved activations + the loss: logits, the fp32 copy autocast makes for
+                    cross_entropy and the fp32 log_softmax output it saves
+      backward      starts with the log_softmax output beside its gradient and the logits' gradient
+                    (3 x 4 sbV bytes); then each layer frees its activations while its gradients
+                    appear, so memory moves linearly from the top layer to the bottom one: the peak
+                    is at one end (evaluated at both, with one layer's backward working set: two
+                    residual-stream gradients and the score gradients a s^2 b or dq, dk, dv)
+      optimizer     P + G + S + the update's temporaries (_optimizer_temp_bytes)
+    Full recompute: the forward under autocast still caches every layer's bf16 weight copy until
+    autocast exits (forward phase only), and the backward re-runs one layer at a time.
+    DDP without ZeRO (dp > 1) keeps gradient buckets as large as the gradients (torch DDP docs,
+    gradient_as_bucket_view=False by default): + G in backward and optimizer. Not measured here.
+    Step 1 creates AdamW's states (and SGD's momentum) in its optimizer step, so its forward and
+    backward hold less and its step holds as much as a later one: the steady state is the peak (the
+    replay checks both steps). tp, pp, sp, ZeRO and offload scale the terms as in the megatron
+    convention; only single-GPU steps were measured.
+    """
+    layers, _ = _stage_layers_and_extra(model, setup, stage)
+    t = setup.tp
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
+    T = s * b
+    e = dtype_bytes(setup.compute_dtype)
+    r = 2 if setup.precision in ("bf16", "fp16") else 4
+    sp_div = t if setup.sp else 1
+    holds_head, first = stage in ("only", "last"), stage in ("only", "first")
+    in_flight = min(setup.pp, setup.grad_accum) if stage == "first" else 1
+    P, G, S = p["params"], p["grads"], p["optimizer"]
+    lay_saved = pytorch_layer_activation_bytes(model, setup)
+    lay_full = pytorch_layer_activation_bytes(model, setup, recompute="none")
+    w16 = _autocast_weight_copy_bytes(model, setup)
+    acts = layers * lay_saved * in_flight
+    if first and setup.dropout:
+        acts += T * h / sp_div * in_flight
+    head, logits_fwd, logits_bwd = _pytorch_head_bytes(model, setup) if holds_head else (0.0, 0.0, 0.0)
+    extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits
+    g_acc = G if setup.grad_accum > 1 else 0.0
+    bucket = G if (setup.dp > 1 and setup.zero_stage == 0) else 0.0
+    # Gradients appear in backward order: the head's first, then layer by layer, the embedding's last.
+    _, extra = _stage_layers_and_extra(model, setup, stage)
+    elems = layers * model.layer_params() + extra
+    per_elem = G / elems if elems else 0.0
+    g_head = model.head_params() * holds_head * per_elem
+    g_layer, g_mlp = model.layer_params() * per_elem, (model.mlp_params() + model.norm_params()) * per_elem
+    g_below = G - model.embedding_params() * first * per_elem - g_layer  # all but the bottom layer's
+    # One layer's backward, two moments: (M) the MLP's backward beside the whole layer's activations;
+    # (A) the attention's (score gradients 2e*as^2b, or dq, dk, dv) once the MLP half is freed and
+    # its weight gradients exist. Both with the residual stream's two gradients.
+    sc = model.n_heads * s * s * b / t
+    _, mlp_half = _pytorch_layer_halves(model, setup, "none")
+    attn_work = 2 * e * sc if setup.attention == "eager" else e * T * (model.q_dim + 2 * model.kv_dim) / t
+    # autograd frees a node's saved tensors once it has run, so the MLP's gradients replace its inputs:
+    # net +e*sbf (GeLU) or +2e*sbf (SwiGLU: the SiLU and up gradients beside the product's)
+    mlp_work = (2 if model.mlp == "swiglu" else 1) * e * T * model.ffn_hidden / t
+    resid = 2 * r * T * h / sp_div
+    moments = ((0.0, lay_full + mlp_work + resid), (g_mlp, lay_full - mlp_half + attn_work + resid))
+    opt_temp = _optimizer_temp_bytes(model, setup, S / _adam_state_bytes(setup), _adam_state_bytes(setup))
+    top_rest = (layers - 1) * lay_saved * in_flight + (acts - layers * lay_saved * in_flight)
+
+    # Tied embeddings (one tensor, two uses): the LM head's weight gradient is held from the head's
+    # backward until the embedding's, then the two are summed out of place before AccumulateGrad
+    # (gpukit.memory_eager replay, matched to MemTracker): + V h during backward, + 2 V h at its end.
+    tied = model.vocab * model.hidden * per_elem if (model.tied_embeddings and stage == "only") else 0.0
+
+    def layer_moment(g_before: float, rest: float) -> dict:
+        g, a = max(moments, key=lambda m: m[0] + m[1])
+        return dict(params=P, grads=max(g_acc, g_before + g) + tied + bucket, optimizer=S,
+                    activations=rest + a, logits=0.0)
+
+    phases = {
+        "forward": dict(params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd,
+                        logits=logits_fwd),
+        "backward-start": dict(params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head,
+                               logits=logits_bwd),
+        "backward-top": layer_moment(g_head, top_rest),
+        "backward-bottom": layer_moment(g_below, 0.0),
+        "backward-end": dict(params=P, grads=G + 2 * tied + bucket, optimizer=S, activations=r * T * h / sp_div,
+                             logits=0.0),
+        "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
+    }
+    totals = {k: sum(v.values()) for k, v in phases.items()}
+    phase = max(totals, key=totals.get)
+    out = dict(p, **phases[phase])
+    out["phase"] = phase
+    out["phase_peaks"] = tuple((k, int(math.ceil(v))) for k, v in totals.items())
+    return out
+
+
+def _adam_state_bytes(setup: TrainSetup) -> float:
+    """Bytes of AdamW's two states per element: 8 (fp32), 4 in pure bf16 (torch allocates them like
+    the parameters)."""
+    return STATE_BYTES_BF16["adamw"] if setup.precision == "bf16" else STATE_BYTES_FP32["adamw"]
+
+
 def _n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
     if setup.finetune != "full":
@@ -362,6 +643,9 @@ class MemoryBreakdown:
     model_name: str
     gpu_name: str | None
     setup: TrainSetup
+    convention: str = "megatron"
+    peak_phase: str = "sum"  # "pytorch": the phase of the step at the peak; "megatron": a sum of parts
+    phase_peaks: tuple = ()  # ((phase, bytes of tensors), ...) in the "pytorch" convention
 
     COMPONENTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache", "overhead")
 
@@ -395,10 +679,14 @@ class MemoryBreakdown:
         what = (f"inference {s.base_dtype}, batch {s.batch} x {s.seq_len} tokens" if s.inference else
                 f"{s.precision} {s.optimizer} ZeRO-{s.zero_stage} {s.finetune}, seq {s.seq_len} x micro-batch "
                 f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}")
+        how = ("convention pytorch: the parts alive at the peak of a step, phase " + self.peak_phase
+               if self.convention == "pytorch" and self.peak_phase != "sum" else
+               f"convention {self.convention}: a sum of parts")
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",
                  *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
+                 how,
                  f"{'component':<14}{'GiB':>10}{'share':>8}"]
         tot = self.total_bytes or 1
         for c, v in self.items():
@@ -436,6 +724,9 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
 
 
+_GPU_PARTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache")
+
+
 def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = None,
                     setup: TrainSetup = TrainSetup(), gpu=None) -> MemoryBreakdown:  # noqa: B008 (frozen)
     """Per-GPU memory of training (or serving, setup.inference) `model` with `setup`, in bytes.
@@ -453,7 +744,9 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             check_layout(model, setup)
             stages = ("only",) if setup.pp == 1 else ("first", "last")
             parts = [(st, _stage_parts(model, setup, st)) for st in stages]
-            stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k != "cpu"))
+            if setup.convention == "pytorch" and not setup.inference:
+                parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
+            stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             total_params, name = model.n_params, model.name
             trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
                                                    model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
@@ -461,6 +754,14 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             total_params = require_positive_int("n_params", n_params)
             stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
             trainable = 0 if setup.inference else total_params
+            if setup.convention == "pytorch" and not setup.inference:  # peak at the optimizer step
+                p["optimizer"] += _optimizer_temp_bytes(None, setup, p["optimizer"] / _adam_state_bytes(setup),
+                                                        _adam_state_bytes(setup))
+                if setup.dp > 1 and setup.zero_stage == 0:  # DDP gradient buckets
+                    p["grads"] *= 2
+                p["phase"] = "optimizer"
+        phase = p.pop("phase", "sum")
+        phase_peaks = p.pop("phase_peaks", ())
         if not all(math.isfinite(v) for v in p.values()) or not math.isfinite(math.fsum(p.values())):  # inf, nan
             raise OverflowError
         b = {k: int(math.ceil(v)) for k, v in p.items()}
@@ -478,7 +779,8 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
         cuda_context_bytes=ctx, fragmentation_bytes=frag, overhead_bytes=ctx + frag, total_bytes=total,
         cpu_bytes=b["cpu"], n_params=total_params, trainable_params=trainable, gpu_memory_bytes=cap,
         fits=None if cap is None else total <= cap, stage=stage, model_name=name,
-        gpu_name=getattr(gpu, "name", None), setup=setup)
+        gpu_name=getattr(gpu, "name", None), setup=setup, convention=setup.convention,
+        peak_phase=phase, phase_peaks=phase_peaks)
 
 
 # ---- questions --------------------------------------------------------------------------------

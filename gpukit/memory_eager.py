@@ -125,6 +125,16 @@ def reference_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, vocab
                      position="learned", bias=True, arch="decoder")
 
 
+def llama_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, n_kv_heads: int = 2, vocab: int = 512,
+               seq: int = 128, ffn_hidden: int | None = None, tied_embeddings: bool = False) -> ModelSpec:
+    """A small Llama-layout ModelSpec (RMSNorm, SwiGLU, GQA, RoPE, no biases): what
+    build_llama_model builds. ffn_hidden None -> Llama's rounding of 8h/3 (gpukit.specs)."""
+    return ModelSpec(name=f"llama-L{n_layers}-h{hidden}-a{n_heads}-kv{n_kv_heads}-V{vocab}-s{seq}",
+                     n_layers=n_layers, hidden=hidden, n_heads=n_heads, n_kv_heads=n_kv_heads, vocab=vocab,
+                     max_seq=seq, ffn_hidden=ffn_hidden, tied_embeddings=tied_embeddings, mlp="swiglu",
+                     norm="rmsnorm", position="rope", bias=False, arch="decoder")
+
+
 def _check_spec(spec: ModelSpec, setup: EagerSetup) -> None:
     if spec.n_layers > MAX_REPLAY_LAYERS:
         raise ValueError(f"n_layers must be <= {MAX_REPLAY_LAYERS} for the op-by-op replay of the reference "
@@ -171,6 +181,7 @@ class _Tape:
         self.phase, self.default = "setup", "Other"
         self.peaks: dict[str, tuple[int, dict]] = {}
         self.peak_at: dict[str, str] = {}  # phase -> the allocation that reached the phase's peak
+        self.trace: list[tuple[str, int]] = []  # (phase, total bytes) after every allocation and free
 
     def size(self, n: int) -> int:
         n = int(n)
@@ -188,6 +199,7 @@ class _Tape:
         self.live[name] = [n, cat]
         self.cur[cat] += n
         self.total += n
+        self.trace.append((self.phase, self.total))
         if cache:
             self.cache.append(name)
         if self.total > self.peaks.get(self.phase, (-1,))[0]:
@@ -200,6 +212,7 @@ class _Tape:
             n, cat = self.live.pop(nm)
             self.cur[cat] -= n
             self.total -= n
+            self.trace.append((self.phase, self.total))
             self.saved.discard(nm)
 
     def release(self, *names: str) -> None:
@@ -609,6 +622,23 @@ def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) ->
         megatron_activation_bytes=megatron_activation_bytes(spec, setup.seq_len, setup.micro_batch,
                                                             setup.recompute),
         n_params=spec.n_params, setup=setup)
+
+
+def replay_timeline(spec: ModelSpec, setup: EagerSetup | None = None) -> tuple:
+    """((phase, bytes), ...): the replay's total after every allocation and free of one steady-state
+    step (the second: optimizer states exist), for a plot of memory over one training step."""
+    setup = setup or EagerSetup()
+    _check_spec(spec, setup)
+    tape = _Tape(setup.device == "cuda")
+    for name, n in param_shapes(spec):
+        tape.alloc(f"p.{name}", n * 4, "Parameter")
+    tape.alloc("mask", spec.max_seq ** 2, "Buffer")
+    tape.alloc("idx", setup.micro_batch * setup.seq_len * 8, "Other")
+    tape.alloc("targets", setup.micro_batch * setup.seq_len * 8, "Other")
+    _run_step(spec, setup, tape, first_step=True)
+    start = len(tape.trace)
+    _run_step(spec, setup, tape, first_step=False)
+    return tuple((ph, b) for ph, b in tape.trace[start:] if ph in PHASES)
 
 
 def eager_layer_activation_bytes(spec: ModelSpec, setup: EagerSetup) -> int:

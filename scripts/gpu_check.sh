@@ -2,7 +2,8 @@
 # GPU check: run the whole single-machine benchmark suite on CUDA and keep the result.
 #   scripts/gpu_check.sh [--quick]      -> data/measured/gpu_check_<host>.json
 # matmul bf16/fp16/fp8/fp32/tf32 vs the catalog peak, HBM copy/triad, h2d/d2h pinned vs pageable,
-# the timer harness check, an NCCL all_reduce sweep when >= 2 GPUs, memory validation if present.
+# the timer harness check, an NCCL all_reduce sweep when >= 2 GPUs, and the memory validation of both
+# reference layouts (GPT, Llama) against torch.cuda.max_memory_allocated: replay, planning model, Megatron.
 # Bounded by GPU_CHECK_TIMEOUT seconds (default 600); exit 124 means it ran out of time.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,12 +26,17 @@ def run_json(capsys, *argv):
 
 
 def test_params_only_json(capsys):
-    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
+    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8", "--convention", "megatron")
     for k in KEYS:
         assert isinstance(d[k], int), k
     assert "fits" not in d and "gpu_memory_bytes" not in d
     assert d["n_params"] == 7 * 10**9 and d["activations_bytes"] == 0 and d["logits_bytes"] == 0
     assert d["params_bytes"] + d["grads_bytes"] + d["optimizer_bytes"] == 16 * 7 * 10**9 // 8
+    assert d["total_bytes"] == sum(d[k] for k in KEYS[:7])
+    # the default (pytorch) convention: fp32 params and grads under autocast, AdamW's states, and the
+    # foreach update's sqrt(v) (4 bytes per state element, sharded like the states), all at the step
+    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
+    assert d["params_bytes"] + d["grads_bytes"] + d["optimizer_bytes"] == (4 + 4 + 8 + 4) * 7 * 10**9 // 8
     assert d["total_bytes"] == sum(d[k] for k in KEYS[:7])
 
 

@@ -15,12 +15,14 @@ from gpukit.quant import lora_params, nf4_constant_bits, quantized_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
+PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
+
 GPT = ModelSpec("gpt-test", n_layers=24, hidden=2048, n_heads=16, vocab=50257, max_seq=2048)
 LLAMA7 = ModelSpec("llama-2-7b-like", 32, 4096, 32, vocab=32000, max_seq=4096, mlp="swiglu", norm="rmsnorm",
                    position="rope", bias=False)
 LLAMA70 = ModelSpec("llama-2-70b-like", 80, 8192, 64, n_kv_heads=8, ffn_hidden=28672, vocab=32000, max_seq=4096,
                     mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
-EAGER = TrainSetup(attention="eager")
+EAGER = TrainSetup(convention=PAPER, attention="eager")
 
 
 def gpu(gib: float, name: str = "test-gpu") -> GPU:
@@ -61,7 +63,7 @@ def test_tp_sp_selective_rows_of_table2(t):
 
 def test_flash_drops_the_score_term_and_keeps_a_logsumexp():
     s, b, h, a = 1024, 1, 2048, 16
-    flash = layer_activation_bytes(GPT, TrainSetup(seq_len=s, micro_batch=b))
+    flash = layer_activation_bytes(GPT, TrainSetup(convention=PAPER, seq_len=s, micro_batch=b))
     assert flash == pytest.approx(34 * s * b * h + 4 * a * s * b)
 
 
@@ -77,7 +79,7 @@ def test_gqa_and_swiglu_change_the_per_layer_count():
     s = 1024
     mha = ModelSpec("mha", 2, 4096, 32, ffn_hidden=11008, mlp="swiglu")
     gqa = replace(mha, n_kv_heads=8)
-    setup = TrainSetup(seq_len=s)
+    setup = TrainSetup(convention=PAPER, seq_len=s)
     # attention: 2 bytes x (2q + 2kv) per token; GQA cuts kv from 4096 to 1024
     diff = layer_activation_bytes(mha, setup) - layer_activation_bytes(gqa, setup)
     assert diff == pytest.approx(2 * 2 * (4096 - 1024) * s)
@@ -90,7 +92,7 @@ def test_gqa_and_swiglu_change_the_per_layer_count():
        swiglu=st.booleans(), tp=st.sampled_from([1, 2, 8]), sp=st.booleans())
 def test_full_le_selective_le_none(layers, heads, s, b, swiglu, tp, sp):
     model = ModelSpec("m", layers, heads * 64, heads, mlp="swiglu" if swiglu else "gelu")
-    base = TrainSetup(seq_len=s, micro_batch=b, tp=tp, sp=sp)
+    base = TrainSetup(convention=PAPER, seq_len=s, micro_batch=b, tp=tp, sp=sp)
     act = {rc: estimate_memory(model, setup=replace(base, recompute=rc)).activations_bytes for rc in mem.RECOMPUTE}
     assert act["full"] <= act["selective"] <= act["none"]
     eager = {rc: estimate_memory(model, setup=replace(base, recompute=rc, attention="eager")).activations_bytes
@@ -99,7 +101,7 @@ def test_full_le_selective_le_none(layers, heads, s, b, swiglu, tp, sp):
 
 
 def test_full_recompute_counts_one_layer_working_set():
-    setup = TrainSetup(seq_len=1024, micro_batch=2, recompute="full")
+    setup = TrainSetup(convention=PAPER, seq_len=1024, micro_batch=2, recompute="full")
     r = estimate_memory(GPT, setup=setup)
     s, b, h = 1024, 2, GPT.hidden
     stored = GPT.n_layers * 2 * s * b * h
@@ -109,21 +111,21 @@ def test_full_recompute_counts_one_layer_working_set():
 
 
 def test_grad_accum_does_not_change_activations_without_pp():
-    a = estimate_memory(GPT, setup=TrainSetup(grad_accum=1)).activations_bytes
-    assert estimate_memory(GPT, setup=TrainSetup(grad_accum=64)).activations_bytes == a
+    a = estimate_memory(GPT, setup=TrainSetup(convention=PAPER, grad_accum=1)).activations_bytes
+    assert estimate_memory(GPT, setup=TrainSetup(convention=PAPER, grad_accum=64)).activations_bytes == a
 
 
 def test_pipeline_stage_holds_pp_microbatches_and_reports_most_loaded():
-    one = estimate_memory(GPT, setup=TrainSetup(pp=4, grad_accum=1))
-    many = estimate_memory(GPT, setup=TrainSetup(pp=4, grad_accum=16))
+    one = estimate_memory(GPT, setup=TrainSetup(convention=PAPER, pp=4, grad_accum=1))
+    many = estimate_memory(GPT, setup=TrainSetup(convention=PAPER, pp=4, grad_accum=16))
     assert many.stage == "first" and many.activations_bytes > 3 * one.activations_bytes
     big_vocab = replace(GPT, vocab=256_000, n_layers=4)
-    assert estimate_memory(big_vocab, setup=TrainSetup(pp=4, seq_len=4096)).stage == "last"
+    assert estimate_memory(big_vocab, setup=TrainSetup(convention=PAPER, pp=4, seq_len=4096)).stage == "last"
 
 
 def test_logits_convention():
     s, b = 1024, 4
-    r = estimate_memory(GPT, setup=TrainSetup(seq_len=s, micro_batch=b, tp=2))
+    r = estimate_memory(GPT, setup=TrainSetup(convention=PAPER, seq_len=s, micro_batch=b, tp=2))
     assert r.logits_bytes == pytest.approx((2 + 4) * s * b * GPT.vocab / 2, abs=1)
 
 
@@ -134,30 +136,30 @@ def test_logits_convention():
        opt=st.sampled_from(mem.OPTIMIZERS), prec=st.sampled_from(mem.PRECISIONS))
 def test_model_states_non_increasing_in_dp(n, z, dp1, dp2, opt, prec):
     lo, hi = sorted((dp1, dp2))
-    a = estimate_memory(n_params=n, setup=TrainSetup(zero_stage=z, dp=lo, optimizer=opt, precision=prec))
-    b = estimate_memory(n_params=n, setup=TrainSetup(zero_stage=z, dp=hi, optimizer=opt, precision=prec))
+    a = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=lo, optimizer=opt, precision=prec))
+    b = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=hi, optimizer=opt, precision=prec))
     assert states(b) <= states(a)
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(10**6, 10**12), dp=st.integers(1, 1024))
 def test_zero3_states_scale_as_one_over_dp(n, dp):
-    one = states(estimate_memory(n_params=n, setup=TrainSetup(zero_stage=3, dp=1)))
-    sharded = states(estimate_memory(n_params=n, setup=TrainSetup(zero_stage=3, dp=dp)))
+    one = states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=1)))
+    sharded = states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=dp)))
     assert sharded * dp == pytest.approx(one, abs=3 * dp)
     assert one == 16 * n  # 2 + 2 + K=12 (ZeRO sec. 3.1)
 
 
 def test_zero0_ignores_dp_and_stage_formulas():
     n = 10**9
-    assert states(estimate_memory(n_params=n, setup=TrainSetup(dp=64))) == 16 * n
-    assert states(estimate_memory(n_params=n, setup=TrainSetup(zero_stage=1, dp=8))) == 4 * n + 12 * n // 8
-    assert states(estimate_memory(n_params=n, setup=TrainSetup(zero_stage=2, dp=8))) == 2 * n + 14 * n // 8
+    assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, dp=64))) == 16 * n
+    assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=1, dp=8))) == 4 * n + 12 * n // 8
+    assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=2, dp=8))) == 2 * n + 14 * n // 8
 
 
 def test_bytes_per_param_by_precision_and_optimizer():
     n = 10**9
-    per = {(p, o): states(estimate_memory(n_params=n, setup=TrainSetup(precision=p, optimizer=o))) / n
+    per = {(p, o): states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, precision=p, optimizer=o))) / n
            for p in mem.PRECISIONS for o in mem.OPTIMIZERS}
     assert per["fp32", "adamw"] == 16 and per["bf16-mixed", "adamw"] == 16 and per["bf16", "adamw"] == 8
     assert per["bf16-mixed", "sgd"] == 8 and per["fp32", "sgd"] == 8 and per["bf16-mixed", "sgd-momentum"] == 12
@@ -165,14 +167,14 @@ def test_bytes_per_param_by_precision_and_optimizer():
 
 
 def test_zero3_with_a_shape_keeps_one_gathered_layer():
-    r = estimate_memory(LLAMA7, setup=TrainSetup(zero_stage=3, dp=64))
-    sharded = estimate_memory(n_params=LLAMA7.n_params, setup=TrainSetup(zero_stage=3, dp=64)).params_bytes
+    r = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=64))
+    sharded = estimate_memory(n_params=LLAMA7.n_params, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=64)).params_bytes
     assert r.params_bytes == pytest.approx(sharded + 2 * LLAMA7.layer_params(), abs=2)
 
 
 def test_tp_divides_model_states():
-    one = estimate_memory(LLAMA7, setup=TrainSetup())
-    four = estimate_memory(LLAMA7, setup=TrainSetup(tp=4))
+    one = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER))
+    four = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, tp=4))
     assert states(four) == pytest.approx(states(one) / 4, rel=1e-9)
 
 
@@ -180,8 +182,8 @@ def test_tp_divides_model_states():
 
 @pytest.mark.parametrize("offload,zero", [("optimizer", 1), ("optimizer", 2), ("all", 3)])
 def test_offload_moves_states_to_cpu_and_conserves_them(offload, zero):
-    ref = estimate_memory(LLAMA7, setup=TrainSetup(zero_stage=zero, dp=2))
-    off = estimate_memory(LLAMA7, setup=TrainSetup(zero_stage=zero, dp=2, offload=offload))
+    ref = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, zero_stage=zero, dp=2))
+    off = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, zero_stage=zero, dp=2, offload=offload))
     assert off.optimizer_bytes == 0 and off.cpu_bytes > 0
     gathered = LLAMA7.layer_params() * 2 if zero == 3 else 0  # ZeRO-3's working layer, counted once
     assert states(off) + off.cpu_bytes + gathered == pytest.approx(states(ref), abs=4)
@@ -203,7 +205,7 @@ def test_nf4_constants_match_qlora():
        vocab=st.integers(1000, 200_000))
 def test_weight_bytes_ordered_nf4_int8_bf16_fp32(layers, heads, swiglu, vocab):
     model = ModelSpec("m", layers, heads * 128, heads, vocab=vocab, mlp="swiglu" if swiglu else "gelu")
-    w = {d: estimate_memory(model, setup=TrainSetup(inference=True, weights_dtype=d)).params_bytes
+    w = {d: estimate_memory(model, setup=TrainSetup(convention=PAPER, inference=True, weights_dtype=d)).params_bytes
          for d in ("nf4", "int8", "bf16", "fp32")}
     assert w["nf4"] < w["int8"] < w["bf16"] < w["fp32"]
     assert w["fp32"] == 2 * w["bf16"] == 4 * model.n_params
@@ -212,7 +214,7 @@ def test_weight_bytes_ordered_nf4_int8_bf16_fp32(layers, heads, swiglu, vocab):
 @settings(max_examples=40, deadline=None)
 @given(batch=st.integers(1, 64), seq=st.integers(1, 32768), k=st.integers(2, 8))
 def test_kv_cache_linear_in_batch_and_context(batch, seq, k):
-    setup = TrainSetup(inference=True, batch=batch, seq_len=seq)
+    setup = TrainSetup(convention=PAPER, inference=True, batch=batch, seq_len=seq)
     kv = estimate_memory(LLAMA70, setup=setup).kv_cache_bytes
     assert kv == 2 * 80 * 8 * 128 * 2 * batch * seq  # grouped-query: 8 KV heads, not 64
     assert estimate_memory(LLAMA70, setup=replace(setup, batch=batch * k)).kv_cache_bytes == k * kv
@@ -220,22 +222,22 @@ def test_kv_cache_linear_in_batch_and_context(batch, seq, k):
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them():
-    s = TrainSetup(inference=True, seq_len=4096)
+    s = TrainSetup(convention=PAPER, inference=True, seq_len=4096)
     kv8 = estimate_memory(LLAMA70, setup=replace(s, tp=8)).kv_cache_bytes
     assert estimate_memory(LLAMA70, setup=replace(s, tp=16)).kv_cache_bytes == kv8  # 1 KV head per GPU either way
     assert estimate_memory(LLAMA70, setup=replace(s, tp=4)).kv_cache_bytes == 2 * kv8
 
 
 def test_inference_has_no_training_state():
-    r = estimate_memory(LLAMA7, setup=TrainSetup(inference=True, seq_len=4096))
+    r = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, inference=True, seq_len=4096))
     assert r.grads_bytes == r.optimizer_bytes == r.trainable_params == 0
     assert r.params_bytes == 2 * LLAMA7.n_params and r.kv_cache_bytes == 2 * 32 * 4096 * 2 * 4096
 
 
 def test_lora_trains_a_tiny_fraction_and_qlora_is_smallest():
-    full = estimate_memory(LLAMA7, setup=TrainSetup(recompute="full", seq_len=512))
-    lora = estimate_memory(LLAMA7, setup=TrainSetup(finetune="lora", recompute="full", seq_len=512))
-    qlora = estimate_memory(LLAMA7, setup=TrainSetup(finetune="qlora", recompute="full", seq_len=512))
+    full = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, recompute="full", seq_len=512))
+    lora = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, finetune="lora", recompute="full", seq_len=512))
+    qlora = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, finetune="qlora", recompute="full", seq_len=512))
     assert lora.trainable_params == lora_params(LLAMA7, 8, "all") < 0.01 * LLAMA7.n_params
     assert lora.optimizer_bytes == pytest.approx(lora.trainable_params * 12, abs=1)  # fp32 master + m + v
     assert qlora.optimizer_bytes == pytest.approx(qlora.trainable_params * 8, abs=1)  # paged 32-bit, no master
@@ -254,9 +256,9 @@ def test_lora_targets_count_adapted_matrices():
 # ---- overhead, results, questions ----------------------------------------------------------------
 
 def test_overhead_only_with_a_gpu():
-    bare = estimate_memory(GPT, setup=TrainSetup())
+    bare = estimate_memory(GPT, setup=TrainSetup(convention=PAPER))
     assert bare.overhead_bytes == 0 and bare.fits is None and bare.gpu_memory_bytes is None
-    on = estimate_memory(GPT, setup=TrainSetup(), gpu=gpu(80))
+    on = estimate_memory(GPT, setup=TrainSetup(convention=PAPER), gpu=gpu(80))
     tensors = bare.total_bytes
     assert on.cuda_context_bytes == mem.CUDA_CONTEXT_BYTES
     assert on.fragmentation_bytes == pytest.approx(mem.FRAGMENTATION_FRACTION * tensors, abs=1)
@@ -264,7 +266,7 @@ def test_overhead_only_with_a_gpu():
 
 
 def test_result_views():
-    r = estimate_memory(GPT, setup=TrainSetup(), gpu=gpu(1, "tiny"))
+    r = estimate_memory(GPT, setup=TrainSetup(convention=PAPER), gpu=gpu(1, "tiny"))
     d = r.to_json_dict()
     for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
               "overhead_bytes", "total_bytes", "n_params", "gpu_memory_bytes", "fits"):
@@ -278,7 +280,7 @@ def test_result_views():
 
 def test_max_micro_batch_is_the_edge():
     g = gpu(80)
-    setup = TrainSetup(recompute="selective", seq_len=2048)
+    setup = TrainSetup(convention=PAPER, recompute="selective", seq_len=2048)
     n = mem.max_micro_batch(LLAMA7, replace(setup, finetune="lora"), g)
     assert n >= 1
     assert mem.fits(LLAMA7, replace(setup, finetune="lora", micro_batch=n), g)
@@ -288,14 +290,14 @@ def test_max_micro_batch_is_the_edge():
 
 def test_max_micro_batch_for_inference_varies_batch():
     g = gpu(80)
-    setup = TrainSetup(inference=True, seq_len=4096)
+    setup = TrainSetup(convention=PAPER, inference=True, seq_len=4096)
     n = mem.max_micro_batch(LLAMA7, setup, g)
     assert mem.fits(LLAMA7, replace(setup, batch=n), g) and not mem.fits(LLAMA7, replace(setup, batch=n + 1), g)
 
 
 def test_max_seq_len_is_the_edge():
     g = gpu(24)
-    setup = TrainSetup(finetune="qlora", recompute="full")
+    setup = TrainSetup(convention=PAPER, finetune="qlora", recompute="full")
     n = mem.max_seq_len(LLAMA7, setup, g, limit=1 << 22)  # beyond the context window: the memory edge
     assert n > 1024
     assert mem.fits(LLAMA7, replace(setup, seq_len=n), g) and not mem.fits(LLAMA7, replace(setup, seq_len=n + 1), g)
@@ -303,11 +305,11 @@ def test_max_seq_len_is_the_edge():
 
 def test_min_gpus_finds_smallest_dp_per_stage():
     g = gpu(80)
-    plan = mem.min_gpus(LLAMA7, TrainSetup(seq_len=2048), g, max_gpus=64)
+    plan = mem.min_gpus(LLAMA7, TrainSetup(convention=PAPER, seq_len=2048), g, max_gpus=64)
     stages = {o.zero_stage: o for o in plan.options}
     assert 0 not in stages and 3 in stages  # 16 B/param x 6.7B > 80 GiB without sharding
     for o in plan.options:
-        s = TrainSetup(seq_len=2048, zero_stage=o.zero_stage, dp=o.dp)
+        s = TrainSetup(convention=PAPER, seq_len=2048, zero_stage=o.zero_stage, dp=o.dp)
         assert mem.fits(LLAMA7, s, g)
         if o.dp > 1:
             assert not mem.fits(LLAMA7, replace(s, dp=o.dp - 1), g)
@@ -316,7 +318,7 @@ def test_min_gpus_finds_smallest_dp_per_stage():
 
 
 def test_min_gpus_for_inference_picks_tp():
-    plan = mem.min_gpus(LLAMA70, TrainSetup(inference=True, seq_len=4096), gpu(80))
+    plan = mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True, seq_len=4096), gpu(80))
     assert plan.best.tp == 2 and plan.best.zero_stage == 0
 
 
@@ -336,33 +338,33 @@ def test_min_gpus_for_inference_picks_tp():
 ])
 def test_setup_errors_are_one_line(kwargs, fragment):
     with pytest.raises(ValueError) as e:
-        TrainSetup(**kwargs)
+        TrainSetup(convention=PAPER, **kwargs)
     assert fragment in str(e.value) and "\n" not in str(e.value)
 
 
 def test_layout_errors():
     with pytest.raises(ValueError, match="tp must divide n_heads 32, got 5"):
-        estimate_memory(LLAMA7, setup=TrainSetup(tp=5))
+        estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, tp=5))
     with pytest.raises(ValueError, match="pp must be at most n_layers 24"):
-        estimate_memory(GPT, setup=TrainSetup(pp=25))
+        estimate_memory(GPT, setup=TrainSetup(convention=PAPER, pp=25))
     with pytest.raises(ValueError, match="exactly one"):
         estimate_memory(GPT, n_params=10**9)
     with pytest.raises(ValueError, match="exactly one"):
         estimate_memory()
     with pytest.raises(ValueError, match="needs the model's shape"):
-        estimate_memory(n_params=10**9, setup=TrainSetup(finetune="lora"))
+        estimate_memory(n_params=10**9, setup=TrainSetup(convention=PAPER, finetune="lora"))
     with pytest.raises(ValueError, match="n_params must be a positive integer"):
         estimate_memory(n_params=-5)
 
 
 def test_sp_without_tp_is_harmless():
-    assert estimate_memory(GPT, setup=TrainSetup(sp=True)).total_bytes == estimate_memory(GPT).total_bytes
+    assert estimate_memory(GPT, setup=TrainSetup(convention=PAPER, sp=True)).total_bytes == estimate_memory(GPT, setup=TrainSetup(convention=PAPER)).total_bytes
 
 
 def test_catalog_models():
     from gpukit import catalog
 
     model, h100 = catalog.get_model("llama-2-7b"), catalog.get_gpu("h100-sxm")
-    r = estimate_memory(model, setup=TrainSetup(inference=True, seq_len=4096), gpu=h100)
+    r = estimate_memory(model, setup=TrainSetup(convention=PAPER, inference=True, seq_len=4096), gpu=h100)
     assert r.fits and r.params_bytes == 2 * model.n_params
     assert r.total_bytes / GiB < h100.memory_gib

@@ -14,6 +14,8 @@ from gpukit.quant import nf4_constant_bits
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB, MiB
 
+PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
+
 LLAMA = dict(mlp="swiglu", norm="rmsnorm", position="rope", bias=False, vocab=32000)
 
 
@@ -23,7 +25,7 @@ def gpu(gib: float, name: str) -> GPU:
 
 
 def model_states(n_params: float, zero: int, dp: int) -> int:
-    r = estimate_memory(n_params=int(n_params), setup=TrainSetup(zero_stage=zero, dp=dp))
+    r = estimate_memory(n_params=int(n_params), setup=TrainSetup(convention=PAPER, zero_stage=zero, dp=dp))
     return r.params_bytes + r.grads_bytes + r.optimizer_bytes
 
 
@@ -67,7 +69,7 @@ def test_korthikanti_table2_and_5x_claim():
     s, b, t = 2048, 1, 8
     for name, (layers, h, a) in table3.items():
         m = ModelSpec(name, layers, h, a, vocab=51200)
-        base = TrainSetup(seq_len=s, micro_batch=b, tp=t, attention="eager")
+        base = TrainSetup(convention=PAPER, seq_len=s, micro_batch=b, tp=t, attention="eager")
         tp_only = layer_activation_bytes(m, base)
         both = layer_activation_bytes(m, replace(base, sp=True, recompute="selective"))
         assert tp_only == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))
@@ -80,7 +82,7 @@ def test_korthikanti_pipeline_first_stage_equals_whole_model():
     layers, so its activations are sbhL(34 + 5as/h)/t, independent of p. Exact up to the
     embedding-dropout term, which the paper lists separately (sec. 4.3)."""
     m = ModelSpec("gpt3-175b", 96, 12288, 96, vocab=51200)
-    setup = TrainSetup(seq_len=2048, tp=8, sp=True, recompute="selective", grad_accum=64)
+    setup = TrainSetup(convention=PAPER, seq_len=2048, tp=8, sp=True, recompute="selective", grad_accum=64)
     per_layer = layer_activation_bytes(m, setup)
     for p in (2, 4, 8, 16):
         r = estimate_memory(m, setup=replace(setup, pp=p))
@@ -98,11 +100,11 @@ def test_accelerate_estimate_memory_bert_base_cased():
     parameters: tolerance 0.02 MiB (0.005 GiB for the 2-decimal GB figure)."""
     bert = ModelSpec("bert-base-cased", 12, 768, 12, vocab=28996, max_seq=512, tied_embeddings=True, arch="encoder")
     assert bert.n_params == 108_310_272
-    fp32 = estimate_memory(bert, setup=TrainSetup(precision="fp32", inference=True))
+    fp32 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="fp32", inference=True))
     assert fp32.params_bytes / MiB == pytest.approx(413.18, abs=0.02)
-    train32 = estimate_memory(bert, setup=TrainSetup(precision="fp32", seq_len=1))
+    train32 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="fp32", seq_len=1))
     assert (train32.params_bytes + train32.grads_bytes + train32.optimizer_bytes) / GiB == pytest.approx(1.61, abs=0.005)
-    bf16 = estimate_memory(bert, setup=TrainSetup(precision="bf16", seq_len=1))
+    bf16 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="bf16", seq_len=1))
     assert bf16.params_bytes / MiB == pytest.approx(206.59, abs=0.02)
     assert (bf16.params_bytes + bf16.grads_bytes + bf16.optimizer_bytes) / MiB == pytest.approx(826.36, abs=0.02)
 
@@ -113,7 +115,7 @@ def test_transformer_math_101_optimizer_bytes():
     8, in mixed precision. Exact, except 8-bit Adam's block constants (2 x 4 bytes / 2048): 0.1%."""
     n = 10**9
     for opt, per in (("adamw", 12), ("adamw-8bit", 6), ("sgd-momentum", 8)):
-        r = estimate_memory(n_params=n, setup=TrainSetup(precision="bf16-mixed", optimizer=opt))
+        r = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, precision="bf16-mixed", optimizer=opt))
         assert r.optimizer_bytes / n == pytest.approx(per, rel=1e-3)
         assert r.params_bytes / n == 2 and r.grads_bytes / n == 2
 
@@ -125,9 +127,9 @@ def test_vllm_opt13b_kv_cache_and_weights():
     bytes (exact here) and so its 1.6 GB is 800 KiB x 2048 = 1.5625 GiB, while 26 GB is decimal
     (12.85e9 params x 2 bytes). Both are rounded to 2 significant digits: tolerance 3%."""
     opt = ModelSpec("opt-13b", 40, 5120, 40, vocab=50272, max_seq=2048, tied_embeddings=True)
-    one = estimate_memory(opt, setup=TrainSetup(inference=True, precision="bf16", seq_len=1))
+    one = estimate_memory(opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=1))
     assert one.kv_cache_bytes == 800 * 1024
-    req = estimate_memory(opt, setup=TrainSetup(inference=True, precision="bf16", seq_len=2048))
+    req = estimate_memory(opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=2048))
     assert req.kv_cache_bytes / GiB == pytest.approx(1.6, rel=0.03)
     assert req.params_bytes / GB == pytest.approx(26, rel=0.03)
     assert req.params_bytes / (40 * GB) == pytest.approx(0.65, abs=0.02)
@@ -137,7 +139,7 @@ def test_nvidia_blog_llama2_7b_kv_cache():
     """NVIDIA Technical Blog, "Mastering LLM Techniques: Inference Optimization" (2023): Llama 2 7B,
     16-bit, batch 1, 4096 tokens: 1 x 4096 x 2 x 32 x 4096 x 2 bytes, "~2 GB". Exact in bytes."""
     llama = ModelSpec("llama-2-7b", 32, 4096, 32, max_seq=4096, **LLAMA)
-    r = estimate_memory(llama, setup=TrainSetup(inference=True, seq_len=4096, batch=1))
+    r = estimate_memory(llama, setup=TrainSetup(convention=PAPER, inference=True, seq_len=4096, batch=1))
     assert r.kv_cache_bytes == 1 * 4096 * 2 * 32 * 4096 * 2 == 2 * GiB
 
 
@@ -152,9 +154,9 @@ def test_qlora_65b_on_one_48gb_gpu():
     assert nf4_constant_bits(double_quant=False) == 0.5
     assert round(nf4_constant_bits(), 3) == 0.127
     llama65 = ModelSpec("llama-65b", 80, 8192, 64, ffn_hidden=22016, max_seq=2048, **LLAMA)
-    full = estimate_memory(llama65, setup=TrainSetup(precision="bf16-mixed"))
+    full = estimate_memory(llama65, setup=TrainSetup(convention=PAPER, precision="bf16-mixed"))
     assert full.params_bytes + full.grads_bytes + full.optimizer_bytes > 780 * GB
-    setup = TrainSetup(finetune="qlora", lora_rank=64, lora_targets="all", recompute="full", seq_len=512,
+    setup = TrainSetup(convention=PAPER, finetune="qlora", lora_rank=64, lora_targets="all", recompute="full", seq_len=512,
                        dropout=False)
     q = estimate_memory(llama65, setup=setup, gpu=gpu(48, "rtx-a6000"))
     assert q.total_bytes - q.overhead_bytes < 48 * GB and q.fits
@@ -165,7 +167,7 @@ def test_lora_gpt3_checkpoint_and_vram():
     the checkpoint shrinks to "roughly 35MB" and training VRAM to 350GB (the frozen fp16 weights).
     "Roughly": tolerance 10% on 35 MB (we get 37.7 MB = 36.0 MiB); 350 GB: 1%."""
     gpt3 = ModelSpec("gpt3-175b", 96, 12288, 96, vocab=50257, max_seq=2048)
-    r = estimate_memory(gpt3, setup=TrainSetup(finetune="lora", lora_rank=4, lora_targets="qv"))
+    r = estimate_memory(gpt3, setup=TrainSetup(convention=PAPER, finetune="lora", lora_rank=4, lora_targets="qv"))
     assert r.trainable_params * 2 / 1e6 == pytest.approx(35, rel=0.10)
     assert r.params_bytes / GB == pytest.approx(350, rel=0.01)
 
@@ -178,7 +180,7 @@ def test_zero_offload_13b_on_one_v100():
     gpt13 = ModelSpec("gpt-13b", 40, 5120, 40, vocab=50257, max_seq=1024)
     assert 12.5e9 < gpt13.n_params < 13.5e9
     v100 = gpu(32, "v100-32gb")
-    setup = TrainSetup(precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024)
+    setup = TrainSetup(convention=PAPER, precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024)
     off = estimate_memory(gpt13, setup=setup, gpu=v100)
     assert off.fits and off.cpu_bytes > 12 * gpt13.n_params
     assert not estimate_memory(gpt13, setup=replace(setup, offload="none"), gpu=v100).fits

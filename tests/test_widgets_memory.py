@@ -27,10 +27,14 @@ def test_memory_compute_is_estimate_memory():
     bd = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full")
     ref = mem.estimate_memory(catalog.get_model("llama-2-7b"), gpu=catalog.get_gpu("h100-sxm"),
                               setup=mem.TrainSetup(micro_batch=2, seq_len=2048, recompute="full"))
-    assert bd == ref
-    # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB
-    assert bd.params_bytes + bd.grads_bytes + bd.optimizer_bytes == 16 * bd.n_params
-    assert bd.fits is False
+    assert bd == ref and bd.convention == "pytorch"
+    # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB (papers' convention)
+    paper = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full",
+                              convention="megatron")
+    assert paper.params_bytes + paper.grads_bytes + paper.optimizer_bytes == 16 * bd.n_params
+    # PyTorch keeps fp32 params + grads + AdamW states and the foreach update's sqrt(v): 20 bytes/param
+    assert bd.peak_phase == "optimizer" and bd.total_bytes > paper.total_bytes
+    assert bd.fits is False and paper.fits is False
     assert mv.verdict_text(bd).startswith("does NOT fit")
 
 
@@ -43,7 +47,10 @@ def test_memory_view_changes_with_every_control():
     gpt2 = view.result.total_bytes
     assert gpt2 < first and view.result.fits is True
     view.controls["micro_batch"].value = 8  # the first slider
-    assert view.result.activations_bytes > 7 * mv.memory_compute("gpt2").activations_bytes
+    assert view.result.peak_phase == "backward-start"  # activations at the peak, not the optimizer step
+    a1, a2 = (mv.memory_compute("gpt2", micro_batch=b).activations_bytes for b in (1, 2))
+    # linear in the micro-batch, beside autocast's bf16 weight copies (which do not grow with it)
+    assert view.result.activations_bytes - a1 == pytest.approx(7 * (a2 - a1), abs=8)
     before = view.result.total_bytes
     view.set(recompute="full")
     assert view.result.total_bytes < before
@@ -84,7 +91,8 @@ def test_tricks_view_each_trick_lowers_memory_and_errors_in_place():
     labels = [label for label, _ in stack.rows]
     assert labels == ["baseline: fp32 AdamW, full", "+ bf16-mixed"]
     totals = [bd.total_bytes for _, bd in stack.rows]
-    assert totals[1] < totals[0]
+    # mixed precision keeps fp32 states in PyTorch: it lowers the activations, not the optimizer step
+    assert totals[1] <= totals[0]
     view.set(recompute="full", optimizer="adamw-8bit", finetune="lora", offload="optimizer")
     totals = [bd.total_bytes for _, bd in view.result.rows]
     assert len(totals) == 6 and all(b <= a for a, b in zip(totals, totals[1:], strict=False))
@@ -108,23 +116,30 @@ def test_default_tricks_view_is_the_articles_qlora_case():
 def test_memory_grows_with_micro_batch_and_seq(b, s):
     small = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b, seq_len=min(s, 1024))
     big = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b + 1, seq_len=min(s, 1024))
-    assert big.activations_bytes > small.activations_bytes
+    assert big.total_bytes >= small.total_bytes  # the peak may stay at the optimizer step
+    paper = [mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=x, seq_len=min(s, 1024), convention="megatron")
+             for x in (b, b + 1)]
+    assert paper[1].activations_bytes > paper[0].activations_bytes
     assert big.params_bytes == small.params_bytes
     assert (small.total_bytes <= small.gpu_memory_bytes) == small.fits
 
 
 def test_compare_frame_and_plot():
-    result = {"predicted": {"params": 100, "grads": 100, "optimizer": 200, "activations": 300, "peak": 700,
-                            "megatron_activations": 150},
-              "measured": {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 690},
-              "error": {"params": 0.0, "grads": 0.0, "optimizer": 0.0, "activations": -30 / 330, "peak": 10 / 690}}
+    meas = {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 690}
+    pred = {"params": 100, "grads": 100, "optimizer": 200, "activations": 300, "peak": 700}
+    plan = {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 759}
+    err = {k: {c: (d[c] - meas[c]) / meas[c] for c in meas} for k, d in (("predicted", pred), ("planning", plan),
+                                                                           ("megatron", plan))}
+    result = {"predicted": pred, "planning": plan, "megatron": plan, "measured": meas, "error": err}
     df = mv.compare_frame(result)
     assert list(df["category"]) == list(mv.CATEGORIES)
-    assert df.loc[df.category == "activations", "error_pct"].item() == pytest.approx(-9.0909, rel=1e-4)
-    assert df["megatron_mib"].notna().sum() == 1
+    assert df.loc[df.category == "activations", "replay_err_pct"].item() == pytest.approx(-9.0909, rel=1e-4)
+    assert df.loc[df.category == "peak", "planning_err_pct"].item() == pytest.approx(10.0)
     fig = mv.plot_predicted_vs_measured(df, title="t")
-    assert len(fig.axes[0].patches) == 3 * len(df)
-    with pytest.raises(ValueError, match="missing measured, error"):
+    assert len(fig.axes[0].patches) == 4 * len(df)
+    no_replay = mv.compare_frame({**result, "predicted": None, "error": {**err, "predicted": None}})
+    assert no_replay["replay_err_pct"].isna().all() and no_replay["planning_err_pct"].notna().all()
+    with pytest.raises(ValueError, match="missing planning, megatron, measured, error"):
         mv.compare_frame({"predicted": {}})
 
 
@@ -143,3 +158,33 @@ def test_phase_frame():
     df = mv.phase_frame(r)
     assert list(df.phase) == ["forward", "backward", "optimizer"]
     assert list(df.error_pct) == pytest.approx([-10.0, 0.0, 0.0])
+
+
+def test_memory_view_issue8_controls():
+    view = mv.memory_view(model="llama-2-7b", seq_len=4096)
+    for name in ("attention", "zero_stage", "dp", "pp", "sp", "inference", "batch", "params_b", "convention"):
+        assert name in view.controls, name
+    base = view.result.total_bytes
+    view.set(attention="eager")
+    assert view.result.total_bytes > base  # the s^2 scores are stored
+    view.set(attention="flash", zero_stage=3, dp=8)
+    assert view.result.total_bytes < base and view.result.setup.zero_stage == 3
+    view.set(zero_stage=0, dp=1, pp=4)
+    assert view.result.setup.pp == 4 and view.result.setup.grad_accum == 4
+    view.set(pp=1, inference=True, batch=16)
+    assert view.result.kv_cache_bytes > 0 and view.result.grads_bytes == 0
+    view.set(inference=False, model=mv.CUSTOM, params_b=13)
+    assert view.result.n_params == 13 * 10**9 and view.result.activations_bytes == 0
+    view.set(params_b=-1)
+    assert view.error == "params_b must be a positive number of billions, got -1.0"
+
+
+def test_step_timeline_plot_lines_up_phases():
+    trace = [("forward", 2**20), ("forward", 3 * 2**20), ("backward", 4 * 2**20), ("optimizer", 2 * 2**20)]
+    xs, ys = mv.stretch_trace(trace)
+    assert xs == [0.0, 0.5, 1.0, 2.0] and ys == [1.0, 3.0, 4.0, 2.0]
+    fig = mv.plot_step_timeline(trace, trace[:2], {"forward": 3 * 2**20, "optimizer": 2 * 2**20}, title="t")
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["measured (MemTracker, op by op)", "replay (memory_eager)", "planning model, phase peaks"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(mv.STEP_PHASES)

@@ -27,6 +27,10 @@ from gpukit.errors import require_positive
 from gpukit.memory_eager import megatron_activation_bytes
 from gpukit.units import GB, GiB, dtype_bytes, fmt_count
 
+# The articles' memory claims come from the papers (ZeRO, ZeRO-Offload, QLoRA) and DeepSpeed-style
+# setups (16-bit weights, fp32 master, fused Adam): they are audited in the papers' convention.
+PAPER = "megatron"
+
 NOTEBOOK_01 = ("weights_70b_fp16", "seven_13b_on_h100", "activations_rule_bsh8", "hundred_b_four_h100",
                "seventy_b_one_a100_quantized")
 NOTEBOOK_02 = ("a100_7b_oom", "checkpointing_60_30", "zero_offload_13b_h100", "qlora_7b_24gb",
@@ -50,9 +54,9 @@ def weights_70b_fp16(n_params: float = 70e9, model: str = "llama-2-70b", gpu: st
     g, m = get_gpu(gpu), get_model(model)
     w = require_positive("n_params", n_params) * dtype_bytes("fp16")
     exact = m.n_params * dtype_bytes("fp16")
-    serve = mem.estimate_memory(m, setup=mem.TrainSetup(inference=True, tp=2, seq_len=4096), gpu=g)
+    serve = mem.estimate_memory(m, setup=mem.TrainSetup(convention=PAPER, inference=True, tp=2, seq_len=4096), gpu=g)
     train = MIXED_ADAMW_BYTES * n_params
-    plan = mem.min_gpus(m, mem.TrainSetup(seq_len=4096, recompute="full", dropout=False), g)
+    plan = mem.min_gpus(m, mem.TrainSetup(convention=PAPER, seq_len=4096, recompute="full", dropout=False), g)
     return Claim(
         key="weights_70b_fp16", topic="memory", article="000",
         text="A 70B model needs ~140 GB just for its FP16 parameters: two 80 GB H100s to hold it",
@@ -78,9 +82,9 @@ def seven_13b_on_h100(gpu: str = "h100-sxm", small: str = "llama-2-7b", large: s
                       seq_len: int = 4096) -> Claim:
     """Inference: weights + KV cache; training: 16 B/param (ZeRO sec. 3.1) + activations (gpukit.memory)."""
     g, s7, s13 = get_gpu(gpu), get_model(small), get_model(large)
-    inf = {m.name: mem.estimate_memory(m, setup=mem.TrainSetup(inference=True, seq_len=seq_len), gpu=g)
+    inf = {m.name: mem.estimate_memory(m, setup=mem.TrainSetup(convention=PAPER, inference=True, seq_len=seq_len), gpu=g)
            for m in (s7, s13)}
-    train7 = mem.estimate_memory(s7, setup=mem.TrainSetup(seq_len=seq_len, recompute="full", dropout=False), gpu=g)
+    train7 = mem.estimate_memory(s7, setup=mem.TrainSetup(convention=PAPER, seq_len=seq_len, recompute="full", dropout=False), gpu=g)
     states7 = MIXED_ADAMW_BYTES * s7.n_params
     return Claim(
         key="seven_13b_on_h100", topic="memory", article="002",
@@ -110,7 +114,7 @@ def activations_rule_bsh8(model: str = "llama-2-7b", seq_len: int = 4096, micro_
     rule = b * s * h * 8
     per_layer = megatron_activation_bytes(m, s, b) / n_layers  # sbh(34 + 5as/h)
     table2 = per_layer * n_layers
-    flash = mem.layer_activation_bytes(m, mem.TrainSetup(seq_len=s, micro_batch=b, dropout=False)) * n_layers
+    flash = mem.layer_activation_bytes(m, mem.TrainSetup(convention=PAPER, seq_len=s, micro_batch=b, dropout=False)) * n_layers
     return Claim(
         key="activations_rule_bsh8", topic="memory", article="002",
         text="Activations take batch x sequence x hidden x 8 bytes",
@@ -136,8 +140,8 @@ def hundred_b_four_h100(n_params: float = 100e9, gpu: str = "h100-sxm", claimed_
     w = n * dtype_bytes("fp16")
     biggest = max(gpus().values(), key=lambda x: x.memory_bytes)
     weights_only = math.ceil(w / g.memory_bytes)
-    serve = mem.min_gpus(None, mem.TrainSetup(inference=True), g, n_params=n)
-    train = mem.min_gpus(None, mem.TrainSetup(), g, n_params=n)
+    serve = mem.min_gpus(None, mem.TrainSetup(convention=PAPER, inference=True), g, n_params=n)
+    train = mem.min_gpus(None, mem.TrainSetup(convention=PAPER, ), g, n_params=n)
     return Claim(
         key="hundred_b_four_h100", topic="memory", article="002",
         text="Training 100B needs at least 4 H100s: 100B in FP16 is 200 GB and no GPU has that much",
@@ -164,7 +168,7 @@ def seventy_b_one_a100_quantized(model: str = "llama-2-70b", gpu: str = "a100-80
                                  batch: int = 1) -> Claim:
     """Serving memory with 8-bit (int8 as the 1-byte format) and 4-bit (nf4) weights, gpukit.memory."""
     g, m = get_gpu(gpu), get_model(model)
-    bd = {wd: mem.estimate_memory(m, setup=mem.TrainSetup(inference=True, weights_dtype=wd, seq_len=seq_len,
+    bd = {wd: mem.estimate_memory(m, setup=mem.TrainSetup(convention=PAPER, inference=True, weights_dtype=wd, seq_len=seq_len,
                                                          batch=batch), gpu=g) for wd in ("bf16", "int8", "nf4")}
     return Claim(
         key="seventy_b_one_a100_quantized", topic="memory", article="002",
@@ -187,7 +191,7 @@ def seventy_b_one_a100_quantized(model: str = "llama-2-70b", gpu: str = "a100-80
 def a100_7b_oom(model: str = "llama-2-7b", gpu: str = "a100-80gb", seq_len: int = 2048) -> Claim:
     """Full training vs ZeRO-3 on one GPU (dp = 1: nothing to shard, ZeRO sec. 5) vs QLoRA."""
     g, m = get_gpu(gpu), get_model(model)
-    base = mem.TrainSetup(seq_len=seq_len, recompute="full", dropout=False)
+    base = mem.TrainSetup(convention=PAPER, seq_len=seq_len, recompute="full", dropout=False)
     full = mem.estimate_memory(m, setup=base, gpu=g)
     z3 = mem.estimate_memory(m, setup=replace(base, zero_stage=3), gpu=g)
     q = mem.estimate_memory(m, setup=replace(base, finetune="qlora", lora_rank=16), gpu=g)
@@ -215,7 +219,7 @@ def checkpointing_60_30(model: str = "llama-2-7b", seq_len: int = 4096, claimed_
     m = get_model(model)
     none = megatron_activation_bytes(m, seq_len, 1)
     full = megatron_activation_bytes(m, seq_len, 1, "full")
-    st = mem.TrainSetup(seq_len=seq_len, dropout=False)
+    st = mem.TrainSetup(convention=PAPER, seq_len=seq_len, dropout=False)
     flash_none = mem.layer_activation_bytes(m, st)
     flash_full = mem.layer_activation_bytes(m, st, "full")
     sel = mem.layer_activation_bytes(m, replace(st, attention="eager"), "selective")
@@ -245,7 +249,7 @@ def zero_offload_13b_h100(model: str = "llama-2-13b", gpu: str = "h100-sxm", seq
                           micro_batch: int = 1, recompute: str = "none") -> Claim:
     """ZeRO-Offload (Ren et al. 2021): fp32 master, Adam states and gradients on the CPU; gpukit.memory."""
     g, m = get_gpu(gpu), get_model(model)
-    st = mem.TrainSetup(seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, dropout=False)
+    st = mem.TrainSetup(convention=PAPER, seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, dropout=False)
     plain = mem.estimate_memory(m, setup=st, gpu=g)
     off = mem.estimate_memory(m, setup=replace(st, zero_stage=1, offload="optimizer"), gpu=g)
     v100 = get_gpu("v100-32gb")
@@ -274,7 +278,7 @@ def qlora_7b_24gb(model: str = "mistral-7b", gpu: str = "rtx-4090", seq_len: int
                   lora_rank: int = 16, recompute: str = "none") -> Claim:
     """QLoRA (Dettmers et al. 2023): NF4 base with double quantization + bf16 adapters; gpukit.memory."""
     g, m = get_gpu(gpu), get_model(model)
-    st = mem.TrainSetup(seq_len=seq_len, micro_batch=micro_batch, finetune="qlora", lora_rank=lora_rank,
+    st = mem.TrainSetup(convention=PAPER, seq_len=seq_len, micro_batch=micro_batch, finetune="qlora", lora_rank=lora_rank,
                         recompute=recompute, dropout=False)
     q = mem.estimate_memory(m, setup=st, gpu=g)
     lora = mem.estimate_memory(m, setup=replace(st, finetune="lora"), gpu=g)
@@ -329,7 +333,7 @@ def zero3_175b_single_gpu(model: str = "gpt3-175b", gpu: str = "h100-sxm", seq_l
     """ZeRO-Infinity (Rajbhandari et al. 2021): parameters, gradients and states offloaded; the GPU
     keeps one layer's working set and the checkpointed activations (gpukit.memory offload='all')."""
     g, m = get_gpu(gpu), get_model(model)
-    st = mem.TrainSetup(zero_stage=3, offload="all", recompute="full", seq_len=seq_len)
+    st = mem.TrainSetup(convention=PAPER, zero_stage=3, offload="all", recompute="full", seq_len=seq_len)
     bd = mem.estimate_memory(m, setup=st, gpu=g)
     return Claim(
         key="zero3_175b_single_gpu", topic="memory", article="000",

@@ -30,7 +30,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from gpukit.errors import require_choice, require_positive
-from gpukit.memory_eager import reference_spec  # noqa: F401  (pure; re-exported here)
+from gpukit.memory_eager import llama_spec, reference_spec  # noqa: F401  (pure; re-exported here)
 from gpukit.specs import ModelSpec
 
 RECOMPUTE_KINDS = ("none", "full")
@@ -129,6 +129,163 @@ class ReferenceGPT(nn.Module):
                 x = block(x, self.causal_mask)
         logits = self.lm_head(self.ln_f(x))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+# ---- the Llama layout ---------------------------------------------------------------------------
+
+class RotaryEmbedding(nn.Module):
+    """Rotary positions (Su et al. 2021, RoFormer eq. 34), the rotate-half form of Llama's reference code
+    as in Hugging Face transformers' LlamaRotaryEmbedding: cos and sin tables of (max_seq, head_dim) are
+    buffers computed once, so applying them allocates only the rotated q and k."""
+
+    def __init__(self, spec: ModelSpec, base: float = 10000.0):
+        super().__init__()
+        d = spec.head_dim
+        inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        ang = torch.outer(torch.arange(spec.max_seq, dtype=torch.float32), inv)
+        emb = torch.cat((ang, ang), dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1] // 2
+    return torch.cat((-x[..., d:], x[..., :d]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (b, heads, s, d) rotated by position: x cos + rotate_half(x) sin (RoFormer eq. 34)."""
+    return x * cos + _rotate_half(x) * sin
+
+
+class LlamaAttention(nn.Module):
+    """Grouped-query attention (Ainslie et al. 2023) with rotary positions and no biases: q, k, v
+    projections h -> n_heads*d, n_kv_heads*d, n_kv_heads*d; k and v are repeated to n_heads
+    (Hugging Face's repeat_kv) for the eager path; SDPA gets them unrepeated with enable_gqa."""
+
+    def __init__(self, spec: ModelSpec, attention: str):
+        super().__init__()
+        self.n_heads, self.n_kv, self.head_dim = spec.n_heads, spec.n_kv_heads, spec.head_dim
+        self.q_proj = nn.Linear(spec.hidden, spec.q_dim, bias=False)
+        self.k_proj = nn.Linear(spec.hidden, spec.kv_dim, bias=False)
+        self.v_proj = nn.Linear(spec.hidden, spec.kv_dim, bias=False)
+        self.o_proj = nn.Linear(spec.q_dim, spec.hidden, bias=False)
+        self.attention = attention
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        a, g, d = self.n_heads, self.n_kv, self.head_dim
+        q = self.q_proj(x).view(b, s, a, d).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, g, d).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, g, d).transpose(1, 2)
+        q, k = apply_rotary(q, cos[:s], sin[:s]), apply_rotary(k, cos[:s], sin[:s])
+        if self.attention == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=g != a)
+        else:
+            if g != a:  # repeat_kv: (b, g, s, d) -> (b, a, s, d), a copy
+                k = k.repeat_interleave(a // g, dim=1)
+                v = v.repeat_interleave(a // g, dim=1)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+            att = att.masked_fill(mask[:s, :s], float("-inf"))
+            y = torch.softmax(att, dim=-1) @ v
+        return self.o_proj(y.transpose(1, 2).reshape(b, s, a * d))
+
+
+class SwiGLU(nn.Module):
+    """Shazeer 2020, eq. 6 (Llama's FFN): down(silu(gate(x)) * up(x)), no biases."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.gate = nn.Linear(spec.hidden, spec.ffn_hidden, bias=False)
+        self.up = nn.Linear(spec.hidden, spec.ffn_hidden, bias=False)
+        self.down = nn.Linear(spec.ffn_hidden, spec.hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class LlamaBlock(nn.Module):
+    """One Llama layer (Touvron et al. 2023, sec. 2.2): pre-RMSNorm, GQA with RoPE, SwiGLU; no dropout."""
+
+    def __init__(self, spec: ModelSpec, attention: str):
+        super().__init__()
+        self.ln1 = nn.RMSNorm(spec.hidden, eps=1e-5)
+        self.attn = LlamaAttention(spec, attention)
+        self.ln2 = nn.RMSNorm(spec.hidden, eps=1e-5)
+        self.mlp = SwiGLU(spec)
+
+    def forward(self, x, mask, cos, sin):
+        x = x + self.attn(self.ln1(x), mask, cos, sin)
+        return x + self.mlp(self.ln2(x))
+
+
+class ReferenceLlama(nn.Module):
+    """Decoder-only Llama layout; forward(idx, targets) returns the mean cross-entropy loss."""
+
+    def __init__(self, spec: ModelSpec, recompute: str = "none", attention: str = "eager"):
+        super().__init__()
+        self.spec, self.recompute = spec, recompute
+        self.wte = nn.Embedding(spec.vocab, spec.hidden)
+        self.rope = RotaryEmbedding(spec)
+        self.blocks = nn.ModuleList(LlamaBlock(spec, attention) for _ in range(spec.n_layers))
+        self.ln_f = nn.RMSNorm(spec.hidden, eps=1e-5)
+        self.lm_head = nn.Linear(spec.hidden, spec.vocab, bias=False)
+        if spec.tied_embeddings:
+            self.lm_head.weight = self.wte.weight
+        mask = torch.ones(spec.max_seq, spec.max_seq, dtype=torch.bool).triu(1)
+        self.register_buffer("causal_mask", mask, persistent=False)
+        self.apply(_init_weights)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        s = idx.shape[1]
+        if s > self.spec.max_seq:
+            raise ValueError(f"seq_len must be <= max_seq {self.spec.max_seq}, got {s}")
+        x = self.wte(idx)
+        cos, sin = self.rope.cos, self.rope.sin
+        for block in self.blocks:
+            if self.recompute == "full" and self.training:
+                x = checkpoint(block, x, self.causal_mask, cos, sin, use_reentrant=False)
+            else:
+                x = block(x, self.causal_mask, cos, sin)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def build_llama_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",
+                      seed: int = 0) -> ReferenceLlama:
+    """Build the reference Llama for `spec` (swiglu, rmsnorm, rope, no bias, decoder) on `device`."""
+    require_choice("recompute", recompute, RECOMPUTE_KINDS)
+    require_choice("attention", attention, ATTENTION_KINDS)
+    for field, want in (("mlp", "swiglu"), ("norm", "rmsnorm"), ("position", "rope"), ("arch", "decoder"),
+                        ("bias", False)):
+        if getattr(spec, field) != want:
+            raise ValueError(f"{field} must be {want} for the reference Llama, got {getattr(spec, field)}")
+    if spec.head_dim % 2:
+        raise ValueError(f"head_dim must be even for rotary positions, got {spec.head_dim}")
+    torch.manual_seed(seed)
+    return ReferenceLlama(spec, recompute, attention).to(device)
+
+
+def sdpa_kernel(device: str = "cpu", dtype: str = "fp32", gqa: bool = False) -> str:
+    """Which kernel torch.nn.functional.scaled_dot_product_attention dispatches to for a causal
+    training call on `device`: the name of the backward node it records (e.g.
+    'ScaledDotProductFlashAttentionForCpuBackward0': the flash-attention CPU kernel, which keeps the
+    output and a logsumexp, never the s^2 scores; '...EfficientAttention...', '...CudnnAttention...'
+    or a 'Math' chain of bmm/softmax ops otherwise)."""
+    require_choice("dtype", dtype, ("fp32", "bf16"))
+    dt = torch.float32 if dtype == "fp32" else torch.bfloat16
+    q = torch.randn(1, 4, 64, 32, dtype=dt, device=device, requires_grad=True)
+    kv = torch.randn(1, 2 if gqa else 4, 64, 32, dtype=dt, device=device, requires_grad=True)
+    y = F.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=gqa)
+    return type(y.grad_fn).__name__
+
+
+def build_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",
+                seed: int = 0) -> nn.Module:
+    """The reference model for `spec`'s layout: ReferenceLlama for swiglu/rmsnorm/rope, else ReferenceGPT."""
+    if spec.mlp == "swiglu" or spec.norm == "rmsnorm" or spec.position == "rope":
+        return build_llama_model(spec, recompute, attention, device, seed)
+    return build_reference_model(spec, 0.0, recompute, attention, device, seed)
 
 
 def _init_weights(m: nn.Module) -> None:

@@ -46,12 +46,13 @@ def _measure_validation(device: str):
     if device != "cuda":
         return {"skipped": "memory validation is part of the CUDA suite; on CPU run `gpukit validate`"}
     try:
-        df = measure.validate_grid(device=device)
+        grid = list(measure.VALIDATION_GRID) + list(measure.LLAMA_GRID)  # both layouts
+        df = measure.validate_grid(grid, device=device)
     except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
         return {"error": f"gpukit.bench.measure.validate_grid: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
     worst = {k: float(df[f"{k}_err"].abs().max()) for k in measure.COMPARED}
     return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
-            "rows": df.to_dict("records")}
+            "models": measure.error_table(df).to_dict("records"), "rows": df.to_dict("records")}
 
 
 def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 900,

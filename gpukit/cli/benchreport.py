@@ -1,7 +1,9 @@
 """`make bench`: the figures that back gpukit's claims, measured on this machine.
 
 Prints (and writes to build/bench/report.json):
-1. the memory model's predicted-vs-measured error table over the validation grid (gpukit.bench.measure);
+1. the memory models' predicted-vs-measured error tables (gpukit.bench.measure): the eager replay, the
+   planning model (gpukit.memory, pytorch convention) and the Megatron convention, on the GPT and the
+   Llama reference layouts, over the validation grids and on random shapes no grid names;
 2. matmul harness ratio: our TFLOPS / torch.utils.benchmark.Timer's on the same shape (goal within 5%);
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
@@ -27,14 +29,33 @@ def _section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 76 - len(title)))
 
 
-def memory_section(device: str) -> dict:
-    from gpukit.bench.measure import grid_report
+def memory_section(device: str, random_n: int = 4, seed: int | None = None) -> dict:
+    import pandas as pd
+
+    from gpukit.bench.measure import LLAMA_GRID, error_table, grid_report, random_configs
 
     _section(f"1. Memory model vs measurement ({device.upper()}, validation grid)")
     df = grid_report(device=device)
-    cats = [c[:-4] for c in df.columns if c.endswith("_err")]
-    return {"configs": len(df), "ok": int(df["ok"].sum()),
-            "max_abs_error": {c: float(df[f"{c}_err"].abs().max()) for c in cats}}
+    cats = [c[:-4] for c in df.columns if c.endswith("_err") and not c.startswith(("planning_", "megatron_"))]
+    out = {"configs": len(df), "ok": int(df["ok"].sum()),
+           "max_abs_error": {c: float(df[f"{c}_err"].abs().max()) for c in cats}}
+    _section(f"1b. Llama layout, eager and SDPA attention ({device.upper()}, validation grid)")
+    frames = {"gpt grid": df, "llama grid": grid_report(LLAMA_GRID, device=device)}
+    seed = int(time.time()) % 100_000 if seed is None else seed  # shapes that no test names
+    for arch in ("gpt", "llama"):
+        _section(f"1c. {arch} layout, {random_n} random shapes, seed {seed} ({device.upper()})")
+        frames[f"{arch} random"] = grid_report(random_configs(random_n, seed, arch), device=device)
+    _section("1d. Peak error of the three models, every set above")
+    rows = []
+    for name, frame in frames.items():
+        t = error_table(frame)
+        t.insert(0, "set", name)
+        rows.append(t)
+    table = pd.concat(rows, ignore_index=True)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    out["models"] = table.to_dict(orient="records")
+    out["random_seed"] = seed
+    return out
 
 
 def matmul_section(device: str, threads: int | None) -> dict:

@@ -81,6 +81,10 @@ def register(subparsers) -> None:
     t.add_argument("--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base")
     t.add_argument("--inference", action="store_true", default=None, help="serve: weights + KV cache, no training state")
     t.add_argument("--batch", type=int, help="inference: concurrent sequences in the KV cache")
+    t.add_argument("--convention", choices=mem.CONVENTIONS,
+                   help="pytorch (default): the peak of a step as eager PyTorch keeps it; megatron: the papers' sum of parts")
+    t.add_argument("--optimizer-impl", dest="optimizer_impl", choices=mem.OPTIMIZER_IMPLS,
+                   help="torch.optim implementation (default: torch's for CUDA, foreach); pytorch convention only")
     q = p.add_argument_group("questions (need --gpu)")
     q.add_argument("--gpu", help="catalog GPU name: adds overhead and a fits verdict")
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
@@ -171,7 +175,7 @@ def handle(args):
         custom = model is not None and args.model is None
         keys = ("precision", "optimizer", "zero_stage", "dp", "tp", "pp", "sp", "seq_len", "micro_batch", "grad_accum",
                 "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
-                "weights_dtype", "inference", "batch")
+                "weights_dtype", "inference", "batch", "convention", "optimizer_impl")
         kw = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
         # A flag of the other mode would be ignored without a word (--micro-batch 64 --inference served batch 1)
         if kw.get("inference"):

@@ -1,21 +1,27 @@
-"""`gpukit validate memory`: train the reference GPT for real and set the prediction beside it.
+"""`gpukit validate memory`: train a reference model for real and set three predictions beside it.
 
-    gpukit validate memory [--layers L --hidden H --heads A --vocab V] [--seq-len S] [--micro-batch B]
-        [--recompute none|full] [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd]
-        [--device cpu|cuda] [--tied] [--grid] [--timeout SECONDS] [--json]
+    gpukit validate memory [--arch gpt|llama] [--attention eager|sdpa] [--layers L --hidden H --heads A
+        --kv-heads K --vocab V] [--seq-len S] [--micro-batch B] [--recompute none|full]
+        [--precision fp32|bf16-mixed] [--optimizer adamw|sgd-momentum|sgd] [--device cpu|cuda] [--tied]
+        [--grid | --random N [--seed N]] [--timeout SECONDS] [--json]
 
-Prints predicted (gpukit.memory_eager), measured (gpukit.bench.measure: MemTracker on CPU, plus the CUDA
-allocator on a GPU) and the relative error per category, and the Megatron-convention activation
-figure (Korthikanti et al. 2022 Table 2) so that the gap to the paper's formula is visible.
---grid runs gpukit.bench.measure.VALIDATION_GRID instead (about a minute on 2 cores).
+Prints, per category (params, grads, optimizer, activations, peak), the measured bytes
+(gpukit.bench.measure: MemTracker on CPU, torch.cuda.max_memory_allocated on a GPU) and three
+predictions with their errors: the eager replay (gpukit.memory_eager; GPT layout with eager
+attention only), the planning model (gpukit.memory.estimate_memory, convention "pytorch": what
+users plan with) and the papers' Megatron convention (estimate_memory, convention "megatron").
+--grid runs the validation grid of the layout (gpukit.bench.measure.VALIDATION_GRID / LLAMA_GRID);
+--random N draws N configurations that no grid names (gpukit.bench.measure.random_configs).
+The CUDA branch is not yet run on a GPU.
 """
 
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
 from gpukit.errors import positive_int_arg, timeout_arg
-from gpukit.results import format_table
 from gpukit.units import fmt_bytes
+
+_NAMES = (("predicted", "replay"), ("planning", "planning"), ("megatron", "megatron"))
 
 
 class ValidationResult:
@@ -28,22 +34,40 @@ class ValidationResult:
         return self.result
 
     def to_text(self) -> str:
+        from gpukit.bench.measure import config_label
+
         r = self.result
-        c, p, m, e, env = r["config"], r["predicted"], r["measured"], r["error"], r["env"]
-        lines = [f"reference GPT L{c['n_layers']} h{c['hidden']} a{c['n_heads']} V{c['vocab']} "
-                 f"({c['n_params']:,} params), seq {c['seq_len']}, micro-batch {c['micro_batch']}, "
-                 f"recompute {c['recompute']}, {c['precision']}, {c['optimizer']}",
+        c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
+        lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
                  f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
-                 f"{env['threads']} threads",
-                 format_table([[f"peak ({m['peak_phase']})" if k == "peak" else k, fmt_bytes(p[k]), fmt_bytes(m[k]),
-                               f"{100 * e[k]:+.2f}%"] for k in ("params", "grads", "optimizer", "activations", "peak")],
-                              ("category", "predicted", "measured", "error"))]
-        meg, lay = p["megatron_activations"], p["layer_activations"]
-        lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (Korthikanti et al. 2022 "
-                     f"Table 2, 16-bit, dropout masks counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} "
-                     f"({lay / meg:.2f}x); the LM head and loss keep {fmt_bytes(p['activations'] - lay)} more")
-        for step, delta in r.get("reconcile", ()):
-            lines.append(f"  {step:<78}{'+' if delta >= 0 else '-'}{fmt_bytes(abs(delta))} per layer")
+                 f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (the models' CUDA branches: not yet run on a GPU before this run)"),
+                 f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES)]
+        for k in ("params", "grads", "optimizer", "activations", "peak"):
+            name = f"peak ({m['peak_phase']})" if k == "peak" else k
+            row = f"{name:<22}{fmt_bytes(m[k]):>12}"
+            for key, _ in _NAMES:
+                if r[key] is None:
+                    row += f"{'-':>12}{'-':>9}"
+                else:
+                    row += f"{fmt_bytes(r[key][k]):>12}{100 * e[key][k]:>+8.2f}%"
+            lines.append(row)
+        if c.get("sdpa_kernel"):
+            lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
+        if r["predicted"] is None:
+            lines.append("replay: not modelled for this layout/attention (gpukit.memory_eager replays the GPT "
+                         "layout with eager attention)")
+        lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
+                     f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
+        if c["precision"] == "bf16-mixed":
+            lines.append("megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
+                         "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks")
+        if r["predicted"] is not None:
+            p = r["predicted"]
+            meg, lay = p["megatron_activations"], p["layer_activations"]
+            lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (16-bit, dropout masks "
+                         f"counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} ({lay / meg:.2f}x)")
+            for step, delta in r.get("reconcile", ()):
+                lines.append(f"  {step:<78}{'+' if delta >= 0 else '-'}{fmt_bytes(abs(delta))} per layer")
         if c["device"] == "cuda":
             lines.append(f"CUDA baseline subtracted (context, cuBLAS workspace): {fmt_bytes(m['baseline'])}")
         return "\n".join(lines)
@@ -60,10 +84,17 @@ def _run(args):
 
 
 def _measure(args):
-    from gpukit.memory_eager import EagerSetup, reference_spec
+    from gpukit.errors import require_choice
+    from gpukit.memory_eager import EagerSetup, llama_spec, reference_spec
 
-    if args.device not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be one of cpu, cuda; got {args.device!r}")
+    require_choice("device", args.device, ("cpu", "cuda"))
+    require_choice("arch", args.arch, ("gpt", "llama"))
+    require_choice("attention", args.attention, ("eager", "sdpa"))
+    if args.random is not None and (args.random < 1 or args.grid):
+        raise ValueError(f"--random must be a positive count and not combined with --grid, got {args.random}")
+    if args.arch == "gpt" and args.kv_heads not in (None, args.heads):
+        raise ValueError(f"--kv-heads must equal --heads {args.heads} for --arch gpt (grouped-query attention "
+                         f"is the llama layout), got {args.kv_heads}")
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -72,23 +103,40 @@ def _measure(args):
         if args.threads < 1:  # torch.set_num_threads(0) raises a RuntimeError, not a one-line error
             raise ValueError(f"--threads must be a positive integer, got {args.threads}")
         torch.set_num_threads(args.threads)
-    if args.grid:
-        from gpukit.bench.envinfo import env_stamp
-        from gpukit.bench.measure import COMPARED, grid_report
+    if args.grid or args.random:
+        from gpukit.bench.measure import (
+            COMPARED,
+            LLAMA_GRID,
+            VALIDATION_GRID,
+            environment,
+            error_table,
+            grid_report,
+            random_configs,
+        )
 
-        df = grid_report(device=args.device, print_table=not args.json)
-        worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
+        if args.random:
+            grid = random_configs(args.random, args.seed, args.arch)
+        else:
+            grid = VALIDATION_GRID if args.arch == "gpt" else LLAMA_GRID
+        df = grid_report(grid, device=args.device, print_table=not args.json)
         if args.json:
+            worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
             return {"rows": df.to_dict(orient="records"), "max_abs_error": worst,
-                    "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
+                    "models": error_table(df).to_dict(orient="records"),
+                    "all_ok": bool(df["ok"].all()), "env": environment(args.device)}
         return None
     from gpukit.bench.measure import compare
 
     setup = EagerSetup(seq_len=args.seq, micro_batch=args.micro_batch, recompute=args.recompute,
                        precision=args.precision, optimizer=args.optimizer, device=args.device)
-    spec = reference_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, vocab=args.vocab,
-                          seq=args.seq, tied_embeddings=args.tied)
-    return ValidationResult(compare(spec, setup, steps=args.steps))
+    if args.arch == "gpt":
+        spec = reference_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, vocab=args.vocab,
+                              seq=args.seq, tied_embeddings=args.tied)
+    else:
+        kv = args.kv_heads if args.kv_heads is not None else max(1, args.heads // 2)
+        spec = llama_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, n_kv_heads=kv,
+                          vocab=args.vocab, seq=args.seq, tied_embeddings=args.tied)
+    return ValidationResult(compare(spec, setup, steps=args.steps, attention=args.attention))
 
 
 def register(subparsers) -> None:
@@ -96,9 +144,14 @@ def register(subparsers) -> None:
                                                "memory prediction")
     sub = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     m = sub.add_parser("memory", help="predicted vs measured memory of real training steps")
+    m.add_argument("--arch", default="gpt", help="gpt (GPT-2/Megatron layout, default) or llama (RMSNorm, "
+                                                 "SwiGLU, grouped-query attention, RoPE, no biases)")
+    m.add_argument("--attention", default="eager", help="eager (default) or sdpa "
+                                                        "(torch.nn.functional.scaled_dot_product_attention)")
     m.add_argument("--layers", "--n-layers", dest="layers", type=int, default=2, help="n_layers (default 2)")
     m.add_argument("--hidden", type=int, default=128, help="hidden size (default 128)")
     m.add_argument("--heads", "--n-heads", dest="heads", type=int, default=4, help="n_heads (default 4)")
+    m.add_argument("--kv-heads", dest="kv_heads", type=int, help="n_kv_heads (llama; default heads // 2)")
     m.add_argument("--vocab", type=int, default=512, help="vocabulary size (default 512)")
     m.add_argument("--seq-len", "--seq", dest="seq", type=int, default=128, help="seq_len (default 128)")
     m.add_argument("--micro-batch", type=int, default=2, help="micro_batch (default 2)")
@@ -110,8 +163,10 @@ def register(subparsers) -> None:
     m.add_argument("--steps", type=positive_int_arg, default=2, help="training steps measured (>= 2, default 2)")
     m.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
     m.add_argument("--timeout", type=timeout_arg, default=600,
-                   help="seconds before giving up (default 600; --grid: the whole grid)")
-    m.add_argument("--grid", action="store_true", help="run the whole validation grid instead")
+                   help="seconds before giving up (default 600; --grid/--random: the whole run)")
+    m.add_argument("--grid", action="store_true", help="run the layout's whole validation grid instead")
+    m.add_argument("--random", type=positive_int_arg, help="run N random configurations of the layout instead (shapes no grid names)")
+    m.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
     add_json_flag(m)
     m.set_defaults(func=_run)
     p.set_defaults(func=lambda args: p.print_help())

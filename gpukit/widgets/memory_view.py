@@ -2,15 +2,18 @@
 
 Thin views over pure functions (STYLE principle 2):
 
-- `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp)` ->
-  `gpukit.memory.MemoryBreakdown` for a catalog model on a catalog GPU; `memory_view()` puts
-  controls on it and draws `plot_breakdown` (one stacked bar, the GPU's capacity as a line, the
-  verdict as the title).
+- `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp, zero_stage,
+  dp, pp, sp, attention, inference, batch, params_b, convention)` -> `gpukit.memory.MemoryBreakdown`
+  for a catalog model (or a custom parameter count) on a catalog GPU; `memory_view()` puts controls
+  on it (`memory_view_extra_controls`: the issue-8 additions) and draws `plot_breakdown` (one
+  stacked bar, the GPU's capacity as a line, the verdict as the title).
+- `plot_step_timeline(trace, replay, planning_phase_peaks)`: memory over one training step, measured
+  op by op, replayed, and the planning model's phase peaks (notebook 01, section 4).
 - `tricks_compute(...)` -> `gpukit.tricks.TrickStack` (baseline, then each chosen trick added on
   top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
-- `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: the eager phase model
-  (gpukit.memory_eager) beside MemTracker's measurement (gpukit.bench.measure.compare) and the Megatron
-  convention, per category.
+- `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: MemTracker's measurement
+  (gpukit.bench.measure.compare) beside the eager replay (gpukit.memory_eager), the planning model
+  (gpukit.memory, pytorch convention) and the Megatron convention, per category.
 
 Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
 positions) is a ValueError: a view shows its one line in place of the plot.
@@ -32,19 +35,42 @@ COLORS = {"params": "tab:blue", "grads": "tab:orange", "optimizer": "tab:green",
 PARTS = tuple(COLORS)
 
 
+CUSTOM = "custom (parameter count)"  # the model dropdown's entry for a bare parameter count
+
+
 def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str = "bf16-mixed",
                    optimizer: str = "adamw", micro_batch: int = 1, seq_len: int = 1024,
-                   recompute: str = "none", tp: int = 1) -> mem.MemoryBreakdown:
-    """Per-GPU memory (bytes) of training catalog `model` on catalog `gpu`: gpukit.memory with
-    TrainSetup(precision, optimizer, micro_batch, seq_len, recompute, tp), overhead included."""
-    spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
+                   recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
+                   sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
+                   params_b: float = 7.0, convention: str = "pytorch") -> mem.MemoryBreakdown:
+    """Per-GPU memory (bytes) of training (or serving) catalog `model` on catalog `gpu`:
+    gpukit.memory.estimate_memory with the TrainSetup of these arguments, overhead included.
+
+    model CUSTOM uses a bare count of params_b billion parameters (model states only: activations,
+    logits and KV cache need a shape). inference=True serves `batch` sequences of seq_len tokens of
+    context (weights + KV cache; ZeRO, dp, optimizer and recompute do not apply and are ignored).
+    With pp > 1 the step runs pp micro-batches (grad_accum = pp, the fewest that fill a 1F1B
+    pipeline), so the first stage holds pp micro-batches of activations (Korthikanti et al. 2022 sec.
+    4.2.3). convention: "pytorch" (what eager PyTorch keeps at the peak of a step) or "megatron"."""
+    card = catalog.get_gpu(gpu)
     require_positive_int("micro_batch", micro_batch)
     require_positive_int("tp", tp)
     seq_len = require_positive_int("seq_len", seq_len)
-    if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
-        raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
-    setup = mem.TrainSetup(precision=precision, optimizer=optimizer, micro_batch=micro_batch, seq_len=seq_len,
-                           recompute=recompute, tp=tp)
+    spec = None
+    if model != CUSTOM:
+        spec = catalog.get_model(model)
+        if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
+            raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
+    kw = dict(precision=precision, seq_len=seq_len, tp=tp, pp=pp, sp=sp, attention=attention, convention=convention)
+    if inference:
+        setup = mem.TrainSetup(inference=True, batch=batch, **kw)
+    else:
+        setup = mem.TrainSetup(optimizer=optimizer, micro_batch=micro_batch, recompute=recompute,
+                               zero_stage=zero_stage, dp=dp, grad_accum=max(1, pp), **kw)
+    if spec is None:
+        if not isinstance(params_b, (int, float)) or not params_b > 0:
+            raise ValueError(f"params_b must be a positive number of billions, got {params_b!r}")
+        return mem.estimate_memory(n_params=int(params_b * 1e9), setup=setup, gpu=card)
     return mem.estimate_memory(spec, setup=setup, gpu=card)
 
 
@@ -100,18 +126,27 @@ def plot_breakdown(bd: mem.MemoryBreakdown, ax=None):
 
 
 def _render_memory(bd):
-    print(verdict_text(bd))
+    where = (f"the peak of a step in eager PyTorch, reached in phase '{bd.peak_phase}'"
+             if bd.convention == "pytorch" and bd.peak_phase != "sum" else "a sum of parts (papers' convention)")
+    print(f"{verdict_text(bd)}; components at {where}")
+    if bd.setup.inference is False and bd.activations_bytes == 0 and bd.peak_phase in ("sum", "optimizer") \
+            and bd.model_name.endswith("params"):
+        print("custom parameter count: model states only (activations need a model's shape)")
     plot_breakdown(bd)
 
 
 def memory_view(**defaults) -> View:
-    """Notebook 01's widget: model, GPU, precision, optimizer, micro-batch, sequence, recompute, tp ->
-    stacked breakdown and the fits verdict (`memory_compute`)."""
+    """Notebook 01's widget: model (or a custom parameter count), GPU, precision, optimizer,
+    micro-batch, sequence, recompute, attention, ZeRO stage, dp, tp, pp, sp, inference (batch and
+    context: the KV cache) and the convention -> stacked breakdown and the fits verdict
+    (`memory_compute`)."""
     import inspect
+
+    import ipywidgets as widgets
 
     v = {k: p.default for k, p in inspect.signature(memory_compute).parameters.items()} | defaults
     controls = {
-        "model": dropdown("model", list(catalog.models()), v["model"]),
+        "model": dropdown("model", [*catalog.models(), CUSTOM], v["model"]),
         "gpu": dropdown("GPU", list(catalog.gpus()), v["gpu"]),
         "micro_batch": slider("micro-batch", 0, 64, v["micro_batch"], integer=True),
         "seq_len": slider("seq_len", 128, 8192, v["seq_len"], 128, integer=True),
@@ -119,8 +154,25 @@ def memory_view(**defaults) -> View:
         "optimizer": dropdown("optimizer", mem.OPTIMIZERS, v["optimizer"]),
         "recompute": dropdown("recompute", mem.RECOMPUTE, v["recompute"]),
         "tp": number("tp", v["tp"], integer=True),
+        **memory_view_extra_controls(v, widgets),
     }
     return View(memory_compute, controls, _render_memory, title="Memory of one training step, per GPU")
+
+
+def memory_view_extra_controls(v: dict, widgets) -> dict:
+    """The controls issue 8 added to notebook 01's widget: attention, ZeRO stage, dp, pp, sp,
+    inference (batch; seq_len is then the context), a custom parameter count and the convention."""
+    return {
+        "attention": dropdown("attention", mem.ATTENTION, v["attention"]),
+        "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), v["zero_stage"]),
+        "dp": number("dp", v["dp"], integer=True),
+        "pp": number("pp", v["pp"], integer=True),
+        "sp": widgets.Checkbox(value=v["sp"], description="sp (with tp)"),
+        "inference": widgets.Checkbox(value=v["inference"], description="inference (KV cache)"),
+        "batch": slider("batch (inference)", 1, 256, v["batch"], integer=True),
+        "params_b": number("params, billions (custom)", v["params_b"]),
+        "convention": dropdown("convention", mem.CONVENTIONS, v["convention"]),
+    }
 
 
 # ---- notebook 02: tricks ----------------------------------------------------------------------
@@ -186,45 +238,97 @@ CATEGORIES = ("params", "grads", "optimizer", "activations", "peak")
 
 
 def compare_frame(result: dict):
-    """gpukit.bench.measure.compare(...) -> DataFrame: predicted, measured (bytes, MiB), error per category,
-    and the Megatron convention's activations (Korthikanti Table 2, 16-bit) beside them."""
+    """gpukit.bench.measure.compare(...) -> DataFrame, one row per category: measured bytes and each
+    model's bytes and error (%): the eager replay ('replay_*', NaN where it does not apply), the
+    planning model ('planning_*', gpukit.memory convention pytorch) and the papers' convention
+    ('megatron_*'); MiB columns for plotting."""
     import pandas as pd
 
-    missing = [k for k in ("predicted", "measured", "error") if k not in result]
+    missing = [k for k in ("predicted", "planning", "megatron", "measured", "error") if k not in result]
     if missing:
         raise ValueError(f"result must be gpukit.bench.measure.compare's dict; missing {', '.join(missing)}")
-    p, m, e = result["predicted"], result["measured"], result["error"]
-    rows = [{"category": k, "predicted_bytes": int(p[k]), "measured_bytes": int(m[k]),
-             "predicted_mib": p[k] / 2**20, "measured_mib": m[k] / 2**20, "error_pct": 100 * e[k],
-             "megatron_mib": (p["megatron_activations"] / 2**20 if k == "activations" else float("nan"))}
-            for k in CATEGORIES]
+    m, e, nan = result["measured"], result["error"], float("nan")
+    rows = []
+    for k in CATEGORIES:
+        row = {"category": k, "measured_bytes": int(m[k]), "measured_mib": m[k] / 2**20}
+        for key, name in (("predicted", "replay"), ("planning", "planning"), ("megatron", "megatron")):
+            d = result[key]
+            row[f"{name}_bytes"] = int(d[k]) if d else nan
+            row[f"{name}_mib"] = d[k] / 2**20 if d else nan
+            row[f"{name}_err_pct"] = 100 * e[key][k] if d else nan
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
-    """Grouped bars per category: eager phase model, measured, and the Megatron activations formula."""
+    """Grouped bars per category: measured, the replay, the planning model and the Megatron convention."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3))
-    x = np.arange(len(frame))
-    ax.bar(x - 0.27, frame["predicted_mib"], 0.27, label="predicted (eager phase model)", color="tab:blue")
-    ax.bar(x, frame["measured_mib"], 0.27, label="measured (MemTracker)", color="tab:orange")
-    ax.bar(x + 0.27, frame["megatron_mib"].fillna(0), 0.27, label="Megatron formula (16-bit)", color="tab:gray")
+    x, w = np.arange(len(frame)), 0.2
+    for i, (col, label, color) in enumerate((("measured_mib", "measured (MemTracker)", "tab:orange"),
+                                             ("replay_mib", "replay (memory_eager)", "tab:blue"),
+                                             ("planning_mib", "planning model (pytorch)", "tab:green"),
+                                             ("megatron_mib", "Megatron convention", "tab:gray"))):
+        ax.bar(x + (i - 1.5) * w, frame[col].fillna(0), w, label=label, color=color)
     ax.set_xticks(x, frame["category"])
     ax.set_ylabel("MiB")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     if title:
         ax.set_title(title, fontsize=10)
     ax.figure.tight_layout()
     return ax.figure
 
 
+STEP_PHASES = ("forward", "backward", "optimizer")
+# Where the planning model's phase peaks sit on the stretched step axis (phase index + position)
+_PLAN_SPANS = {"forward": (0.6, 1.0), "backward-start": (1.0, 1.15), "backward-top": (1.1, 1.5),
+               "backward-bottom": (1.5, 1.9), "backward-end": (1.9, 2.0), "optimizer": (2.0, 3.0)}
+
+
+def stretch_trace(points) -> tuple[list, list]:
+    """((phase, bytes), ...) -> (x, MiB): x = phase index + position inside the phase (0..1), so
+    traces with different numbers of events (replay allocations, measured aten ops) line up."""
+    xs, ys = [], []
+    for i, ph in enumerate(STEP_PHASES):
+        ys_ph = [b for p, b in points if p == ph]
+        xs += [i + k / max(len(ys_ph), 1) for k in range(len(ys_ph))]
+        ys += [y / 2**20 for y in ys_ph]
+    return xs, ys
+
+
+def plot_step_timeline(trace, replay=None, planning_phase_peaks=None, ax=None, title: str = ""):
+    """Memory over one training step: the measured op-by-op trace (gpukit.bench.measure.measure_step_trace),
+    the replay's timeline (gpukit.memory_eager.replay_timeline) and the planning model's phase peaks
+    (MemoryBreakdown.phase_peaks, as dotted segments in their phases)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(*stretch_trace(trace), color="tab:orange", lw=2.5, label="measured (MemTracker, op by op)")
+    if replay is not None:
+        ax.plot(*stretch_trace(replay), color="tab:blue", lw=1, label="replay (memory_eager)")
+    for ph, val in dict(planning_phase_peaks or {}).items():
+        ax.hlines(val / 2**20, *_PLAN_SPANS[ph], colors="tab:green", linestyles=":", lw=2)
+    if planning_phase_peaks:
+        ax.plot([], [], "g:", lw=2, label="planning model, phase peaks")
+    ax.set_xticks([0.5, 1.5, 2.5], STEP_PHASES)
+    ax.set_ylabel("MiB alive (CPU)")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 def phase_frame(result: dict):
-    """Peak bytes per phase of a step (forward, backward, optimizer): predicted vs measured (MiB)."""
+    """Peak bytes per phase of a step (forward, backward, optimizer): the replay vs measured (MiB)."""
     import pandas as pd
 
+    if not result.get("predicted"):
+        raise ValueError("phase_frame needs the replay's phases: the GPT layout with eager attention")
     p, m = result["predicted"]["phase_peaks"], result["measured"]["phase_peaks"]
     return pd.DataFrame([{"phase": ph, "predicted_mib": p[ph] / 2**20, "measured_mib": m[ph] / 2**20,
                           "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0} for ph in p])
