@@ -429,7 +429,7 @@ def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -
     if setup.attention == "eager":  # the output projection's input: the (b, s, a*d) reshape copies
         attn += e * T * q  # (fused kernels return (b, s, a, d)-major outputs: the reshape is a view)
     mlp = (4 if model.mlp == "swiglu" else 2) * e * T * f
-    if setup.dropout:
+    if uses_dropout(model, setup):
         attn_whole += T * h
         mlp_whole += T * h
         if setup.attention == "eager" and recompute != "selective":
@@ -536,7 +536,7 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     lay_full = pytorch_layer_activation_bytes(model, setup, recompute="none")
     w16 = _autocast_weight_copy_bytes(model, setup)
     acts = layers * lay_saved * in_flight
-    if first and setup.dropout:
+    if first and uses_dropout(model, setup):
         acts += T * h / sp_div * in_flight
     head, logits_fwd, logits_bwd = _pytorch_head_bytes(model, setup) if holds_head else (0.0, 0.0, 0.0)
     extra_fwd = layers * w16 if setup.recompute == "full" else 0.0  # cached until autocast exits

@@ -69,10 +69,10 @@ def test_train_time_cli_says_which_seq_len(capsys):
 
 def test_no_dropout_masks_for_models_without_dropout():
     llama = catalog.get_model("llama-2-7b")
-    base = mem.TrainSetup(seq_len=4096)
+    base = mem.TrainSetup(seq_len=4096, convention="megatron")  # the masks are a term of the paper convention
     default = mem.estimate_memory(llama, setup=base)
-    off = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=False))
-    on = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=True))
+    off = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=False, convention="megatron"))
+    on = mem.estimate_memory(llama, setup=mem.TrainSetup(seq_len=4096, dropout=True, convention="megatron"))
     assert default.activations_bytes == off.activations_bytes < on.activations_bytes
     # per layer the masks are 2sbh (attention output + MLP output) + the embedding's sbh, 1 byte each
     s, h = 4096, llama.hidden

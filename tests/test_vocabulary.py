@@ -20,13 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "": {"--version"},
     "memory": {"--sp", "--mlp", "--offload", "--finetune", "--lora-rank", "--lora-targets", "--weights-dtype",
-               "--inference", "--batch", "--max-micro-batch", "--max-seq-len", "--min-gpus", "--max-gpus"},
+               "--inference", "--batch", "--max-micro-batch", "--max-seq-len", "--min-gpus", "--max-gpus",
+               "--convention", "--optimizer-impl"},
     "train-time": {"--mfu", "--efficiency"},
     "flops": {"--no-causal", "--include-embeddings"},
     "roofline": {"--m", "--n", "--k", "--batch"},  # --batch: identical matmuls (torch.bmm's batch)
     "comm": {"--algorithm"},
     "gpus": {"--sources"}, "models": {"--sources"}, "links": {"--sources"}, "interconnects": {"--sources"},
-    "validate memory": {"--tied", "--grid"},
+    "validate memory": {"--tied", "--grid", "--arch", "--random", "--seed"},
     "bench matmul": {"--square-only", "--peak-tflops", "--harness-check"},
     "bench memory": {"--size-mib"},
     "bench collectives": {"--backend", "--no-bare-check", "--fit"},

@@ -165,7 +165,7 @@ def register(subparsers) -> None:
     m.add_argument("--timeout", type=timeout_arg, default=600,
                    help="seconds before giving up (default 600; --grid/--random: the whole run)")
     m.add_argument("--grid", action="store_true", help="run the layout's whole validation grid instead")
-    m.add_argument("--random", type=positive_int_arg, help="run N random configurations of the layout instead (shapes no grid names)")
+    m.add_argument("--random", type=int, help="run N random configurations of the layout instead (shapes no grid names)")
     m.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
     add_json_flag(m)
     m.set_defaults(func=_run)
