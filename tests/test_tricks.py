@@ -91,6 +91,8 @@ def test_timing_fields_and_tables(measured):
         assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
     df = tricks.results_frame(measured.values())
     assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
+    assert (df["time_ratio_lo"] <= df["time_ratio_paired"]).all() and (df["time_ratio_paired"] <= df["time_ratio_hi"]).all()
+    assert set(df["time_verdict"]) <= {"slower", "faster", "no measurable difference at this size"}
 
 
 def test_plot_of_all_tricks(measured):
@@ -105,6 +107,11 @@ def test_plot_of_all_tricks(measured):
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
         max(v.peak_bytes for r in measured.values() for v in r.variants) / 2**20)
     assert "CPU" in ax.get_title()
+    matplotlib.pyplot.close(fig)
+    from gpukit.widgets.memory_view import plot_time_ratios
+
+    fig = plot_time_ratios(measured.values())
+    assert len(fig.axes[0].get_yticklabels()) == 6 and "no measurable difference" in fig.axes[0].get_title()
     matplotlib.pyplot.close(fig)
 
 
