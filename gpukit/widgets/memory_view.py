@@ -322,7 +322,7 @@ def plot_time_ratios(results, ax=None):
             for r in results for i in range(1, len(r.variants))]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
-    for y, (label, est) in enumerate(rows):
+    for y, (_label, est) in enumerate(rows):
         color = "tab:gray" if not est.measurable else ("tab:red" if est.median > 1 else "tab:green")
         ax.errorbar(est.median, y, xerr=[[est.median - est.lo], [est.hi - est.median]], fmt="o", color=color,
                     capsize=3)
