@@ -220,7 +220,8 @@ class PeakCheck:
         return self.measured_tflops > self.peak_tflops
 
     def to_text(self) -> str:
-        line = (f"measured {self.measured_tflops * 1e3:.1f} GFLOP/s = {self.fraction:.0%} of the {self.peak_source} "
+        kind = {"estimate": "estimated", "datasheet": "datasheet", "measured": "measured"}[self.peak_source]
+        line = (f"measured {self.measured_tflops * 1e3:.1f} GFLOP/s = {self.fraction:.0%} of the {kind} "
                 f"peak {self.peak_tflops * 1e3:.0f} GFLOP/s")
         if self.above_peak:
             line += ("; above the peak: an assumption of the estimate failed (a clock above the nominal one, or more "

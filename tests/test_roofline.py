@@ -90,7 +90,7 @@ def test_bad_input():
 
 def test_peak_check_and_ridge():
     c = roofline.peak_check(0.05, 0.1)
-    assert c.fraction == 0.5 and not c.above_peak and "50% of the estimate peak" in c.to_text()
+    assert c.fraction == 0.5 and not c.above_peak and "50% of the estimated peak" in c.to_text()
     assert "assumption of the estimate failed" in roofline.peak_check(0.2, 0.1).to_text()
     h100 = catalog.get_gpu("h100-sxm")
     ridge = roofline.ridge_point(h100.peak_tflops("bf16"), h100.hbm_bandwidth_gbps)
