@@ -159,9 +159,14 @@ def test_trick_stack_adds_tricks_in_order():
     assert len(stack.to_json_dict()["rows"]) == 5
 
 
-def test_trick_stack_rejects_unknown_offload():
-    with pytest.raises(ValueError, match="offload must be one of none, optimizer"):
-        tricks.trick_stack(catalog.get_model("gpt2"), offload="all")
+def test_trick_stack_rejects_unknown_offload_and_offloads_all_at_stage_3():
+    with pytest.raises(ValueError, match="offload must be one of none, optimizer, all"):
+        tricks.trick_stack(catalog.get_model("gpt2"), offload="nvme")
+    stack = tricks.trick_stack(catalog.get_model("gpt2"), offload="all")
+    assert stack.rows[-1][0].startswith("+ ZeRO-Infinity") and stack.final.setup.zero_stage == 3
+    assert stack.final.cpu_bytes > 0
+    with pytest.raises(ValueError, match="zero_stage"):
+        tricks.trick_stack(catalog.get_model("gpt2"), zero_stage=4)
 
 
 @settings(max_examples=20, deadline=None)
