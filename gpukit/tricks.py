@@ -88,7 +88,8 @@ def trick_stack(model: ModelSpec, gpu=None, *, micro_batch: int = 1, seq_len: in
     require_choice("offload", offload, ("none", "optimizer", "all"))
     require_positive_int("grad_accum", grad_accum)
     require_positive_int("dp", dp)
-    require_choice("zero_stage", zero_stage, (0, 1, 2, 3))
+    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be one of 0, 1, 2, 3, got {zero_stage!r}")
     setup = mem.TrainSetup(precision="fp32", optimizer="adamw", micro_batch=micro_batch, seq_len=seq_len)
     rows = [("baseline: fp32 AdamW, full", setup)]
     off_stage = {"none": zero_stage, "optimizer": max(zero_stage, 1), "all": 3}[offload]
