@@ -133,3 +133,20 @@ def test_rule_ratio_is_layers_times_table2_constant_over_8(seq, b, model):
     c = claim("activations_rule_bsh8", model=model, seq_len=seq, micro_batch=b)
     assert c.figure("Table 2 / rule") == pytest.approx(m.n_layers * (34 + 5 * m.n_heads * seq / m.hidden) / 8)
     assert c.figure("Table 2 / rule") > m.n_layers * 34 / 8  # the rule always underestimates
+
+
+def test_accum_checkpoint_activations_decrease_not_increase():
+    """Seed 000: "[accumulation and checkpointing] increase memory usage of activations": both shrink them."""
+    from gpukit.audits.claims import claim
+
+    c = claim("accum_checkpoint_activations")
+    assert c.verdict == "wrong" and c.computed < 1
+    assert c.figure("activations, accumulation / one big micro-batch") == pytest.approx(1 / 8, rel=0.05)
+    assert c.figure("activations, full recompute / none") < 0.2
+    assert c.figure("all-reduces per micro-batch with accumulation") == pytest.approx(1 / 8)
+    m = claim("accum_checkpoint_activations", measured_accum_ratio=0.3, measured_recompute_ratio=0.1,
+              measured_on="CPU, test")
+    assert m.computed == 0.3 and "Measured CPU, test" in m.check and m.verdict == "wrong"
+    assert claim("accum_checkpoint_activations", measured_accum_ratio=1.2).verdict == "plausible"
+    with pytest.raises(ValueError, match="grad_accum"):
+        claim("accum_checkpoint_activations", grad_accum=3)

@@ -221,3 +221,24 @@ def test_error_outputs_and_strip(tmp_path):
     assert clean.cells[2].metadata["tags"] == ["parameters"]
     sk = nn.skeleton("05", "cost", "What does it cost?")
     assert sk.cells[0].source.startswith("# 05 · What does it cost?") and sk.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_count_figures_counts_png_outputs_outside_widgets(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    nb = new_notebook(cells=[
+        new_markdown_cell("![a picture in markdown is not a figure output](x.png)"),
+        new_code_cell("plt.show()", outputs=[new_output("display_data", data=png)]),
+        new_code_cell("fig", outputs=[new_output("execute_result", data=png, execution_count=2)]),
+        new_code_cell("view", outputs=[new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": {"model_id": "m"}, "text/plain": "VBox()"})]),
+        new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text="1\n")]),
+    ])
+    assert nbtools.count_figures(nb) == 2
+    assert nbtools.count_figures(nb, mime="image/svg+xml") == 0
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(path))
+    assert nbtools.count_figures(path) == 2
+    assert nbtools.count_figures(new_notebook(cells=[new_code_cell("1")])) == 0

@@ -1,7 +1,9 @@
 """Every notebook runs headless with papermill in QUICK mode, and `make run`'s runner reports it.
 
 Slow (a kernel per notebook): `pytest -m "not slow"` skips this file. The kernel inherits
-os.environ, so TQDM_DISABLE=1 and MPLBACKEND=Agg are set before launching it.
+os.environ, so TQDM_DISABLE=1 is set before launching it; the runner gives the kernel matplotlib's
+inline backend (whatever MPLBACKEND the suite uses), and every executed notebook must hold at least
+one figure (image/png) outside its widgets.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ import nbformat
 import pytest
 
 from gpukit.course import runbook
-from gpukit.course.nbtools import read_records
+from gpukit.course.nbtools import count_figures, read_records
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT_S = 300
-KERNEL_ENV = {"TQDM_DISABLE": "1", "MPLBACKEND": "Agg"}
+KERNEL_ENV = {"TQDM_DISABLE": "1"}
 
 
 def test_kernel_python3_is_this_interpreter():
@@ -44,6 +46,7 @@ def test_notebook_executes(nb, tmp_path):
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert injected and "QUICK = True" in injected[0].source
     assert all(c.execution_count is not None for c in executed.cells if c.cell_type == "code" and c.source.strip())
+    assert count_figures(executed) >= 1, f"{nb.name}: the executed notebook holds no figure (image/png output)"
     for rec in read_records(records):
         assert rec["notebook"] == nb.stem and rec["name"] and rec["unit"]
         assert isinstance(rec["value"], (int, float))
@@ -62,11 +65,13 @@ def _tiny_notebook(path: Path, body: str) -> None:
 def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, capsys):
     for k, v in KERNEL_ENV.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # as `make test` sets it: the kernel must still draw inline
     monkeypatch.delenv("GPUKIT_QUICK", raising=False)
     books, out = tmp_path / "nbs", tmp_path / "out"
     books.mkdir()
     _tiny_notebook(books / "00_good.ipynb", "from gpukit.course import nbtools\n"
-                   "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')")
+                   "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')\n"
+                   "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()")
     _tiny_notebook(books / "01_bad.ipynb", "raise ValueError('parameter X must be 1; got 2')")
 
     assert runbook.main(["--out", str(out), "--quick", "--notebooks", str(books)]) == 1
@@ -78,6 +83,7 @@ def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, c
     assert [r["ok"] for r in summary["runs"]] == [True, False] and summary["quick"] is True
     assert summary["records"][0]["notebook"] == "00_good" and summary["records"][0]["value"] == 42.0
     assert (out / "00_good.ipynb").exists()
+    assert count_figures(out / "00_good.ipynb") == 1  # drawn inline although MPLBACKEND=Agg here
 
     # --only: just the good one; a fresh records.json, exit 0; full mode passes no QUICK.
     assert runbook.main(["--out", str(out), "--only", "00", "--notebooks", str(books)]) == 0

@@ -92,6 +92,8 @@ def test_timing_fields_and_tables(measured):
         assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
     df = measure.results_frame(measured.values())
     assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
+    assert (df["time_ratio_lo"] <= df["time_ratio_paired"]).all() and (df["time_ratio_paired"] <= df["time_ratio_hi"]).all()
+    assert set(df["time_verdict"]) <= {"slower", "faster", "no measurable difference at this size"}
 
 
 def test_plot_of_all_tricks(measured):
@@ -106,6 +108,11 @@ def test_plot_of_all_tricks(measured):
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
         max(v.peak_bytes for r in measured.values() for v in r.variants) / 2**20)
     assert "CPU" in ax.get_title()
+    matplotlib.pyplot.close(fig)
+    from gpukit.widgets.memory_view import plot_time_ratios
+
+    fig = plot_time_ratios(measured.values())
+    assert len(fig.axes[0].get_yticklabels()) == 6 and "no measurable difference" in fig.axes[0].get_title()
     matplotlib.pyplot.close(fig)
 
 
@@ -153,9 +160,14 @@ def test_trick_stack_adds_tricks_in_order():
     assert len(stack.to_json_dict()["rows"]) == 5
 
 
-def test_trick_stack_rejects_unknown_offload():
-    with pytest.raises(ValueError, match="offload must be one of none, optimizer"):
-        tricks.trick_stack(catalog.get_model("gpt2"), offload="all")
+def test_trick_stack_rejects_unknown_offload_and_offloads_all_at_stage_3():
+    with pytest.raises(ValueError, match="offload must be one of none, optimizer, all"):
+        tricks.trick_stack(catalog.get_model("gpt2"), offload="nvme")
+    stack = tricks.trick_stack(catalog.get_model("gpt2"), offload="all")
+    assert stack.rows[-1][0].startswith("+ ZeRO-Infinity") and stack.final.setup.zero_stage == 3
+    assert stack.final.cpu_bytes > 0
+    with pytest.raises(ValueError, match="zero_stage"):
+        tricks.trick_stack(catalog.get_model("gpt2"), zero_stage=4)
 
 
 @settings(max_examples=20, deadline=None)

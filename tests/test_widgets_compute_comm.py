@@ -243,3 +243,22 @@ def test_train_step_check_runs_a_real_step():
     assert "CPU training step" in r.to_text()
     with pytest.raises(ValueError, match="matmul_tflops"):
         compute_check.train_step_check(spec, 2, 32, matmul_tflops=0)
+
+
+def test_mixed_roofline_view_weight_dtype_and_fits():
+    view = compute_view.mixed_roofline_view(model="llama-2-70b", gpu="h100-sxm")
+    assert view.error is None and view.result.fits is False and view.result.bound == "memory"
+    bf16_ai = view.result.intensity_flop_per_byte
+    view.set(weight_dtype="int4")
+    assert view.result.fits is True and view.result.intensity_flop_per_byte > 3 * bf16_ai
+    view.set(tokens=65536)
+    assert view.result.bound == "compute"
+    with pytest.raises(ValueError, match="tokens"):
+        compute_view.mixed_roofline(0, "llama-2-7b", "h100-sxm")
+    with pytest.raises(ValueError, match="dtype"):
+        compute_view.mixed_roofline(1, "llama-2-7b", "h100-sxm", weight_dtype="int3")
+    fig = compute_view.draw_mixed_roofline(compute_view.mixed_roofline(1, "llama-2-70b", "h100-sxm"))
+    assert "fits?: NO" in fig.axes[0].get_title()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

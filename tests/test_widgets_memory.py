@@ -188,3 +188,45 @@ def test_step_timeline_plot_lines_up_phases():
     labels = ax.get_legend_handles_labels()[1]
     assert labels == ["measured (MemTracker, op by op)", "replay (memory_eager)", "planning model, phase peaks"]
     assert [t.get_text() for t in ax.get_xticklabels()] == list(mv.STEP_PHASES)
+def test_tricks_view_accumulation_zero_offload_all_and_time():
+    view = mv.tricks_view(model="llama-2-13b", gpu="h100-sxm", finetune="full", recompute="full")
+    view.set(grad_accum=8, zero_stage=3, dp=8, offload="all")
+    assert view.error is None
+    stack = view.result
+    labels = [label for label, _ in stack.rows]
+    assert "+ grad accumulation x8" in labels and "+ ZeRO-3, dp=8" in labels and labels[-1].startswith("+ ZeRO-Infinity")
+    assert stack.final.setup.offload == "all" and stack.final.cpu_bytes > 0
+    # ZeRO-3 over 8 GPUs holds less per GPU than without; offloading everything less again
+    by = dict(stack.rows)
+    assert by["+ ZeRO-3, dp=8"].total_bytes < by["+ grad accumulation x8"].total_bytes
+    assert stack.final.total_bytes < by["+ ZeRO-3, dp=8"].total_bytes
+    times = mv.stack_time(stack)
+    # accumulation multiplies the tokens (and the time) of an optimizer step by 8
+    i = labels.index("+ grad accumulation x8")
+    assert times[i].seconds == pytest.approx(8 * times[i - 1].seconds)
+    assert times[i].tokens_per_gpu == 8 * times[i - 1].tokens_per_gpu
+    fig = mv.plot_stack(stack)
+    ax = fig.axes[0]
+    assert "host RAM (offload)" in ax.get_legend_handles_labels()[1]
+    assert len(fig.axes) == 2 and "MFU" in fig.axes[1].get_xlabel()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    view.set(dp=0)
+    assert view.error.startswith("dp must be")
+
+
+def test_step_time_estimate_formula():
+    from gpukit import catalog, compute
+    from gpukit import memory as mem
+    from gpukit.tricks import step_time_estimate
+
+    spec, gpu = catalog.get_model("llama-2-7b"), catalog.get_gpu("h100-sxm")
+    setup = mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4)
+    t = step_time_estimate(spec, gpu, setup, mfu=0.5)
+    fpt = compute.flops_per_token(spec, seq_len=2048)
+    assert t.seconds == pytest.approx(2 * 4 * 2048 * fpt.hardware_flops / (gpu.peak_tflops("bf16") * 1e12 * 0.5))
+    full = step_time_estimate(spec, gpu, mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4, recompute="full"), mfu=0.5)
+    assert 1.3 < full.seconds / t.seconds < 1.4  # 8N / 6N plus the attention replay
+    with pytest.raises(ValueError, match="mfu"):
+        step_time_estimate(spec, gpu, setup, mfu=0)

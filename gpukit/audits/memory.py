@@ -34,7 +34,7 @@ PAPER = "megatron"
 NOTEBOOK_01 = ("weights_70b_fp16", "seven_13b_on_h100", "activations_rule_bsh8", "hundred_b_four_h100",
                "seventy_b_one_a100_quantized")
 NOTEBOOK_02 = ("a100_7b_oom", "checkpointing_60_30", "zero_offload_13b_h100", "qlora_7b_24gb",
-               "qlora_5_tokens_per_s", "zero3_175b_single_gpu")
+               "qlora_5_tokens_per_s", "zero3_175b_single_gpu", "accum_checkpoint_activations")
 MIXED_ADAMW_BYTES = 16  # 2 weights + 2 grads + 12 (fp32 master, m, v): ZeRO sec. 3.1
 
 
@@ -349,6 +349,65 @@ def zero3_175b_single_gpu(model: str = "gpt3-175b", gpu: str = "h100-sxm", seq_l
                "DGX-2 node that way)."),
         assumptions=("bf16-mixed AdamW, micro-batch 1",),
         figures=(("GPU", _gib(bd.total_bytes), "GiB"), ("host RAM or NVMe", _gib(bd.cpu_bytes), "GiB")))
+
+
+@register("accum_checkpoint_activations", "memory")
+def accum_checkpoint_activations(model: str = "llama-2-7b", seq_len: int = 4096, global_batch: int = 8,
+                                 grad_accum: int = 8, measured_accum_ratio: float | None = None,
+                                 measured_recompute_ratio: float | None = None, measured_on: str = "") -> Claim:
+    """Activations of one micro-batch of b = global_batch / grad_accum sequences against one of global_batch
+    (A is proportional to b: Korthikanti et al. 2022 Table 2, via gpukit.memory.layer_activation_bytes), and
+    full recompute against none (2sbh of sbh(34 + 5as/h) per layer, same source). All-reduces: DDP syncs
+    once per optimizer step, i.e. once per grad_accum micro-batches (PyTorch DDP `no_sync`; Li et al. 2020,
+    sec. 3.2); recompute changes no collective. `measured_*_ratio`: notebook 02's own measurement
+    (activations with / without the trick); with them the computed value is the measured one."""
+    m = get_model(model)
+    global_batch = int(require_positive("global_batch", global_batch))
+    grad_accum = int(require_positive("grad_accum", grad_accum))
+    if global_batch % grad_accum:
+        raise ValueError(f"grad_accum must divide global_batch {global_batch}, got {grad_accum}")
+    micro = global_batch // grad_accum
+    one = mem.TrainSetup(seq_len=seq_len, micro_batch=global_batch, dropout=False)
+    acc = replace(one, micro_batch=micro, grad_accum=grad_accum)
+    accum_ratio = mem.layer_activation_bytes(m, acc) / mem.layer_activation_bytes(m, one)
+    recompute_ratio = mem.layer_activation_bytes(m, one, "full") / mem.layer_activation_bytes(m, one)
+    measured = [r for r in (measured_accum_ratio, measured_recompute_ratio) if r is not None]
+    for r in measured:
+        require_positive("measured ratio", r)
+    worst = max(measured) if measured else max(accum_ratio, recompute_ratio)
+    source = f"measured ({measured_on})" if measured else "computed"
+    mtext = ""
+    if measured:
+        parts = []
+        if measured_accum_ratio is not None:
+            parts.append(f"accumulation x{measured_accum_ratio:.2f}")
+        if measured_recompute_ratio is not None:
+            parts.append(f"full recompute x{measured_recompute_ratio:.2f}")
+        mtext = f" Measured {measured_on}: activations {', '.join(parts)} of the run without the trick."
+    return Claim(
+        key="accum_checkpoint_activations", topic="memory", article="000",
+        text="Gradient accumulation and checkpointing reduce communication but increase activation memory",
+        quote=("These reduce the frequency of communication by accumulating gradients over multiple micro-batches "
+               "before syncing. But they increase memory usage of activations. There’s a trade-off."),
+        claimed=1.0, claimed_unit="x activations (above 1 claimed)", computed=worst,
+        unit="x activations (above 1 claimed)", verdict="wrong" if worst < 1 else "plausible",
+        check=(f"{m.name}, s={seq_len}, global batch {global_batch}: accumulating {grad_accum} micro-batches of {micro} "
+               f"keeps x{accum_ratio:.3f} of the activations of one micro-batch of {global_batch} (A grows with the "
+               f"micro-batch), and full recompute keeps x{recompute_ratio:.3f} (only each layer's input). Both "
+               f"DECREASE activation memory; that is what they are for.{mtext} Communication: accumulation does "
+               f"cut the all-reduces to one per {grad_accum} micro-batches (the first half of the claim holds for "
+               "it); checkpointing leaves the all-reduces unchanged (its cost is an extra forward, +33% compute). "
+               "The trade-off is time, not memory."),
+        assumptions=("same global batch with and without accumulation; bf16-mixed AdamW; no dropout",
+                     f"the value shown is the larger of the two ratios, {source}"),
+        figures=(("activations, accumulation / one big micro-batch", accum_ratio, "x"),
+                 ("activations, full recompute / none", recompute_ratio, "x"),
+                 ("all-reduces per micro-batch with accumulation", 1 / grad_accum, "per micro-batch"),
+                 ("all-reduces per micro-batch with recompute only", 1.0, "per micro-batch"))
+        + ((("measured activations, accumulation / none", measured_accum_ratio, "x"),)
+           if measured_accum_ratio is not None else ())
+        + ((("measured activations, recompute / none", measured_recompute_ratio, "x"),)
+           if measured_recompute_ratio is not None else ()))
 
 
 def memory_claims(keys=NOTEBOOK_01 + NOTEBOOK_02) -> tuple[Claim, ...]:

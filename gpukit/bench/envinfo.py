@@ -39,6 +39,39 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def parse_cpuinfo(text: str) -> dict:
+    """What the CPU is, from /proc/cpuinfo text (the first processor): vendor, family, model,
+    model_name, mhz, flags (a frozenset). Missing lines are left out of the dict."""
+    info: dict = {}
+    keys = {"vendor_id": ("vendor", str), "cpu family": ("family", int), "model": ("model", int),
+            "model name": ("model_name", str), "cpu MHz": ("mhz", float), "flags": ("flags", None)}
+    for line in text.splitlines():
+        if not line.strip() and info:
+            break  # the end of the first processor's block
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep or key not in keys:
+            continue
+        name, kind = keys[key]
+        if name in info:
+            continue
+        try:
+            info[name] = frozenset(value.split()) if kind is None else kind(value.strip())
+        except ValueError:
+            continue
+    return info
+
+
+def cpu_identity(path: str = "/proc/cpuinfo") -> dict:
+    """parse_cpuinfo of this machine's /proc/cpuinfo ({} where it cannot be read: not Linux).
+    gpukit.roofline.cpu_peak_from_identity turns it into a peak estimate."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return parse_cpuinfo(f.read())
+    except OSError:
+        return {}
+
+
 def _usable_cpus() -> int:
     # Containers often pin fewer cores than os.cpu_count() reports; affinity is what we can use.
     try:

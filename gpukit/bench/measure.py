@@ -681,6 +681,14 @@ class TrickResult:
         """Median step time of variant i / the baseline's (>1: slower)."""
         return self.variants[i].step_median_s / self.baseline.step_median_s
 
+    def time_ratio_estimate(self, i: int = 1):
+        """Variant i's step time over the baseline's with its uncertainty: median of the paired
+        (interleaved) per-round ratios, a 95% bootstrap interval, and a verdict that says "no
+        measurable difference at this size" when the interval contains 1 (gpukit.timing_stats)."""
+        from gpukit.timing_stats import ratio_estimate
+
+        return ratio_estimate(self.baseline.step_times_s, self.variants[i].step_times_s, paired=True)
+
     def to_frame(self):
         import pandas as pd
 
@@ -885,6 +893,11 @@ def measure_trick(name: str, spec: ModelSpec, *, micro_batch: int = 4, seq_len: 
     return TrickResult(name, runs, spec.name)
 
 
+def _ratio_columns(est) -> dict:
+    return {"time_ratio_paired": est.median, "time_ratio_lo": est.lo, "time_ratio_hi": est.hi,
+            "time_verdict": est.verdict}
+
+
 def results_frame(results):
     """One row per trick: peak saved, activations saved and time ratio of its first trick variant."""
     import pandas as pd
@@ -895,5 +908,6 @@ def results_frame(results):
             rows.append({"trick": r.name, "variant": r.variants[i].label, "vs": r.baseline.label,
                          "peak_saved_pct": 100 * r.peak_saved_fraction(i),
                          "activations_saved_pct": 100 * r.activations_saved_fraction(i),
-                         "time_ratio": r.time_ratio(i), "device": r.baseline.device, "threads": r.baseline.threads})
+                         "time_ratio": r.time_ratio(i), **_ratio_columns(r.time_ratio_estimate(i)),
+                         "device": r.baseline.device, "threads": r.baseline.threads})
     return pd.DataFrame(rows)

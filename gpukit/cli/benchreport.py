@@ -7,7 +7,8 @@ Prints (and writes to build/bench/report.json):
 2. matmul harness ratio: our TFLOPS / torch.utils.benchmark.Timer's on the same shape (goal within 5%);
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
-4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py).
+4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py);
+5. notebook 02's trick time ratios with 95% bootstrap intervals, and the CPU peak estimate (CPU only).
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -93,12 +94,39 @@ def collectives_section(sizes: str) -> dict:
             "holdout_error_max": fit["holdout_error_max"], "busbw_gbps_largest": rows[-1]["busbw_gbps"]}
 
 
+def tricks_section(threads: int | None) -> dict:
+    """Notebook 02's time ratios at its full size, each with a 95% paired-bootstrap interval (gpukit.timing_stats),
+    and the CPU peak estimate from what this CPU is (gpukit.roofline) with the assumption it used."""
+    from gpukit import tricks
+    from gpukit.bench.envinfo import cpu_identity
+    from gpukit.bench.models import reference_spec
+    from gpukit.roofline import cpu_peak_from_identity
+
+    _section("5. Trick time ratios with their uncertainty (CPU, notebook 02's full size), CPU peak")
+    ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
+    out: dict = {"model": ref.name, "ratios": []}
+    for name in tricks.TRICKS:
+        r = tricks.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
+        for i in range(1, len(r.variants)):
+            est = r.time_ratio_estimate(i)
+            print(f"  {name:<16} {r.variants[i].label:<34} baseline {1e3 * est.base_median_s:7.1f} ms "
+                  f"(IQR {1e3 * est.base_iqr_s:.1f}) -> {est.to_text()}")
+            out["ratios"].append({"trick": name, "variant": r.variants[i].label, **est.to_json_dict()})
+    try:
+        peak = cpu_peak_from_identity(cpu_identity(), threads or 1)
+        print(f"  {peak.to_text()}\n  assumption: {peak.config.assumption}")
+        out["cpu_peak"] = peak.to_json_dict()
+    except ValueError as e:
+        print(f"  CPU peak: {e}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     from gpukit.bench.results import check_writable
@@ -126,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         report["matmul"] = matmul_section(args.device, args.threads)
     if "collectives" not in skip:
         report["collectives"] = collectives_section(args.sizes)
+    if "tricks" not in skip and args.device == "cpu":
+        import torch
+
+        report["tricks"] = tricks_section(args.threads or torch.get_num_threads())
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

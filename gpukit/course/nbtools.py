@@ -10,6 +10,8 @@ Each helper keeps a notebook cell short and behaves the same in JupyterLab and u
 - `record(name, value, unit, note)` keeps a key figure for `make run`'s summary (gpukit.course.runbook).
 - `check_answer(answer, expected)` is the check behind an exercise.
 - `COURSE` / `course_map()` is the course map that README.md and notebook 00 show.
+- `count_figures(nb)` counts the pictures (image/png outputs) an executed notebook holds
+  (tests/test_notebooks.py: every notebook must keep at least one outside its widgets).
 
 Used in: notebooks/00_start_here and every later notebook.
 """
@@ -229,3 +231,24 @@ def check_answer(answer, expected: float, rel_tol: float = 0.02, name: str = "an
     print(f"{name}: not quite: {x:.4g} is {direction} by {abs(x - expected) / abs(expected):.0%}")
     return False
 
+
+
+def count_figures(notebook, *, mime: str = "image/png") -> int:
+    """Number of `mime` outputs (default image/png: matplotlib's inline figures) in an executed notebook.
+
+    `notebook` is a path or an nbformat NotebookNode. Widget views draw into ipywidgets Output areas,
+    which a headless run saves as widget state, not as cell outputs: only figures shown outside
+    widgets (plt.show(), a figure returned at the end of a cell) are counted.
+    """
+    if isinstance(notebook, (str, Path)):
+        import nbformat
+
+        notebook = nbformat.read(str(notebook), as_version=4)
+    n = 0
+    for cell in notebook.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") in ("display_data", "execute_result") and mime in out.get("data", {}):
+                n += 1
+    return n

@@ -30,6 +30,9 @@ from gpukit.results import format_table
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
 DEFAULT_TIMEOUT_S = 600  # per cell
+# The kernel draws with the inline backend whatever the caller's MPLBACKEND says (the test suite and
+# `make test` set Agg for themselves): with Agg an executed notebook would hold no picture at all.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
     """Execute one notebook with papermill into `out_dir`; never raises for a failing notebook.
 
     `timeout_s` is per cell (papermill's execution_timeout). `env` adds variables for the kernel
-    (e.g. MPLBACKEND=Agg in tests).
+    (e.g. TQDM_DISABLE=1 in tests). The kernel's MPLBACKEND is the inline backend (INLINE_BACKEND)
+    unless `env` names another, so figures land in the executed notebook as image/png outputs.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -99,7 +103,8 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
     params = dict(parameters or {})
     if quick:
         params.setdefault("QUICK", True)
-    kernel_env = {NOTEBOOK_ENV: nb.stem, QUICK_ENV: "1" if quick else None, **(env or {})}
+    kernel_env = {NOTEBOOK_ENV: nb.stem, QUICK_ENV: "1" if quick else None, "MPLBACKEND": INLINE_BACKEND,
+                  **(env or {})}
     if record_path is not None:
         kernel_env[RECORD_ENV] = str(Path(record_path).resolve())
     t0 = time.perf_counter()

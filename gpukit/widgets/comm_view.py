@@ -1,8 +1,9 @@
 """Notebook 04's views and plots: all-reduce time and bandwidth vs message size, measured vs fitted.
 
-- `allreduce_curves(link, size_mib, n_ranks, gpus_per_node, intra, algorithm)` -> AllReduceCurves:
-  the alpha-beta all-reduce (gpukit.comm; hierarchical when gpus_per_node > 1) over a size sweep,
-  with algbw and busbw, and the chosen size marked. `allreduce_view()` is its widget.
+- `allreduce_curves(link, size_mib, n_ranks, gpus_per_node, intra, nics, algorithm, op)` ->
+  gpukit.comm.CollectiveCurves (computed by the pure `gpukit.comm.collective_curves`): the alpha-beta
+  collective (an all-reduce is hierarchical when gpus_per_node > 1) over a size sweep, with algbw,
+  busbw, the layout's bandwidth bound and the chosen size. `allreduce_view()` is its widget.
 - `plot_interconnects()`: the catalog's links side by side (bandwidth and latency).
 - `plot_sweep(rows, holdout)`: a measured collective sweep with the fitted alpha-beta curve laid
   over it and the held-out sizes marked. `plot_netlab(results)`: measured busbw vs configured rate.
@@ -14,91 +15,39 @@ Used in: notebooks/04_communication.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpukit.catalog import frame, get_interconnect, interconnects
-from gpukit.comm import busbw_factor, collective_time, hierarchical_all_reduce
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.comm import (
+    CURVE_OPS,
+    NICS,
+    CollectiveCurves,
+    collective_curves,
+)
+from gpukit.comm import (
+    SWEEP_SIZES as SWEEP_SIZES,  # re-exported: the sweep the plots use
+)
+from gpukit.errors import require_positive
 from gpukit.units import GB, MiB
 from gpukit.widgets.base import View, dropdown, number, slider
 
-SWEEP_SIZES = tuple(2**k for k in range(10, 35))  # 1 KiB .. 16 GiB
 GPUS_PER_NODE = (1, 2, 4, 8)
-NICS = ("per GPU", "per node")  # DGX/HGX nodes give each GPU its own NIC; a plain Ethernet node has one
-
-
-@dataclass(frozen=True)
-class AllReduceCurves:
-    """Predicted all-reduce over a size sweep: rows of (size_bytes, time_s, algbw_gbps, busbw_gbps)."""
-
-    link: str
-    intra: str
-    n_ranks: int
-    gpus_per_node: int
-    nics: str
-    algorithm: str
-    size_bytes: float  # the chosen size
-    time_s: float
-    algbw_gbps: float
-    busbw_gbps: float
-    link_gbps: float
-    rows: tuple[dict, ...]
-
-    @property
-    def n_nodes(self) -> int:
-        return self.n_ranks // self.gpus_per_node
-
-    def to_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame(list(self.rows))
-
-    def to_json_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("link", "intra", "n_ranks", "gpus_per_node", "nics", "algorithm", "size_bytes",
-                                           "time_s", "algbw_gbps", "busbw_gbps", "link_gbps")}
-        d["rows"] = [dict(r) for r in self.rows]
-        return d
-
-
-def _allreduce(size, n_ranks, gpus_per_node, inter, intra, algorithm):
-    if gpus_per_node == 1:
-        return collective_time("all_reduce", size, n_ranks, inter, algorithm)
-    return hierarchical_all_reduce(size, n_ranks // gpus_per_node, gpus_per_node, intra, inter, algorithm)
+# The curves are computed in gpukit.comm (pure); these names stay importable from here.
+AllReduceCurves = CollectiveCurves
 
 
 def allreduce_curves(link: str = "ib-ndr", size_mib: float = 256.0, n_ranks: int = 16, gpus_per_node: int = 8,
-                     intra: str = "nvlink4", nics: str = "per GPU", algorithm: str = "ring") -> AllReduceCurves:
-    """All-reduce time, algbw and busbw over 1 KiB..16 GiB on n_ranks ranks: flat over `link` when
-    gpus_per_node is 1, else hierarchical (ring inside the node over `intra`, `algorithm` across nodes
-    over `link`; Thakur et al. 2005). nics='per node': the node's GPUs share one `link` port, so each
-    gets bandwidth / gpus_per_node. busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)."""
-    n_ranks = require_positive_int("n_ranks", n_ranks)
-    if n_ranks < 2:
-        raise ValueError(f"n_ranks must be >= 2 for an all-reduce, got {n_ranks}")
-    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node)
-    if n_ranks % gpus_per_node:
-        raise ValueError(f"n_ranks must be a multiple of gpus_per_node {gpus_per_node}, got {n_ranks}")
-    require_choice("algorithm", algorithm, ("ring", "tree"))
-    require_choice("nics", nics, NICS)
+                     intra: str = "nvlink4", nics: str = "per GPU", algorithm: str = "ring",
+                     op: str = "all_reduce") -> CollectiveCurves:
+    """gpukit.comm.collective_curves with the size in MiB (the widget's slider): `op` (all-reduce by
+    default; hierarchical when gpus_per_node > 1) over 1 KiB..16 GiB, algbw, busbw, the chosen size, one
+    GPU's network port and the bandwidth bound of the layout."""
     size = require_positive("size_mib", size_mib) * MiB
-    inter, intra_link = get_interconnect(link), get_interconnect(intra)
-    link_gbps = inter.bandwidth_gbps
-    if nics == "per node" and gpus_per_node > 1:
-        link_gbps = inter.bandwidth_gbps / gpus_per_node
-        inter = (inter.latency_us * 1e-6, link_gbps)
-    f = busbw_factor("all_reduce", n_ranks)
-    rows = []
-    for s in SWEEP_SIZES:
-        c = _allreduce(s, n_ranks, gpus_per_node, inter, intra_link, algorithm)
-        rows.append({"size_bytes": s, "time_s": c.time_s, "algbw_gbps": c.algbw_gbps, "busbw_gbps": c.algbw_gbps * f})
-    c = _allreduce(size, n_ranks, gpus_per_node, inter, intra_link, algorithm)
-    return AllReduceCurves(link=link, intra=intra, n_ranks=n_ranks, gpus_per_node=gpus_per_node, nics=nics,
-                           algorithm=algorithm, size_bytes=size, time_s=c.time_s, algbw_gbps=c.algbw_gbps,
-                           busbw_gbps=c.algbw_gbps * f, link_gbps=link_gbps, rows=tuple(rows))
+    return collective_curves(op, link, size, n_ranks, gpus_per_node, intra, nics, algorithm)
 
 
-def draw_allreduce(r: AllReduceCurves):
-    """Time vs size (left) and algbw/busbw vs size (right), log axes, the chosen size marked."""
+def draw_allreduce(r: CollectiveCurves):
+    """Time vs size (left) and algbw/busbw vs size (right), log axes, the chosen size marked; on the right
+    the layout's bandwidth bound (dashed: busbw as the size grows, no latency) and one GPU's network port
+    (dotted). A hierarchical all-reduce's busbw can sit above the port: most of its bytes cross NVLink."""
     import matplotlib.pyplot as plt
 
     from gpukit.units import fmt_bytes, fmt_seconds
@@ -107,16 +56,19 @@ def draw_allreduce(r: AllReduceCurves):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
     a1.plot(df["size_bytes"], df["time_s"], color="tab:blue")
     a1.plot([r.size_bytes], [r.time_s], "o", color="tab:orange", ms=8)
-    a1.set(xscale="log", yscale="log", xlabel="message size S (bytes)", ylabel="time (s)", title="all-reduce time")
+    name = r.op.replace("_", "-")
+    a1.set(xscale="log", yscale="log", xlabel="message size S (bytes)", ylabel="time (s)", title=f"{name} time")
     a2.plot(df["size_bytes"], df["algbw_gbps"], label="algbw = S / t", color="tab:blue")
-    a2.plot(df["size_bytes"], df["busbw_gbps"], label="busbw = algbw x 2(n-1)/n", color="tab:green")
-    a2.axhline(r.link_gbps, color="gray", ls="--", lw=1, label=f"{r.link}: {r.link_gbps:.3g} GB/s per GPU")
+    a2.plot(df["size_bytes"], df["busbw_gbps"], label="busbw = algbw x busbw factor", color="tab:green")
+    a2.axhline(r.bound_busbw_gbps, color="black", ls="--", lw=1,
+               label=f"bound of this layout: {r.bound_busbw_gbps:.3g} GB/s busbw")
+    a2.axhline(r.link_gbps, color="gray", ls=":", lw=1, label=f"one GPU's {r.link} port: {r.link_gbps:.3g} GB/s")
     a2.plot([r.size_bytes, r.size_bytes], [r.algbw_gbps, r.busbw_gbps], "o", color="tab:orange", ms=8)
     a2.set(xscale="log", yscale="log", xlabel="message size S (bytes)", ylabel="GB/s", title="bandwidth")
     a2.legend(fontsize=8, loc="lower right")
     how = (f"{r.n_nodes} nodes x {r.gpus_per_node} ({r.intra} inside, {r.link} {r.nics} across)" if r.gpus_per_node > 1
            else f"{r.n_ranks} ranks over {r.link}")
-    fig.suptitle(f"{fmt_bytes(r.size_bytes)} all-reduce, {how}, {r.algorithm}: {fmt_seconds(r.time_s)}, "
+    fig.suptitle(f"{fmt_bytes(r.size_bytes)} {name}, {how}, {r.layout} {r.algorithm}: {fmt_seconds(r.time_s)}, "
                  f"busbw {r.busbw_gbps:.3g} GB/s", fontsize=10)
     fig.tight_layout()
     return fig
@@ -128,15 +80,18 @@ def link_options(scope: str | None = None) -> list[str]:
 
 
 def allreduce_view(link: str = "ib-ndr", size_mib: float = 256.0, n_ranks: int = 16, gpus_per_node: int = 8,
-                   intra: str = "nvlink4", nics: str = "per GPU") -> View:
-    """The all-reduce widget: link, message size, ranks, GPUs per node, intra-node link, NICs -> curves."""
+                   intra: str = "nvlink4", nics: str = "per GPU", op: str = "all_reduce", algorithm: str = "ring") -> View:
+    """The collectives widget: link, collective (all-reduce, all-gather, reduce-scatter, broadcast),
+    algorithm (ring or tree), message size, ranks, GPUs per node, intra-node link, NICs -> curves."""
     controls = {"link": dropdown("link across nodes", link_options("inter-node"), link),
+                "op": dropdown("collective", CURVE_OPS, op),
+                "algorithm": dropdown("algorithm", ("ring", "tree"), algorithm),
                 "size_mib": slider("size (MiB)", 2**-10, 2**14, size_mib, log=True),
                 "n_ranks": number("n_ranks", n_ranks, integer=True),
                 "gpus_per_node": dropdown("GPUs per node", GPUS_PER_NODE, gpus_per_node),
                 "intra": dropdown("link inside a node", link_options("intra-node"), intra),
                 "nics": dropdown("network ports", NICS, nics)}
-    return View(allreduce_curves, controls, draw_allreduce, title="All-reduce: time and bandwidth")
+    return View(allreduce_curves, controls, draw_allreduce, title="Collectives: time and bandwidth")
 
 
 # ------------------------------------------------------------------------------------ plots

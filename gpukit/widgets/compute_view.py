@@ -161,6 +161,50 @@ def roofline_view(tokens: float = 1, hidden: int = 4096, gpu: str = "h100-sxm", 
     return View(matmul_roofline, controls, draw_roofline, title="A matmul on the roofline")
 
 
+def mixed_roofline(tokens: float = 1, model: str = "llama-2-7b", gpu: str = "h100-sxm",
+                   weight_dtype: str = "bf16", compute_dtype: str = DTYPE):
+    """(tokens x hidden) @ (hidden x hidden) of catalog `model` with its weights stored in `weight_dtype` and
+    computed in `compute_dtype` (gpukit.roofline.matmul_roofline_mixed), and whether the model's weights
+    alone fit in `gpu`'s memory in that dtype (`fits`)."""
+    from gpukit.roofline import matmul_roofline_mixed
+
+    t = max(1, int(round(require_positive("tokens", tokens))))
+    spec, card = get_model(model), get_gpu(gpu)
+    return matmul_roofline_mixed(t, spec.hidden, spec.hidden, weight_dtype=weight_dtype, compute_dtype=compute_dtype,
+                                 peak_tflops=card.peak_tflops(compute_dtype), bandwidth_gbps=card.hbm_bandwidth_gbps,
+                                 model_params=spec.n_params, gpu_memory_bytes=card.memory_bytes)
+
+
+def draw_mixed_roofline(r):
+    """The roof of the compute dtype with the matmul as a point; the title says whether the weights fit."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    plot_roofline(ax, r.peak_tflops, r.bandwidth_gbps, label=f"roof ({r.compute_dtype}): {r.peak_tflops:g} TFLOP/s, "
+                  f"{r.bandwidth_gbps:g} GB/s")
+    ax.plot([r.intensity_flop_per_byte], [r.attainable_tflops], "o", color="tab:orange", ms=9,
+            label=f"({r.tokens} x {r.k}) @ ({r.k} x {r.n}), {r.weight_dtype} weights: {r.bound}-bound")
+    fits = ("fits?: yes" if r.fits else "fits?: NO") if r.fits is not None else ""
+    weights = f"weights {r.model_weights_bytes / 2**30:.1f} GiB of {r.gpu_memory_bytes / 2**30:.0f} GiB, " if r.fits is not None else ""
+    ax.set_title(f"{r.intensity_flop_per_byte:.1f} FLOP/byte -> at most {r.attainable_tflops:.1f} TFLOP/s "
+                 f"({r.attainable_tflops / r.peak_tflops:.0%} of peak)\n{weights}{fits}", fontsize=9,
+                 color="black" if r.fits in (None, True) else "#b00020")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def mixed_roofline_view(tokens: float = 1, model: str = "llama-2-7b", gpu: str = "h100-sxm",
+                        weight_dtype: str = "bf16", compute_dtype: str = DTYPE) -> View:
+    """Roofline widget with the weight dtype apart from the compute dtype, and a fits? flag for the weights."""
+    controls = {"tokens": slider("tokens (m)", 1, 65536, tokens, log=True),
+                "model": dropdown("model", model_options(), model),
+                "gpu": dropdown("GPU", gpu_options(compute_dtype), gpu),
+                "weight_dtype": dropdown("weights", ("fp32", "bf16", "fp8", "int8", "int4"), weight_dtype),
+                "compute_dtype": dropdown("compute", ("bf16", "fp16", "fp8", "fp32"), compute_dtype)}
+    return View(mixed_roofline, controls, draw_mixed_roofline, title="A weight matmul on the roofline")
+
+
 def roofline_table(rows, peak_tflops: float, bandwidth_gbps: float, dtype: str = "fp32"):
     """Measured matmul rows (gpukit.bench.matmul) beside the roofline's attainable TFLOP/s for each shape."""
     import pandas as pd

@@ -180,7 +180,7 @@ def memory_view_extra_controls(v: dict, widgets) -> dict:
 def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch: int = 1,
                    seq_len: int = 1024, precision: str = "bf16-mixed", recompute: str = "full",
                    optimizer: str = "adamw", finetune: str = "qlora", offload: str = "none",
-                   lora_rank: int = 16):
+                   lora_rank: int = 16, grad_accum: int = 1, zero_stage: int = 0, dp: int = 1):
     """gpukit.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
     Defaults: the article's case, a 7B model QLoRA-finetuned on a 24 GB RTX 4090."""
     from gpukit.tricks import trick_stack
@@ -190,30 +190,64 @@ def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch
         raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
     return trick_stack(spec, card, micro_batch=micro_batch, seq_len=seq_len, precision=precision,
                        recompute=recompute, optimizer=optimizer, finetune=finetune, offload=offload,
-                       lora_rank=lora_rank)
+                       lora_rank=lora_rank, grad_accum=grad_accum, zero_stage=zero_stage, dp=dp)
 
 
-def plot_stack(stack, ax=None):
-    """One stacked bar per row of a TrickStack (baseline first), the GPU's capacity as a line."""
+def stack_time(stack, mfu: float = 0.4):
+    """Compute time of one optimizer step for every row of a TrickStack (gpukit.tricks.step_time_estimate)."""
+    from gpukit.tricks import step_time_estimate
+
+    card = catalog.get_gpu(stack.final.gpu_name)
+    spec = catalog.get_model(stack.final.model_name)
+    return [step_time_estimate(spec, card, bd.setup, mfu=mfu) for _, bd in stack.rows]
+
+
+def plot_stack(stack, ax=None, *, mfu: float = 0.4):
+    """One stacked bar per row of a TrickStack (baseline first), the GPU's capacity as a line, the host
+    RAM that offload needs as a grey bar under each row, and beside it the estimated step time."""
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.5 + 0.55 * len(stack.rows)))
+        _, (ax, tax) = plt.subplots(1, 2, figsize=(10, 0.7 + 0.6 * len(stack.rows)), width_ratios=(3, 1),
+                                    sharey=True)
+    else:
+        tax = None
     rows = [(label, parts_gib(bd)) for label, bd in stack.rows]
     _bars(ax, rows, stack.final.gpu_memory_bytes / GiB)
+    host = [bd.cpu_bytes / GiB for _, bd in stack.rows]
+    if any(h > 0 for h in host):
+        right = max(ax.get_xlim()[1], 1.15 * max(host))
+        ax.set_xlim(0, right)
+        for i, h in enumerate(host):
+            if h > 0:
+                ax.barh(i + 0.38, h, height=0.22, color="lightgray", edgecolor="dimgray", hatch="//",
+                        label="host RAM (offload)" if "host RAM (offload)" not in ax.get_legend_handles_labels()[1] else None)
+                ax.text(h, i + 0.38, f" host {h:.0f} GiB", va="center", fontsize=7)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     ax.set_title(f"{stack.final.model_name}, all chosen tricks: {verdict_text(stack.final)}", fontsize=10,
                  color="black" if stack.final.fits else "#b00020")
+    if tax is not None:
+        times = stack_time(stack, mfu)
+        tax.barh(range(len(times)), [t.seconds for t in times], color="tab:cyan")
+        for i, t in enumerate(times):
+            tax.text(t.seconds, i, f" {t.seconds:.3g} s", va="center", fontsize=7)
+        tax.set_xlim(0, 1.35 * max(t.seconds for t in times))
+        tax.set_xlabel(f"compute s / optimizer step\n(MFU {mfu:g}, no comm/offload)", fontsize=8)
     ax.figure.tight_layout()
     return ax.figure
 
 
 def _render_stack(stack):
     print(verdict_text(stack.final))
+    if stack.final.cpu_bytes:
+        print(f"host RAM needed for offload: {stack.final.cpu_bytes / GiB:.1f} GiB")
+    print("time:", stack_time(stack)[-1].to_text())
     plot_stack(stack)
 
 
 def tricks_view(**defaults) -> View:
-    """Notebook 02's widget: toggle tricks on a catalog model and GPU -> modelled memory per step."""
+    """Notebook 02's widget: toggle tricks on a catalog model and GPU -> modelled memory per step (with the
+    host RAM offload needs) and the compute time of one optimizer step."""
     import inspect
 
     v = {k: p.default for k, p in inspect.signature(tricks_compute).parameters.items()} | defaults
@@ -222,12 +256,15 @@ def tricks_view(**defaults) -> View:
         "gpu": dropdown("GPU", list(catalog.gpus()), v["gpu"]),
         "micro_batch": slider("micro-batch", 1, 32, v["micro_batch"], integer=True),
         "seq_len": slider("seq_len", 128, 8192, v["seq_len"], 128, integer=True),
+        "grad_accum": slider("grad accumulation", 1, 64, v["grad_accum"], integer=True),
         "precision": dropdown("precision", ("fp32", "bf16-mixed"), v["precision"]),
         "recompute": dropdown("recompute", mem.RECOMPUTE, v["recompute"]),
         "optimizer": dropdown("optimizer", ("adamw", "adamw-8bit", "sgd-momentum", "sgd"), v["optimizer"]),
         "finetune": dropdown("finetune", mem.FINETUNE, v["finetune"]),
-        "offload": dropdown("offload", ("none", "optimizer"), v["offload"]),
         "lora_rank": slider("LoRA rank", 1, 256, v["lora_rank"], integer=True),
+        "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), v["zero_stage"]),
+        "dp": number("dp", v["dp"], integer=True),
+        "offload": dropdown("offload", ("none", "optimizer", "all"), v["offload"]),
     }
     return View(tricks_compute, controls, _render_stack, title="Fitting tricks, modelled (gpukit.memory)")
 
@@ -363,7 +400,9 @@ def plot_trick_results(results, ax=None):
     for r in results:
         for i, v in enumerate(r.variants):
             ax.bar(x, v.peak_bytes / 2**20, color="tab:gray" if i == 0 else "tab:green")
-            ax.text(x, v.peak_bytes / 2**20, f"{r.time_ratio(i):.2f}x", ha="center", va="bottom", fontsize=7)
+            est = r.time_ratio_estimate(i) if i else None
+            text = "1x" if est is None else (f"{est.median:.2f}x" if est.measurable else "~1x?")
+            ax.text(x, v.peak_bytes / 2**20, text, ha="center", va="bottom", fontsize=7)
             ticks.append(x)
             labels.append(v.label)
             x += 1
@@ -373,6 +412,31 @@ def plot_trick_results(results, ax=None):
     ax.set_ylabel("peak MiB (measured)")
     dev = results[0].baseline.device.upper() if results else ""
     ax.set_title(f"Each trick, measured on the reference model ({dev}; grey = baseline; labels: step time vs "
-                 "baseline)", fontsize=9)
+                 "baseline, ~1x? = no measurable difference)", fontsize=9)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_time_ratios(results, ax=None):
+    """Step time of every trick variant over its baseline: the median of the paired (interleaved)
+    ratios with its 95% bootstrap interval (gpukit.timing_stats); grey = no measurable difference."""
+    import matplotlib.pyplot as plt
+
+    results = list(results)
+    rows = [(f"{r.name}: {r.variants[i].label}", r.time_ratio_estimate(i))
+            for r in results for i in range(1, len(r.variants))]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    for y, (_label, est) in enumerate(rows):
+        color = "tab:gray" if not est.measurable else ("tab:red" if est.median > 1 else "tab:green")
+        ax.errorbar(est.median, y, xerr=[[est.median - est.lo], [est.hi - est.median]], fmt="o", color=color,
+                    capsize=3)
+    ax.axvline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_yticks(range(len(rows)), [lab for lab, _ in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("step time / baseline (median of paired repeats, 95% bootstrap interval)")
+    dev = results[0].baseline.device.upper() if results else ""
+    ax.set_title(f"Time cost of each trick ({dev}); red slower, green faster, grey: no measurable difference",
+                 fontsize=9)
     ax.figure.tight_layout()
     return ax.figure
