@@ -239,6 +239,7 @@ def stubs():
         mp.setattr(torch.utils.benchmark, "Timer", FakeTimer)
         mp.setattr(collectives, "spawn_ranks", reached)
         mp.setattr(models, "build_reference_model", reached)
+        mp.setattr(models, "build_model", reached)
         real_plan = calibrate._plan
         mp.setattr(calibrate, "_plan", lambda device, quick: {**real_plan(device, quick), "sizes": (16, 32),
                                                               "size_mib": 0.25})  # tiny, as everywhere here

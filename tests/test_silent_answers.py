@@ -291,7 +291,7 @@ def test_harness_check_honours_its_timeout():
 
 def test_bench_harness_cli_honours_timeout(capsys):
     rc, _, err = run(capsys, "bench", "harness", "--device", "cpu", "--dims", "64", "--timeout", "0.0001")
-    assert rc == 2 and "timed out" in err
+    assert rc == 2 and "timed out" in err, (rc, err)
 
 
 def test_bench_matmul_with_nothing_measured_exits_nonzero(capsys):
@@ -300,10 +300,15 @@ def test_bench_matmul_with_nothing_measured_exits_nonzero(capsys):
     assert rc == 2 and "timed out" in err and out == ""
 
 
-def test_validate_memory_has_a_timeout(capsys):
-    rc, _, err = run(capsys, "validate", "memory", "--layers", "2", "--hidden", "64", "--heads", "2",
-                     "--timeout", "0.001")
-    assert rc == 2 and "timed out" in err
+def test_validate_memory_has_a_timeout():
+    # a fresh CLI process, as a user runs it (in a warm process a 1 ms alarm can land in torch's C++
+    # code of a 0.1 s run and be delivered only after it: see the closing note of issue 7)
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "gpukit", "validate", "memory", "--layers", "2", "--hidden", "64",
+                        "--heads", "2", "--timeout", "0.001"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "timed out" in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
 
 
 # ------------------------------------------------------------------ --out and profile files

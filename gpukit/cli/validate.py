@@ -104,11 +104,12 @@ def _measure(args):
             raise ValueError(f"--threads must be a positive integer, got {args.threads}")
         torch.set_num_threads(args.threads)
     if args.grid or args.random:
+        from gpukit.bench.envinfo import env_stamp
         from gpukit.bench.measure import (
             COMPARED,
             LLAMA_GRID,
             VALIDATION_GRID,
-            environment,
+
             error_table,
             grid_report,
             random_configs,
@@ -123,7 +124,7 @@ def _measure(args):
             worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
             return {"rows": df.to_dict(orient="records"), "max_abs_error": worst,
                     "models": error_table(df).to_dict(orient="records"),
-                    "all_ok": bool(df["ok"].all()), "env": environment(args.device)}
+                    "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
         return None
     from gpukit.bench.measure import compare
 
