@@ -157,18 +157,34 @@ def hook_collectives(bucket: Bucket, hook: str, powersgd_rank: int = 1, grad_byt
     return (unc * grad_bytes, p * grad_bytes, q * grad_bytes)
 
 
-def hook_memory_passes(bucket: Bucket, hook: str, powersgd_rank: int = 1) -> float:
-    """fp32-bucket-sized memory passes the step adds by syncing this bucket: DDP copies gradients
-    into the bucket and back (2); fp16/bf16 casts down and back and divides (+2); PowerSGD's error
-    feedback (add, clone, subtract: 3), its products M Q, M^T P, P Q^T read or write every compressed
-    matrix (3 of the compressed share) and the copy of the uncompressed part (1 of that share)."""
-    if hook == "none":
-        return 2.0
+def hook_compute_s(bucket: Bucket, hook: str, kernel_s: dict | None, powersgd_rank: int = 1) -> float:
+    """Seconds of the training thread's own work to sync one bucket, from measured per-element kernel
+    times `kernel_s` (gpukit.bench.ddp calibrates them on this machine): 'copy' = DDP copying the
+    gradients into the bucket and back; 'fp16' = the cast down, divide and cast back of
+    fp16_compress_hook; 'psgd_compressed' / 'psgd_uncompressed' = PowerSGD's error feedback, products
+    and orthogonalization per compressed matrix element / per uncompressed element. None: 0."""
+    if not kernel_s:
+        return 0.0
+    t = kernel_s.get("copy", 0.0) * bucket.numel
     if hook in ("fp16", "bf16"):
-        return 4.0
-    unc, _, _, comp = powersgd_split(bucket.shapes, powersgd_rank)
-    total = max(1, unc + comp)
-    return 2.0 + 3.0 + 3.0 * comp / total + 1.0 * unc / total
+        t += kernel_s.get("fp16", 0.0) * bucket.numel
+    elif hook == "powersgd":
+        unc, _, _, comp = powersgd_split(bucket.shapes, powersgd_rank)
+        t += kernel_s.get("psgd_compressed", 0.0) * comp + kernel_s.get("psgd_uncompressed", 0.0) * unc
+    return t
+
+
+def gpu_kernel_s(gpu) -> dict:
+    """Per-element times of DDP's copies and the hooks' kernels on a GPU, taken as memory-bound at
+    the catalog HBM bandwidth (an assumption: these kernels stream their operands once): bytes read
+    and written per fp32 gradient element / bandwidth. copy: into the bucket and back (16 B); fp16:
+    cast, divide, cast back (16 B); PowerSGD compressed: error feedback add, clone, three products
+    reading the matrix, the write of P Q^T, new error (56 B); uncompressed: add, clone, sub, cat (40 B)."""
+    from gpukit.catalog import get_gpu
+
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    bw = g.hbm_bandwidth_gbps * 1e9
+    return {"copy": 16 / bw, "fp16": 16 / bw, "psgd_compressed": 56 / bw, "psgd_uncompressed": 40 / bw}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -237,17 +253,18 @@ def _ready_times(buckets, fwd_end: float, backward_s: float) -> list[float]:
 def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimizer_s: float, n_gpus: int,
                     allreduce_time, hook: str = "none", bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
                     grad_accum: int = 1, powersgd_rank: int = 1, grad_bytes: int = 4, overlap: bool = True,
-                    pass_s_per_byte: float = 0.0, input_s: float = 0.0,
+                    kernel_s: dict | None = None, input_s: float = 0.0, allreduce_time_1=None,
                     assumptions: tuple[str, ...] = ()) -> StepPrediction:
     """The step of one rank: K micro-steps of forward + backward, the last one synced. Buckets are
     all-reduced back to back on one channel (`allreduce_time(bytes, n_gpus)` -> seconds), each from
-    when it is ready (overlap on) or after the backward (off); the hook's own work (memory passes x
-    bucket bytes x `pass_s_per_byte`) runs on the training thread when the bucket is handed over."""
+    when it is ready (overlap on) or after the backward (off); the hook's own work (`hook_compute_s`
+    with the measured `kernel_s`) runs on the training thread. With one GPU DDP still calls the hook:
+    `allreduce_time_1(bytes)` prices that call (default 0)."""
     n = require_positive_int("n_gpus", n_gpus)
     k = require_positive_int("grad_accum", grad_accum)
     require_choice("hook", hook, HOOKS)
     for name, v in (("forward_s", forward_s), ("backward_s", backward_s), ("optimizer_s", optimizer_s),
-                    ("pass_s_per_byte", pass_s_per_byte), ("input_s", input_s)):
+                    ("input_s", input_s)):
         require_positive(name, v, allow_zero=True)
     buckets = ddp_buckets(param_shapes, bucket_mb, first_bucket_mb)
     last_fwd_end = (k - 1) * (forward_s + backward_s) + forward_s
@@ -255,10 +272,12 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
     bwd_end = last_fwd_end + backward_s
     free, timings, comm_total, hook_total, sent = 0.0, [], 0.0, 0.0, 0
     for b, r in zip(buckets, ready, strict=True):
-        hook_s = hook_memory_passes(b, hook, powersgd_rank) * b.nbytes(4) * pass_s_per_byte
-        hook_total += hook_s
+        hook_total += hook_compute_s(b, hook, kernel_s, powersgd_rank)
         sizes = hook_collectives(b, hook, powersgd_rank, grad_bytes)
-        t = sum(allreduce_time(s, n) for s in sizes) if n > 1 else 0.0
+        if n > 1:
+            t = sum(allreduce_time(s, n) for s in sizes)
+        else:
+            t = sum(allreduce_time_1(s) for s in sizes) if allreduce_time_1 else 0.0
         sent += sum(sizes)
         comm_total += t
         start = max(r if overlap else bwd_end, free)
@@ -295,14 +314,15 @@ def input_exposed_s(train_step_s: float, loader_latency_s: float, loader_workers
 # ---------------------------------------------------------------------------------------------------
 def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, micro_batch: int, n_ranks: int,
                          link, *, hook: str = "none", bucket_mb: float = 25.0, grad_accum: int = 1,
-                         powersgd_rank: int = 1, phases_s=None, pass_s_per_byte: float = 0.0,
+                         powersgd_rank: int = 1, phases_s=None, kernel_s: dict | None = None, link_1=None,
                          loader_latency_s: float = 0.0, loader_workers: int = 0,
                          loader_shared: bool = False, overlap: bool = True) -> StepPrediction:
     """The step gpukit.bench.ddp measures, predicted from calibrations of this machine, never from
     the step being predicted: `compute_1_s` = the compute-only step at world size 1 with
     `micro_batch_1` sequences (time scales with the batch), split into forward/backward/optimizer as
     `phases_s` (seconds measured in that step; default 1/3 : 2/3 forward : backward, no optimizer), `link` = (alpha_s, GB/s) of an all-reduce sweep
-    (ring, gpukit.comm), `pass_s_per_byte` = measured memory time per byte touched."""
+    (ring, gpukit.comm), `link_1` = (seconds per call, GB/s) of the same sweep on one rank, `kernel_s` =
+    measured per-element times of DDP's copies and the hook's kernels (hook_compute_s)."""
     compute_1_s = require_positive("compute_1_s", compute_1_s)
     f, b, o_s = (float(x) for x in (phases_s or (1.0, 2.0, 0.0)))
     o = min(0.9, o_s / compute_1_s)
@@ -320,7 +340,8 @@ def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, m
     inp = input_exposed_s(train, loader_latency_s, loader_workers, n_ranks, loader_shared, k)
     return step_prediction(param_shapes, forward_s=fwd, backward_s=bwd, optimizer_s=opt, n_gpus=n_ranks,
                            allreduce_time=allreduce, hook=hook, bucket_mb=bucket_mb, grad_accum=k,
-                           powersgd_rank=powersgd_rank, pass_s_per_byte=pass_s_per_byte, input_s=inp, overlap=overlap,
+                           powersgd_rank=powersgd_rank, kernel_s=kernel_s, input_s=inp, overlap=overlap,
+                           allreduce_time_1=(lambda size: link_1[0] + size / (link_1[1] * 1e9)) if link_1 else None,
                            assumptions=("compute and its phase split measured at world size 1 (compute-only steps)",
                                         "link: alpha-beta fit of an all-reduce sweep in the same run"))
 
@@ -408,8 +429,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
             ports_per_node: int | None = None, efficiency: float | None = None, tokens_per_gpu: float | None = None,
             global_batch_tokens: float | None = None, grad_dtype: str = "bf16", hook: str = "none",
             powersgd_rank: int = 4, bucket_mb: float = 25.0, grad_accum: int = 1, overlap: bool = True,
-            mfu: float | None = None, profile=None, compute_dtype: str = "bf16", network: ClusterNetwork | None = None
-            ) -> ScalingResult:
+            mfu: float | None = None, profile=None, compute_dtype: str = "bf16", network: ClusterNetwork | None = None,
+            hook_kernels: bool = True) -> ScalingResult:
     """Predicted DDP step, speedup and efficiency for each GPU count in `gpus`.
 
     Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (split
@@ -441,10 +462,11 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     for n in counts:
         net.layout(n)
     if hook == "powersgd":
-        shapes = (uniform_param_shapes(n_par, spec.n_layers) if spec is None else _catalog_shapes(spec))
+        shapes = uniform_param_shapes(n_par) if spec is None else _catalog_shapes(spec)
     else:
         shapes = uniform_param_shapes(n_par, spec.n_layers if spec is not None else 32)
     gb = dtype_bytes(grad_dtype)
+    kernels = gpu_kernel_s(gpu) if hook_kernels and profile is None else None
 
     def allreduce(size, n):
         return network_all_reduce(size, n, net).time_s
@@ -455,7 +477,7 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         fwd, bwd = 2 * n_par * t / rate, 4 * n_par * t / rate
         p = step_prediction(shapes, forward_s=fwd, backward_s=bwd, optimizer_s=0.0, n_gpus=n, allreduce_time=allreduce,
                             hook=hook, bucket_mb=bucket_mb, grad_accum=grad_accum, powersgd_rank=powersgd_rank,
-                            grad_bytes=gb, overlap=overlap)
+                            grad_bytes=gb, overlap=overlap, kernel_s=kernels if n > 1 else None)
         thr_per_tok = p.step_s / (t * grad_accum)  # seconds per token per GPU
         if base is None:
             base = (thr_per_tok, n)
@@ -468,6 +490,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     threshold = overlap_threshold_tokens(n_par, rate, full) if overlap else math.inf
     assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}",
                    "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
+                   "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
+                   if kernels else "DDP's bucket copies and hook kernels left out",
                    "speedup relative to the smallest GPU count given" if counts[0] != 1 else "speedup over 1 GPU")
     if net.is_ideal:
         assumptions += ("the inter-node figures are an IDEAL BOUND (line rate): calibrate with --profile or give "

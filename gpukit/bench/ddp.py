@@ -61,23 +61,58 @@ def normalize_hook(hook: str) -> str:
 
 
 # ---------------------------------------------------------------- inside a rank
-def _memory_pass_s_per_byte(device: str, numel: int = 4 * 1024 * 1024, repeats: int = 7) -> float:
-    """Seconds per byte touched by a streaming kernel (a.add_(b): 2 reads + 1 write of 16 MiB): the
-    machine's memory-pass rate, used to price DDP's bucket copies and the hooks' casts."""
-    import torch
-
+def _median_time(fn, device: str, repeats: int = 7) -> float:
     from gpukit.bench.collectives import _sync
 
-    a, b = torch.ones(numel, device=device), torch.ones(numel, device=device)
-    a.add_(b)
+    fn()
     times = []
     for _ in range(repeats):
         _sync(device)
         t = time.perf_counter()
-        a.add_(b)
+        fn()
         _sync(device)
         times.append(time.perf_counter() - t)
-    return percentile(times, 50) / (3 * numel * 4)
+    return percentile(times, 50)
+
+
+def calibrate_kernels(device: str, numel: int = 1 << 21, side: int = 1024, rank: int = 1) -> dict:
+    """Seconds per element of the work DDP and the hooks do besides communication, timed on
+    calibration buffers (not on the model): 'copy' = two copies (gradients into the bucket and back);
+    'fp16' = fp16_compress_hook's cast down, divide, cast back; 'psgd_compressed' = PowerSGD's error
+    feedback, M Q, orthogonalization, M^T P, P Q^T and new error on a side x side matrix, per element;
+    'psgd_uncompressed' = error feedback and copies per element of an uncompressed tensor."""
+    import torch
+    from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import _orthogonalize
+
+    g, buf = torch.randn(numel, device=device), torch.empty(numel, device=device)
+
+    def copies():
+        buf.copy_(g)
+        g.copy_(buf)
+
+    def fp16():
+        h = buf.to(torch.float16).div_(2)
+        buf.copy_(h)
+    m, e = torch.randn(1, side, side, device=device), torch.zeros(1, side, side, device=device)
+    q = torch.randn(1, side, rank, device=device)
+
+    def psgd():
+        m.add_(e)
+        c = m.clone()
+        p = torch.bmm(m, q)
+        _orthogonalize(p)
+        torch.bmm(m.transpose(1, 2), p, out=q)
+        torch.bmm(p, q.transpose(1, 2), out=m)
+        e.copy_(c - m)
+        m.copy_(c)
+
+    def unc():
+        buf.add_(g)
+        c = buf.clone()
+        buf.sub_(c)
+    return {"copy": _median_time(copies, device) / numel, "fp16": _median_time(fp16, device) / numel,
+            "psgd_compressed": _median_time(psgd, device) / side**2,
+            "psgd_uncompressed": _median_time(unc, device) / numel}
 
 
 class _Batches:
@@ -238,7 +273,7 @@ def ddp_body(cfg: dict) -> dict:
         return dt, {"bytes": rec["bytes"], "calls": rec["calls"], "events": list(rec["events"]), "step_s": dt,
                     **marks}
 
-    pass_s_per_byte = _memory_pass_s_per_byte(device)
+    kernel_s = calibrate_kernels(device, rank=cfg.get("powersgd_rank", 1))
     step_times, compute_times, byte_counts, timelines, phases = [], [], [], [], []
     with _counting_all_reduce(rec):
         for _ in range(cfg["warmup"]):
@@ -259,7 +294,7 @@ def ddp_body(cfg: dict) -> dict:
     compute_mean = _rank_mean(compute_times, device)
     phase_med = [percentile(_rank_mean([ph[i] for ph in phases], device), 50) for i in range(3)]
     link = link16 = None
-    if world > 1 and cfg.get("calibrate_link", True):
+    if cfg.get("calibrate_link", True):
         def sweep(dtype):
             rows = measure("all_reduce", list(LINK_SIZES), warmup=1, repeats=5, dtype=dtype, device=device,
                            backend=dist.get_backend(), bare_check=False, target_repeat_s=0.02, max_iters=20)
@@ -285,12 +320,13 @@ def ddp_body(cfg: dict) -> dict:
             "step_s": steps_mean, "compute_s": compute_mean, "bytes_per_step": byte_counts,
             "timeline": timelines[mid], "link_samples": link, "link_samples_fp16": link16,
             "phases_s": {"forward_s": phase_med[0], "backward_s": phase_med[1], "optimizer_s": phase_med[2]},
-            "pass_s_per_byte": pass_s_per_byte}
+            "kernel_s": kernel_s}
 
 
 # ---------------------------------------------------------------- launchers
 def _validate(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab, bucket_mb,
-              grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers, timeout_s):
+              grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers, timeout_s,
+              backend="gloo"):
     from gpukit.errors import require_positive, require_positive_int
     from gpukit.memory_eager import reference_spec
 
@@ -310,7 +346,17 @@ def _validate(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden
     if hook == "powersgd" and warmup < powersgd_start_iter:
         raise ValueError(f"warmup must be >= powersgd_start_iter ({powersgd_start_iter}) so that the timed steps "
                          f"compress, got {warmup}")
-    reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
+    spec = reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
+    if hook == "powersgd" and backend == "gloo":
+        from gpukit.scaling import ddp_buckets, gpt_param_shapes
+
+        nb = len(ddp_buckets(gpt_param_shapes(spec), bucket_mb))
+        if nb > 1:
+            need = spec.n_params * 4 / 2**20
+            raise ValueError(f"bucket_mb must be >= {need:.3g} (one bucket) for powersgd on gloo, got {bucket_mb:g} "
+                             f"({nb} buckets): torch's powerSGD_hook issues each bucket's Q all-reduce from a future "
+                             "callback, and with several buckets the ranks' gloo collectives fall out of order "
+                             "(hang or 'Received data size doesn't match')")
     return hook
 
 
@@ -329,9 +375,6 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     per step, bytes_per_step, timeline of the median step, link_samples, param_shapes, env)."""
     from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
 
-    hook = _validate(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
-                     bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
-                     timeout_s)
     if threads is not None:
         from gpukit.errors import require_positive_int
 
@@ -339,6 +382,9 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
     backend = _pick_backend(backend, device)
+    hook = _validate(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
+                     bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
+                     timeout_s, backend)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
     with tempfile.TemporaryDirectory(prefix="gk-ddp-") as tmp:
@@ -356,17 +402,27 @@ def summarize(payload: dict, tokens_per_step: int) -> dict:
     """Medians and spreads of one world size's payload."""
     st, ct = payload["step_s"], payload["compute_s"]
     step, comp = percentile(st, 50), percentile(ct, 50)
+    # paired: each synced step against the compute-only step that ran right after it (same load)
+    exposed = percentile([a - b for a, b in zip(st, ct, strict=True)], 50)
     return {"ranks": payload["world_size"], "measured_step_s": step, "step_p10_s": percentile(st, 10),
             "step_p90_s": percentile(st, 90), "compute_s": comp, "compute_p10_s": percentile(ct, 10),
-            "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, step - comp),
+            "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, exposed),
             "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
             "tokens_per_s": tokens_per_step / step, "steps": len(st)}
 
 
-def link_fit(samples) -> tuple[float, float] | None:
-    """(alpha_s, bandwidth GB/s) of the in-run all-reduce calibration (gpukit.comm.fit_alpha_beta)."""
+def link_fit(samples, world_size: int = 2) -> tuple[float, float] | None:
+    """(alpha_s, bandwidth GB/s) of the in-run all-reduce calibration (gpukit.comm.fit_alpha_beta);
+    on one rank (no ring: c_alpha = 0) a plain least-squares line t = a + S / B: (a, B)."""
     if not samples:
         return None
+    if world_size == 1:
+        import numpy as np
+
+        s = np.array([x["size_bytes"] for x in samples], float)
+        t = np.array([x["time_s"] for x in samples], float)
+        slope, a = np.polyfit(s, t, 1)
+        return max(0.0, float(a)), (1 / float(slope) / 1e9 if slope > 0 else float("inf"))
     from gpukit.comm import fit_alpha_beta
 
     fit = fit_alpha_beta([s["size_bytes"] for s in samples], [s["time_s"] for s in samples], "all_reduce", 2)
@@ -383,6 +439,7 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     split over the ranks (micro_batch x ranks must divide by every world size). netlab='1gbit':
     world sizes >= 2 run one rank per network namespace over that emulated link (root, iproute2).
     """
+    from gpukit.bench.collectives import _pick_backend
     from gpukit.errors import require_choice, require_positive_int
 
     ranks = require_positive_int("ranks", ranks)
@@ -406,7 +463,7 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
               kw.get("n_layers", 2), kw.get("hidden", 128), kw.get("n_heads", 4), kw.get("vocab", 512),
               kw.get("bucket_mb", 25.0), kw.get("grad_accum", 1), kw.get("powersgd_rank", 1),
               kw.get("powersgd_start_iter", 2), kw.get("loader_latency_ms", 0.0), kw.get("loader_workers", 0),
-              timeout_s)
+              timeout_s, _pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))))
     seq, k_acc = kw.get("seq_len", 64), kw.get("grad_accum", 1)
     payloads, rows = [], []
     for n in range(1, ranks + 1):
@@ -424,13 +481,17 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     for r in rows:
         r["efficiency"] = r["tokens_per_s"] / (r["ranks"] * base)
     hook = normalize_hook(kw.get("hook", "none"))
-    link = next((link_fit(p["link_samples"]) for p in reversed(payloads) if p.get("link_samples")), None)
-    link16 = next((link_fit(p["link_samples_fp16"]) for p in reversed(payloads) if p.get("link_samples_fp16")), None)
+    multi = [p for p in payloads if p["world_size"] > 1]
+    link = next((link_fit(p["link_samples"]) for p in reversed(multi) if p.get("link_samples")), None)
+    link16 = next((link_fit(p["link_samples_fp16"]) for p in reversed(multi) if p.get("link_samples_fp16")), None)
+    one = payloads[0]
+    link_1 = link_fit(one.get("link_samples_fp16" if normalize_hook(kw.get("hook", "none")) == "fp16"
+                               else "link_samples"), 1)
     ph = payloads[0]["phases_s"]
     summary = {"scaling": scaling, "hook": hook, "netlab": netlab, "n_params": payloads[0]["n_params"],
                "link_alpha_s": link[0] if link else None, "link_bandwidth_gbps": link[1] if link else None,
                "link_fp16": list(link16) if link16 else None, "phases_s_ranks_1": ph,
-               "pass_s_per_byte": payloads[0]["pass_s_per_byte"], "timeline": payloads[-1]["timeline"],
+               "kernel_s": payloads[0]["kernel_s"], "timeline": payloads[-1]["timeline"],
                "param_shapes": payloads[0]["param_shapes"], "bucket_mb": kw.get("bucket_mb", 25.0),
                "grad_accum": k_acc}
     if predict:
@@ -440,12 +501,15 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
             ov = cpu_overlap_possible(p["env"].get("device", "cpu"), ranks_here, kw.get("threads", 1))
             # (a) compute measured in the same run (interleaved compute-only steps): the model adds
             #     communication, hooks and input; (b) compute carried over from world size 1 (a priori)
-            pred = predict_row(p, r, r, lk, overlap=ov, **kw)
-            pred1 = predict_row(p, rows[0], r, lk, overlap=ov, **kw)
+            pred = predict_row(p, r, r, lk, overlap=ov, link_1=link_1, **kw)
+            pred1 = predict_row(p, rows[0], r, lk, overlap=ov, link_1=link_1, **kw)
             r["predicted_step_s"] = pred.step_s
             r["predicted_exposed_comm_s"] = pred.step_s - pred.compute_s
             r["predicted_bytes_per_step"] = pred.comm_bytes
-            r["error"] = (pred.step_s - r["measured_step_s"]) / r["measured_step_s"]
+            extra = pred.step_s - pred.compute_s  # what the model adds to the measured compute
+            # paired error: each synced step predicted from its neighbouring compute-only step
+            r["error"] = percentile([(c + extra - t) / t for t, c in zip(p["step_s"], p["compute_s"], strict=True)],
+                                    50)
             r["predicted_step_from_ranks_1_s"] = pred1.step_s
             r["error_from_ranks_1"] = (pred1.step_s - r["measured_step_s"]) / r["measured_step_s"]
             r["overlap_modelled"] = ov
@@ -471,7 +535,7 @@ def cpu_overlap_possible(device: str, ranks_per_host: int, threads: int | None) 
     return cores - ranks_per_host * (threads or 1) >= ranks_per_host
 
 
-def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool = True, **kw):
+def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool = True, link_1=None, **kw):
     """gpukit.scaling's prediction of one measured world size from calibrations only: a compute-only
     step (`base_row`: time, batch and phase split), the memory-pass rate and the all-reduce link fit."""
     from gpukit.scaling import predict_measured_ddp
@@ -480,7 +544,7 @@ def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool
                                 row["micro_batch"], row["ranks"], link, hook=normalize_hook(kw.get("hook", "none")),
                                 bucket_mb=kw.get("bucket_mb", 25.0), grad_accum=kw.get("grad_accum", 1),
                                 powersgd_rank=kw.get("powersgd_rank", 1), phases_s=base_row["_phases"],
-                                pass_s_per_byte=payload["pass_s_per_byte"], overlap=overlap,
+                                kernel_s=payload["kernel_s"], overlap=overlap, link_1=link_1,
                                 loader_latency_s=kw.get("loader_latency_ms", 0.0) / 1e3,
                                 loader_workers=kw.get("loader_workers", 0),
                                 loader_shared=kw.get("loader_shared", False))
@@ -570,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         hook = _validate(int(os.environ["WORLD_SIZE"]), a.hook, a.steps, a.warmup, a.micro_batch, a.seq_len,
                          a.layers, a.hidden, a.heads, a.vocab, a.bucket_mb, a.grad_accum, a.powersgd_rank,
-                         a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout)
+                         a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout,
+                         _pick_backend("auto", resolve_device(a.device)))
         device = resolve_device(a.device)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -599,3 +664,34 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------- validation grid (make bench)
+GRID_MODELS = {"S": dict(n_layers=2, hidden=256, n_heads=4), "M": dict(n_layers=4, hidden=384, n_heads=6),
+               "L": dict(n_layers=4, hidden=512, n_heads=8)}
+GRID_BUCKETS_MB = (1.0, 25.0)
+GRID_BUCKETS_MB_POWERSGD = (64.0, 256.0)  # one bucket each: powersgd on gloo cannot run several (_validate)
+GRID_HOOKS = ("none", "fp16", "powersgd")
+
+
+def validation_grid(models=tuple(GRID_MODELS), buckets_mb=GRID_BUCKETS_MB, hooks=GRID_HOOKS, *, steps: int = 15,
+                    micro_batch: int = 4, seq_len: int = 64, timeout_s: float = 600, progress=None) -> list[dict]:
+    """World sizes 1 and 2 on this machine for every model x bucket size x hook: measured vs predicted
+    step (the prediction adds gpukit.scaling's communication, hook and overlap model to the compute
+    measured in the same run; `error_from_ranks_1` carries the compute over from world size 1)."""
+    out = []
+    for m in models:
+        for hook in hooks:
+            for bmb in (GRID_BUCKETS_MB_POWERSGD if hook == "powersgd" else buckets_mb):
+                res = ddp_scaling(2, hook=hook, bucket_mb=bmb, steps=steps, warmup=3, micro_batch=micro_batch,
+                                  seq_len=seq_len, timeout_s=timeout_s, **GRID_MODELS[m])
+                for r in res.rows:
+                    row = {"model": m, "n_params": res.summary["n_params"], "bucket_mb": bmb, "hook": hook,
+                           **{k: r[k] for k in ("ranks", "measured_step_s", "predicted_step_s", "error",
+                                                "predicted_step_from_ranks_1_s", "error_from_ranks_1", "compute_s",
+                                                "exposed_comm_s", "predicted_exposed_comm_s", "comm_bytes_per_step",
+                                                "predicted_bytes_per_step", "step_p10_s", "step_p90_s")}}
+                    out.append(row)
+                    if progress:
+                        progress(row)
+    return out
