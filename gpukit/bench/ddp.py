@@ -115,6 +115,23 @@ def calibrate_kernels(device: str, numel: int = 1 << 21, side: int = 1024, rank:
             "psgd_uncompressed": _median_time(unc, device) / numel}
 
 
+def _profile_step(one_step, device: str, trace_path: str | None) -> dict:
+    """One synced DDP step under torch.profiler (CPU activities; CUDA too on a GPU, where Nsight
+    Systems' `nsys profile -t cuda,nvtx,osrt` shows the NCCL kernels on their own stream): the
+    operators by total time, and a Chrome trace (chrome://tracing, Perfetto) if `trace_path`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=acts, record_shapes=False) as prof:
+        dt, info = one_step(True)
+    if trace_path:
+        prof.export_chrome_trace(trace_path)
+    rows = [{"name": e.key, "count": e.count, "cpu_total_us": e.cpu_time_total, "self_cpu_us": e.self_cpu_time_total}
+            for e in prof.key_averages()]
+    rows.sort(key=lambda r: -r["cpu_total_us"])
+    return {"step_s": dt, "top_ops": rows[:25], "events": info["events"], "trace_path": trace_path}
+
+
 class _Batches:
     """A map-style dataset whose items are whole batches (DataLoader batch_size=None): item i sleeps
     `latency_s` (holding `lock_path` with flock when given: one shared storage), then returns
@@ -302,6 +319,9 @@ def ddp_body(cfg: dict) -> dict:
         link = sweep("fp32")
         if cfg["hook"] == "fp16":
             link16 = sweep("fp16")
+    prof_rows = None
+    if cfg.get("profile"):
+        prof_rows = _profile_step(one_step, device, cfg.get("trace_path") if rank == 0 else None)
     # the median step's timeline (rank 0's clock) for the Gantt chart
     mid = sorted(range(len(step_times)), key=lambda i: step_times[i])[len(step_times) // 2]
     n_params = sum(p.numel() for p in model.parameters())
@@ -320,7 +340,7 @@ def ddp_body(cfg: dict) -> dict:
             "step_s": steps_mean, "compute_s": compute_mean, "bytes_per_step": byte_counts,
             "timeline": timelines[mid], "link_samples": link, "link_samples_fp16": link16,
             "phases_s": {"forward_s": phase_med[0], "backward_s": phase_med[1], "optimizer_s": phase_med[2]},
-            "kernel_s": kernel_s}
+            "kernel_s": kernel_s, "profile": prof_rows}
 
 
 # ---------------------------------------------------------------- launchers
@@ -370,7 +390,8 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             bucket_mb: float = 25.0, grad_accum: int = 1, powersgd_rank: int = 1, powersgd_start_iter: int = 2,
             loader_latency_ms: float = 0.0, loader_workers: int = 0, loader_shared: bool = False,
             device: str = "cpu", backend: str = "auto", threads: int | None = 1, calibrate_link: bool = True,
-            timeout_s: float = 300) -> dict:
+            timeout_s: float = 300, startup_s: float | None = None, profile: bool = False,
+            trace_path: str | None = None) -> dict:
     """Spawn `n_ranks` local ranks and measure DDP steps; rank 0's payload (step_s, compute_s lists
     per step, bytes_per_step, timeline of the median step, link_samples, param_shapes, env)."""
     from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
@@ -394,8 +415,16 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
                    loader_latency_ms=float(loader_latency_ms), loader_workers=loader_workers,
                    loader_lock=os.path.join(tmp, "storage.lock") if loader_shared else None,
                    device=device, backend=backend, threads=threads, timeout_s=timeout_s, op="ddp",
-                   launcher="spawn", calibrate_link=calibrate_link)
-        return spawn_ranks(cfg, n_ranks, timeout_s)
+                   launcher="spawn", calibrate_link=calibrate_link, profile=profile, trace_path=trace_path)
+        return spawn_ranks(cfg, n_ranks, timeout_s, startup_s)
+
+
+def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -> dict:
+    """torch.profiler over one synced DDP step on `n_ranks` spawned ranks (after warm-up): rank 0's
+    operator table (look for the all-reduce: gloo's `allreduce`, NCCL's `nccl:all_reduce`) and the
+    bucket timeline of that step; `trace_path` writes a Chrome trace."""
+    p = run_ddp(n_ranks, steps=1, warmup=2, calibrate_link=False, profile=True, trace_path=trace_path, **kw)
+    return p["profile"]
 
 
 def summarize(payload: dict, tokens_per_step: int) -> dict:
