@@ -218,3 +218,22 @@ def test_published_li_2020_ddp_bucket_default():
                                + 200e-6).step_s
     tiny, mid, huge = step(0.01), step(25), step(10_000)
     assert mid < tiny and mid < huge
+
+
+def test_threshold_widget():
+    from gpukit.widgets.scaling_view import threshold_view
+
+    v = threshold_view()
+    assert v.error is None and v.result.rows[-1].gpus == 512
+    rail = v.result.rows[-1].efficiency
+    v.set(inter_link="eth-100g", ports_per_node=1)
+    assert v.error is None and v.result.rows[-1].efficiency < rail
+    v.set(tokens_per_gpu=v.result.threshold_tokens_per_gpu * 2, inter_link="ib-ndr", ports_per_node=8)
+    assert v.result.rows[-1].efficiency > 0.9
+
+
+def test_threshold_widget_bad_input_shows_one_line():
+    from gpukit.widgets.scaling_view import efficiency_curve
+
+    with pytest.raises(ValueError, match="max_gpus"):
+        efficiency_curve(max_gpus=0)

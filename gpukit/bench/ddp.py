@@ -526,8 +526,10 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     if predict:
         for r, p in zip(rows, payloads, strict=True):
             lk = link16 if hook == "fp16" else link
-            ranks_here = 1 if (netlab is not None and r["ranks"] > 1) else r["ranks"]
-            ov = cpu_overlap_possible(p["env"].get("device", "cpu"), ranks_here, kw.get("threads", 1))
+            if netlab is not None and r["ranks"] > 1:
+                ov = True  # over a rate-limited link the all-reduce waits on the wire, not on the cores
+            else:
+                ov = cpu_overlap_possible(p["env"].get("device", "cpu"), r["ranks"], kw.get("threads", 1))
             # (a) compute measured in the same run (interleaved compute-only steps): the model adds
             #     communication, hooks and input; (b) compute carried over from world size 1 (a priori)
             pred = predict_row(p, r, r, lk, overlap=ov, link_1=link_1, **kw)
@@ -723,4 +725,76 @@ def validation_grid(models=tuple(GRID_MODELS), buckets_mb=GRID_BUCKETS_MB, hooks
                     out.append(row)
                     if progress:
                         progress(row)
+    return out
+
+
+def ddp_report(netlab_rates=("1gbit", "200mbit"), *, steps: int = 15, out=print, **grid_kw) -> dict:
+    """make bench's DDP section: the validation grid (step time within 15%?), bytes exact, the orderings
+    measured vs predicted (fastest bucket size per model and hook, fastest hook per model), and the
+    efficiency drop over netlab (root only) at each rate vs the prediction."""
+    rows = validation_grid(steps=steps, **grid_kw)
+    out(f"  {'model':<5} {'params':>9} {'bucket':>6} {'hook':<8} {'ranks':>5} {'measured':>9} {'predicted':>9} "
+        f"{'error':>7} {'bytes ok':>8}")
+    for r in rows:
+        out(f"  {r['model']:<5} {r['n_params']:>9,} {r['bucket_mb']:>6g} {r['hook']:<8} {r['ranks']:>5} "
+            f"{r['measured_step_s'] * 1e3:>7.1f}ms {r['predicted_step_s'] * 1e3:>7.1f}ms {r['error']:>+7.1%} "
+            f"{'yes' if r['comm_bytes_per_step'] == r['predicted_bytes_per_step'] else 'NO':>8}")
+    errs = [abs(r["error"]) for r in rows]
+    within = sum(e <= 0.15 for e in errs)
+    out(f"  step time within 15%: {within} of {len(rows)} (median |error| {percentile(errs, 50):.1%}, max "
+        f"{max(errs):.1%}); bytes exact: {sum(r['comm_bytes_per_step'] == r['predicted_bytes_per_step'] for r in rows)}"
+        f" of {len(rows)}")
+    orderings = _orderings(rows)
+    for o in orderings:
+        out(f"  ordering {o['what']}: measured {o['measured']}, predicted {o['predicted']} "
+            f"({'agree' if o['agree'] else 'DISAGREE'})")
+    report = {"rows": rows, "within_15pct": within, "configs": len(rows), "median_abs_error": percentile(errs, 50),
+              "orderings": orderings}
+    net = []
+    from gpukit.bench.netlab import check_available
+
+    why = check_available()
+    for rate in netlab_rates:
+        if why:
+            out(f"  netlab {rate}: skipped ({why})")
+            continue
+        res = ddp_scaling(2, netlab=rate, hook="none", bucket_mb=25.0, steps=8, warmup=2, timeout_s=900,
+                          **GRID_MODELS["S"])
+        two = res.rows[1]
+        drop_m, drop_p = 1 - two["efficiency"], 1 - two["predicted_efficiency"]
+        e = {"rate": rate, "measured_efficiency": two["efficiency"], "predicted_efficiency": two["predicted_efficiency"],
+             "measured_drop": drop_m, "predicted_drop": drop_p, "drop_error": (drop_p - drop_m) / drop_m if drop_m else None,
+             "step_error": two["error"], "link_gbps": res.summary["link_bandwidth_gbps"]}
+        net.append(e)
+        out(f"  netlab {rate}: efficiency at 2 ranks measured {two['efficiency']:.1%}, predicted "
+            f"{two['predicted_efficiency']:.1%}; drop {drop_m:.1%} vs {drop_p:.1%} predicted (error "
+            f"{e['drop_error'] if e['drop_error'] is not None else float('nan'):+.1%}); link fit "
+            f"{res.summary['link_bandwidth_gbps']:.4f} GB/s")
+    report["netlab"] = net
+    return report
+
+
+def _orderings(rows: list[dict]) -> list[dict]:
+    """Which bucket size is faster (per model and hook) and which hook is fastest (per model), at 2 ranks."""
+    two = [r for r in rows if r["ranks"] == 2]
+    out = []
+    groups: dict = {}
+    for r in two:
+        groups.setdefault((r["model"], r["hook"]), []).append(r)
+    for (m, h), rs in sorted(groups.items()):
+        if len(rs) < 2:
+            continue
+        meas = min(rs, key=lambda r: r["measured_step_s"])["bucket_mb"]
+        pred = min(rs, key=lambda r: r["predicted_step_s"])["bucket_mb"]
+        out.append({"what": f"fastest bucket_mb, {m} {h}", "measured": meas, "predicted": pred, "agree": meas == pred})
+    for m in sorted({r["model"] for r in two}):
+        best = {}
+        for r in (x for x in two if x["model"] == m):
+            for key in ("measured_step_s", "predicted_step_s"):
+                cur = best.get((key, r["hook"]))
+                best[(key, r["hook"])] = min(cur, r[key]) if cur else r[key]
+        hooks = sorted({h for _, h in best})
+        meas = min(hooks, key=lambda h: best[("measured_step_s", h)])
+        pred = min(hooks, key=lambda h: best[("predicted_step_s", h)])
+        out.append({"what": f"fastest hook, {m}", "measured": meas, "predicted": pred, "agree": meas == pred})
     return out

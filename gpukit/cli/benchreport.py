@@ -5,7 +5,11 @@ Prints (and writes to build/bench/report.json):
 2. matmul harness ratio: our TFLOPS / torch.utils.benchmark.Timer's on the same shape (goal within 5%);
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
-4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py).
+4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py);
+5. DDP predicted vs measured (gpukit.bench.ddp.ddp_report): step time at world sizes 1 and 2 on CPU gloo
+   for three model sizes x two bucket sizes x each hook (goal within 15%), bytes per step (exact), the
+   orderings (fastest bucket size and hook), and as root the efficiency over netlab at 1gbit and
+   200mbit (goal within 15% of the prediction).
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -69,12 +73,20 @@ def collectives_section(sizes: str) -> dict:
             "holdout_error_max": fit["holdout_error_max"], "busbw_gbps_largest": rows[-1]["busbw_gbps"]}
 
 
+def ddp_section(netlab_rates: str) -> dict:
+    from gpukit.bench.ddp import ddp_report
+
+    _section("5. DDP: predicted vs measured step time (CPU, gloo)")
+    return ddp_report(netlab_rates=[r for r in netlab_rates.split(",") if r], out=print)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,ddp")
+    p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -95,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         report["matmul"] = matmul_section(args.device, args.threads)
     if "collectives" not in skip:
         report["collectives"] = collectives_section(args.sizes)
+    if "ddp" not in skip:
+        report["ddp"] = ddp_section(args.netlab_rates)
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")
