@@ -163,6 +163,40 @@ class _Batches:
         return tok[:, :-1].clone(), tok[:, 1:].clone()
 
 
+class _Prefetcher:
+    """The input pipeline: `workers` threads keep `workers` batches in flight (a DataLoader with
+    prefetch_factor 1; a rank spawned as a daemon process cannot start worker processes, and for a
+    loader that waits on storage, threads and processes wait alike). workers=0: in the loop."""
+
+    def __init__(self, dataset, workers: int):
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.ds, self.workers, self.i = dataset, workers, 0
+        self.pool = ThreadPoolExecutor(workers) if workers else None
+        self.inflight = deque()
+        for _ in range(workers):
+            self._submit()
+
+    def _submit(self):
+        self.inflight.append(self.pool.submit(self.ds.__getitem__, self.i))
+        self.i += 1
+
+    def __next__(self):
+        if not self.workers:
+            self.i += 1
+            return self.ds[self.i - 1]
+        item = self.inflight.popleft().result()
+        self._submit()
+        return item
+
+    def close(self):
+        if self.pool is not None:
+            for f in self.inflight:
+                f.cancel()
+            self.pool.shutdown(wait=True)
+
+
 @contextmanager
 def _counting_all_reduce(rec: dict):
     """While active, count the bytes of every tensor passed to torch.distributed.all_reduce (the real
@@ -241,24 +275,23 @@ def ddp_body(cfg: dict) -> dict:
     mb, k_acc = cfg["micro_batch"], cfg["grad_accum"]
     fixed = make_batch(spec, mb, cfg["seq_len"], device=device, seed=rank)  # own data per rank
     if cfg["loader_latency_ms"] > 0 or cfg["loader_workers"] > 0:
-        from torch.utils.data import DataLoader
-
         ds = _Batches(spec.vocab, mb, cfg["seq_len"], cfg["loader_latency_ms"] / 1e3, seed=rank,
                       lock_path=cfg.get("loader_lock"))
-        w = cfg["loader_workers"]
-        live["loader"] = iter(DataLoader(ds, batch_size=None, shuffle=False, num_workers=w,
-                                         prefetch_factor=2 if w else None, persistent_workers=w > 0))
+        live["loader"] = _Prefetcher(ds, cfg["loader_workers"])
     marks: dict = {}
 
-    def next_batch():
-        if "loader" in live:
+    def next_batch(sync: bool):
+        # compute-only steps train on the batch in memory: their time is compute, not input
+        if "loader" in live and sync:
+            t = time.perf_counter()
             idx, tgt = next(live["loader"])
+            marks["input_wait_s"] = marks.get("input_wait_s", 0.0) + time.perf_counter() - t
             return idx.to(device), tgt.to(device)
         return fixed
 
-    def micro(sync: bool):
+    def micro(sync: bool, step_synced: bool):
         ddp = live["ddp"]
-        batch = next_batch()
+        batch = next_batch(step_synced)
         marks["fwd_start"] = time.perf_counter() - rec["t0"]
         if sync:
             loss = ddp(*batch)
@@ -278,8 +311,9 @@ def ddp_body(cfg: dict) -> dict:
         rec["events"], rec["bytes"], rec["calls"] = [], 0, 0
         rec["t0"] = time.perf_counter()
         rec["active"] = sync
+        marks["input_wait_s"] = 0.0
         for i in range(k_acc):
-            micro(sync and i == k_acc - 1)
+            micro(sync and i == k_acc - 1, sync)
         _sync(device)
         marks["bwd_done"] = time.perf_counter() - rec["t0"]
         live["opt"].step()
@@ -288,19 +322,30 @@ def ddp_body(cfg: dict) -> dict:
         dt = time.perf_counter() - rec["t0"]
         rec["active"] = False
         return dt, {"bytes": rec["bytes"], "calls": rec["calls"], "events": list(rec["events"]), "step_s": dt,
-                    **marks}
+                    **marks}  # a copy: later steps must not change it
 
     kernel_s = calibrate_kernels(device, rank=cfg.get("powersgd_rank", 1))
-    step_times, compute_times, byte_counts, timelines, phases = [], [], [], [], []
+    step_times, compute_times, byte_counts, timelines, phases, waits = [], [], [], [], [], []
+    # with a loader, enough warm-up steps to drain what the workers fetched ahead: steady state
+    warmup = max(cfg["warmup"], 2 * cfg["loader_workers"] + 2) if "loader" in live else cfg["warmup"]
+    # Synced and compute-only steps alternate (load from other programs hits both alike). With a
+    # loader, the compute-only steps come first and the synced ones back to back: the loader must
+    # keep up with consecutive steps (steady state), not with every other one.
+    loader_on = "loader" in live
     with _counting_all_reduce(rec):
-        for _ in range(cfg["warmup"]):
+        for _ in range(warmup if not loader_on else cfg["warmup"]):
             one_step(True)
             one_step(False)
-        for _ in range(cfg["steps"]):
+        if loader_on:
+            computed = [one_step(False) for _ in range(cfg["steps"])]
+            for _ in range(warmup):
+                one_step(True)
+        for i in range(cfg["steps"]):
             dt, info = one_step(True)
             step_times.append(dt)
+            waits.append(info.get("input_wait_s", 0.0))
             byte_counts.append(info["bytes"])
-            dt_c, info_c = one_step(False)
+            dt_c, info_c = computed[i] if loader_on else one_step(False)
             compute_times.append(dt_c)
             info["compute"] = {k: info_c[k] for k in ("fwd_start", "fwd_end", "bwd_end", "bwd_done", "step_s")}
             timelines.append(info)
@@ -308,6 +353,7 @@ def ddp_body(cfg: dict) -> dict:
             phases.append([info_c["fwd_end"] - info_c["fwd_start"], info_c["bwd_end"] - info_c["fwd_end"],
                            dt_c - info_c["bwd_done"]])
     steps_mean = _rank_mean(step_times, device)
+    waits_mean = _rank_mean(waits, device)
     compute_mean = _rank_mean(compute_times, device)
     phase_med = [percentile(_rank_mean([ph[i] for ph in phases], device), 50) for i in range(3)]
     link = link16 = None
@@ -331,13 +377,12 @@ def ddp_body(cfg: dict) -> dict:
                     master_addr=os.environ.get("MASTER_ADDR"),
                     gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"))
     dist.barrier()
-    shutdown = getattr(live.get("loader"), "_shutdown_workers", None)
-    if shutdown is not None:  # the loader's worker processes end before the group does
-        shutdown()
+    if "loader" in live:  # the loader's workers end before the group does
+        live["loader"].close()
     live.clear()  # drop loader, DDP model and optimizer before destroy_process_group (REFERENCE.md sec. 4)
     del model
     return {"env": env, "n_params": n_params, "param_shapes": shapes, "world_size": world,
-            "step_s": steps_mean, "compute_s": compute_mean, "bytes_per_step": byte_counts,
+            "step_s": steps_mean, "compute_s": compute_mean, "input_wait_s": waits_mean, "loader": loader_on, "bytes_per_step": byte_counts,
             "timeline": timelines[mid], "link_samples": link, "link_samples_fp16": link16,
             "phases_s": {"forward_s": phase_med[0], "backward_s": phase_med[1], "optimizer_s": phase_med[2]},
             "kernel_s": kernel_s, "profile": prof_rows}
@@ -430,12 +475,17 @@ def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -
 def summarize(payload: dict, tokens_per_step: int) -> dict:
     """Medians and spreads of one world size's payload."""
     st, ct = payload["step_s"], payload["compute_s"]
-    step, comp = percentile(st, 50), percentile(ct, 50)
+    # medians resist other programs' bursts; with a loader the steps alternate between waiting for a
+    # batch and not (W batches arrive together), and only the mean gives the throughput
+    stat = (lambda x: sum(x) / len(x)) if payload.get("loader") else (lambda x: percentile(x, 50))
+    step, comp = stat(st), stat(ct)
     # paired: each synced step against the compute-only step that ran right after it (same load)
-    exposed = percentile([a - b for a, b in zip(st, ct, strict=True)], 50)
+    wt = payload.get("input_wait_s") or [0.0] * len(st)
+    exposed = stat([a - b - w for a, b, w in zip(st, ct, wt, strict=True)])
     return {"ranks": payload["world_size"], "measured_step_s": step, "step_p10_s": percentile(st, 10),
             "step_p90_s": percentile(st, 90), "compute_s": comp, "compute_p10_s": percentile(ct, 10),
             "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, exposed),
+            "input_wait_s": stat(wt),
             "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
             "tokens_per_s": tokens_per_step / step, "steps": len(st)}
 
@@ -539,8 +589,11 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
             r["predicted_bytes_per_step"] = pred.comm_bytes
             extra = pred.step_s - pred.compute_s  # what the model adds to the measured compute
             # paired error: each synced step predicted from its neighbouring compute-only step
-            r["error"] = percentile([(c + extra - t) / t for t, c in zip(p["step_s"], p["compute_s"], strict=True)],
-                                    50)
+            if p.get("loader"):
+                r["error"] = (r["compute_s"] + extra - r["measured_step_s"]) / r["measured_step_s"]
+            else:
+                r["error"] = percentile([(c + extra - t) / t for t, c in zip(p["step_s"], p["compute_s"], strict=True)],
+                                        50)
             r["predicted_step_from_ranks_1_s"] = pred1.step_s
             r["error_from_ranks_1"] = (pred1.step_s - r["measured_step_s"]) / r["measured_step_s"]
             r["overlap_modelled"] = ov
@@ -771,6 +824,15 @@ def ddp_report(netlab_rates=("1gbit", "200mbit"), *, steps: int = 15, out=print,
             f"{e['drop_error'] if e['drop_error'] is not None else float('nan'):+.1%}); link fit "
             f"{res.summary['link_bandwidth_gbps']:.4f} GB/s")
     report["netlab"] = net
+    # the input-bound job: one shared storage, 80 ms per batch, 2 workers per rank
+    inp = ddp_scaling(2, bucket_mb=25.0, loader_latency_ms=80.0, loader_workers=2, loader_shared=True, steps=10,
+                      warmup=2, **GRID_MODELS["S"])
+    report["input_bound"] = [{k: r[k] for k in ("ranks", "measured_step_s", "predicted_step_s", "error", "efficiency",
+                                                 "predicted_efficiency")} for r in inp.rows]
+    for r in inp.rows:
+        out(f"  input-bound (shared storage, 80 ms/batch, 2 workers): {r['ranks']} ranks, step "
+            f"{r['measured_step_s'] * 1e3:.1f} ms measured, {r['predicted_step_s'] * 1e3:.1f} ms predicted "
+            f"({r['error']:+.1%}); efficiency {r['efficiency']:.1%} vs {r['predicted_efficiency']:.1%}")
     return report
 
 
