@@ -2,6 +2,7 @@
 teardown, timeout), bad input, and (as root) DDP and the README's launch lines over netlab namespaces."""
 
 import glob
+import json
 import math
 import os
 import re
@@ -165,6 +166,7 @@ def _readme_block(after: str) -> str:
 def _shrink(cmd: str) -> str:
     """The README's line with only the load made small: 1 process per node, small sizes (CPU, 2 cores)."""
     cmd = re.sub(r"--nproc-per-node \d+", "--nproc-per-node 1", cmd)
+    cmd = re.sub(r"--layers \d+ --hidden \d+ --heads \d+", "--layers 1 --hidden 32 --heads 2 --steps 2", cmd)
     return re.sub(r"--sizes \S+", "--sizes 1K,64K", cmd)
 
 
@@ -173,8 +175,12 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
     """The README's two-node torchrun line and SLURM script, run in two netlab namespaces as the two
     nodes; SLURM's variables set as SLURM sets them (SLURM_NNODES, SLURM_NODEID, SLURM_JOB_ID,
     SLURM_JOB_NODELIST) and `scontrol show hostnames` / `srun` stubbed (one task per node)."""
-    block = _readme_block("# two nodes (run on each")
-    line = " ".join(ln.rstrip("\\").strip() for ln in block.split("# two nodes")[1].splitlines()[1:] if ln.strip())
+    text = (ROOT / "README.md").read_text()
+    i = text.index("# two nodes (run on each")
+    block = text[i:text.index("```", i)].split("# two nodes")[1]
+    lines = [c.replace("\\\n", " ") for c in re.split(r"\n(?=torchrun)", block.split("\n", 1)[1])]
+    lines = [" ".join(ln.split("\n# ")[0].split()) for ln in lines if ln.strip()]
+    assert len(lines) == 2 and "gpukit.bench.ddp" in lines[1]
     slurm = _readme_block("With SLURM:")
     stub = tmp_path / "bin"
     stub.mkdir()
@@ -184,7 +190,7 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
         f.chmod(0o755)
     py = Path(sys.executable).parent
     with netlab.NetLab(2, "1gbit") as lab:
-        for kind, script in (("torchrun", _shrink(line)), ("slurm", _shrink(slurm))):
+        for kind, script in (("torchrun", _shrink(lines[0])), ("torchrun", _shrink(lines[1])), ("slurm", _shrink(slurm))):
             cmds = []
             for i in range(2):
                 env = (f"export NODE_RANK={i} MASTER={lab.addr(0)}; " if kind == "torchrun" else
@@ -194,6 +200,7 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
             assert all(r.returncode == 0 for r in res), [r.stderr[-500:] for r in res]
     assert (tmp_path / "allreduce_2nodes.json").exists()
     assert (tmp_path / "allreduce_4242.json").exists()
+    assert json.loads((tmp_path / "ddp_2nodes.json").read_text())["bytes_per_step"][0] > 0
 
 
 def test_shrink_keeps_the_rest_of_the_line():
