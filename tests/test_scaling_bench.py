@@ -208,3 +208,19 @@ def test_shrink_keeps_the_rest_of_the_line():
     assert _shrink(line) == "torchrun --nnodes 2 --nproc-per-node 1 -m gpukit.bench.collectives --sizes 1K,64K --out x.json"
     assert shutil.which("bash")
     assert subprocess.run(["bash", "-c", "true"]).returncode == 0
+
+
+@pytest.mark.slow
+def test_cli_bench_ddp_json_strong_scaling(capsys):
+    from gpukit.cli import main
+
+    argv = ["bench", "ddp", "--ranks", "2", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq-len", "16",
+            "--micro-batch", "2", "--steps", "2", "--warmup", "2", "--scaling", "strong", "--device", "cpu", "--json"]
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["env"]["world_size"] == 2 and d["summary"]["scaling"] == "strong"
+    keys = {"ranks", "measured_step_s", "predicted_step_s", "compute_s", "exposed_comm_s", "comm_bytes_per_step",
+            "tokens_per_s", "efficiency"}
+    assert [r["ranks"] for r in d["rows"]] == [1, 2] and all(keys <= set(r) for r in d["rows"])
+    # strong scaling: the global batch (2 x 2 sequences) is split over the ranks
+    assert [r["micro_batch"] for r in d["rows"]] == [4, 2]

@@ -545,7 +545,8 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
               timeout_s, _pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))))
     seq, k_acc = kw.get("seq_len", 64), kw.get("grad_accum", 1)
     payloads, rows = [], []
-    for n in range(1, ranks + 1):
+    # the largest world size first: a failing multi-rank run fails before the others are spent
+    for n in range(ranks, 0, -1):
         per_rank = global_batch // n if scaling == "strong" else mb
         if netlab is not None and n >= 2:
             p = run_ddp_netlab(n, netlab, micro_batch=per_rank, timeout_s=timeout_s, **kw)
@@ -556,6 +557,8 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
         row["micro_batch"] = per_rank
         row["_phases"] = tuple(p["phases_s"][k] for k in ("forward_s", "backward_s", "optimizer_s"))
         rows.append(row)
+    payloads.reverse()
+    rows.reverse()
     base = rows[0]["tokens_per_s"]
     for r in rows:
         r["efficiency"] = r["tokens_per_s"] / (r["ranks"] * base)
