@@ -237,3 +237,19 @@ def test_threshold_widget_bad_input_shows_one_line():
 
     with pytest.raises(ValueError, match="max_gpus"):
         efficiency_curve(max_gpus=0)
+
+
+def test_cli_scaling_profile_calibrates_compute_and_link(tmp_path, capsys):
+    from gpukit.cli import main
+
+    prof = {"version": 1, "device": {"name": "test"}, "matmul_tflops": {"bf16": 500.0, "fp32": 50.0},
+            "memory_bandwidth_gbps": {"triad": 1000.0}, "links": {"eth-100g": {"alpha_us": 30.0, "beta_gbps": 10.0}},
+            "env": {}}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(prof))
+    assert main(["scaling", "--params", "7B", "--gpus", "8,16", "--inter-link", "eth-100g", "--tokens-per-gpu",
+                 "4096", "--profile", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    text = " ".join(d["assumptions"])
+    assert "measured (profile" in text and "calibrated" in text and "IDEAL BOUND" not in text
+    assert d["network"]["efficiency"] == pytest.approx(0.8)
