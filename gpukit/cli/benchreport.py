@@ -6,7 +6,7 @@ Prints (and writes to build/bench/report.json):
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
 4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py);
-5. DDP predicted vs measured (gpukit.bench.ddp.ddp_report): step time at world sizes 1 and 2 on CPU gloo
+5. DDP predicted vs measured (gpukit.bench.ddp_validate.ddp_report): step time at world sizes 1 and 2 on CPU gloo
    for three model sizes x two bucket sizes x each hook (goal within 15%), bytes per step (exact), the
    orderings (fastest bucket size and hook), and as root the efficiency over netlab at 1gbit and
    200mbit (goal within 15% of the prediction).
@@ -74,7 +74,7 @@ def collectives_section(sizes: str) -> dict:
 
 
 def ddp_section(netlab_rates: str) -> dict:
-    from gpukit.bench.ddp import ddp_report
+    from gpukit.bench.ddp_validate import ddp_report
 
     _section("5. DDP: predicted vs measured step time (CPU, gloo)")
     return ddp_report(netlab_rates=[r for r in netlab_rates.split(",") if r], out=print)
