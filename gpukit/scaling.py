@@ -160,13 +160,16 @@ def hook_collectives(bucket: Bucket, hook: str, powersgd_rank: int = 1, grad_byt
 def hook_compute_s(bucket: Bucket, hook: str, kernel_s: dict | None, powersgd_rank: int = 1) -> float:
     """Seconds of the training thread's own work to sync one bucket, from measured per-element kernel
     times `kernel_s` (gpukit.bench.ddp calibrates them on this machine): 'copy' = DDP copying the
-    gradients into the bucket and back; 'fp16' = the cast down, divide and cast back of
+    gradients into the bucket and back; 'div' = allreduce_hook dividing by the world size; 'fp16' = the
+    cast down, divide and cast back of
     fp16_compress_hook; 'psgd_compressed' / 'psgd_uncompressed' = PowerSGD's error feedback, products
     and orthogonalization per compressed matrix element / per uncompressed element. None: 0."""
     if not kernel_s:
         return 0.0
     t = kernel_s.get("copy", 0.0) * bucket.numel
-    if hook in ("fp16", "bf16"):
+    if hook == "none":
+        t += kernel_s.get("div", 0.0) * bucket.numel
+    elif hook in ("fp16", "bf16"):
         t += kernel_s.get("fp16", 0.0) * bucket.numel
     elif hook == "powersgd":
         unc, _, _, comp = powersgd_split(bucket.shapes, powersgd_rank)
@@ -177,14 +180,15 @@ def hook_compute_s(bucket: Bucket, hook: str, kernel_s: dict | None, powersgd_ra
 def gpu_kernel_s(gpu) -> dict:
     """Per-element times of DDP's copies and the hooks' kernels on a GPU, taken as memory-bound at
     the catalog HBM bandwidth (an assumption: these kernels stream their operands once): bytes read
-    and written per fp32 gradient element / bandwidth. copy: into the bucket and back (16 B); fp16:
+    and written per fp32 gradient element / bandwidth. copy: into the bucket and back (16 B); div: by the
+    world size (8 B); fp16:
     cast, divide, cast back (16 B); PowerSGD compressed: error feedback add, clone, three products
     reading the matrix, the write of P Q^T, new error (56 B); uncompressed: add, clone, sub, cat (40 B)."""
     from gpukit.catalog import get_gpu
 
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     bw = g.hbm_bandwidth_gbps * 1e9
-    return {"copy": 16 / bw, "fp16": 16 / bw, "psgd_compressed": 56 / bw, "psgd_uncompressed": 40 / bw}
+    return {"copy": 16 / bw, "div": 8 / bw, "fp16": 16 / bw, "psgd_compressed": 56 / bw, "psgd_uncompressed": 40 / bw}
 
 
 # ---------------------------------------------------------------------------------------------------

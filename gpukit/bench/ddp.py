@@ -86,12 +86,16 @@ def _median_time(fn, device: str, repeats: int = 7) -> float:
     return percentile(times, 50)
 
 
-def calibrate_kernels(device: str, numel: int = 1 << 21, side: int = 1024, rank: int = 1) -> dict:
+def calibrate_kernels(device: str, numel: int = 1 << 21, rank: int = 1) -> dict:
     """Seconds per element of the work DDP and the hooks do besides communication, timed on
-    calibration buffers (not on the model): 'copy' = two copies (gradients into the bucket and back);
-    'fp16' = fp16_compress_hook's cast down, divide, cast back; 'psgd_compressed' = PowerSGD's error
-    feedback, M Q, orthogonalization, M^T P, P Q^T and new error on a side x side matrix, per element;
-    'psgd_uncompressed' = error feedback and copies per element of an uncompressed tensor."""
+    calibration buffers as large as the run's gradients (`numel`: per-element costs depend on whether
+    the data fits in cache), never on the model's step: 'copy' = gradients into the bucket and back;
+    'div' = allreduce_hook's division by the world size; 'fp16' = fp16_compress_hook's cast down,
+    divide, cast back; 'psgd_compressed' = PowerSGD's error feedback, M Q, orthogonalization, M^T P,
+    P Q^T and new error on a square matrix of `numel` elements, per element; 'psgd_uncompressed' =
+    error feedback and copies per element of an uncompressed tensor."""
+    import math
+
     import torch
     from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import _orthogonalize
 
@@ -104,6 +108,7 @@ def calibrate_kernels(device: str, numel: int = 1 << 21, side: int = 1024, rank:
     def fp16():
         h = buf.to(torch.float16).div_(2)
         buf.copy_(h)
+    side = max(64, math.isqrt(numel))
     m, e = torch.randn(1, side, side, device=device), torch.zeros(1, side, side, device=device)
     q = torch.randn(1, side, rank, device=device)
 
@@ -121,8 +126,8 @@ def calibrate_kernels(device: str, numel: int = 1 << 21, side: int = 1024, rank:
         buf.add_(g)
         c = buf.clone()
         buf.sub_(c)
-    return {"copy": _median_time(copies, device) / numel, "fp16": _median_time(fp16, device) / numel,
-            "psgd_compressed": _median_time(psgd, device) / side**2,
+    return {"copy": _median_time(copies, device) / numel, "div": _median_time(lambda: buf.div_(1.0), device) / numel,
+            "fp16": _median_time(fp16, device) / numel, "psgd_compressed": _median_time(psgd, device) / side**2,
             "psgd_uncompressed": _median_time(unc, device) / numel}
 
 
@@ -335,7 +340,8 @@ def ddp_body(cfg: dict) -> dict:
         return dt, {"bytes": rec["bytes"], "calls": rec["calls"], "events": list(rec["events"]), "step_s": dt,
                     **marks}  # a copy: later steps must not change it
 
-    kernel_s = calibrate_kernels(device, rank=cfg.get("powersgd_rank", 1))
+    n_elems = sum(p.numel() for p in model.parameters())
+    kernel_s = calibrate_kernels(device, numel=min(max(n_elems, 1 << 20), 1 << 26), rank=cfg.get("powersgd_rank", 1))
     step_times, compute_times, byte_counts, timelines, phases, waits = [], [], [], [], [], []
     # with a loader, enough warm-up steps to drain what the workers fetched ahead: steady state
     warmup = max(cfg["warmup"], 2 * cfg["loader_workers"] + 2) if "loader" in live else cfg["warmup"]
