@@ -272,129 +272,6 @@ def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int
 
 
 # ---------------------------------------------------------------------------------------------------
-# Fitting alpha and beta to measurements
-# ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AlphaBetaFit:
-    """alpha (us) and bandwidth (decimal GB/s) fitted to measured times of one collective."""
-
-    op: str
-    n_ranks: int
-    algorithm: str
-    alpha_us: float
-    beta_gbps: float  # bandwidth B of t = c_a alpha + c_b S / B (not seconds per byte)
-    r2: float
-    n_points: int
-    max_rel_error: float
-    note: str = ""
-
-    def predict(self, size_bytes: float) -> float:
-        """Predicted seconds for `size_bytes` (same size convention as the data)."""
-        ca, cb = coefficients(self.op, self.n_ranks, self.algorithm)
-        return ca * self.alpha_us * 1e-6 + cb * require_positive("size_bytes", size_bytes, allow_zero=True) / (
-            self.beta_gbps * GB)
-
-    @property
-    def link(self) -> tuple[float, float]:
-        """(alpha_s, bandwidth_gbps), usable as `link` in collective_time."""
-        return self.alpha_us * 1e-6, self.beta_gbps
-
-    def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
-
-    def to_frame(self):
-        return _frame(self.to_json_dict().items(), ("quantity", "value"))
-
-
-def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 2,
-                   algorithm: str = "ring") -> AlphaBetaFit:
-    """Least squares of t = c_a * alpha + c_b * S / B on measured (size, time) pairs.
-
-    Each row is divided by its measured time, so the fit minimizes relative error: small messages
-    (which carry alpha) count as much as large ones (which carry B). A negative alpha (noise at tiny
-    sizes) is refitted with alpha = 0 and `note` says so. r2 is computed on the times themselves."""
-    import numpy as np
-
-    try:
-        s = np.asarray(sizes_bytes, dtype=float).ravel()
-        t = np.asarray(times_s, dtype=float).ravel()
-    except (OverflowError, TypeError, ValueError):  # strings, None, ints beyond float range
-        raise ValueError("sizes_bytes and times_s must be lists of finite numbers (bytes, seconds)") from None
-    if s.shape != t.shape:
-        raise ValueError(f"sizes_bytes and times_s must have the same length, got {s.size} and {t.size}")
-    if s.size < 2 or np.unique(s).size < 2:
-        raise ValueError(f"sizes_bytes needs at least 2 distinct sizes to fit alpha and beta, got {np.unique(s).size}")
-    if not (np.all(np.isfinite(s)) and np.all(s >= 0)):
-        raise ValueError("sizes_bytes must be finite and >= 0")
-    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
-        raise ValueError("times_s must be finite and > 0")
-    ca, cb = coefficients(op, n_ranks, algorithm)
-    if ca == 0 or cb == 0:
-        raise ValueError(f"n_ranks must be >= 2 to fit a collective, got {n_ranks}")
-    design = np.column_stack([np.full_like(s, ca), cb * s])  # unknowns: alpha (s), 1/B (s/byte)
-    w = 1.0 / t
-    (alpha, inv_b), *_ = np.linalg.lstsq(design * w[:, None], t * w, rcond=None)
-    note = ""
-    if alpha < 0:
-        inv_b = float(np.sum(cb * s * w * w * t) / np.sum((cb * s * w) ** 2))
-        alpha, note = 0.0, "alpha < 0 in the free fit (noise at small sizes): refitted with alpha = 0"
-    if inv_b <= 0:
-        raise ValueError("the fit gives a bandwidth <= 0: the sizes are too small to see the bandwidth term; "
-                         "measure larger messages")
-    pred = design @ np.array([alpha, inv_b])
-    ss_res = float(np.sum((t - pred) ** 2))
-    ss_tot = float(np.sum((t - t.mean()) ** 2))
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    max_rel = float(np.max(np.abs(pred - t) / t))
-    if not all(math.isfinite(x) for x in (alpha, inv_b, 1.0 / inv_b, r2, max_rel)):
-        # sizes near float range or subnormal times: the least squares leave float range
-        raise ValueError("sizes_bytes and times_s are out of the range a fit can handle (the fit is not finite); "
-                         "use sizes in bytes and times in seconds of real measurements")
-    return AlphaBetaFit(op=op, n_ranks=int(n_ranks), algorithm=algorithm, alpha_us=float(alpha) * 1e6,
-                        beta_gbps=1.0 / float(inv_b) / GB, r2=r2, n_points=int(s.size),
-                        max_rel_error=max_rel, note=note)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Data-parallel gradient traffic
-# ---------------------------------------------------------------------------------------------------
-def ddp_allreduce_bytes(n_params: float, grad_dtype: str = "fp32") -> float:
-    """Bytes DDP all-reduces per step: one gradient per parameter (the per-rank buffer S)."""
-    return require_positive("n_params", n_params) * dtype_bytes(grad_dtype)
-
-
-@dataclass(frozen=True)
-class AllReduceTraffic:
-    """Bytes per rank and on all links together for an all-reduce of S, as the rank count grows."""
-
-    size_bytes: float
-    algorithm: str
-    rows: tuple[dict, ...]
-
-    def to_json_dict(self) -> dict:
-        return {"size_bytes": self.size_bytes, "algorithm": self.algorithm, "rows": [dict(r) for r in self.rows]}
-
-    def to_frame(self):
-        return _frame(self.rows, list(self.rows[0]))
-
-
-def allreduce_traffic(size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm: str = "ring") -> AllReduceTraffic:
-    """What "16 GPUs means 16x the data transfer" gets wrong. In a ring all-reduce each rank sends
-    2(n-1)/n x S bytes (Patarasuk & Yuan 2009): at most 2S, almost the same for 4 or 64 ranks, and all
-    links carry their share at the same time, so the bandwidth term of the time does not grow with n.
-    What grows is the sum over all links, 2(n-1)S, and the ring's latency term 2(n-1) alpha (a tree's
-    grows as 2 log2 n alpha). Rows: n_ranks, per-rank bytes sent, per-rank / S, all-links bytes, the
-    naive n x S claim."""
-    size = require_positive("size_bytes", size_bytes)
-    rows = []
-    for n in ranks:
-        _, cb = coefficients("all_reduce", n, algorithm)
-        rows.append({"n_ranks": int(n), "bytes_sent_per_rank": cb * size, "per_rank_over_size": cb,
-                     "bytes_all_links": cb * size * n, "naive_n_times_size_bytes": n * size})
-    return AllReduceTraffic(size_bytes=size, algorithm=algorithm, rows=tuple(rows))
-
-
-# ---------------------------------------------------------------------------------------------------
 # The cluster network: links, ports per node, the share of line rate a collective reaches
 # ---------------------------------------------------------------------------------------------------
 IDEAL_SOURCE = "ideal bound: line rate, not calibrated (pass efficiency= or a profile)"
@@ -621,3 +498,126 @@ def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) 
     return _net_cost("reduce_scatter", size, n_gpus, net, [
         ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
         ("inter_reduce_scatter", collective_time("reduce_scatter", size / k, nodes, net.inter_link(k)))])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fitting alpha and beta to measurements
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlphaBetaFit:
+    """alpha (us) and bandwidth (decimal GB/s) fitted to measured times of one collective."""
+
+    op: str
+    n_ranks: int
+    algorithm: str
+    alpha_us: float
+    beta_gbps: float  # bandwidth B of t = c_a alpha + c_b S / B (not seconds per byte)
+    r2: float
+    n_points: int
+    max_rel_error: float
+    note: str = ""
+
+    def predict(self, size_bytes: float) -> float:
+        """Predicted seconds for `size_bytes` (same size convention as the data)."""
+        ca, cb = coefficients(self.op, self.n_ranks, self.algorithm)
+        return ca * self.alpha_us * 1e-6 + cb * require_positive("size_bytes", size_bytes, allow_zero=True) / (
+            self.beta_gbps * GB)
+
+    @property
+    def link(self) -> tuple[float, float]:
+        """(alpha_s, bandwidth_gbps), usable as `link` in collective_time."""
+        return self.alpha_us * 1e-6, self.beta_gbps
+
+    def to_json_dict(self) -> dict:
+        return _json_safe(asdict(self))
+
+    def to_frame(self):
+        return _frame(self.to_json_dict().items(), ("quantity", "value"))
+
+
+def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 2,
+                   algorithm: str = "ring") -> AlphaBetaFit:
+    """Least squares of t = c_a * alpha + c_b * S / B on measured (size, time) pairs.
+
+    Each row is divided by its measured time, so the fit minimizes relative error: small messages
+    (which carry alpha) count as much as large ones (which carry B). A negative alpha (noise at tiny
+    sizes) is refitted with alpha = 0 and `note` says so. r2 is computed on the times themselves."""
+    import numpy as np
+
+    try:
+        s = np.asarray(sizes_bytes, dtype=float).ravel()
+        t = np.asarray(times_s, dtype=float).ravel()
+    except (OverflowError, TypeError, ValueError):  # strings, None, ints beyond float range
+        raise ValueError("sizes_bytes and times_s must be lists of finite numbers (bytes, seconds)") from None
+    if s.shape != t.shape:
+        raise ValueError(f"sizes_bytes and times_s must have the same length, got {s.size} and {t.size}")
+    if s.size < 2 or np.unique(s).size < 2:
+        raise ValueError(f"sizes_bytes needs at least 2 distinct sizes to fit alpha and beta, got {np.unique(s).size}")
+    if not (np.all(np.isfinite(s)) and np.all(s >= 0)):
+        raise ValueError("sizes_bytes must be finite and >= 0")
+    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
+        raise ValueError("times_s must be finite and > 0")
+    ca, cb = coefficients(op, n_ranks, algorithm)
+    if ca == 0 or cb == 0:
+        raise ValueError(f"n_ranks must be >= 2 to fit a collective, got {n_ranks}")
+    design = np.column_stack([np.full_like(s, ca), cb * s])  # unknowns: alpha (s), 1/B (s/byte)
+    w = 1.0 / t
+    (alpha, inv_b), *_ = np.linalg.lstsq(design * w[:, None], t * w, rcond=None)
+    note = ""
+    if alpha < 0:
+        inv_b = float(np.sum(cb * s * w * w * t) / np.sum((cb * s * w) ** 2))
+        alpha, note = 0.0, "alpha < 0 in the free fit (noise at small sizes): refitted with alpha = 0"
+    if inv_b <= 0:
+        raise ValueError("the fit gives a bandwidth <= 0: the sizes are too small to see the bandwidth term; "
+                         "measure larger messages")
+    pred = design @ np.array([alpha, inv_b])
+    ss_res = float(np.sum((t - pred) ** 2))
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    max_rel = float(np.max(np.abs(pred - t) / t))
+    if not all(math.isfinite(x) for x in (alpha, inv_b, 1.0 / inv_b, r2, max_rel)):
+        # sizes near float range or subnormal times: the least squares leave float range
+        raise ValueError("sizes_bytes and times_s are out of the range a fit can handle (the fit is not finite); "
+                         "use sizes in bytes and times in seconds of real measurements")
+    return AlphaBetaFit(op=op, n_ranks=int(n_ranks), algorithm=algorithm, alpha_us=float(alpha) * 1e6,
+                        beta_gbps=1.0 / float(inv_b) / GB, r2=r2, n_points=int(s.size),
+                        max_rel_error=max_rel, note=note)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Data-parallel gradient traffic
+# ---------------------------------------------------------------------------------------------------
+def ddp_allreduce_bytes(n_params: float, grad_dtype: str = "fp32") -> float:
+    """Bytes DDP all-reduces per step: one gradient per parameter (the per-rank buffer S)."""
+    return require_positive("n_params", n_params) * dtype_bytes(grad_dtype)
+
+
+@dataclass(frozen=True)
+class AllReduceTraffic:
+    """Bytes per rank and on all links together for an all-reduce of S, as the rank count grows."""
+
+    size_bytes: float
+    algorithm: str
+    rows: tuple[dict, ...]
+
+    def to_json_dict(self) -> dict:
+        return {"size_bytes": self.size_bytes, "algorithm": self.algorithm, "rows": [dict(r) for r in self.rows]}
+
+    def to_frame(self):
+        return _frame(self.rows, list(self.rows[0]))
+
+
+def allreduce_traffic(size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm: str = "ring") -> AllReduceTraffic:
+    """What "16 GPUs means 16x the data transfer" gets wrong. In a ring all-reduce each rank sends
+    2(n-1)/n x S bytes (Patarasuk & Yuan 2009): at most 2S, almost the same for 4 or 64 ranks, and all
+    links carry their share at the same time, so the bandwidth term of the time does not grow with n.
+    What grows is the sum over all links, 2(n-1)S, and the ring's latency term 2(n-1) alpha (a tree's
+    grows as 2 log2 n alpha). Rows: n_ranks, per-rank bytes sent, per-rank / S, all-links bytes, the
+    naive n x S claim."""
+    size = require_positive("size_bytes", size_bytes)
+    rows = []
+    for n in ranks:
+        _, cb = coefficients("all_reduce", n, algorithm)
+        rows.append({"n_ranks": int(n), "bytes_sent_per_rank": cb * size, "per_rank_over_size": cb,
+                     "bytes_all_links": cb * size * n, "naive_n_times_size_bytes": n * size})
+    return AllReduceTraffic(size_bytes=size, algorithm=algorithm, rows=tuple(rows))

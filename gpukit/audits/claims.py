@@ -8,8 +8,7 @@ VERDICTS. Keyword arguments change an assumption, e.g. `claim("allreduce_30b_1gb
 
 Registry: audits register with `@register(key, topic)`; `claims(topic)` runs every audit of a topic
 with its defaults, `claim(key, **kw)` one audit, `claims_frame(topic)` the overview table. Topics:
-compute, cost, communication (notebooks 03 and 04), memory (added by the memory notebooks) and scaling
-(gpukit.audits.scaling, notebook 05).
+compute, cost, communication (notebooks 03 and 04) and memory (added by the memory notebooks).
 
 Articles (shared/seeds/): "000" = N. Dixit, "GPU Cluster vs Single GPU for Deep Learning: The Real
 Trade-offs"; "002" = N. Dixit, "GPU Cluster vs Single GPU for AI Workloads: A Practical Guide for 2026".
