@@ -224,3 +224,17 @@ def test_cli_bench_ddp_json_strong_scaling(capsys):
     assert [r["ranks"] for r in d["rows"]] == [1, 2] and all(keys <= set(r) for r in d["rows"])
     # strong scaling: the global batch (2 x 2 sequences) is split over the ranks
     assert [r["micro_batch"] for r in d["rows"]] == [4, 2]
+
+
+def test_torchrun_single_node_worker(tmp_path):
+    """`torchrun --standalone --nproc-per-node 2 -m gpukit.bench.ddp ...`: rank 0 writes the payload."""
+    out = tmp_path / "ddp.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+           "gpukit.bench.ddp", "--layers", "1", "--hidden", "32", "--heads", "2", "--vocab", "64", "--seq-len", "16", "--steps", "2",
+           "--warmup", "2", "--hook", "fp16", "--device", "cpu", "--timeout", "60", "--out", str(out)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-800:]
+    p = json.loads(out.read_text())
+    assert p["world_size"] == 2 and p["env"]["launcher"] == "torchrun"
+    assert set(p["bytes_per_step"]) == {2 * SPEC.n_params}
