@@ -149,13 +149,13 @@ def _profile_step(one_step, device: str, trace_path: str | None) -> dict:
 
 
 class _Batches:
-    """A map-style dataset whose items are whole batches (DataLoader batch_size=None): item i sleeps
-    `latency_s` (holding `lock_path` with flock when given: one shared storage), then returns
+    """A map-style dataset whose items are whole batches: item i sleeps `latency_s` (holding `lock`,
+    or `lock_path` with flock across torchrun's processes, when given: one shared storage), then returns
     deterministic random tokens."""
 
-    def __init__(self, vocab, micro_batch, seq_len, latency_s, seed, lock_path=None):
+    def __init__(self, vocab, micro_batch, seq_len, latency_s, seed, lock_path=None, lock=None):
         self.vocab, self.micro_batch, self.seq_len = vocab, micro_batch, seq_len
-        self.latency_s, self.seed, self.lock_path = latency_s, seed, lock_path
+        self.latency_s, self.seed, self.lock_path, self.lock = latency_s, seed, lock_path, lock
 
     def __len__(self):
         return 1 << 30
@@ -163,7 +163,10 @@ class _Batches:
     def __getitem__(self, i):
         import torch
 
-        if self.lock_path:
+        if self.lock is not None:
+            with self.lock:
+                time.sleep(self.latency_s)
+        elif self.lock_path:
             import fcntl
 
             with open(self.lock_path, "a") as f:
@@ -292,7 +295,7 @@ def ddp_body(cfg: dict) -> dict:
     fixed = make_batch(spec, mb, cfg["seq_len"], device=device, seed=rank)  # own data per rank
     if cfg["loader_latency_ms"] > 0 or cfg["loader_workers"] > 0:
         ds = _Batches(spec.vocab, mb, cfg["seq_len"], cfg["loader_latency_ms"] / 1e3, seed=rank,
-                      lock_path=cfg.get("loader_lock"))
+                      lock_path=cfg.get("loader_lock"), lock=cfg.get("loader_lock_obj"))
         live["loader"] = _Prefetcher(ds, cfg["loader_workers"])
     marks: dict = {}
 
@@ -470,15 +473,18 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
                      timeout_s, backend)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
-    with tempfile.TemporaryDirectory(prefix="gk-ddp-") as tmp:
-        cfg = _cfg(mode="ddp", hook=hook, steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len,
-                   n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, bucket_mb=float(bucket_mb),
-                   grad_accum=grad_accum, powersgd_rank=powersgd_rank, powersgd_start_iter=powersgd_start_iter,
-                   loader_latency_ms=float(loader_latency_ms), loader_workers=loader_workers,
-                   loader_lock=os.path.join(tmp, "storage.lock") if loader_shared else None,
-                   device=device, backend=backend, threads=threads, timeout_s=timeout_s, op="ddp",
-                   launcher="spawn", calibrate_link=calibrate_link, profile=profile, trace_path=trace_path)
-        return spawn_ranks(cfg, n_ranks, timeout_s, startup_s)
+    import torch.multiprocessing as mp
+
+    # one shared storage = one lock for every rank's loader threads (a spawn-context lock travels to the
+    # ranks with their arguments; no file, so nothing is left behind even when the run is killed)
+    lock = mp.get_context("spawn").Lock() if loader_shared else None
+    cfg = _cfg(mode="ddp", hook=hook, steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len,
+               n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, bucket_mb=float(bucket_mb),
+               grad_accum=grad_accum, powersgd_rank=powersgd_rank, powersgd_start_iter=powersgd_start_iter,
+               loader_latency_ms=float(loader_latency_ms), loader_workers=loader_workers, loader_lock_obj=lock,
+               device=device, backend=backend, threads=threads, timeout_s=timeout_s, op="ddp",
+               launcher="spawn", calibrate_link=calibrate_link, profile=profile, trace_path=trace_path)
+    return spawn_ranks(cfg, n_ranks, timeout_s, startup_s)
 
 
 def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -> dict:
