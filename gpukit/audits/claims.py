@@ -30,6 +30,7 @@ TOPIC_MODULES = (
     ("cost", "gpukit.audits.cost"),
     ("communication", "gpukit.audits.comm"),
     ("memory", "gpukit.audits.memory"),
+    ("scaling", "gpukit.audits.scaling"),
 )
 TOPICS = tuple(topic for topic, _ in TOPIC_MODULES)
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")

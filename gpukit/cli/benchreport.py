@@ -9,6 +9,10 @@ Prints (and writes to build/bench/report.json):
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
 4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py);
 5. notebook 02's trick time ratios with 95% bootstrap intervals, and the CPU peak estimate (CPU only).
+5. DDP predicted vs measured (gpukit.bench.ddp_validate.ddp_report): step time at world sizes 1 and 2 on CPU gloo
+   for three model sizes x two bucket sizes x each hook (goal within 15%), bytes per step (exact), the
+   orderings (fastest bucket size and hook), and as root the efficiency over netlab at 1gbit and
+   200mbit (goal within 15% of the prediction).
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -98,6 +102,7 @@ def tricks_section(threads: int | None) -> dict:
     """Notebook 02's time ratios at its full size, each with a 95% paired-bootstrap interval (gpukit.timing_stats),
     and the CPU peak estimate from what this CPU is (gpukit.roofline) with the assumption it used."""
     from gpukit import tricks
+    from gpukit.bench import measure
     from gpukit.bench.envinfo import cpu_identity
     from gpukit.bench.models import reference_spec
     from gpukit.roofline import cpu_peak_from_identity
@@ -106,7 +111,7 @@ def tricks_section(threads: int | None) -> dict:
     ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
     out: dict = {"model": ref.name, "ratios": []}
     for name in tricks.TRICKS:
-        r = tricks.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
+        r = measure.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
         for i in range(1, len(r.variants)):
             est = r.time_ratio_estimate(i)
             print(f"  {name:<16} {r.variants[i].label:<34} baseline {1e3 * est.base_median_s:7.1f} ms "
@@ -119,6 +124,11 @@ def tricks_section(threads: int | None) -> dict:
     except ValueError as e:
         print(f"  CPU peak: {e}")
     return out
+def ddp_section(netlab_rates: str) -> dict:
+    from gpukit.bench.ddp_validate import ddp_report
+
+    _section("5. DDP: predicted vs measured step time (CPU, gloo)")
+    return ddp_report(netlab_rates=[r for r in netlab_rates.split(",") if r], out=print)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
     p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,ddp")
+    p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     from gpukit.bench.results import check_writable
@@ -158,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         report["tricks"] = tricks_section(args.threads or torch.get_num_threads())
+    if "ddp" not in skip:
+        report["ddp"] = ddp_section(args.netlab_rates)
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

@@ -109,7 +109,6 @@ def _measure(args):
             COMPARED,
             LLAMA_GRID,
             VALIDATION_GRID,
-
             error_table,
             grid_report,
             random_configs,

@@ -59,6 +59,9 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
                 "how data parallelism scales?", "yes (gloo on loopback)",
                 "no (NCCL cells run when GPUs are present)"),
+    CourseEntry("05_data_parallel_scaling", "How much faster does training get with more GPUs (real DDP): "
+                "overlap, compression, accumulation, input-bound jobs, slow networks?",
+                "yes (gloo on loopback; netlab as root)", "no (NCCL when GPUs are present)"),
 )
 
 

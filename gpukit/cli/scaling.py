@@ -1,0 +1,69 @@
+"""`gpukit scaling`: predicted DDP step, speedup and efficiency per GPU count (gpukit.scaling), and the
+tokens per GPU above which the gradient all-reduce hides behind the backward."""
+
+from __future__ import annotations
+
+from gpukit.cli import add_json_flag
+
+
+def _gpu_list(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--gpus must be comma-separated integers like 1,2,4,8; got {text!r}") from None
+    if not out or min(out) < 1:
+        raise ValueError(f"--gpus must be comma-separated integers >= 1 like 1,2,4,8; got {text!r}")
+    return out
+
+
+def _scaling(args):
+    from gpukit.comm import cluster_network
+    from gpukit.scaling import scaling
+    from gpukit.units import parse_count
+
+    if (args.model is None) == (args.params is None):
+        raise ValueError("give exactly one of --model NAME or --params N")
+    if (args.tokens_per_gpu is None) == (args.global_batch_tokens is None):
+        raise ValueError("give exactly one of --tokens-per-gpu T (weak scaling) or --global-batch-tokens G (strong)")
+    profile = None
+    if args.profile:
+        from gpukit.profile import load_profile
+
+        profile = load_profile(args.profile)
+    inter = args.inter_link or args.link
+    prof_net = profile if profile is not None and profile.has_link(inter) else None
+    net = cluster_network(args.link, args.inter_link, gpus_per_node=args.gpus_per_node,
+                          ports_per_node=args.ports_per_node, efficiency=args.efficiency, profile=prof_net)
+    return scaling(args.model, n_params=parse_count(args.params, "params") if args.params else None, gpu=args.gpu,
+                   gpus=_gpu_list(args.gpus), network=net,
+                   tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
+                   global_batch_tokens=(parse_count(args.global_batch_tokens, "global-batch-tokens")
+                                        if args.global_batch_tokens else None),
+                   grad_dtype=args.grad_dtype, hook=args.hook, powersgd_rank=args.powersgd_rank,
+                   bucket_mb=args.bucket_mb, grad_accum=args.grad_accum, overlap=args.overlap == "on",
+                   mfu=args.mfu, profile=profile)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("scaling", help="DDP step, speedup and efficiency per GPU count; overlap threshold")
+    p.add_argument("--model", help="catalog model (gpukit models)")
+    p.add_argument("--params", help="parameter count instead of a model, e.g. 7e9 or 7B")
+    p.add_argument("--gpu", default="h100-sxm", help="catalog GPU (gpukit gpus)")
+    p.add_argument("--gpus", default="1,2,4,8", help="GPU counts N[,N...] (<= gpus-per-node or whole nodes)")
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--link", default="nvlink4", help="intra-node link (gpukit links)")
+    p.add_argument("--inter-link", help="inter-node link (default: --link)")
+    p.add_argument("--ports-per-node", type=int, help="inter-node ports per node (default: one per GPU, rail)")
+    p.add_argument("--efficiency", type=float, help="share of the inter-node line rate reached (assumption)")
+    p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
+    p.add_argument("--global-batch-tokens", help="tokens per step over all GPUs (strong scaling)")
+    p.add_argument("--grad-dtype", default="bf16", help="fp32, bf16, fp16")
+    p.add_argument("--hook", default="none", help="none, fp16, powersgd")
+    p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--bucket-mb", type=float, default=25.0)
+    p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument("--overlap", default="on", choices=["on", "off"])
+    p.add_argument("--mfu", type=float, help="model FLOPs utilization (default 0.4, an assumption)")
+    p.add_argument("--profile", help="calibration profile (gpukit calibrate): measured compute and link")
+    add_json_flag(p)
+    p.set_defaults(func=_scaling)
