@@ -18,6 +18,7 @@ import sys
 from gpukit.cli import add_json_flag
 from gpukit.errors import (
     nonnegative_float_arg,
+    nonnegative_int_arg,
     positive_float_arg,
     positive_int_arg,
     timeout_arg,
@@ -223,24 +224,24 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("ddp", help="real DDP at world sizes 1..N: step, compute, exposed comm, bytes, prediction")
     _common(p, 600)
-    p.add_argument("--ranks", type=int, default=2, help="largest world size; rows for 1..N")
+    p.add_argument("--ranks", type=positive_int_arg, default=2, help="largest world size; rows for 1..N")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd, bf16 (nccl)")
-    p.add_argument("--powersgd-rank", type=int, default=1)
-    p.add_argument("--powersgd-start-iter", type=int, default=2)
-    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (MiB)")
-    p.add_argument("--grad-accum", type=int, default=1, help="micro-steps per optimizer step (no_sync)")
-    p.add_argument("--loader-latency-ms", type=float, default=0.0, help="per-batch input latency")
-    p.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--powersgd-rank", type=positive_int_arg, default=1)
+    p.add_argument("--powersgd-start-iter", type=nonnegative_int_arg, default=2)
+    p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0, help="DDP bucket_cap_mb (MiB)")
+    p.add_argument("--grad-accum", type=positive_int_arg, default=1, help="micro-steps per optimizer step (no_sync)")
+    p.add_argument("--loader-latency-ms", type=nonnegative_float_arg, default=0.0, help="per-batch input latency")
+    p.add_argument("--loader-workers", type=nonnegative_int_arg, default=0, help="DataLoader worker processes")
     p.add_argument("--loader-shared", action="store_true", help="all ranks read one storage (one batch at a time)")
     p.add_argument("--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)")
     p.add_argument("--netlab", help="RATE: one rank per network namespace over an emulated link (root)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--micro-batch", type=int, default=4)
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=int, default=64)
-    p.add_argument("--layers", "--n-layers", dest="n_layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--heads", "--n-heads", dest="n_heads", type=int, default=4)
+    p.add_argument("--steps", type=positive_int_arg, default=10)
+    p.add_argument("--warmup", type=nonnegative_int_arg, default=3)
+    p.add_argument("--micro-batch", type=positive_int_arg, default=4)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int_arg, default=64)
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=positive_int_arg, default=2)
+    p.add_argument("--hidden", type=positive_int_arg, default=128)
+    p.add_argument("--heads", "--n-heads", dest="n_heads", type=positive_int_arg, default=4)
     p.set_defaults(func=_ddp)
 
     p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")

@@ -4,6 +4,7 @@ tokens per GPU above which the gradient all-reduce hides behind the backward."""
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import positive_float_arg
 
 
 def _gpu_list(text: str) -> list[int]:
@@ -54,16 +55,16 @@ def register(subparsers) -> None:
     p.add_argument("--link", default="nvlink4", help="intra-node link (gpukit links)")
     p.add_argument("--inter-link", help="inter-node link (default: --link)")
     p.add_argument("--ports-per-node", type=int, help="inter-node ports per node (default: one per GPU, rail)")
-    p.add_argument("--efficiency", type=float, help="share of the inter-node line rate reached (assumption)")
+    p.add_argument("--efficiency", type=positive_float_arg, help="share of the inter-node line rate reached (assumption)")
     p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
     p.add_argument("--global-batch-tokens", help="tokens per step over all GPUs (strong scaling)")
     p.add_argument("--grad-dtype", default="bf16", help="fp32, bf16, fp16")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
     p.add_argument("--powersgd-rank", type=int, default=4)
-    p.add_argument("--bucket-mb", type=float, default=25.0)
+    p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--overlap", default="on", choices=["on", "off"])
-    p.add_argument("--mfu", type=float, help="model FLOPs utilization (default 0.4, an assumption)")
+    p.add_argument("--mfu", type=positive_float_arg, help="model FLOPs utilization (default 0.4, an assumption)")
     p.add_argument("--profile", help="calibration profile (gpukit calibrate): measured compute and link")
     add_json_flag(p)
     p.set_defaults(func=_scaling)
