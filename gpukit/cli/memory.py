@@ -24,6 +24,8 @@ FLAG_OF = {
     "hidden": "--hidden", "n_heads": "--heads", "n_kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden",
     "vocab": "--vocab", "max_gpus": "--max-gpus", "max_seq_len": "--max-seq-len", "unknown model": "--model",
     "unknown gpu": "--gpu",
+    "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
+    "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
 }
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
 
@@ -73,6 +75,15 @@ def register(subparsers) -> None:
     t.add_argument("--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base")
     t.add_argument("--inference", action="store_true", default=None, help="serve: weights + KV cache, no training state")
     t.add_argument("--batch", type=int, help="inference: concurrent sequences in the KV cache")
+    c = p.add_argument_group("conventions the papers use (issue 10; defaults: ZeRO paper, 16 bytes/param)")
+    c.add_argument("--grad-dtype", dest="grad_dtype", choices=mem.GRAD_DTYPES,
+                   help="fp32: Megatron's main-grad buffer (18 B/param; 6 + 12/dp with --zero 1)")
+    c.add_argument("--grad-accum-buffer", dest="grad_accum_buffer", choices=mem.GRAD_ACCUM_BUFFERS,
+                   help="fp32: separate fp32 accumulation buffer next to 16-bit grads (20 B/param)")
+    c.add_argument("--virtual-stages", dest="virtual_stages", type=int,
+                   help="interleaved pipeline: model chunks per stage (first stage x (1 + (p-1)/(p v)))")
+    c.add_argument("--zero3-prefetch-layers", dest="zero3_prefetch_layers", type=int,
+                   help="ZeRO-3/FSDP: layers gathered ahead of the working one (FSDP2 default behaviour: 1)")
     q = p.add_argument_group("questions (need --gpu)")
     q.add_argument("--gpu", help="catalog GPU name: adds overhead and a fits verdict")
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
@@ -159,7 +170,8 @@ def handle(args):
         model, n_params = _model_from_args(args)
         keys = ("precision", "optimizer", "zero_stage", "dp", "tp", "pp", "sp", "seq_len", "micro_batch", "grad_accum",
                 "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
-                "weights_dtype", "inference", "batch")
+                "weights_dtype", "inference", "batch", "grad_dtype", "grad_accum_buffer", "virtual_stages",
+                "zero3_prefetch_layers")
         kw = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
         if "seq_len" not in kw and model is not None:  # TrainSetup's 2048, or the model's context if shorter
             kw["seq_len"] = min(model.max_seq, mem.TrainSetup().seq_len)
