@@ -520,14 +520,11 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     layers = math.ceil(model.n_layers / c.pp)
     stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
     rate = cluster.peak_flops * cluster.matmul_efficiency
-    fwd_fpt = _fpt(model, s, causal, "none")[1] / 3  # forward = a third of 6N training FLOPs
-    compute_f = fwd_fpt * tokens_mb * stage_share / c.tp / rate
     compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
     act = mem.layer_activation_bytes(model, setup, recompute="none") * layers
     hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
     passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
     elem_all = passes * act / hbm
-    elem_f = 2 * act / hbm
     # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
     h_bytes = tokens_mb * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
@@ -539,7 +536,6 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
     t_mb = compute_all + elem_all + tp_s + pp_s
     slots = m + (c.pp - 1) / c.virtual_stages
-    pipe = slots * t_mb
     # DP / ZeRO: gradients of the stage's parameters
     stage_params = (layers * model.layer_params() + (model.embedding_params() if c.pp == 1 else
                     max(model.embedding_params(), model.head_params()))) / c.tp
@@ -547,7 +543,7 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     if c.zero_stage == 3:
         per_mb = 3 * _dp_reduce_s(stage_params * 2 / 2, c.dp, c.tp, cluster.gpus_per_node, cluster.intra,
                                   cluster.inter)  # all-gather or reduce-scatter = half an all-reduce
-        zero3_exposed = m * max(0.0, per_mb - (compute_f + compute_all))
+        zero3_exposed = m * max(0.0, per_mb - (compute_all + elem_all))  # prefetch hides it behind the micro-batch
         dp_s = 0.0
         comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
     else:
