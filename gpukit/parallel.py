@@ -723,9 +723,11 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
              "optimizer": f"optimizer step: {share:.0%} of the step"}[worst]
     if c.pp > 1 and e.microbatches < 4 * c.pp:
         reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
-    reasons.append(label)
-    if share < 0.05 and not reasons[:-1]:
-        return f"compute ({(e.share('compute') + e.share('elementwise')):.0%} of the step)", tuple(reasons)
+    if share >= 0.02:
+        reasons.append(label)
+    else:
+        reasons.append(f"compute-bound: compute and elementwise kernels "
+                       f"{e.share('compute') + e.share('elementwise'):.0%} of the step")
     return reasons[0], tuple(reasons)
 
 
