@@ -238,28 +238,28 @@ def fsdp_body(cfg: dict) -> dict:
 
     # 1-2. DDP and FSDP2 side by side: memory of each, then steps timed in interleaved rounds
     # (DDP step, DDP no_sync step, FSDP step, ...) so that load from other processes hits all alike
-    model = build_reference_model(spec, device=device, seed=0)
-    n_params = sum(p.numel() for p in model.parameters())
-    ddp = DDP(model)
-    opt = make_optimizer(ddp, "adamw")
-    out["ddp_mem"] = _mem_of(ddp, opt, batch)
-    fmodel = build_reference_model(spec, device=device, seed=0)
-    for block in fmodel.blocks:
+    live = {"model": build_reference_model(spec, device=device, seed=0)}  # cleared before teardown
+    n_params = sum(p.numel() for p in live["model"].parameters())
+    live["ddp"] = DDP(live["model"])
+    live["opt"] = make_optimizer(live["ddp"], "adamw")
+    out["ddp_mem"] = _mem_of(live["ddp"], live["opt"], batch)
+    live["fmodel"] = build_reference_model(spec, device=device, seed=0)
+    for block in live["fmodel"].blocks:
         fully_shard(block)
-    fully_shard(fmodel)
-    fopt = make_optimizer(fmodel, "adamw")
-    out["fsdp_mem"] = _mem_of(fmodel, fopt, batch)
+    fully_shard(live["fmodel"])
+    live["fopt"] = make_optimizer(live["fmodel"], "adamw")
+    out["fsdp_mem"] = _mem_of(live["fmodel"], live["fopt"], batch)
     out["fsdp_local_param_numel"] = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel()
-                                        for p in fmodel.parameters())
+                                        for p in live["fmodel"].parameters())
 
     def local_step():
-        with ddp.no_sync():
-            _train(ddp, opt, batch)
+        with live["ddp"].no_sync():
+            _train(live["ddp"], live["opt"], batch)
 
-    kinds = {"ddp_ms": lambda: _train(ddp, opt, batch), "compute_ms": local_step,
-             "fsdp_ms": lambda: _train(fmodel, fopt, batch)}
+    kinds = {"ddp_ms": lambda: _train(live["ddp"], live["opt"], batch), "compute_ms": local_step,
+             "fsdp_ms": lambda: _train(live["fmodel"], live["fopt"], batch)}
     times = {k: [] for k in kinds}
-    for k, fn in kinds.items():
+    for fn in kinds.values():
         _timed(fn, 0, warmup, device)
     for _ in range(steps):
         for k, fn in kinds.items():
@@ -267,7 +267,7 @@ def fsdp_body(cfg: dict) -> dict:
     for k, ts in times.items():
         out[k] = percentile(ts, 50) * 1e3
     dist.barrier()
-    del ddp, opt, model, fmodel, fopt
+    live.clear()  # drop DDP/FSDP modules before later phases and destroy_process_group
 
     # 3. ZeRO-1 with torch's ZeroRedundancyOptimizer
     def zero1():
