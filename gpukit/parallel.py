@@ -731,6 +731,15 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
     return reasons[0], tuple(reasons)
 
 
+@dataclass(frozen=True)
+class _NoFit:
+    """A layout that does not fit: its memory (a lower bound when what == 'states'), no step time."""
+
+    memory_per_gpu_bytes: int
+    what: str
+    fits: bool = False
+
+
 def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int | None = None,
            seq_len: int | None = None, link=None, inter_link=None, ports_per_node: int | None = None,
            top_k: int = 10, attention: str = "flash", max_micro_batch: int = 16, cluster: Cluster | None = None,
@@ -750,11 +759,31 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
     cache: dict[ParallelConfig, Estimate | None] = {}
     too_big: set[tuple] = set()
+    cap = cl.gpu.memory_bytes
+    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(**{k: v for k, v in conventions.items()
+                                                          if k in ("precision", "optimizer", "grad_dtype",
+                                                                   "grad_accum_buffer")}))
+    layer_elems = model.layer_params() * model.n_layers
+    dropout = conventions.pop("dropout", model.mlp == "gelu")
 
-    def est_of(c: ParallelConfig) -> Estimate | None:
+    def est_of(c: ParallelConfig):
+        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
         if c not in cache:
+            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
+            n = layer_elems / (c.tp * c.pp)
+            z, d = c.zero_stage, c.dp
+            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
+            if states > cap:
+                cache[c] = _NoFit(int(states), "states")
+                return cache[c]
             try:
-                cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, **conventions)
+                m = G // (c.dp * c.micro_batch)
+                mb = mem.estimate_memory(model, setup=_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu)
+                if not mb.fits:
+                    cache[c] = _NoFit(mb.total_bytes, "total")
+                else:
+                    cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, dropout=dropout,
+                                        _memory=mb, **conventions)
             except ValueError:
                 cache[c] = None
         return cache[c]
@@ -767,7 +796,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
         e = est_of(c)
         if e is None:
             continue
-        if not e.fits:
+        if not e.fits:  # a larger micro-batch of the same family cannot fit either
             too_big.add(fam)
             continue
         fitting.append(e)
