@@ -678,11 +678,11 @@ def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: i
         if model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
             continue
         for pp in _divisors(n // tp):
-            if pp > model.n_layers or model.n_layers % pp:
+            if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
                 continue
             dp = n // (tp * pp)
-            vs = [v for v in (1, 2, 3, 4, 6, 8) if v <= max_virtual_stages and (v == 1 or pp > 1)
-                  and model.n_layers % (pp * v) == 0]
+            vs = [1] + [v for v in (2, 3, 4, 6, 8) if v <= max_virtual_stages and pp > 1
+                        and model.n_layers % (pp * v) == 0]
             zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
             b = 1
             while b <= max_micro_batch and G % (dp * b) == 0:
