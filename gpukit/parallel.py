@@ -458,9 +458,11 @@ def _model(model) -> ModelSpec:
 def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float:
     if tp == 1:
         return 0.0
-    if tp <= gpn:
+    if gpn % tp == 0:  # the TP group sits inside one node
         return collective_time("all_reduce", size_bytes, tp, intra).time_s
-    return hierarchical_all_reduce(size_bytes, tp // gpn, gpn, intra, inter).time_s
+    if tp % gpn == 0:  # whole nodes: reduce-scatter in the node, all-reduce across, all-gather
+        return hierarchical_all_reduce(size_bytes, tp // gpn, gpn, intra, inter).time_s
+    return collective_time("all_reduce", size_bytes, tp, inter).time_s  # straddles nodes: the ring runs at the NIC
 
 
 @lru_cache(maxsize=4096)
@@ -468,7 +470,7 @@ def _dp_reduce_s(size_bytes: float, dp: int, tp: int, gpn: int, intra, inter) ->
     """All-reduce of a per-rank buffer over the dp group: its members inside a node first."""
     if dp == 1:
         return 0.0
-    in_node = max(1, min(dp, gpn // tp)) if tp < gpn else 1
+    in_node = max(1, min(dp, gpn // tp)) if tp < gpn and gpn % tp == 0 else 1
     while dp % in_node:
         in_node -= 1
     return hierarchical_all_reduce(size_bytes, dp // in_node, in_node, intra, inter).time_s
@@ -508,6 +510,9 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
     dropout = model.mlp == "gelu" if dropout is None else dropout
     notes = list(config.validate(model, global_batch=G))
+    if config.tp > 1 and cluster.gpus_per_node % config.tp:
+        notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
+                     "the network")
     c = config
     m = G // (c.dp * c.micro_batch)
     setup = _setup(c, s, m, attention, dropout, **conventions)
@@ -716,7 +721,8 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
     worst = max(parts, key=parts.get)
     share = parts[worst] / e.step_time_s
     label = {"bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
-             "tp_comm": f"TP traffic {'across nodes' if c.tp > 8 else 'in the node'}: {share:.0%} of the step",
+             "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
+                        f"{share:.0%} of the step",
              "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
              "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
              "pp_comm": f"PP traffic: {share:.0%} of the step",
