@@ -428,3 +428,30 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def summary_markdown(result: BenchResult) -> str:
+    """The run's key figures as Markdown bullets (notebook 06 section 2); every number read from `result`."""
+    s = result.summary
+    fsdp = [r for r in result.rows if r["mode"] == "fsdp"]
+    z1, tp, pp = s.get("zero1", {}), s.get("tp", {}), s.get("pp", {})
+
+    def ran(d):
+        return "ran" if d.get("ran") else f"could not run ({d.get('error', 'not attempted')})"
+
+    errors = ", ".join(f"{r['peak_error']:+.1%}" for r in fsdp)
+    return "\n".join((
+        f"- Each rank holds **{s['fsdp_local_param_share']:.0%}** of the parameters under FSDP; rank 0's optimizer "
+        f"states are {s['fsdp_optimizer_bytes_rank0']:,} bytes against {s['pred_zero3_optimizer_bytes']:,} predicted.",
+        f"- Peak per rank, FSDP vs the ZeRO-3 prediction: errors {errors}.",
+        f"- Step time (CPU): DDP {s['ddp_step_ms']:.0f} ms, FSDP {s['fsdp_step_ms']:.0f} ms; model for FSDP = compute "
+        f"({s['compute_only_ms']:.0f} ms, DDP without sync) + 2 all-gathers ({s['all_gather_ms']:.1f} ms each) + 1 "
+        f"reduce-scatter ({s['reduce_scatter_ms']:.1f} ms) = {s['fsdp_model_ms']:.0f} ms: error "
+        f"{s['fsdp_model_error']:+.0%}.",
+        f"- ZeRO-1 (ZeroRedundancyOptimizer) on {s['backend']}: {ran(z1)}; each rank keeps "
+        f"{z1.get('optimizer_state_bytes', 0):,} bytes of optimizer state.",
+        f"- TP (parallelize_module) on {s['backend']}: {ran(tp)}; output matches the unsplit MLP to "
+        f"{tp.get('max_abs_diff_output', float('nan')):.1e}, collectives per forward+backward: {tp.get('comm_counts')}.",
+        f"- PP (torch.distributed.pipelining) on {s['backend']}: {ran(pp)} ({pp.get('schedule', '')}, "
+        f"{pp.get('microbatches', '?')} micro-batches, {pp.get('step_ms', float('nan')):.0f} ms per step).",
+    ))

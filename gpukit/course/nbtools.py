@@ -56,6 +56,9 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
                 "how data parallelism scales?", "yes (gloo on loopback)",
                 "no (NCCL cells run when GPUs are present)"),
+    CourseEntry("06_beyond_data_parallel", "How do I split a model that does not fit: ZeRO/FSDP, tensor "
+                "and pipeline parallelism, which 3D layout is fastest and why?",
+                "yes (gloo on loopback: FSDP, ZeRO-1, TP, PP on 2 ranks)", "no"),
 )
 
 
