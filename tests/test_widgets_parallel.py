@@ -38,3 +38,19 @@ def test_plots_from_the_model():
                        seq_len=2048)
     plot_step(est)
     plt.close("all")
+
+
+def test_conventions_view_uses_the_issue_names():
+    from gpukit.widgets.parallel_view import conventions_view
+
+    v = conventions_view()
+    base = v.result.grads_bytes
+    v.set(grad_dtype="fp32")
+    assert v.error is None and v.result.grads_bytes == 2 * base  # Megatron fp32 main grads
+    v.set(grad_accum_buffer="fp32")
+    assert v.error and "counts the fp32 gradients twice" in v.error
+    v.set(grad_accum_buffer="none", virtual_stages=2)
+    assert v.error is None and v.result.term("interleave_factor") > 1
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

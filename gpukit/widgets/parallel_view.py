@@ -130,3 +130,37 @@ def search_view(**defaults) -> View:
 
 def memory_gib(est: par.Estimate) -> float:
     return est.memory_per_gpu_bytes / GiB
+
+
+def conventions_compute(model: str = "llama-2-70b", gpu: str = "a100-80gb", grad_dtype: str = "bf16",
+                        grad_accum_buffer: str = "none", zero_stage: int = 1, dp: int = 8, tp: int = 8, pp: int = 4,
+                        virtual_stages: int = 1, grad_accum: int = 16, seq_len: int = 4096,
+                        recompute: str = "selective"):
+    """gpukit.memory with the papers' conventions (issue 10 names: grad_dtype, grad_accum_buffer,
+    virtual_stages) for a catalog model on a catalog GPU."""
+    from gpukit import memory as mem
+
+    spec = catalog.get_model(model)
+    setup = mem.TrainSetup(grad_dtype=grad_dtype, grad_accum_buffer=grad_accum_buffer, zero_stage=zero_stage, dp=dp,
+                           tp=tp, pp=pp, sp=tp > 1, virtual_stages=virtual_stages, grad_accum=grad_accum,
+                           seq_len=seq_len, recompute=recompute, dropout=spec.mlp == "gelu")
+    return mem.estimate_memory(spec, setup=setup, gpu=catalog.get_gpu(gpu))
+
+
+def conventions_view(**defaults) -> View:
+    """Memory per GPU under Megatron's / the playbook's conventions, drawn like notebook 01's breakdown."""
+    from gpukit import memory as mem
+    from gpukit.widgets.memory_view import plot_breakdown
+
+    d = dict(model="llama-2-70b", gpu="a100-80gb", grad_dtype="bf16", grad_accum_buffer="none", zero_stage=1, dp=8,
+             tp=8, pp=4, virtual_stages=1) | defaults
+    return View(conventions_compute,
+                {"model": dropdown("model", sorted(catalog.models()), d["model"]),
+                 "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
+                 "grad_dtype": dropdown("grad_dtype", mem.GRAD_DTYPES, d["grad_dtype"]),
+                 "grad_accum_buffer": dropdown("grad_accum_buffer", mem.GRAD_ACCUM_BUFFERS, d["grad_accum_buffer"]),
+                 "zero_stage": dropdown("ZeRO", [0, 1, 2, 3], d["zero_stage"]),
+                 "dp": number("dp", d["dp"], integer=True), "tp": number("tp", d["tp"], integer=True),
+                 "pp": number("pp", d["pp"], integer=True),
+                 "virtual_stages": dropdown("virtual_stages", [1, 2, 4, 5], d["virtual_stages"])},
+                render=lambda bd: plot_breakdown(bd), title="Memory conventions")
