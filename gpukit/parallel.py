@@ -429,6 +429,8 @@ class Estimate:
             "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu,
             "bubble_fraction": self.bubble_fraction, "bubble_over_ideal": self.bubble_over_ideal,
             "breakdown": dict(self.breakdown), "comm_bytes_per_gpu": dict(self.comm_bytes),
+            "memory_terms": ({k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
+                             if self.memory is not None else {}),
             "notes": list(self.notes), "assumptions": list(ASSUMPTIONS)})
 
     def to_frame(self):
