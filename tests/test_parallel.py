@@ -302,3 +302,18 @@ def test_memory_cli_conventions(capsys):
 def test_replace_keeps_validation():
     with pytest.raises(ValueError):
         replace(par.ParallelConfig(tp=2, sp=True), tp=1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(dp=st.integers(1, 64), tp=st.integers(1, 16), pp=st.integers(1, 16), v=st.integers(1, 4),
+       z=st.integers(0, 3), b=st.integers(1, 8), rc=st.sampled_from(par.RECOMPUTE), sp=st.booleans(),
+       g=st.integers(1, 4096), gpn=st.sampled_from([1, 2, 4, 8]))
+def test_fuzz_estimate_is_a_number_or_one_line_error(dp, tp, pp, v, z, b, rc, sp, g, gpn):
+    try:
+        cfg = par.ParallelConfig(dp, tp, pp, v, z, b, rc, sp)
+        e = par.estimate(LLAMA70, cfg, par.make_cluster("h100-sxm", gpn), global_batch=g, seq_len=2048)
+    except ValueError as err:
+        assert "\n" not in str(err) and str(err)
+        return
+    assert 0 < e.step_time_s < float("inf") and 0 < e.mfu < 1
+    assert sum(v for _, v in e.breakdown) == pytest.approx(e.step_time_s)
