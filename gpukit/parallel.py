@@ -109,16 +109,23 @@ class Cluster:
     hbm_efficiency: float = HBM_EFFICIENCY
     dtype: str = "bf16"
 
+    network: object = None  # a gpukit.comm.ClusterNetwork: when given, its links and efficiency are used
+
     def _eff(self, link, share: float = 1.0) -> tuple[float, float]:
         """(alpha_s, bandwidth GB/s) of a catalog link after efficiency and port sharing."""
         return link.latency_us * 1e-6, link.bandwidth_gbps * self.link_efficiency * share
 
     @property
     def intra(self) -> tuple[float, float]:
+        if self.network is not None:
+            return tuple(self.network.intra_link)
         return self._eff(self.link)
 
     @property
     def inter(self) -> tuple[float, float]:
+        """Per-GPU inter-node (alpha_s, GB/s) while every GPU of a node sends (ports shared)."""
+        if self.network is not None:
+            return tuple(self.network.inter_link(self.gpus_per_node))
         return self._eff(self.inter_link, min(1.0, self.ports_per_node / self.gpus_per_node))
 
     @property
@@ -126,8 +133,24 @@ class Cluster:
         return self.gpu.peak_tflops(self.dtype) * 1e12
 
     def describe(self) -> str:
+        if self.network is not None:
+            n = self.network
+            return (f"{self.gpu.name}, {n.gpus_per_node} per node, {n.intra_name} in the node, "
+                    f"{n.ports_per_node} x {n.inter_name} per node (efficiency {n.efficiency:g}: {n.efficiency_source})")
         return (f"{self.gpu.name}, {self.gpus_per_node} per node, {self.link.name} in the node, "
                 f"{self.ports_per_node} x {self.inter_link.name} per node")
+
+
+def cluster_from_network(gpu, network, *, matmul_efficiency: float = MATMUL_EFFICIENCY,
+                         hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
+    """A Cluster over a gpukit.comm.ClusterNetwork (engineer C's hierarchical network model): its intra
+    link, its per-GPU inter-node bandwidth with ports shared, and its efficiency with provenance."""
+    for attr in ("intra_link", "inter_link", "gpus_per_node", "ports_per_node", "efficiency"):
+        if not hasattr(network, attr):
+            raise ValueError(f"network must be a gpukit.comm.ClusterNetwork (missing {attr}), got {type(network).__name__}")
+    base = make_cluster(gpu, network.gpus_per_node, ports_per_node=network.ports_per_node,
+                        matmul_efficiency=matmul_efficiency, hbm_efficiency=hbm_efficiency, profile=profile)
+    return replace(base, network=network, link_efficiency=network.efficiency)
 
 
 def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_per_node: int | None = None, *,
