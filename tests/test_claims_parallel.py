@@ -46,3 +46,9 @@ def test_fsdp_7b_two_gpus_assumption_changes_the_answer():
     assert short.computed < fp32.computed
     with pytest.raises(ValueError):
         claim("fsdp_7b_two_gpus", gpu="h100-nope")
+
+
+def test_articles_layout_wins_on_a_shared_nic():
+    """With one shared 100 GbE port per node and a small global batch, TP4 x PP4 x DP1 is the model's best."""
+    c = claim("seventy_b_16_a100_tp4_pp4", inter_link="eth-100g", ports_per_node=1, global_batch=16)
+    assert c.computed == 1 and c.verdict == "correct"

@@ -55,10 +55,12 @@ def three_d_parallelism_megatron_deepspeed() -> Claim:
 
 @register("seventy_b_16_a100_tp4_pp4", "parallel")
 def seventy_b_16_a100_tp4_pp4(model: str = "llama-2-70b", gpu: str = "a100-80gb", gpus: int = 16,
-                              gpus_per_node: int = 8, global_batch: int = 64, seq_len: int = 4096) -> Claim:
+                              gpus_per_node: int = 8, global_batch: int = 64, seq_len: int = 4096,
+                              inter_link: str | None = None, ports_per_node: int | None = None) -> Claim:
     """Search every layout of the 70B model on 16 A100 80GB (2 nodes, one HDR port per GPU); where does
     TP4 x PP4 x DP1 rank, and how close is it to the best?"""
-    res = par.search(model, gpu, gpus, gpus_per_node=gpus_per_node, global_batch=global_batch, seq_len=seq_len)
+    res = par.search(model, gpu, gpus, gpus_per_node=gpus_per_node, global_batch=global_batch, seq_len=seq_len,
+                     inter_link=inter_link, ports_per_node=ports_per_node)
     best = res.best.estimate
     mine = [(i, r.estimate) for i, r in enumerate(res.ranked, 1)
             if (r.estimate.config.tp, r.estimate.config.pp, r.estimate.config.dp) == (4, 4, 1)]
@@ -80,11 +82,29 @@ def seventy_b_16_a100_tp4_pp4(model: str = "llama-2-70b", gpu: str = "a100-80gb"
                f"node and PP4 needs no inter-node all-reduce, so the claim is a sensible layout; the model puts "
                f"sharded data parallelism (ZeRO-3 with full recompute) or other 3D splits within a few percent, "
                f"and the answer moves with the global batch (bubble) and the network."),
-        assumptions=(f"{seq_len}-token sequences, global batch {global_batch}; 8 GPUs per node, NVLink3 + 8 x HDR IB",
+        assumptions=(f"{seq_len}-token sequences, global batch {global_batch}; {res.cluster}",
                      *par.ASSUMPTIONS[:3]),
         figures=(("best tokens/s", best.tokens_per_s, "tokens/s"), ("TP4xPP4xDP1 tokens/s", e.tokens_per_s if e else 0.0,
                  "tokens/s"), ("TP4xPP4xDP1 / best", ratio, "ratio"), ("rank of TP4xPP4xDP1", float(rank or 0), "rank"),
-                 ("layouts that fit", float(res.fitting), "layouts")))
+                 ("layouts that fit", float(res.fitting), "layouts"),
+                 ("best MFU", best.mfu, "share")))
+
+
+def seventy_b_sensitivity(global_batches=(16, 64, 256), networks=(("ib-hdr", None), ("eth-100g", 1)), **kw):
+    """The 70B/16-A100 audit under other global batches and networks: best layout, rank and ratio of
+    TP4 x PP4 x DP1 (a table for notebook 06)."""
+    import pandas as pd
+
+    rows = []
+    for link, ports in networks:
+        for g in global_batches:
+            c = seventy_b_16_a100_tp4_pp4(global_batch=g, inter_link=link, ports_per_node=ports, **kw)
+            best = c.check.split("Best: ", 1)[1].split(", ", 1)[0] if "Best: " in c.check else ""
+            rows.append({"inter_link": link, "ports_per_node": ports or "one per GPU", "global_batch": g,
+                         "best layout": best,
+                         "rank of TP4xPP4xDP1": int(c.computed), "TP4xPP4xDP1 / best": c.figure("TP4xPP4xDP1 / best"),
+                         "verdict": c.verdict})
+    return pd.DataFrame(rows)
 
 
 @register("pipelining_less_comm_bubbles", "parallel")
