@@ -453,7 +453,7 @@ def summary_markdown(result: BenchResult) -> str:
         f"({s['compute_only_ms']:.0f} ms, DDP without sync) + 2 all-gathers ({s['all_gather_ms']:.1f} ms each) + 1 "
         f"reduce-scatter ({s['reduce_scatter_ms']:.1f} ms) = {s['fsdp_model_ms']:.0f} ms: error "
         f"{s['fsdp_model_error']:+.0%}. Of the FSDP step, the optimizer step over the DTensor shards takes "
-        f"{s['fsdp_optimizer_step_ms']:.0f} ms (the model's compute term holds a plain AdamW on half as many elements).",
+        f"{s['fsdp_optimizer_step_ms']:.0f} ms (the model's compute term holds DDP's plain AdamW over every element; the FSDP one updates half, through DTensor).",
         f"- ZeRO-1 (ZeroRedundancyOptimizer) on {s['backend']}: {ran(z1)}; each rank keeps "
         f"{z1.get('optimizer_state_bytes', 0):,} bytes of optimizer state.",
         f"- TP (parallelize_module) on {s['backend']}: {ran(tp)}; output matches the unsplit MLP to "
