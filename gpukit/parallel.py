@@ -21,11 +21,12 @@ Pure calculator (no torch, no I/O). Sources, formula by formula:
   each becomes an all-gather + reduce-scatter of the same volume (Korthikanti et al. 2022, sec. 4.2.2),
   so the ring time is the same. PP: b*s*h activations forward and their gradients backward between
   neighbouring stages per micro-batch and model chunk (send/recv), split t-ways over the node's
-  links by the scatter/gather optimization (Narayanan sec. 4.1).
+  links by the scatter/gather optimization (Narayanan sec. 4.1); on the inter-node link as soon as
+  the pipeline spans more than one node (the slowest boundary paces the steady state).
 - Times: gpukit.comm's alpha-beta model; TP on the intra-node link when tp <= gpus_per_node,
   hierarchical otherwise; DP hierarchical (reduce-scatter in the node, all-reduce across nodes on the
   shard, all-gather in the node) with the inter-node bandwidth per GPU = link x min(1, ports_per_node
-  / gpus_per_node); PP on the inter-node link when tp*dp >= gpus_per_node. Every link's bandwidth is
+  / gpus_per_node); PP on the inter-node link when tp*dp*pp > gpus_per_node. Every link's bandwidth is
   scaled by `link_efficiency` (a stated assumption, see ASSUMPTIONS).
 - Compute per GPU: executed (hardware) FLOPs of its stage (gpukit.compute.flops_per_token: dense
   6N, attention, recompute, LM head) / (peak x matmul_efficiency), plus the memory-bound elementwise
@@ -561,7 +562,8 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     ar = _tp_allreduce_s(float(h_bytes), c.tp, cluster.gpus_per_node, cluster.intra, cluster.inter)
     tp_s = n_ar * layers * ar
     # PP: activations forward and gradients backward per micro-batch per chunk boundary
-    pp_link = cluster.inter if c.tp * c.dp >= cluster.gpus_per_node else cluster.intra
+    # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
+    pp_link = cluster.inter if c.tp * c.dp * c.pp > cluster.gpus_per_node else cluster.intra
     p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
     pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
     t_mb = compute_all + elem_all + tp_s + pp_s
