@@ -48,7 +48,14 @@ def test_fsdp_7b_two_gpus_assumption_changes_the_answer():
         claim("fsdp_7b_two_gpus", gpu="h100-nope")
 
 
-def test_articles_layout_wins_on_a_shared_nic():
-    """With one shared 100 GbE port per node and a small global batch, TP4 x PP4 x DP1 is the model's best."""
+def test_articles_layout_is_near_the_best_on_a_shared_nic():
+    """With one shared 100 GbE port per node, the best layouts keep DP and TP inside a node and send only
+    pipeline activations across; TP4 x PP4 x DP1 (the article's) is within 10% of the best."""
+    from gpukit import parallel as par
+
     c = claim("seventy_b_16_a100_tp4_pp4", inter_link="eth-100g", ports_per_node=1, global_batch=16)
-    assert c.computed == 1 and c.verdict == "correct"
+    assert c.figure("TP4xPP4xDP1 / best") >= 0.9 and c.verdict in ("correct", "plausible")
+    res = par.search("llama-2-70b", "a100-80gb", 16, global_batch=16, seq_len=4096, inter_link="eth-100g",
+                     ports_per_node=1)
+    best = res.best.estimate.config
+    assert best.dp * best.tp <= 8 and best.pp > 1 and best.zero_stage < 3
