@@ -317,3 +317,23 @@ def test_fuzz_estimate_is_a_number_or_one_line_error(dp, tp, pp, v, z, b, rc, sp
         return
     assert 0 < e.step_time_s < float("inf") and 0 < e.mfu < 1
     assert sum(v for _, v in e.breakdown) == pytest.approx(e.step_time_s)
+
+
+def test_cluster_from_a_network_object():
+    """A Cluster over a ClusterNetwork-like object (gpukit.comm.ClusterNetwork's interface): its links and
+    efficiency replace the catalog defaults; a shared port slows the DP reduction."""
+    from types import SimpleNamespace
+
+    def net(ports):
+        return SimpleNamespace(intra_link=(0.6e-6, 300.0), inter_link=lambda k: (2.7e-6, 25.0 * min(1, ports / k)),
+                               gpus_per_node=8, ports_per_node=ports, efficiency=1.0, efficiency_source="ideal",
+                               intra_name="nvlink3", inter_name="ib-hdr")
+
+    cfg = par.ParallelConfig(dp=16, tp=8, recompute="full")
+    rail = par.estimate("llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(8)), global_batch=128,
+                        seq_len=4096)
+    shared = par.estimate("llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(1)), global_batch=128,
+                          seq_len=4096)
+    assert dict(shared.breakdown)["dp_comm"] > 4 * dict(rail.breakdown)["dp_comm"]
+    with pytest.raises(ValueError, match="network must be a gpukit.comm.ClusterNetwork"):
+        par.cluster_from_network("a100-80gb", object())
