@@ -15,13 +15,27 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   does) and the logits; both are computed and the larger total is reported (`stage`).
 - Mixed precision (bf16-mixed / fp16-mixed): 16-bit weights and gradients, and an fp32 master copy
   that is counted in optimizer_bytes: Adam costs K = 12 (4 master + 4 m + 4 v), 2 + 2 + 12 = 16
-  bytes/param (ZeRO sec. 3.1). Megatron's fp32 gradient buffer (18 bytes/param) is not modelled.
+  bytes/param (ZeRO sec. 3.1). Named alternatives (TrainSetup fields, see `GRADIENT CONVENTIONS`):
+  grad_dtype="fp32" is Megatron's fp32 main-grad buffer, 2 + 4 + 12 = 18 bytes/param, and with
+  zero_stage=1 Megatron's distributed optimizer, 6 + 12/dp (Megatron-LM docs, "Distributed
+  optimizer"); grad_accum_buffer="fp32" adds an fp32 gradient-accumulation buffer next to 16-bit
+  gradients, 2 + 2 + 4 + 12 = 20 bytes/param (Ultra-Scale Playbook, "Memory usage in Transformers").
   Pure "bf16" keeps everything in bf16, optimizer states included (PyTorch's AdamW allocates them
   like the parameters), 8 bytes/param with AdamW: accelerate's "Training using Adam" convention.
 - Activations follow the Megatron convention of Korthikanti et al. 2022, Table 2: 16-bit activations,
   1-byte dropout masks (dropout=True), generalised to grouped-query attention and SwiGLU; see
   `layer_activation_bytes`. Gradient accumulation does not change them (with pp > 1 it sets how many
-  micro-batches are in flight, min(pp, grad_accum)).
+  micro-batches are in flight, min(pp, grad_accum), stated as the term `in_flight_micro_batches`).
+  Interleaved 1F1B with virtual_stages v > 1 multiplies the first stage's in-flight activations by
+  (1 + (p-1)/(p v)) (Korthikanti et al. 2022, sec. 4.2.3; term `interleave_factor`).
+- Full recompute reports two named figures (terms): `stored_checkpoints_bytes`, the layer inputs
+  kept for the backward pass (what the papers report, 2sbh per layer), and `recompute_layer_bytes`,
+  the one layer being recomputed with all its activations (what the GPU must also hold at the peak);
+  activations_bytes is their sum plus the non-layer terms.
+- ZeRO-3/FSDP: besides the 1/dp shard, the GPU holds the gathered full weights of the layer being
+  computed (`zero3_gathered_bytes`) and of `zero3_prefetch_layers` layers gathered ahead
+  (`zero3_prefetch_bytes`; FSDP2's implicit prefetch keeps one: pass 1; the default 0 counts
+  only the working layer). Both are included in params_bytes.
 - attention defaults to "flash": fused kernels (FlashAttention, PyTorch SDPA) are what people train
   with, and they never store the s^2 score matrix (Dao et al. 2022, sec. 3.1), only a per-row fp32
   logsumexp. attention="eager" adds Table 2's 5as^2b term.
@@ -76,6 +90,8 @@ DEVICES = ("cuda", "cpu")
 # torch.optim's implementation of the update: "default" is torch's choice for the device (foreach on
 # CUDA, a per-tensor for-loop on CPU: torch/optim/optimizer.py _default_to_fused_or_foreach).
 OPTIMIZER_IMPLS = ("default", "foreach", "for-loop", "fused")
+GRAD_DTYPES = ("bf16", "fp16", "fp32")
+GRAD_ACCUM_BUFFERS = ("none", "fp32")
 
 # Optimizer states per trainable parameter in bytes, without the fp32 master copy. Transformer Math
 # 101 (Anthony et al. 2023, "Optimizer states"): AdamW 8 (m, v in fp32), SGD with momentum 4. 8-bit
@@ -134,6 +150,11 @@ class TrainSetup:
     convention: str = "pytorch"
     device: str = "cuda"
     optimizer_impl: str = "default"
+    # GRADIENT CONVENTIONS and schedule/sharding terms (issue 10): named options, defaults = ZeRO paper.
+    grad_dtype: str | None = None  # None: the precision's (16-bit mixed, fp32 in fp32); "fp32": Megatron main grads
+    grad_accum_buffer: str = "none"  # "fp32": separate fp32 accumulation buffer (Ultra-Scale Playbook, 20 B/param)
+    virtual_stages: int = 1  # interleaved 1F1B model chunks per pipeline stage (Narayanan et al. 2021 sec. 2.2.2)
+    zero3_prefetch_layers: int = 0  # ZeRO-3/FSDP layers gathered ahead of the working one
 
     def __post_init__(self):
         for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("recompute", RECOMPUTE),
@@ -145,8 +166,10 @@ class TrainSetup:
             require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
         if self.zero_stage not in (0, 1, 2, 3) or isinstance(self.zero_stage, bool):
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
-        for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch"):
+        for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch",
+                     "virtual_stages"):
             object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+        self._check_conventions()
         for name in ("sp", "dropout", "inference"):
             if not isinstance(getattr(self, name), bool) and not (name == "dropout" and self.dropout is None):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -169,6 +192,38 @@ class TrainSetup:
                 raise ValueError("offload='optimizer' needs zero_stage >= 1 (ZeRO-Offload partitions the optimizer), got 0")
             if self.offload == "all" and self.zero_stage != 3:
                 raise ValueError(f"offload='all' needs zero_stage 3 (ZeRO-Infinity offloads partitioned parameters), got {self.zero_stage}")
+
+    def _check_conventions(self) -> None:
+        """Validate the gradient / schedule / prefetch options (issue 10)."""
+        if self.grad_dtype is not None:
+            require_choice("grad_dtype", self.grad_dtype, GRAD_DTYPES)
+        require_choice("grad_accum_buffer", self.grad_accum_buffer, GRAD_ACCUM_BUFFERS)
+        if self.grad_accum_buffer == "fp32" and self.grad_dtype == "fp32":
+            raise ValueError("grad_accum_buffer fp32 with grad_dtype fp32 counts the fp32 gradients twice: Megatron's "
+                             "fp32 main grads are the accumulation buffer; use one of them")
+        if self.grad_accum_buffer == "fp32" and self.precision == "fp32":
+            raise ValueError("grad_accum_buffer fp32 applies to 16-bit training; with precision fp32 the gradients "
+                             "already are fp32")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1 (interleaving splits pipeline "
+                             "stages into model chunks), got pp 1")
+        if isinstance(self.zero3_prefetch_layers, bool) or not isinstance(self.zero3_prefetch_layers, int) \
+                or self.zero3_prefetch_layers < 0:
+            raise ValueError(f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}")
+
+    @property
+    def in_flight_micro_batches(self) -> int:
+        """Micro-batches whose activations the first pipeline stage holds: min(pp, grad_accum) (1F1B,
+        Narayanan et al. 2021 sec. 2.2.1; Korthikanti et al. 2022 sec. 4.2.3)."""
+        return min(self.pp, self.grad_accum)
+
+    @property
+    def interleave_factor(self) -> float:
+        """(1 + (p-1)/(p v)) for the interleaved schedule (Korthikanti et al. 2022 sec. 4.2.3), 1 without."""
+        if self.virtual_stages == 1:
+            return 1.0
+        p, v = self.pp, self.virtual_stages
+        return 1.0 + (p - 1) / (p * v)
 
     @property
     def world_size(self) -> int:
@@ -199,15 +254,25 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
     if adapters and setup.finetune == "qlora":
         return 2.0, 2.0, STATE_BYTES_FP32[setup.optimizer]
     if setup.precision == "fp32":
-        return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
-    if setup.precision == "bf16":
-        return 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
-    if setup.convention == "pytorch":
+        w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
+    elif setup.precision == "bf16":
+        w, g, o = 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
+    elif setup.convention == "pytorch":
         # torch.autocast keeps the parameters (and so their gradients and AdamW's states) in fp32: the
         # fp32 parameters are the master copy (PyTorch AMP docs, "Automatic Mixed Precision"); the bf16
         # weights exist only as autocast's per-forward copies (counted with the activations).
-        return 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
-    return 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
+        w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
+    else:
+        w, g, o = 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
+    return w, grad_bytes_per_param(setup, g), o
+
+
+def grad_bytes_per_param(setup: TrainSetup, default: float) -> float:
+    """Gradient bytes per trainable parameter under the named convention: the precision's `default`
+    (ZeRO sec. 3.1: 2), Megatron's fp32 main grads (grad_dtype='fp32': 4; 2 + 4 + 12 = 18 B/param),
+    plus an fp32 accumulation buffer (grad_accum_buffer='fp32': + 4; 20 B/param, Ultra-Scale Playbook)."""
+    g = default if setup.grad_dtype is None else float(dtype_bytes(setup.grad_dtype))
+    return g + (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
 
 
 def uses_dropout(model: ModelSpec, setup: TrainSetup) -> bool:
@@ -329,10 +394,11 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     if setup.offload == "all":  # ZeRO-Infinity (Rajbhandari et al. 2021): parameters too
         p["cpu"] += max(p["params"] - layer_w, 0.0)
         p["params"] = min(p["params"], layer_w)
-    elif z >= 3:  # ZeRO-3 / FSDP gathers one layer's full weights to compute it (prefetch can double it)
-        p["params"] += layer_w
+    elif z >= 3:  # ZeRO-3 / FSDP gathers one layer's full weights to compute it, plus prefetched ones
+        p["params"] += layer_w * (1 + setup.zero3_prefetch_layers)
 
-    in_flight = min(setup.pp, setup.grad_accum) if stage == "first" else 1  # 1F1B, Korthikanti 4.2.3
+    # 1F1B: the first stage holds min(pp, m) micro-batches (Korthikanti 4.2.3); interleaved x (1+(p-1)/(pv))
+    in_flight = setup.in_flight_micro_batches * setup.interleave_factor if stage == "first" else 1
     sp_div = t if setup.sp else 1
     act = layers * layer_activation_bytes(model, setup) * in_flight
     if setup.recompute == "full":  # the layer being recomputed holds its full activations
@@ -596,6 +662,27 @@ def _adam_state_bytes(setup: TrainSetup) -> float:
     """Bytes of AdamW's two states per element: 8 (fp32), 4 in pure bf16 (torch allocates them like
     the parameters)."""
     return STATE_BYTES_BF16["adamw"] if setup.precision == "bf16" else STATE_BYTES_FP32["adamw"]
+def _stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[str, float], ...]:
+    """Named terms of the issue-10 conventions on one stage (bytes, or counts where named so); each is
+    already inside the components of `_stage_parts`, listed so that none hides in a sum."""
+    if setup.inference:
+        return ()
+    layers, _ = _stage_layers_and_extra(model, setup, stage)
+    first = stage == "first"
+    terms = [("in_flight_micro_batches", float(setup.in_flight_micro_batches if first else 1)),
+             ("interleave_factor", setup.interleave_factor if first else 1.0)]
+    in_flight = setup.in_flight_micro_batches * setup.interleave_factor if first else 1
+    if setup.recompute == "full":
+        terms += [("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
+                  ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none"))]
+    if setup.zero_stage >= 3 and setup.offload != "all":
+        if setup.finetune == "full":
+            w = state_bytes_per_param(setup)[0]
+            layer_w = model.layer_params() / setup.tp * w
+        else:
+            layer_w = _base_weight_bytes(model, setup, layers, 0)[1]
+        terms += [("zero3_gathered_bytes", layer_w), ("zero3_prefetch_bytes", layer_w * setup.zero3_prefetch_layers)]
+    return tuple(terms)
 
 
 def _n_params_parts(n_params: int, setup: TrainSetup) -> dict:
@@ -646,12 +733,20 @@ class MemoryBreakdown:
     convention: str = "megatron"
     peak_phase: str = "sum"  # "pytorch": the phase of the step at the peak; "megatron": a sum of parts
     phase_peaks: tuple = ()  # ((phase, bytes of tensors), ...) in the "pytorch" convention
+    terms: tuple[tuple[str, float], ...] = ()  # named terms inside the components (issue 10 conventions)
 
     COMPONENTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache", "overhead")
 
     @property
     def total_gib(self) -> float:
         return self.total_bytes / GiB
+
+    def term(self, name: str) -> float:
+        """A named term (e.g. 'stored_checkpoints_bytes'); ValueError listing the terms present."""
+        d = dict(self.terms)
+        if name not in d:
+            raise ValueError(f"term must be one of {', '.join(d) or '(none for this setup)'}; got {name!r}")
+        return d[name]
 
     def items(self) -> list[tuple[str, int]]:
         """Ordered (component, bytes) on the GPU; overhead split into its two line items."""
@@ -664,6 +759,8 @@ class MemoryBreakdown:
                  cpu_bytes=self.cpu_bytes)
         if self.gpu_memory_bytes is not None:
             d.update(gpu_memory_bytes=self.gpu_memory_bytes, fits=self.fits)
+        if self.terms:
+            d["terms"] = {k: (int(math.ceil(v)) if k.endswith("_bytes") else v) for k, v in self.terms}
         return d
 
     def to_frame(self):
@@ -694,6 +791,9 @@ class MemoryBreakdown:
         lines.append(f"{'total':<14}{self.total_bytes / GiB:>10.2f}")
         if self.cpu_bytes:
             lines.append(f"{'offloaded/CPU':<14}{self.cpu_bytes / GiB:>10.2f}")
+        for k, v in self.terms:  # named terms inside the components above
+            shown = f"{v / GiB:.2f} GiB" if k.endswith("_bytes") else f"{v:g}"
+            lines.append(f"  of which {k}: {shown}")
         if self.gpu_memory_bytes is not None:
             verdict = "fits" if self.fits else "does NOT fit"
             lines.append(f"{self.gpu_name}: {self.gpu_memory_bytes / GiB:.1f} GiB -> {verdict} "
@@ -722,6 +822,9 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
         raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got {setup.tp}")
     if setup.pp > model.n_layers:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
+    if setup.pp * setup.virtual_stages > model.n_layers:
+        raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
+                         f"at least), got {setup.pp}*{setup.virtual_stages}={setup.pp * setup.virtual_stages}")
 
 
 _GPU_PARTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache")
@@ -747,12 +850,14 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             if setup.convention == "pytorch" and not setup.inference:
                 parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
             stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
+            terms = _stage_terms(model, setup, stage)
             total_params, name = model.n_params, model.name
             trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
                                                    model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
         else:
             total_params = require_positive_int("n_params", n_params)
             stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
+            terms = ()
             trainable = 0 if setup.inference else total_params
             if setup.convention == "pytorch" and not setup.inference:  # peak at the optimizer step
                 p["optimizer"] += _optimizer_temp_bytes(None, setup, p["optimizer"] / _adam_state_bytes(setup),
@@ -780,7 +885,7 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
         cpu_bytes=b["cpu"], n_params=total_params, trainable_params=trainable, gpu_memory_bytes=cap,
         fits=None if cap is None else total <= cap, stage=stage, model_name=name,
         gpu_name=getattr(gpu, "name", None), setup=setup, convention=setup.convention,
-        peak_phase=phase, phase_peaks=phase_peaks)
+        peak_phase=phase, phase_peaks=phase_peaks, terms=terms)
 
 
 # ---- questions --------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ TOPIC_MODULES = (
     ("communication", "gpukit.audits.comm"),
     ("memory", "gpukit.audits.memory"),
     ("scaling", "gpukit.audits.scaling"),
+    ("parallel", "gpukit.audits.parallel"),
 )
 TOPICS = tuple(topic for topic, _ in TOPIC_MODULES)
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")

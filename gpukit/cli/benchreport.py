@@ -13,6 +13,8 @@ Prints (and writes to build/bench/report.json):
    for three model sizes x two bucket sizes x each hook (goal within 15%), bytes per step (exact), the
    orderings (fastest bucket size and hook), and as root the efficiency over netlab at 1gbit and
    200mbit (goal within 15% of the prediction).
+P. issue 10: the 3D step-time model vs published runs, the layout search's speed for 1024 GPUs,
+   DDP vs FSDP2 / ZeRO-1 / TP / PP on two gloo ranks.
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -129,6 +132,54 @@ def ddp_section(netlab_rates: str) -> dict:
 
     _section("5. DDP: predicted vs measured step time (CPU, gloo)")
     return ddp_report(netlab_rates=[r for r in netlab_rates.split(",") if r], out=print)
+def parallel_section() -> dict:
+    """Issue 10: the step-time model vs published runs, the search's speed, FSDP on two gloo ranks."""
+    from gpukit.parallel import validate_published
+
+    _section("P1. 3D step-time model vs published runs (stated layouts, one set of efficiencies)")
+    rows = validate_published()
+    print(f"  {'run':<34}{'GPUs':>6}  {'layout':<48}{'published':>10}{'model':>9}{'error':>8}")
+    for v in rows:
+        unit = "s" if v.run.convention == "step_s" else "TF"
+        print(f"  {v.run.name:<34}{v.run.gpus:>6}  {v.run.config.label():<48}{v.run.published_tflops:>8.4g}{unit:>2}"
+              f"{v.predicted_tflops:>9.4g}{100 * v.error:>+7.1f}%")
+    megatron = [abs(v.error) for v in rows if v.run.name.startswith(("Megatron", "Korthikanti"))]
+    print(f"  Megatron tables (Narayanan 2021 Table 1, Korthikanti 2022 Table 5): max |error| "
+          f"{100 * max(megatron):.1f}% over {len(megatron)} rows (goal 10%); sources and assumptions: "
+          "gpukit.parallel.PUBLISHED_RUNS")
+    return {"rows": [v.to_json_dict() for v in rows], "megatron_max_abs_error": max(megatron)}
+
+
+def search_section(repeats: int = 5) -> dict:
+    """Wall time of gpukit.parallel.search for 1024 GPUs in this process (one core), median of repeats."""
+    import statistics
+
+    from gpukit.parallel import search
+
+    _section("P2. Layout search speed: llama-3-70b on 1024 x h100-sxm (one core, this process)")
+    times, cpu, res = [], [], None
+    for _ in range(repeats):
+        t, c = time.perf_counter(), time.process_time()
+        res = search("llama-3-70b", "h100-sxm", 1024, gpus_per_node=8, global_batch=1024, seq_len=8192)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    med, med_cpu = statistics.median(times), statistics.median(cpu)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"  {res.enumerated} layouts enumerated, {res.fitting} fit; CPU time of the process: median {med_cpu:.3f} s "
+          f"(goal under 0.5 s on one core); wall: median {med:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s "
+          f"over {repeats} runs (load average {load:.1f}: wall > CPU when other processes share the cores)")
+    print(f"  best: {res.best.estimate.config.label()} ({res.best.binding})")
+    return {"median_cpu_s": med_cpu, "median_s": med, "min_s": min(times), "max_s": max(times),
+            "load_average": load, "enumerated": res.enumerated, "fitting": res.fitting}
+
+
+def fsdp_section() -> dict:
+    from gpukit.bench.fsdp import run_fsdp
+
+    _section("P3. DDP vs FSDP2, ZeRO-1, TP, PP on 2 gloo ranks (CPU)")
+    r = run_fsdp(2, steps=5, timeout_s=300)
+    print(r.to_text())
+    return r.to_json_dict()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
     p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp")
     p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,parallel,search,fsdp")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     from gpukit.bench.results import check_writable
@@ -171,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         report["tricks"] = tricks_section(args.threads or torch.get_num_threads())
     if "ddp" not in skip:
         report["ddp"] = ddp_section(args.netlab_rates)
+    if "parallel" not in skip:
+        report["parallel"] = parallel_section()
+    if "search" not in skip:
+        report["search"] = search_section()
+    if "fsdp" not in skip:
+        report["fsdp"] = fsdp_section()
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

@@ -26,6 +26,8 @@ FLAG_OF = {
     "hidden": "--hidden", "n_heads": "--heads", "n_kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden",
     "vocab": "--vocab", "max_gpus": "--max-gpus", "max_seq_len": "--max-seq-len", "unknown model": "--model",
     "unknown gpu": "--gpu",
+    "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
+    "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
 }
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
 
@@ -85,6 +87,15 @@ def register(subparsers) -> None:
                    help="pytorch (default): the peak of a step as eager PyTorch keeps it; megatron: the papers' sum of parts")
     t.add_argument("--optimizer-impl", dest="optimizer_impl", choices=mem.OPTIMIZER_IMPLS,
                    help="torch.optim implementation (default: torch's for CUDA, foreach); pytorch convention only")
+    c = p.add_argument_group("conventions the papers use (issue 10; defaults: ZeRO paper, 16 bytes/param)")
+    c.add_argument("--grad-dtype", dest="grad_dtype", choices=mem.GRAD_DTYPES,
+                   help="fp32: Megatron's main-grad buffer (18 B/param; 6 + 12/dp with --zero 1)")
+    c.add_argument("--grad-accum-buffer", dest="grad_accum_buffer", choices=mem.GRAD_ACCUM_BUFFERS,
+                   help="fp32: separate fp32 accumulation buffer next to 16-bit grads (20 B/param)")
+    c.add_argument("--virtual-stages", dest="virtual_stages", type=int,
+                   help="interleaved pipeline: model chunks per stage (first stage x (1 + (p-1)/(p v)))")
+    c.add_argument("--zero3-prefetch-layers", dest="zero3_prefetch_layers", type=int,
+                   help="ZeRO-3/FSDP: layers gathered ahead of the working one (FSDP2 default behaviour: 1)")
     q = p.add_argument_group("questions (need --gpu)")
     q.add_argument("--gpu", help="catalog GPU name: adds overhead and a fits verdict")
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
@@ -175,7 +186,8 @@ def handle(args):
         custom = model is not None and args.model is None
         keys = ("precision", "optimizer", "zero_stage", "dp", "tp", "pp", "sp", "seq_len", "micro_batch", "grad_accum",
                 "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
-                "weights_dtype", "inference", "batch", "convention", "optimizer_impl")
+                "weights_dtype", "inference", "batch", "convention", "optimizer_impl", "grad_dtype",
+                "grad_accum_buffer", "virtual_stages", "zero3_prefetch_layers")
         kw = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
         # A flag of the other mode would be ignored without a word (--micro-batch 64 --inference served batch 1)
         if kw.get("inference"):

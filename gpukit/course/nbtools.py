@@ -62,6 +62,9 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("05_data_parallel_scaling", "How much faster does training get with more GPUs (real DDP): "
                 "overlap, compression, accumulation, input-bound jobs, slow networks?",
                 "yes (gloo on loopback; netlab as root)", "no (NCCL when GPUs are present)"),
+    CourseEntry("06_beyond_data_parallel", "How do I split a model that does not fit: ZeRO/FSDP, tensor "
+                "and pipeline parallelism, which 3D layout is fastest and why?",
+                "yes (gloo on loopback: FSDP, ZeRO-1, TP, PP on 2 ranks)", "no"),
 )
 
 

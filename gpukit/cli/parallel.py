@@ -1,0 +1,124 @@
+"""`gpukit parallel`: 3D layouts (gpukit.parallel): search every layout, estimate one, the pipeline bubble.
+
+Examples:
+  gpukit parallel search --model llama-2-70b --gpu a100-80gb --gpus 16 --gpus-per-node 8 --seq-len 4096 --global-batch 64
+  gpukit parallel estimate --model gpt3-175b --gpu a100-80gb --gpus-per-node 8 --dp 16 --tp 8 --pp 8 \\
+      --micro-batch 1 --global-batch 1536 --recompute full --json
+  gpukit parallel bubble --pp 8 --microbatches 32 --virtual-stages 4 --json
+"""
+
+from __future__ import annotations
+
+from gpukit import parallel as par
+
+
+def _model_args(p) -> None:
+    g = p.add_argument_group("model (one of: --model, or --layers/--hidden/--heads)")
+    g.add_argument("--model", help="catalog model name (gpukit catalogs models)")
+    g.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers")
+    g.add_argument("--hidden", type=int, help="hidden size")
+    g.add_argument("--heads", "--n-heads", dest="heads", type=int, help="n_heads")
+    g.add_argument("--kv-heads", dest="kv_heads", type=int, help="n_kv_heads (grouped-query attention)")
+    g.add_argument("--ffn-hidden", dest="ffn_hidden", type=int, help="MLP width")
+    g.add_argument("--vocab", type=int, help="vocabulary size (default 50257)")
+    g.add_argument("--mlp", choices=("gelu", "swiglu"), help="gelu: GPT layout; swiglu: Llama layout")
+    p.set_defaults(params=None)
+
+
+def _cluster_args(p, search: bool) -> None:
+    c = p.add_argument_group("cluster")
+    c.add_argument("--gpu", required=True, help="catalog GPU name")
+    if search:
+        c.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster (dp*tp*pp)")
+    c.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, required=True, help="GPUs per node")
+    c.add_argument("--link", help="intra-node link (default: the GPU's NVLink)")
+    c.add_argument("--inter-link", dest="inter_link", help="inter-node link per port (default: InfiniBand of the GPU's era)")
+    c.add_argument("--ports-per-node", dest="ports_per_node", type=int, help="inter-node ports per node (default: one per GPU)")
+    c.add_argument("--profile", help="calibrated profile JSON (gpukit calibrate): its bf16 matmul rate sets the efficiency")
+    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default min(max_seq, 2048))")
+    c.add_argument("--global-batch", dest="global_batch", type=int, required=not search,
+                   help="sequences per optimizer step (search default: max(gpus, 512))")
+    c.add_argument("--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)")
+
+
+def register(subparsers) -> None:
+    from gpukit.cli import add_json_flag
+
+    p = subparsers.add_parser("parallel", help="3D parallel layouts: search, estimate one, pipeline bubble",
+                              description="Memory, communication, bubble and step time of data/tensor/pipeline "
+                                          "parallel layouts (gpukit.parallel).")
+    sub = p.add_subparsers(dest="parallel_command", metavar="{search,estimate,bubble}")
+    s = sub.add_parser("search", help="rank every layout that fits by predicted tokens/s, explain the top three")
+    _model_args(s)
+    _cluster_args(s, search=True)
+    s.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
+    add_json_flag(s)
+    s.set_defaults(func=handle_search)
+    e = sub.add_parser("estimate", help="memory, step time, tokens/s, TFLOP/s per GPU, MFU of one layout")
+    _model_args(e)
+    _cluster_args(e, search=False)
+    for flag in ("--dp", "--tp", "--pp"):
+        e.add_argument(flag, type=int, required=True)
+    e.add_argument("--virtual-stages", dest="virtual_stages", type=int, default=1, help="interleaved model chunks per stage")
+    e.add_argument("--zero", dest="zero_stage", type=int, default=0, help="ZeRO stage 0-3")
+    e.add_argument("--micro-batch", dest="micro_batch", type=int, required=True)
+    e.add_argument("--recompute", choices=par.RECOMPUTE, default="none")
+    e.add_argument("--sp", action="store_true", help="Megatron sequence parallelism (tp > 1)")
+    add_json_flag(e)
+    e.set_defaults(func=handle_estimate)
+    b = sub.add_parser("bubble", help="pipeline bubble: idle share of the step and Megatron's bubble over ideal")
+    b.add_argument("--pp", type=int, required=True, help="pipeline stages")
+    b.add_argument("--microbatches", type=int, required=True, help="micro-batches per step")
+    b.add_argument("--virtual-stages", dest="virtual_stages", type=int, default=1, help="interleaved model chunks")
+    add_json_flag(b)
+    b.set_defaults(func=handle_bubble)
+    p.set_defaults(func=lambda args: p.print_help())
+
+
+def _model(args):
+    from gpukit.cli.memory import _model_from_args
+
+    model, _ = _model_from_args(args)
+    return model
+
+
+def _cluster(args):
+    from gpukit.profile import load_profile
+
+    prof = load_profile(args.profile) if args.profile else None
+    return par.make_cluster(args.gpu, args.gpus_per_node, args.link, args.inter_link, args.ports_per_node,
+                            profile=prof)
+
+
+class _RankedList(list):
+    """--json prints the ranked list; text prints the search's table."""
+
+    def __init__(self, result):
+        super().__init__(r.to_json_dict() for r in result.ranked[:result.top_k])
+        self.result = result
+
+    def to_json_dict(self):
+        return list(self)
+
+    def to_text(self):
+        return self.result.to_text()
+
+
+def handle_search(args):
+    model = _model(args)
+    r = par.search(model, None, args.gpus, cluster=_cluster(args), global_batch=args.global_batch,
+                   seq_len=args.seq_len, top_k=args.top, attention=args.attention)
+    return _RankedList(r)
+
+
+def handle_estimate(args):
+    model = _model(args)
+    cfg = par.ParallelConfig(dp=args.dp, tp=args.tp, pp=args.pp, virtual_stages=args.virtual_stages,
+                             zero_stage=args.zero_stage, micro_batch=args.micro_batch, recompute=args.recompute,
+                             sp=args.sp)
+    return par.estimate(model, cfg, _cluster(args), global_batch=args.global_batch, seq_len=args.seq_len,
+                        attention=args.attention)
+
+
+def handle_bubble(args):
+    return par.bubble(args.pp, args.microbatches, args.virtual_stages)

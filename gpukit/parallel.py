@@ -1,0 +1,972 @@
+"""3D parallel layouts: memory, communication, pipeline bubble and step time of (dp, tp, pp, v, ZeRO
+stage, micro-batch, recompute, sequence parallelism) on a cluster, and a search over every layout.
+
+Pure calculator (no torch, no I/O). Sources, formula by formula:
+
+- Layout: world_size = dp * tp * pp; tp divides n_heads (and n_kv_heads, or is a multiple of it);
+  Megatron's rank order puts tp innermost (a TP group is tp consecutive GPUs, inside a node when
+  tp <= gpus_per_node), then dp, then pp (Narayanan et al. 2021, "Efficient Large-Scale Language Model
+  Training on GPU Clusters Using Megatron-LM", sec. 3.3 and 5.4: TP inside the node, PP across).
+- Micro-batches per step m = global_batch / (dp * micro_batch) (Narayanan sec. 2.2, B = b * m * d).
+- Pipeline bubble (Narayanan sec. 2.2.1-2.2.2): 1F1B/GPipe idle time (p-1)(t_f + t_b) per step, ideal
+  m (t_f + t_b). Two conventions, both returned and named: `bubble_over_ideal` = (p-1)/(v m) (the
+  paper's "bubble time fraction", bubble / ideal) and `bubble_fraction` = (p-1)/(v m + p-1) (the idle
+  share of the whole step, GPipe's (p-1)/(m+p-1) when v = 1). Interleaving with v model chunks per
+  stage divides the bubble by v and multiplies the pipeline's point-to-point traffic by v.
+- Communication volume per GPU per step (Rajbhandari et al. 2019, ZeRO, sec. 7): DP and ZeRO-1/2
+  2 x the gradient bytes on the GPU (all-reduce = reduce-scatter + all-gather); ZeRO-3 3 x the
+  parameter bytes per micro-batch (all-gather in forward, again in backward, reduce-scatter of the
+  gradients: 1.5x DP). TP (Shoeybi et al. 2019, sec. 3): 2 all-reduces of b*s*h activations per layer
+  in forward and 2 in backward (+2 when full recompute replays the forward); with sequence parallelism
+  each becomes an all-gather + reduce-scatter of the same volume (Korthikanti et al. 2022, sec. 4.2.2),
+  so the ring time is the same. PP: b*s*h activations forward and their gradients backward between
+  neighbouring stages per micro-batch and model chunk (send/recv), split t-ways over the node's
+  links by the scatter/gather optimization (Narayanan sec. 4.1); on the inter-node link as soon as
+  the pipeline spans more than one node (the slowest boundary paces the steady state).
+- Times: gpukit.comm's alpha-beta model; TP on the intra-node link when tp <= gpus_per_node,
+  hierarchical otherwise; DP hierarchical (reduce-scatter in the node, all-reduce across nodes on the
+  shard, all-gather in the node) with the inter-node bandwidth per GPU = link x min(1, ports_per_node
+  / gpus_per_node); PP on the inter-node link when tp*dp*pp > gpus_per_node. Every link's bandwidth is
+  scaled by `link_efficiency` (a stated assumption, see ASSUMPTIONS).
+- Compute per GPU: executed (hardware) FLOPs of its stage (gpukit.compute.flops_per_token: dense
+  6N, attention, recompute, LM head) / (peak x matmul_efficiency), plus the memory-bound elementwise
+  kernels (norms, softmax, dropout, GeLU, residuals): reading and writing the layer's activations
+  (gpukit.memory.layer_activation_bytes) twice in forward, four times in backward, at HBM bandwidth x
+  hbm_efficiency, plus the optimizer step reading and writing the model states once.
+- Step time: (m + (p-1)/v) (t_f + t_b) (Narayanan eq. 1 with the bubble) + the exposed DP gradient
+  reduction (not overlapped: Megatron 2021 reduces after the pipeline flush; `dp_overlap` hides a
+  share) + ZeRO-3 gathers not hidden behind compute (prefetch overlaps them, FSDP) + optimizer step.
+  TP communication is on the critical path (exposed).
+- MFU = model FLOPs (no recompute) / (step time x world_size x peak) (PaLM sec. 4.1);
+  `tflops_per_gpu` is model FLOPs per second per GPU; `hardware_tflops_per_gpu` counts recompute
+  (Megatron's papers report that one: 96 B s l h^2 (1 + s/6h + V/16lh) per iteration, Narayanan eq. 3).
+
+Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel, gpukit.audits.parallel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+
+from gpukit import memory as mem
+from gpukit.catalog import get_gpu, get_interconnect, get_model
+from gpukit.comm import collective_time, hierarchical_all_reduce
+from gpukit.compute import flops_per_token
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.specs import ModelSpec
+from gpukit.units import GB, GiB
+
+RECOMPUTE = mem.RECOMPUTE
+ZERO_STAGES = (0, 1, 2, 3)
+
+# Stated assumptions (one set for every layout and every validation row; none fitted per row).
+# matmul: share of the dense peak that large bf16 GEMMs sustain inside a training step. 0.70 is the
+# order of what cuBLAS reaches on transformer shapes (stas00/ml-engineering "Maximum Achievable Matmul
+# FLOPS": A100 bf16 ~267 of 312 TFLOP/s on the best shape, i.e. 0.86; real shapes and the attention
+# kernels run below it). hbm: elementwise kernels reach ~0.8 of HBM bandwidth (STREAM-like copy
+# kernels on A100/H100). link: NCCL busbw reaches ~0.8 of the link (nccl-tests all_reduce on DGX A100
+# ~230 of 300 GB/s NVLink; ~20-23 of 25 GB/s per HDR port).
+MATMUL_EFFICIENCY = 0.70
+HBM_EFFICIENCY = 0.80
+LINK_EFFICIENCY = 0.80
+ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
+               f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
+               f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
+               "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
+               "ZeRO-3 gathers overlap compute (prefetch)",
+               "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)")
+
+# Default links by GPU: NVLink generation of the GPU inside a node, one InfiniBand port per GPU across.
+_DEFAULT_LINKS = {"a100-40gb": ("nvlink3", "ib-hdr"), "a100-80gb": ("nvlink3", "ib-hdr"),
+                  "h100-sxm": ("nvlink4", "ib-ndr"), "h200": ("nvlink4", "ib-ndr"), "b200": ("nvlink5", "ib-xdr"),
+                  "v100-32gb": ("nvlink2", "ib-hdr")}
+
+
+def _json_safe(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+# ------------------------------------------------------------------------------------ cluster
+@dataclass(frozen=True)
+class Cluster:
+    """GPUs and the hierarchical network: `link` inside a node, `inter_link` across nodes (per port),
+    `ports_per_node` NICs shared by `gpus_per_node` GPUs, and the stated efficiencies."""
+
+    gpu: object
+    gpus_per_node: int
+    link: object
+    inter_link: object
+    ports_per_node: int
+    link_efficiency: float = LINK_EFFICIENCY
+    matmul_efficiency: float = MATMUL_EFFICIENCY
+    hbm_efficiency: float = HBM_EFFICIENCY
+    dtype: str = "bf16"
+
+    network: object = None  # a gpukit.comm.ClusterNetwork: when given, its links and efficiency are used
+
+    def _eff(self, link, share: float = 1.0) -> tuple[float, float]:
+        """(alpha_s, bandwidth GB/s) of a catalog link after efficiency and port sharing."""
+        return link.latency_us * 1e-6, link.bandwidth_gbps * self.link_efficiency * share
+
+    @property
+    def intra(self) -> tuple[float, float]:
+        if self.network is not None:
+            return tuple(self.network.intra_link)
+        return self._eff(self.link)
+
+    @property
+    def inter(self) -> tuple[float, float]:
+        """Per-GPU inter-node (alpha_s, GB/s) while every GPU of a node sends (ports shared)."""
+        if self.network is not None:
+            return tuple(self.network.inter_link(self.gpus_per_node))
+        return self._eff(self.inter_link, min(1.0, self.ports_per_node / self.gpus_per_node))
+
+    @property
+    def peak_flops(self) -> float:
+        return self.gpu.peak_tflops(self.dtype) * 1e12
+
+    def describe(self) -> str:
+        if self.network is not None:
+            n = self.network
+            return (f"{self.gpu.name}, {n.gpus_per_node} per node, {n.intra_name} in the node, "
+                    f"{n.ports_per_node} x {n.inter_name} per node (efficiency {n.efficiency:g}: {n.efficiency_source})")
+        return (f"{self.gpu.name}, {self.gpus_per_node} per node, {self.link.name} in the node, "
+                f"{self.ports_per_node} x {self.inter_link.name} per node")
+
+
+def cluster_from_network(gpu, network, *, matmul_efficiency: float = MATMUL_EFFICIENCY,
+                         hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
+    """A Cluster over a gpukit.comm.ClusterNetwork (engineer C's hierarchical network model): its intra
+    link, its per-GPU inter-node bandwidth with ports shared, and its efficiency with provenance."""
+    for attr in ("intra_link", "inter_link", "gpus_per_node", "ports_per_node", "efficiency"):
+        if not hasattr(network, attr):
+            raise ValueError(f"network must be a gpukit.comm.ClusterNetwork (missing {attr}), got {type(network).__name__}")
+    base = make_cluster(gpu, network.gpus_per_node, ports_per_node=network.ports_per_node,
+                        matmul_efficiency=matmul_efficiency, hbm_efficiency=hbm_efficiency, profile=profile)
+    return replace(base, network=network, link_efficiency=network.efficiency)
+
+
+def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_per_node: int | None = None, *,
+                 link_efficiency: float = LINK_EFFICIENCY, matmul_efficiency: float = MATMUL_EFFICIENCY,
+                 hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
+    """A Cluster from names or catalog objects. Links default by GPU (NVLink of its generation, one IB
+    port per GPU). With a calibrated `profile`, matmul_efficiency = its measured bf16 matmul / peak."""
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    k = require_positive_int("gpus_per_node", gpus_per_node)
+    d_intra, d_inter = _DEFAULT_LINKS.get(g.name, ("pcie4", "eth-100g"))
+    lk = get_interconnect(link or d_intra) if link is None or isinstance(link, str) else link
+    il = get_interconnect(inter_link or d_inter) if inter_link is None or isinstance(inter_link, str) else inter_link
+    ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
+    for name, v in (("link_efficiency", link_efficiency), ("matmul_efficiency", matmul_efficiency),
+                    ("hbm_efficiency", hbm_efficiency)):
+        if not 0 < require_positive(name, v) <= 1:
+            raise ValueError(f"{name} must be in (0, 1], got {v}")
+    if profile is not None:
+        matmul_efficiency = min(1.0, profile.matmul_tflops("bf16") / g.peak_tflops("bf16"))
+    return Cluster(gpu=g, gpus_per_node=k, link=lk, inter_link=il, ports_per_node=ports,
+                   link_efficiency=link_efficiency, matmul_efficiency=matmul_efficiency,
+                   hbm_efficiency=hbm_efficiency)
+
+
+# ------------------------------------------------------------------------------------ config
+@dataclass(frozen=True)
+class ParallelConfig:
+    """One layout. Validated the way the formula reads (see `validate`)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    virtual_stages: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    recompute: str = "none"
+    sp: bool = False
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp", "virtual_stages", "micro_batch"):
+            object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+        if self.zero_stage not in ZERO_STAGES or isinstance(self.zero_stage, bool):
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+        require_choice("recompute", self.recompute, RECOMPUTE)
+        if not isinstance(self.sp, bool):
+            raise ValueError(f"sp must be True or False, got {self.sp!r}")
+        if self.sp and self.tp == 1:
+            raise ValueError("sp (sequence parallelism) needs tp > 1: it splits the tp group's activations, got tp 1")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1, got pp 1")
+        if self.zero_stage == 3 and self.pp > 1:
+            raise ValueError(f"zero_stage 3 with pp {self.pp}: ZeRO-3/FSDP shards whole layers over dp and is not "
+                             "combined with pipeline stages here (DeepSpeed and FSDP do not support it); use zero 0-2")
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def validate(self, model: ModelSpec, gpus: int | None = None, global_batch: int | None = None) -> list[str]:
+        """Raise ValueError when the layout cannot run; return notes (e.g. uneven stages)."""
+        notes = []
+        if gpus is not None and self.world_size != gpus:
+            raise ValueError(f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}="
+                             f"{self.world_size}")
+        if model.n_heads % self.tp:
+            raise ValueError(f"tp must divide n_heads {model.n_heads}, got tp {self.tp}")
+        if model.n_kv_heads % self.tp and self.tp % model.n_kv_heads:
+            raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got tp {self.tp}")
+        chunks = self.pp * self.virtual_stages
+        if chunks > model.n_layers:
+            raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
+                             f"{self.pp}*{self.virtual_stages}={chunks}")
+        if model.n_layers % chunks:
+            if self.virtual_stages > 1:
+                raise ValueError(f"pp*virtual_stages must divide n_layers {model.n_layers} for the interleaved "
+                                 f"schedule, got {self.pp}*{self.virtual_stages}={chunks}")
+            notes.append(f"uneven stages: {model.n_layers} layers on {self.pp} stages, the largest has "
+                         f"{math.ceil(model.n_layers / self.pp)} (it sets the pace)")
+        if global_batch is not None:
+            if global_batch % (self.dp * self.micro_batch):
+                raise ValueError(f"global_batch must be a multiple of dp*micro_batch = {self.dp}*{self.micro_batch}="
+                                 f"{self.dp * self.micro_batch}, got {global_batch}")
+            m = global_batch // (self.dp * self.micro_batch)
+            if self.virtual_stages > 1 and m % self.pp:
+                raise ValueError(f"micro-batches per step m = global_batch/(dp*micro_batch) = {m} must be a multiple "
+                                 f"of pp {self.pp} for the interleaved schedule (Narayanan et al. 2021 sec. 2.2.2)")
+        return notes
+
+    def label(self) -> str:
+        v = f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""
+        sp = "+SP" if self.sp else ""
+        return (f"DP{self.dp} x TP{self.tp}{sp} x PP{self.pp}{v}, ZeRO-{self.zero_stage}, b={self.micro_batch}, "
+                f"recompute {self.recompute}")
+
+
+# ------------------------------------------------------------------------------------ bubble
+@dataclass(frozen=True)
+class Bubble:
+    """Pipeline bubble of p stages, m micro-batches, v virtual stages, in both conventions."""
+
+    pp: int
+    microbatches: int
+    virtual_stages: int
+    bubble_fraction: float  # idle share of the whole step: (p-1)/(v m + p-1)
+    bubble_over_ideal: float  # bubble time / ideal time: (p-1)/(v m), Narayanan et al. 2021
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        d["conventions"] = {"bubble_fraction": "idle share of the step, (p-1)/(v*m + p-1) (GPipe's (p-1)/(m+p-1))",
+                            "bubble_over_ideal": "bubble time over ideal time, (p-1)/(v*m) (Megatron, Narayanan 2021)"}
+        return d
+
+    def to_text(self) -> str:
+        return (f"pp {self.pp}, {self.microbatches} micro-batches, v {self.virtual_stages}: idle share of the step "
+                f"{self.bubble_fraction:.1%} [(p-1)/(v m + p-1)]; bubble over ideal {self.bubble_over_ideal:.1%} "
+                f"[(p-1)/(v m), Megatron]")
+
+
+def bubble(pp: int, microbatches: int, virtual_stages: int = 1) -> Bubble:
+    """Bubble of 1F1B (v = 1, same as GPipe) or interleaved 1F1B (v > 1), Narayanan et al. 2021 sec. 2.2."""
+    p = require_positive_int("pp", pp)
+    m = require_positive_int("microbatches", microbatches)
+    v = require_positive_int("virtual_stages", virtual_stages)
+    if v > 1 and p == 1:
+        raise ValueError(f"virtual_stages {v} needs pp > 1, got pp 1")
+    if v > 1 and m % p:
+        raise ValueError(f"microbatches must be a multiple of pp {p} for the interleaved schedule, got {m}")
+    return Bubble(p, m, v, (p - 1) / (v * m + p - 1), (p - 1) / (v * m))
+
+
+# ------------------------------------------------------------------------------------ schedule
+@dataclass(frozen=True)
+class Task:
+    """One forward or backward pass of one micro-batch through one model chunk on one stage."""
+
+    stage: int
+    kind: str  # "F" or "B"
+    microbatch: int
+    chunk: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A pipeline schedule simulated from its own per-stage order and data dependencies."""
+
+    pp: int
+    microbatches: int
+    virtual_stages: int
+    t_forward: float
+    t_backward: float
+    tasks: tuple[Task, ...]
+
+    @property
+    def makespan(self) -> float:
+        return max(t.end for t in self.tasks)
+
+    @property
+    def busy(self) -> float:
+        return sum(t.end - t.start for t in self.tasks) / self.pp
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Measured on the simulated timeline: idle share of the step."""
+        return 1 - self.busy / self.makespan
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([asdict(t) for t in self.tasks])
+
+    def to_json_dict(self) -> dict:
+        return {"pp": self.pp, "microbatches": self.microbatches, "virtual_stages": self.virtual_stages,
+                "makespan": self.makespan, "bubble_fraction": self.bubble_fraction,
+                "tasks": [asdict(t) for t in self.tasks]}
+
+
+def _stage_orders(p: int, m: int, v: int) -> list[list[tuple[str, int, int]]]:
+    """Per stage, the order of (kind, microbatch, chunk): 1F1B (v = 1) and Megatron's interleaved 1F1B."""
+    orders = []
+    for s in range(p):
+        if v == 1:  # warm-up p-s-1 forwards, then one forward one backward, then cool-down backwards
+            warm = min(p - s - 1, m)
+            seq = [("F", i, 0) for i in range(warm)]
+            f, b = warm, 0
+            while f < m:
+                seq.append(("F", f, 0))
+                f += 1
+                seq.append(("B", b, 0))
+                b += 1
+            seq += [("B", i, 0) for i in range(b, m)]
+        else:  # Megatron's interleaved schedule (schedules.py): micro-batch groups of p, chunk-major
+            total = m * v
+
+            def fwd_id(k):
+                group, r = divmod(k, p * v)
+                return ("F", group * p + r % p, r // p)
+
+            def bwd_id(k):
+                group, r = divmod(k, p * v)
+                return ("B", group * p + r % p, v - 1 - r // p)
+
+            warm = min((p - s - 1) * 2 + (v - 1) * p, total)
+            seq = [fwd_id(k) for k in range(warm)]
+            f, b = warm, 0
+            while f < total:
+                seq.append(fwd_id(f))
+                f += 1
+                seq.append(bwd_id(b))
+                b += 1
+            seq += [bwd_id(k) for k in range(b, total)]
+        orders.append(seq)
+    return orders
+
+
+def schedule(pp: int, microbatches: int, virtual_stages: int = 1, t_forward: float = 1.0,
+             t_backward: float = 2.0) -> Schedule:
+    """Simulate 1F1B (v = 1) or interleaved 1F1B (v > 1): each stage runs its tasks in order, a task
+    starts when its stage is free and its inputs exist (forward of chunk c on stage s needs the
+    forward on the previous stage; backward needs the next stage's backward, or the last chunk's own
+    forward). Chunk c of stage s holds model part c*p + s. Times are per chunk: t_forward/v."""
+    p = require_positive_int("pp", pp)
+    m = require_positive_int("microbatches", microbatches)
+    v = require_positive_int("virtual_stages", virtual_stages)
+    tf, tb = require_positive("t_forward", t_forward) / v, require_positive("t_backward", t_backward) / v
+    bubble(p, m, v)  # same validation
+    orders = _stage_orders(p, m, v)
+    done: dict[tuple[str, int, int, int], float] = {}  # (kind, mb, chunk, stage) -> end time
+    free = [0.0] * p
+    pos = [0] * p
+    tasks = []
+    last_part = p * v - 1
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(p):
+            if pos[s] == len(orders[s]):
+                continue
+            kind, mb, c = orders[s][pos[s]]
+            part = c * p + s
+            if kind == "F":
+                dep = None if part == 0 else ("F", mb, (part - 1) // p, (part - 1) % p)
+            else:
+                dep = ("F", mb, c, s) if part == last_part else ("B", mb, (part + 1) // p, (part + 1) % p)
+            if dep is not None and dep not in done:
+                continue
+            start = max(free[s], done.get(dep, 0.0) if dep else 0.0)
+            end = start + (tf if kind == "F" else tb)
+            done[(kind, mb, c, s)] = end
+            free[s] = end
+            tasks.append(Task(s, kind, mb, c, start, end))
+            pos[s] += 1
+            remaining -= 1
+            progressed = True
+        if not progressed:  # pragma: no cover - a schedule order bug, not user input
+            raise RuntimeError("pipeline schedule deadlocked")
+    return Schedule(p, m, v, tf * v, tb * v, tuple(tasks))
+
+
+# ------------------------------------------------------------------------------------ estimate
+@dataclass(frozen=True)
+class Estimate:
+    """Memory, communication and step time of one layout on one cluster."""
+
+    config: ParallelConfig
+    model_name: str
+    gpus: int
+    seq_len: int
+    global_batch: int
+    microbatches: int
+    memory_per_gpu_bytes: int
+    gpu_memory_bytes: int
+    fits: bool
+    step_time_s: float
+    tokens_per_s: float
+    tflops_per_gpu: float  # model FLOPs (no recompute) per second per GPU
+    hardware_tflops_per_gpu: float  # executed FLOPs (recompute included), Megatron's reporting
+    mfu: float
+    bubble_fraction: float
+    bubble_over_ideal: float
+    breakdown: tuple[tuple[str, float], ...]  # seconds per step, in order; sums to step_time_s
+    comm_bytes: tuple[tuple[str, float], ...]  # bytes sent per GPU per step by kind
+    notes: tuple[str, ...] = ()
+    memory: object = field(default=None, repr=False, compare=False)
+
+    def share(self, name: str) -> float:
+        return dict(self.breakdown).get(name, 0.0) / self.step_time_s
+
+    def to_json_dict(self) -> dict:
+        c = self.config
+        return _json_safe({
+            "dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages, "zero_stage": c.zero_stage,
+            "micro_batch": c.micro_batch, "recompute": c.recompute, "sp": c.sp, "model": self.model_name,
+            "gpus": self.gpus, "seq_len": self.seq_len, "global_batch": self.global_batch,
+            "microbatches": self.microbatches, "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "gpu_memory_bytes": self.gpu_memory_bytes, "fits": self.fits, "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu,
+            "bubble_fraction": self.bubble_fraction, "bubble_over_ideal": self.bubble_over_ideal,
+            "breakdown": dict(self.breakdown), "comm_bytes_per_gpu": dict(self.comm_bytes),
+            "memory_terms": ({k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
+                             if self.memory is not None else {}),
+            "notes": list(self.notes), "assumptions": list(ASSUMPTIONS)})
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{"part": k, "seconds": v, "share": v / self.step_time_s} for k, v in self.breakdown])
+
+    def to_text(self) -> str:
+        lines = [f"{self.model_name} on {self.gpus} GPUs: {self.config.label()}",
+                 f"global batch {self.global_batch} x {self.seq_len} tokens = {self.microbatches} micro-batches "
+                 f"per pipeline",
+                 f"memory per GPU {self.memory_per_gpu_bytes / GiB:.1f} GiB of {self.gpu_memory_bytes / GiB:.0f} -> "
+                 f"{'fits' if self.fits else 'does NOT fit'}",
+                 f"step {self.step_time_s:.3f} s, {self.tokens_per_s:,.0f} tokens/s, {self.tflops_per_gpu:.0f} "
+                 f"TFLOP/s per GPU (model), MFU {self.mfu:.1%}",
+                 f"bubble: idle share {self.bubble_fraction:.1%}, over ideal {self.bubble_over_ideal:.1%}"]
+        lines += [f"  {k:<22}{v:>10.4f} s {100 * v / self.step_time_s:>6.1f}%" for k, v in self.breakdown]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _model(model) -> ModelSpec:
+    return get_model(model) if isinstance(model, str) else model
+
+
+@lru_cache(maxsize=4096)
+def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float:
+    if tp == 1:
+        return 0.0
+    if gpn % tp == 0:  # the TP group sits inside one node
+        return collective_time("all_reduce", size_bytes, tp, intra).time_s
+    if tp % gpn == 0:  # whole nodes: reduce-scatter in the node, all-reduce across, all-gather
+        return hierarchical_all_reduce(size_bytes, tp // gpn, gpn, intra, inter).time_s
+    return collective_time("all_reduce", size_bytes, tp, inter).time_s  # straddles nodes: the ring runs at the NIC
+
+
+@lru_cache(maxsize=4096)
+def _dp_reduce_s(size_bytes: float, dp: int, tp: int, gpn: int, intra, inter) -> float:
+    """All-reduce of a per-rank buffer over the dp group: its members inside a node first."""
+    if dp == 1:
+        return 0.0
+    in_node = max(1, min(dp, gpn // tp)) if tp < gpn and gpn % tp == 0 else 1
+    while dp % in_node:
+        in_node -= 1
+    return hierarchical_all_reduce(size_bytes, dp // in_node, in_node, intra, inter).time_s
+
+
+@lru_cache(maxsize=2048)
+def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    return f.model_flops, f.hardware_flops
+
+
+def _setup(config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions):
+    z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
+    return mem.TrainSetup(dp=config.dp, tp=config.tp, pp=config.pp, sp=config.sp, zero_stage=config.zero_stage,
+                          seq_len=seq_len, micro_batch=config.micro_batch, grad_accum=m, recompute=config.recompute,
+                          attention=attention, dropout=dropout, virtual_stages=config.virtual_stages,
+                          zero3_prefetch_layers=z3, **conventions)
+
+
+def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: int, seq_len: int | None = None,
+             attention: str = "flash", dropout: bool | None = None, dp_overlap: float = 0.0,
+             _memory=None, **conventions) -> Estimate:
+    """Memory, communication and step time of `config` (formulas in the module docstring).
+
+    attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
+    s x s scores stored and computed). dropout defaults to the model family (GPT-style True, Llama-style
+    False). conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
+    optimizer).
+    """
+    model = _model(model)
+    if not isinstance(config, ParallelConfig):
+        raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
+    G = require_positive_int("global_batch", global_batch)
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
+    require_choice("attention", attention, mem.ATTENTION)
+    if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
+        raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
+    dropout = model.mlp == "gelu" if dropout is None else dropout
+    notes = list(config.validate(model, global_batch=G))
+    if config.tp > 1 and cluster.gpus_per_node % config.tp:
+        notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
+                     "the network")
+    c = config
+    m = G // (c.dp * c.micro_batch)
+    setup = _setup(c, s, m, attention, dropout, **conventions)
+    mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
+
+    # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
+    causal = attention == "flash"
+    model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
+    tokens_mb = c.micro_batch * s
+    layers = math.ceil(model.n_layers / c.pp)
+    stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
+    rate = cluster.peak_flops * cluster.matmul_efficiency
+    compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
+    act = mem.layer_activation_bytes(model, setup, recompute="none") * layers
+    hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
+    passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
+    elem_all = passes * act / hbm
+    # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
+    h_bytes = tokens_mb * model.hidden * 2
+    n_ar = 4 + (2 if c.recompute == "full" else 0)
+    ar = _tp_allreduce_s(float(h_bytes), c.tp, cluster.gpus_per_node, cluster.intra, cluster.inter)
+    tp_s = n_ar * layers * ar
+    # PP: activations forward and gradients backward per micro-batch per chunk boundary
+    # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
+    pp_link = cluster.inter if c.tp * c.dp * c.pp > cluster.gpus_per_node else cluster.intra
+    p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
+    pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
+    t_mb = compute_all + elem_all + tp_s + pp_s
+    slots = m + (c.pp - 1) / c.virtual_stages
+    # DP / ZeRO: gradients of the stage's parameters
+    stage_params = (layers * model.layer_params() + (model.embedding_params() if c.pp == 1 else
+                    max(model.embedding_params(), model.head_params()))) / c.tp
+    gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    if c.zero_stage == 3:
+        per_mb = 3 * _dp_reduce_s(stage_params * 2 / 2, c.dp, c.tp, cluster.gpus_per_node, cluster.intra,
+                                  cluster.inter)  # all-gather or reduce-scatter = half an all-reduce
+        zero3_exposed = m * max(0.0, per_mb - (compute_all + elem_all))  # prefetch hides it behind the micro-batch
+        dp_s = 0.0
+        comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
+    else:
+        zero3_exposed = 0.0
+        dp_s = (1 - dp_overlap) * _dp_reduce_s(stage_params * gbytes, c.dp, c.tp, cluster.gpus_per_node,
+                                               cluster.intra, cluster.inter)
+        comm_dp = ("dp_grad_reduce", 2 * stage_params * gbytes * (c.dp - 1) / c.dp)
+    opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
+    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
+    # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
+    breakdown = (("compute", m * compute_all), ("elementwise", m * elem_all), ("tp_comm", m * tp_s),
+                 ("pp_comm", m * pp_s), ("bubble", (slots - m) * t_mb), ("dp_comm", dp_s),
+                 ("zero3_comm", zero3_exposed), ("optimizer", opt_s))
+    step = sum(v for _, v in breakdown)
+    if not math.isfinite(step) or step <= 0:
+        raise ValueError("inputs too large: the step time overflows a float")
+    gpus = c.world_size
+    tokens = G * s
+    model_flops = model_fpt * tokens
+    hw_flops = hw_fpt * tokens
+    tp_bytes = n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes
+    comm = (comm_dp, ("tp_activations", tp_bytes),
+            ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0))
+    b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
+    return Estimate(config=c, model_name=model.name, gpus=gpus, seq_len=s, global_batch=G, microbatches=m,
+                    memory_per_gpu_bytes=mb.total_bytes, gpu_memory_bytes=cluster.gpu.memory_bytes,
+                    fits=bool(mb.fits), step_time_s=step, tokens_per_s=tokens / step,
+                    tflops_per_gpu=model_flops / step / gpus / 1e12, hardware_tflops_per_gpu=hw_flops / step / gpus / 1e12,
+                    mfu=model_flops / step / gpus / cluster.peak_flops,
+                    bubble_fraction=b.bubble_fraction, bubble_over_ideal=b.bubble_over_ideal,
+                    breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb)
+
+
+def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int = 2048,
+                grad_bytes: float = 2.0) -> dict:
+    """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
+    traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
+    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send."""
+    model = _model(model)
+    config.validate(model, global_batch=global_batch)
+    c = config
+    m = global_batch // (c.dp * c.micro_batch)
+    n = model.n_params / (c.tp * c.pp)
+    d = (c.dp - 1) / c.dp
+    h_bytes = c.micro_batch * seq_len * model.hidden * 2
+    layers = math.ceil(model.n_layers / c.pp)
+    n_ar = 4 + (2 if c.recompute == "full" else 0)
+    out = {"dp_bytes": 2 * d * n * grad_bytes if c.zero_stage < 3 else 0.0,
+           "zero3_bytes": 3 * d * n * 2 * m if c.zero_stage == 3 else 0.0,
+           "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
+           "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0}
+    out["total_bytes"] = sum(out.values())
+    return out
+
+
+# ------------------------------------------------------------------------------------ search
+@dataclass(frozen=True)
+class Ranked:
+    estimate: Estimate
+    binding: str
+    reasons: tuple[str, ...]
+
+    def to_json_dict(self) -> dict:
+        e = self.estimate
+        c = e.config
+        return _json_safe({"dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages,
+                           "zero_stage": c.zero_stage, "micro_batch": c.micro_batch, "recompute": c.recompute,
+                           "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
+                           "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
+                           "binding": self.binding, "reasons": list(self.reasons),
+                           "breakdown": dict(e.breakdown)})
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    model_name: str
+    gpus: int
+    cluster: str
+    global_batch: int
+    seq_len: int
+    enumerated: int
+    fitting: int
+    ranked: tuple[Ranked, ...]  # best first, all fitting layouts
+    top_k: int = 10
+
+    @property
+    def best(self) -> Ranked | None:
+        return self.ranked[0] if self.ranked else None
+
+    def to_json_dict(self) -> dict:
+        return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
+                "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
+                "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
+                "assumptions": list(ASSUMPTIONS)}
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for r in self.ranked[:self.top_k]:
+            d = r.to_json_dict()
+            d.pop("breakdown")
+            d.pop("reasons")
+            d["memory_gib"] = d.pop("memory_per_gpu_bytes") / GiB
+            rows.append(d)
+        return pd.DataFrame(rows)
+
+    def to_text(self) -> str:
+        lines = [f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
+                 f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"]
+        if not self.ranked:
+            return "\n".join(lines + ["no layout fits in memory"])
+        for i, r in enumerate(self.ranked[:self.top_k], 1):
+            e = r.estimate
+            lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
+                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB; binding: {r.binding}")
+        return "\n".join(lines)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: int = 16,
+                      max_virtual_stages: int = 8):
+    """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
+    model = _model(model)
+    n = require_positive_int("gpus", gpus)
+    G = require_positive_int("global_batch", global_batch)
+    out = []
+    for tp in _divisors(n):
+        if model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
+            continue
+        for pp in _divisors(n // tp):
+            if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
+                continue
+            dp = n // (tp * pp)
+            vs = [1] + [v for v in (2, 3, 4, 6, 8) if v <= max_virtual_stages and pp > 1
+                        and model.n_layers % (pp * v) == 0]
+            zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
+            b = 1
+            while b <= max_micro_batch and G % (dp * b) == 0:
+                m = G // (dp * b)
+                for v in vs:
+                    if v > 1 and m % pp:
+                        continue
+                    for z in zs:
+                        for rc in RECOMPUTE:
+                            for sp in ((False, True) if tp > 1 else (False,)):
+                                out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp))
+                b *= 2
+    return out
+
+
+def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
+    """What holds this layout back: the largest non-compute part of its step, and memory when a
+    cheaper recompute or a larger micro-batch would not fit."""
+    reasons = []
+    c = e.config
+    if c.recompute != "none":
+        lighter = "selective" if c.recompute == "full" else "none"
+        alt = est_of(replace(c, recompute=lighter))
+        if alt is not None and not alt.fits:
+            reasons.append(f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
+                           f"> {e.gpu_memory_bytes / GiB:.0f} GiB")
+    bigger = est_of(replace(c, micro_batch=c.micro_batch * 2))
+    if bigger is not None and not bigger.fits:
+        reasons.append(f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB")
+    parts = {k: v for k, v in e.breakdown if k not in ("compute", "elementwise")}
+    worst = max(parts, key=parts.get)
+    share = parts[worst] / e.step_time_s
+    label = {"bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
+             "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
+                        f"{share:.0%} of the step",
+             "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
+             "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
+             "pp_comm": f"PP traffic: {share:.0%} of the step",
+             "optimizer": f"optimizer step: {share:.0%} of the step"}[worst]
+    if c.pp > 1 and e.microbatches < 4 * c.pp:
+        reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
+    if share >= 0.02:
+        reasons.append(label)
+    else:
+        reasons.append(f"compute-bound: compute and elementwise kernels "
+                       f"{e.share('compute') + e.share('elementwise'):.0%} of the step")
+    return reasons[0], tuple(reasons)
+
+
+@dataclass(frozen=True)
+class _NoFit:
+    """A layout that does not fit: its memory (a lower bound when what == 'states'), no step time."""
+
+    memory_per_gpu_bytes: int
+    what: str
+    fits: bool = False
+
+
+def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int | None = None,
+           seq_len: int | None = None, link=None, inter_link=None, ports_per_node: int | None = None,
+           top_k: int = 10, attention: str = "flash", max_micro_batch: int = 16, cluster: Cluster | None = None,
+           **conventions) -> SearchResult:
+    """Enumerate every valid layout, keep those that fit, rank by predicted tokens/s, explain the top.
+
+    Speed: layouts sharing (tp, pp, v, zero, recompute, sp) are visited by increasing micro-batch and
+    stop at the first that does not fit (memory grows with the micro-batch)."""
+    model = _model(model)
+    n = require_positive_int("gpus", gpus)
+    cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
+    if n % cl.gpus_per_node and n > cl.gpus_per_node:
+        raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
+    G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
+    top_k = require_positive_int("top_k", top_k)
+    configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
+    cache: dict[ParallelConfig, Estimate | None] = {}
+    too_big: set[tuple] = set()
+    cap = cl.gpu.memory_bytes
+    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(**{k: v for k, v in conventions.items()
+                                                          if k in ("precision", "optimizer", "grad_dtype",
+                                                                   "grad_accum_buffer")}))
+    layer_elems = model.layer_params() * model.n_layers
+    dropout = conventions.pop("dropout", model.mlp == "gelu")
+
+    def est_of(c: ParallelConfig):
+        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
+        if c not in cache:
+            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
+            n = layer_elems / (c.tp * c.pp)
+            z, d = c.zero_stage, c.dp
+            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
+            if states > cap:
+                cache[c] = _NoFit(int(states), "states")
+                return cache[c]
+            try:
+                m = G // (c.dp * c.micro_batch)
+                mb = mem.estimate_memory(model, setup=_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu)
+                if not mb.fits:
+                    cache[c] = _NoFit(mb.total_bytes, "total")
+                else:
+                    cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, dropout=dropout,
+                                        _memory=mb, **conventions)
+            except ValueError:
+                cache[c] = None
+        return cache[c]
+
+    fitting = []
+    for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
+        fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp)
+        if fam in too_big:
+            continue
+        e = est_of(c)
+        if e is None:
+            continue
+        if not e.fits:  # a larger micro-batch of the same family cannot fit either
+            too_big.add(fam)
+            continue
+        fitting.append(e)
+    fitting.sort(key=lambda e: -e.tokens_per_s)
+    ranked = []
+    for i, e in enumerate(fitting):
+        if i < 3:
+            binding, reasons = _binding(e, est_of)
+        else:
+            binding, reasons = "", ()
+        ranked.append(Ranked(e, binding, reasons))
+    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k)
+
+
+# ------------------------------------------------------------------------------------ validation
+@dataclass(frozen=True)
+class PublishedRun:
+    """A published training run: its stated layout and measured throughput (TFLOP/s per GPU in the
+    paper's own convention: `hardware` = executed FLOPs incl. recompute (Megatron eq. 3), `model` = MFU's)."""
+
+    name: str
+    model: ModelSpec
+    gpu: str
+    gpus: int
+    config: ParallelConfig
+    global_batch: int
+    seq_len: int
+    published_tflops: float  # or the iteration time in seconds when convention == "step_s"
+    convention: str  # "hardware", "model" (TFLOP/s per GPU) or "step_s" (iteration time)
+    attention: str  # kernels of the time: "eager" before FlashAttention
+    source: str
+    assumed: str = ""  # what the source does not state and we assume
+
+    def to_json_dict(self) -> dict:
+        return {"name": self.name, "gpu": self.gpu, "gpus": self.gpus, "layout": self.config.label(),
+                "global_batch": self.global_batch, "seq_len": self.seq_len,
+                "published_tflops": self.published_tflops, "convention": self.convention, "source": self.source,
+                "assumed": self.assumed}
+
+
+def _gpt(name, layers, hidden, heads, vocab=51200, seq=2048):
+    return ModelSpec(name=name, n_layers=layers, hidden=hidden, n_heads=heads, vocab=vocab, max_seq=seq,
+                     tied_embeddings=True)
+
+
+_N21 = ("Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
+        "(arXiv 2104.04473), Table 1 (A100 80GB, Selene: 8 GPUs per node, 8 x HDR IB; seq 2048, vocab 51200, "
+        "full recompute; TFLOP/s include recompute)")
+_N21_ASSUMED = "micro_batch 1 (the table does not list it), non-interleaved 1F1B, eager attention kernels"
+_K22 = ("Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), "
+        "Tables 3 and 5 (A100 80GB; seq 2048; selective recompute + sequence parallelism; iteration time)")
+
+
+def _n21(name, params_b, heads, hidden, layers, tp, pp, gpus, batch, tflops):
+    dp = gpus // (tp * pp)
+    b = 1
+    return PublishedRun(name, _gpt(f"gpt-{params_b}b", layers, hidden, heads), "a100-80gb", gpus,
+                        ParallelConfig(dp=dp, tp=tp, pp=pp, micro_batch=b, recompute="full", zero_stage=0),
+                        batch, 2048, tflops, "hardware", "eager", _N21, _N21_ASSUMED)
+
+
+PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
+    _n21("Megatron 1.7B", 1.7, 24, 2304, 24, 1, 1, 32, 512, 137),
+    _n21("Megatron 3.6B", 3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
+    _n21("Megatron 7.5B", 7.5, 32, 4096, 36, 4, 1, 128, 512, 142),
+    _n21("Megatron 18.4B", 18.4, 48, 6144, 40, 8, 1, 256, 1024, 135),
+    _n21("Megatron 39.1B", 39.1, 64, 8192, 48, 8, 2, 512, 1536, 138),
+    _n21("Megatron 76.1B", 76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140),
+    _n21("Megatron 145.6B", 145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148),
+    _n21("Megatron 310.1B", 310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
+    _n21("Megatron 529.6B", 529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163),
+    _n21("Megatron 1008B", 1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
+    *(PublishedRun(f"Korthikanti {name} {label}", _gpt(f"gpt-{name}", layers, hidden, heads), "a100-80gb", gpus,
+                   ParallelConfig(dp=1, tp=8, pp=pp, micro_batch=1, recompute=rc, sp=sp), batch, 2048, t, "step_s",
+                   "eager", _K22, "micro_batch 1; dp 1 (GPU count = tp x pp); non-interleaved 1F1B")
+      for name, heads, hidden, layers, pp, gpus, batch, times in (
+          ("22b", 64, 6144, 48, 1, 8, 4, (1.42, 1.10)), ("175b", 96, 12288, 96, 8, 64, 64, (18.13, 13.75)),
+          ("530b", 128, 20480, 105, 35, 280, 280, (49.05, 37.83)), ("1t", 160, 25600, 128, 64, 512, 512, (94.42, 71.49))
+      ) for (label, rc, sp), t in zip((("full recompute", "full", False), ("selective+SP", "selective", True)), times,
+                                      strict=True)),
+    PublishedRun("BLOOM-176B", ModelSpec(name="bloom-176b", n_layers=70, hidden=14336, n_heads=112, vocab=250880,
+                                         max_seq=2048, tied_embeddings=True), "a100-80gb", 384,
+                 ParallelConfig(dp=8, tp=4, pp=12, micro_batch=2, zero_stage=1, recompute="full"), 2048, 2048, 156,
+                 "hardware", "eager",
+                 "BigScience 2022, BLOOM (arXiv 2211.05100), sec. 3.4: 48 nodes x 8 A100 80GB, TP 4, PP 12, DP 8, "
+                 "ZeRO-1, micro-batch 2, global batch 2048, 'we achieved 156 TFLOPs in our fastest configuration'",
+                 "full recompute; 4 x 100 Gb/s Omni-Path per node is modelled as 8 HDR ports (optimistic)"),
+    PublishedRun("OPT-175B", get_model("opt-175b"), "a100-80gb", 992,
+                 ParallelConfig(dp=124, tp=8, pp=1, micro_batch=8, zero_stage=3, recompute="full"), 992, 2048, 147,
+                 "hardware", "eager",
+                 "Zhang et al. 2022, OPT (arXiv 2205.01068), sec. 2.4: 992 A100 80GB, FSDP with Megatron TP 8, "
+                 "2M-token batches, 'up to 147 TFLOP/s per GPU'",
+                 "micro_batch 8 (no accumulation: FSDP gathers per micro-batch), full recompute, TFLOP/s counted with recompute; 2M tokens as 992 sequences (a multiple of dp)"),
+    PublishedRun("Llama 3 405B (8192 GPUs)", get_model("llama-3.1-405b"), "h100-sxm", 8192,
+                 ParallelConfig(dp=64, tp=8, pp=16, micro_batch=1, zero_stage=1, recompute="none"), 2048, 8192, 430,
+                 "model", "flash",
+                 "Dubey et al. 2024, The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: TP 8, CP 1, PP 16, DP 64, "
+                 "batch 2048 x 8192 tokens, 430 TFLOPs/GPU, 43% BF16 MFU",
+                 "micro_batch 1, no recompute, non-interleaved (the paper tunes its own schedule), 126 layers on 16 "
+                 "stages (uneven)"),
+)
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    run: PublishedRun
+    predicted_tflops: float
+    predicted_step_s: float
+    error: float  # predicted / published throughput - 1 (for step_s rows: published / predicted time - 1)
+    estimate: Estimate
+
+    def to_json_dict(self) -> dict:
+        d = self.run.to_json_dict()
+        d.update(predicted_tflops=self.predicted_tflops, predicted_step_s=self.predicted_step_s, error=self.error)
+        return d
+
+
+def validate_published(runs=PUBLISHED_RUNS, **cluster_kw) -> tuple[ValidationRow, ...]:
+    """Predict each published run with its stated layout and the stated assumptions (one set for all)."""
+    rows = []
+    for r in runs:
+        cl = make_cluster(r.gpu, 8, **cluster_kw)
+        e = estimate(r.model, r.config, cl, global_batch=r.global_batch, seq_len=r.seq_len, attention=r.attention)
+        if r.convention == "step_s":  # published iteration time: compare throughput = 1 / time
+            pred, err = e.step_time_s, r.published_tflops / e.step_time_s - 1
+        else:
+            pred = e.hardware_tflops_per_gpu if r.convention == "hardware" else e.tflops_per_gpu
+            err = pred / r.published_tflops - 1
+        rows.append(ValidationRow(r, pred, e.step_time_s, err, e))
+    return tuple(rows)
+
+
+def validation_frame(rows=None):
+    import pandas as pd
+
+    rows = validate_published() if rows is None else rows
+    return pd.DataFrame([{"run": v.run.name, "gpus": v.run.gpus, "layout": v.run.config.label(),
+                          "published_tflops": v.run.published_tflops, "predicted_tflops": v.predicted_tflops,
+                          "error": v.error, "fits": v.estimate.fits, "convention": v.run.convention}
+                         for v in rows])

@@ -1,0 +1,56 @@
+"""Parallelism widgets (gpukit.widgets.parallel_view): headless, values set as a learner would."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from gpukit.widgets.parallel_view import plot_schedule, plot_step, schedule_view, search_view  # noqa: E402
+
+
+def test_schedule_view_draws_and_reports_bad_input():
+    v = schedule_view()
+    assert v.error is None and abs(v.result.bubble_fraction - 3 / 11) < 1e-9
+    v.set(virtual_stages=2, microbatches=6)  # 6 is not a multiple of pp 4
+    assert v.error and "multiple of pp 4" in v.error
+    v.set(microbatches=8)
+    assert v.error is None and v.result.virtual_stages == 2
+
+
+def test_search_view_ranks_and_explains():
+    v = search_view(gpus=8, model="llama-2-7b", global_batch=32)
+    assert v.error is None and v.result.ranked and v.result.ranked[0].binding
+    v.set(gpus=12)
+    assert v.error and "multiple of gpus_per_node 8" in v.error
+    v.set(gpus=8, seq_len=999_999)
+    assert v.error and "seq_len must be <=" in v.error
+
+
+def test_plots_from_the_model():
+    import matplotlib.pyplot as plt
+
+    from gpukit import parallel as par
+
+    ax = plot_schedule(par.schedule(4, 8, 2))
+    assert len(ax.collections) == 2 * 4 * 8 * 2  # one box per task
+    est = par.estimate("llama-2-7b", par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=64,
+                       seq_len=2048)
+    plot_step(est)
+    plt.close("all")
+
+
+def test_conventions_view_uses_the_issue_names():
+    from gpukit.widgets.parallel_view import conventions_view
+
+    v = conventions_view()
+    base = v.result.grads_bytes
+    v.set(grad_dtype="fp32")
+    assert v.error is None and v.result.grads_bytes == 2 * base  # Megatron fp32 main grads
+    v.set(grad_accum_buffer="fp32")
+    assert v.error and "counts the fp32 gradients twice" in v.error
+    v.set(grad_accum_buffer="none", virtual_stages=2)
+    assert v.error is None and v.result.term("interleave_factor") > 1
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
