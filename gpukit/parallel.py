@@ -510,7 +510,7 @@ def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
 
 def _setup(config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions):
     z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
-    return mem.TrainSetup(dp=config.dp, tp=config.tp, pp=config.pp, sp=config.sp, zero_stage=config.zero_stage,
+    return mem.TrainSetup(convention="megatron", dp=config.dp, tp=config.tp, pp=config.pp, sp=config.sp, zero_stage=config.zero_stage,
                           seq_len=seq_len, micro_batch=config.micro_batch, grad_accum=m, recompute=config.recompute,
                           attention=attention, dropout=dropout, virtual_stages=config.virtual_stages,
                           zero3_prefetch_layers=z3, **conventions)
@@ -793,7 +793,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     cache: dict[ParallelConfig, Estimate | None] = {}
     too_big: set[tuple] = set()
     cap = cl.gpu.memory_bytes
-    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(**{k: v for k, v in conventions.items()
+    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(convention="megatron", **{k: v for k, v in conventions.items()
                                                           if k in ("precision", "optimizer", "grad_dtype",
                                                                    "grad_accum_buffer")}))
     layer_elems = model.layer_params() * model.n_layers

@@ -20,40 +20,40 @@ def per_param(setup):
 
 
 def test_zero_paper_default_is_16():
-    assert per_param(TrainSetup()) == 16  # Rajbhandari et al. 2019 sec. 3.1: 2 + 2 + 12
+    assert per_param(TrainSetup(convention="megatron")) == 16  # Rajbhandari et al. 2019 sec. 3.1: 2 + 2 + 12
 
 
 def test_megatron_fp32_main_grads_18():
-    assert per_param(TrainSetup(grad_dtype="fp32")) == 18  # Megatron-LM: fp32 main-grad buffer
+    assert per_param(TrainSetup(convention="megatron", grad_dtype="fp32")) == 18  # Megatron-LM: fp32 main-grad buffer
 
 
 @pytest.mark.parametrize("dp", [1, 2, 8, 64])
 def test_megatron_distributed_optimizer_6_plus_12_over_dp(dp):
-    assert per_param(TrainSetup(grad_dtype="fp32", zero_stage=1, dp=dp)) == pytest.approx(6 + 12 / dp)
+    assert per_param(TrainSetup(convention="megatron", grad_dtype="fp32", zero_stage=1, dp=dp)) == pytest.approx(6 + 12 / dp)
 
 
 def test_playbook_fp32_accumulation_buffer_20():
-    assert per_param(TrainSetup(grad_accum_buffer="fp32")) == 20  # Ultra-Scale Playbook
+    assert per_param(TrainSetup(convention="megatron", grad_accum_buffer="fp32")) == 20  # Ultra-Scale Playbook
 
 
 def test_interleave_factor_korthikanti():
-    s = TrainSetup(pp=8, virtual_stages=4, grad_accum=32)
+    s = TrainSetup(convention="megatron", pp=8, virtual_stages=4, grad_accum=32)
     assert s.interleave_factor == pytest.approx(1 + 7 / 32)
     assert s.in_flight_micro_batches == 8
-    assert TrainSetup(pp=8, grad_accum=3).in_flight_micro_batches == 3
+    assert TrainSetup(convention="megatron", pp=8, grad_accum=3).in_flight_micro_batches == 3
 
 
 def test_interleaving_scales_first_stage_activations():
     base = dict(pp=8, grad_accum=32, recompute="selective", tp=8, sp=True)
-    one = estimate_memory(GPT, setup=TrainSetup(**base))
-    four = estimate_memory(GPT, setup=TrainSetup(virtual_stages=4, **base))
+    one = estimate_memory(GPT, setup=TrainSetup(convention="megatron", **base))
+    four = estimate_memory(GPT, setup=TrainSetup(convention="megatron", virtual_stages=4, **base))
     assert four.term("interleave_factor") == pytest.approx(1 + 7 / 32)
     assert four.activations_bytes > one.activations_bytes
     assert four.to_json_dict()["terms"]["in_flight_micro_batches"] == 8
 
 
 def test_full_recompute_two_named_figures():
-    s = TrainSetup(recompute="full", seq_len=2048, micro_batch=1, tp=8)
+    s = TrainSetup(convention="megatron", recompute="full", seq_len=2048, micro_batch=1, tp=8)
     r = estimate_memory(GPT, setup=s)
     stored, layer = r.term("stored_checkpoints_bytes"), r.term("recompute_layer_bytes")
     assert stored == pytest.approx(GPT.n_layers * 2 * 2048 * GPT.hidden)  # 2sbh per layer (Korthikanti)
@@ -64,8 +64,8 @@ def test_full_recompute_two_named_figures():
 @settings(max_examples=30, deadline=None)
 @given(k=st.integers(0, 3), dp=st.integers(2, 64))
 def test_zero3_gathered_and_prefetch_terms(k, dp):
-    a = estimate_memory(GPT, setup=TrainSetup(zero_stage=3, dp=dp))
-    b = estimate_memory(GPT, setup=TrainSetup(zero_stage=3, dp=dp, zero3_prefetch_layers=k))
+    a = estimate_memory(GPT, setup=TrainSetup(convention="megatron", zero_stage=3, dp=dp))
+    b = estimate_memory(GPT, setup=TrainSetup(convention="megatron", zero_stage=3, dp=dp, zero3_prefetch_layers=k))
     layer = GPT.layer_params() * 2
     assert b.term("zero3_gathered_bytes") == pytest.approx(layer)
     assert b.term("zero3_prefetch_bytes") == pytest.approx(k * layer)
@@ -81,9 +81,9 @@ def test_zero3_gathered_and_prefetch_terms(k, dp):
 ])
 def test_bad_conventions(kw, msg):
     with pytest.raises(ValueError, match=msg):
-        TrainSetup(**kw)
+        TrainSetup(convention="megatron", **kw)
 
 
 def test_too_many_chunks():
     with pytest.raises(ValueError, match=r"pp\*virtual_stages must be at most n_layers"):
-        estimate_memory(GPT, setup=TrainSetup(pp=48, virtual_stages=3))
+        estimate_memory(GPT, setup=TrainSetup(convention="megatron", pp=48, virtual_stages=3))

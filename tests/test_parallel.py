@@ -163,7 +163,7 @@ def test_breakdown_adds_up_and_units():
 def test_memory_goes_through_gpukit_memory():
     cfg = par.ParallelConfig(dp=2, tp=4, pp=2, micro_batch=1, recompute="selective", zero_stage=1)
     e = par.estimate(LLAMA70, cfg, A100, global_batch=16, seq_len=4096)
-    setup = mem.TrainSetup(dp=2, tp=4, pp=2, zero_stage=1, seq_len=4096, micro_batch=1, grad_accum=8,
+    setup = mem.TrainSetup(convention="megatron", dp=2, tp=4, pp=2, zero_stage=1, seq_len=4096, micro_batch=1, grad_accum=8,
                            recompute="selective", dropout=False)
     assert e.memory_per_gpu_bytes == mem.estimate_memory(LLAMA70, setup=setup, gpu=A100.gpu).total_bytes
 
@@ -295,7 +295,7 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
 
 
 def test_memory_cli_conventions(capsys):
-    d = _json(capsys, ["memory", "--params", "1B", "--grad-dtype", "fp32", "--zero", "1", "--dp", "8", "--json"])
+    d = _json(capsys, ["memory", "--params", "1B", "--grad-dtype", "fp32", "--zero", "1", "--dp", "8", "--convention", "megatron", "--json"])
     assert (d["params_bytes"] + d["grads_bytes"] + d["optimizer_bytes"]) / 1e9 == pytest.approx(6 + 12 / 8)
 
 

@@ -21,7 +21,7 @@ ALLOWED = {
     "": {"--version"},
     "memory": {"--sp", "--mlp", "--offload", "--finetune", "--lora-rank", "--lora-targets", "--weights-dtype",
                "--inference", "--batch", "--max-micro-batch", "--max-seq-len", "--min-gpus", "--max-gpus",
-               "--convention", "--optimizer-impl"},
+               "--convention", "--optimizer-impl", "--grad-dtype", "--grad-accum-buffer", "--zero3-prefetch-layers"},
     "train-time": {"--mfu", "--efficiency"},
     "flops": {"--no-causal", "--include-embeddings"},
     "roofline": {"--m", "--n", "--k", "--batch"},  # --batch: identical matmuls (torch.bmm's batch)
@@ -34,6 +34,9 @@ ALLOWED = {
     "bench article": {"--calls", "--skew-ms"},
     "bench ddp": {"--hook", "--powersgd-rank", "--powersgd-start-iter", "--bucket-mb", "--loader-latency-ms",
                   "--loader-workers", "--loader-shared", "--scaling", "--netlab"},
+    "parallel search": {"--mlp", "--ports-per-node", "--global-batch", "--top"},
+    "parallel estimate": {"--mlp", "--ports-per-node", "--global-batch", "--sp"},
+    "parallel bubble": {"--microbatches"},
     "scaling": {"--ports-per-node", "--efficiency", "--tokens-per-gpu", "--global-batch-tokens", "--grad-dtype", "--hook",
                 "--powersgd-rank", "--bucket-mb", "--overlap", "--mfu"},
     "netlab up": {"--nodes", "--rate", "--delay-ms"},

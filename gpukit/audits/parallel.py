@@ -148,10 +148,10 @@ def fsdp_7b_two_gpus(model: str = "llama-2-7b", gpu: str = "h100-sxm", seq_len: 
     """The article's snippet: FSDP (full shard), Adam, the model in fp32 (no mixed precision set): ZeRO-3
     over 2 ranks, 4 + 4 + 8 bytes/param / 2, plus gathered layers and activations (gpukit.memory)."""
     m, g = get_model(model), get_gpu(gpu)
-    setups = {rc: mem.TrainSetup(precision=precision, zero_stage=3, dp=2, seq_len=seq_len, micro_batch=micro_batch,
+    setups = {rc: mem.TrainSetup(convention="megatron", precision=precision, zero_stage=3, dp=2, seq_len=seq_len, micro_batch=micro_batch,
                                  recompute=rc, dropout=False, zero3_prefetch_layers=1) for rc in ("none", "full")}
     r = {rc: mem.estimate_memory(m, setup=s, gpu=g) for rc, s in setups.items()}
-    mixed = mem.estimate_memory(m, setup=mem.TrainSetup(zero_stage=3, dp=2, seq_len=seq_len, micro_batch=micro_batch,
+    mixed = mem.estimate_memory(m, setup=mem.TrainSetup(convention="megatron", zero_stage=3, dp=2, seq_len=seq_len, micro_batch=micro_batch,
                                                         dropout=False, zero3_prefetch_layers=1), gpu=g)
     fits = {rc: x.fits for rc, x in r.items()}
     verdict = "correct" if fits["none"] else "plausible" if fits["full"] or mixed.fits else "wrong"

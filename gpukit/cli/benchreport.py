@@ -187,9 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,plan")
     p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,parallel,search,fsdp")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     from gpukit.bench.results import check_writable
