@@ -139,7 +139,8 @@ def compute_dtype(gpu, precision: str) -> str:
 
 
 def default_kv_dtype(gpu) -> str:
-    return "bf16" if _gpu_has(gpu, "bf16") else "fp16"
+    """bf16, or fp16 on GPUs without bf16 units (V100, T4); bf16 when no GPU is given (a CPU)."""
+    return "bf16" if gpu is None or _gpu_has(gpu, "bf16") else "fp16"
 
 
 def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
@@ -301,6 +302,8 @@ class StepTime:
 
 
 def _rates(gpu, precision: str, a: Assumptions, peak_tflops: float | None, bandwidth_gbps: float | None):
+    if gpu is None and (peak_tflops is None or bandwidth_gbps is None):
+        raise ValueError("give gpu, or both peak_tflops and bandwidth_gbps (e.g. measured on this machine)")
     peak = peak_tflops if peak_tflops is not None else gpu.peak_tflops(compute_dtype(gpu, precision))
     bw = bandwidth_gbps if bandwidth_gbps is not None else gpu.hbm_bandwidth_gbps
     return require_positive("peak_tflops", peak) * 1e12 * a.flops_share, require_positive(
