@@ -724,16 +724,21 @@ def _pct(xs, q):
 
 
 def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, output_tokens: int, max_batch: int,
-             n_requests: int = 400, seed: int = 0, non_gpu_s: float = 0.0) -> SimResult:
+             n_requests: int = 400, seed: int = 0, non_gpu_s: float = 0.0,
+             concurrency: int | None = None) -> SimResult:
     """Discrete-event simulation (simpy) of one replica with iteration-level continuous batching (Orca,
     Yu et al. 2022; vLLM's scheduler): Poisson arrivals at `rate`; each iteration first admits waiting
     requests while fewer than `max_batch` run (the KV-cache limit) and runs their prefill together
     (decode waits: prefill-priority scheduling, vLLM's default without chunked prefill), then one
     decode step for every running request. decode_time(batch, context) and prefill_time(tokens) give
-    seconds. Latency = non_gpu_s + queueing + prefill + decode, per request."""
+    seconds. Latency = non_gpu_s + queueing + prefill + decode, per request. With `concurrency` N the
+    load is closed-loop instead (N clients, each sends its next request when the last one ends: how
+    benchmark tools such as NVIDIA's genai-perf/AIPerf drive a server); `rate` is then ignored."""
     import simpy
 
-    rate = require_positive("rate", rate)
+    rate = require_positive("rate", rate) if concurrency is None else float(rate or 0.0)
+    if concurrency is not None:
+        concurrency = require_positive_int("concurrency", concurrency)
     max_batch = require_positive_int("max_batch", max_batch)
     n_requests = require_positive_int("n_requests", n_requests)
     i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
@@ -744,6 +749,11 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     done: list[dict] = []
     wake = {"ev": env.event()}
     batches = []
+
+    def _finish(r, now):
+        r["t1"] = now
+        if "done" in r:
+            r["done"].succeed()
 
     def arrivals():
         for k in range(n_requests):
@@ -770,7 +780,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
                 done.extend(r for r in new if r["left"] <= 0)
                 for r in new:
                     if r["left"] <= 0:
-                        r["t1"] = env.now
+                        _finish(r, env.now)
             if running:
                 ctx = i + o - sum(r["left"] for r in running) // len(running)
                 batches.append(len(running))
@@ -778,11 +788,30 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
                 for r in running:
                     r["left"] -= 1
                     if r["left"] <= 0:
-                        r["t1"] = env.now
+                        _finish(r, env.now)
                 done.extend(r for r in running if r["left"] <= 0)
                 running[:] = [r for r in running if r["left"] > 0]
 
-    env.process(arrivals())
+    # clients start staggered over one unloaded request time (a benchmark's ramp-up): clients that all
+    # start at once stay in lock-step, every prefill waiting for all the others
+    one = prefill_time(i) + (o - 1) * decode_time(1, i + o // 2) if concurrency else 0.0
+
+    def client(c):
+        yield env.timeout(c * one / concurrency)
+        k = c
+        while k < n_requests:
+            ev = env.event()
+            waiting.append({"id": k, "t0": env.now, "left": o, "done": ev})
+            if not wake["ev"].triggered:
+                wake["ev"].succeed()
+            yield ev
+            k += concurrency
+
+    if concurrency is None:
+        env.process(arrivals())
+    else:
+        for c in range(concurrency):
+            env.process(client(c))
     env.process(engine())
     env.run()
     # drop the first 10% (warm-up: the queue starts empty)
@@ -794,6 +823,8 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     waits = [r["first"] - r["t0"] for r in sorted(done, key=lambda r: r["id"])]
     half = len(waits) // 2
     saturated = sum(waits[half:]) / max(1, len(waits) - half) > 3 * max(1e-12, sum(waits[:half]) / max(1, half))
+    if concurrency is not None:
+        rate = len(kept) / span
     return SimResult(rate=rate, completed=len(done), p50_latency_s=_pct(lat, 50), p99_latency_s=_pct(lat, 99),
                      p50_ttft_s=_pct(ttft, 50), p99_ttft_s=_pct(ttft, 99), mean_itl_s=sum(itl) / len(itl),
                      mean_batch=sum(batches) / max(1, len(batches)), throughput_req_per_s=len(kept) / span,
@@ -833,3 +864,77 @@ def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
     if unknown:
         raise ValueError(f"unknown assumption {unknown[0]!r}; known: {', '.join(Assumptions.__dataclass_fields__)}")
     return replace(a, **changes)
+
+
+# ------------------------------------------------------------------------------------ published figures
+PUBLISHED_FILE = "serving_published.csv"
+TP_ORDERING_SOURCE = ("NVIDIA NIM for LLMs, Optimization: 'latency variants use additional GPUs to decrease request "
+                      "latency at the cost of decreased total throughput per GPU relative to the throughput variant'",
+                      "https://docs.nvidia.com/nim/large-language-models/latest/optimization.html")
+
+
+def published_serving() -> list[dict]:
+    """Rows of data/serving_published.csv (published serving measurements, each with its source)."""
+    from gpukit.catalog import data_dir, read_csv
+
+    return read_csv(data_dir() / PUBLISHED_FILE, ("model", "gpu", "n_gpus", "tp", "precision", "input_tokens",
+                                                  "output_tokens", "concurrency", "metric", "value", "unit"))
+
+
+def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_requests: int | None = None) -> float:  # noqa: B008
+    """gpukit's prediction of one published row, in the row's unit (ms or tokens/s). Concurrency 1:
+    the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`)."""
+    from gpukit.catalog import get_gpu, get_model
+
+    m, g = get_model(row["model"]), get_gpu(row["gpu"])
+    tp, n = int(row["tp"]), int(row["n_gpus"])
+    i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])
+    p = serve(m, g, gpus=n, tp=tp, precision=row["precision"], input_tokens=i, output_tokens=o, assumptions=assumptions)
+    metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput"))
+    if c == 1 and metric != "throughput":
+        return 1e3 * (p.ttft_s if metric == "ttft" else p.itl_s)
+    kw = dict(precision=p.precision, kv_dtype=p.kv_dtype, tp=p.tp, pp=p.pp, link=default_link(g, p.tp),
+              assumptions=assumptions)
+    s = simulate(lambda b, ctx: decode_step(m, g, batch=b, context=ctx, **kw).time_s,
+                 lambda t: prefill_step(m, g, prompt_tokens=t, **kw).time_s, rate=0, input_tokens=i, output_tokens=o,
+                 max_batch=max(1, p.max_batch), n_requests=n_requests or max(40, 8 * c), concurrency=c)
+    if metric == "ttft":
+        return 1e3 * s.p50_ttft_s
+    if metric == "itl":
+        return 1e3 * s.mean_itl_s
+    return s.throughput_req_per_s * o
+
+
+def validate_published(assumptions: Assumptions = Assumptions()):  # noqa: B008
+    """Every published row against gpukit's prediction: a DataFrame with error = predicted/published - 1."""
+    import pandas as pd
+
+    rows = []
+    for r in published_serving():
+        pred = predict_published(r, assumptions)
+        pub = float(r["value"])
+        rows.append({"name": r["name"], "model": r["model"], "gpu": r["gpu"], "tp": int(r["tp"]),
+                     "precision": r["precision"], "input_tokens": int(r["input_tokens"]),
+                     "output_tokens": int(r["output_tokens"]), "concurrency": int(r["concurrency"]),
+                     "metric": r["metric"], "unit": r["unit"], "published": pub, "predicted": pred,
+                     "error": pred / pub - 1.0, "source_url": r["source_url"]})
+    return pd.DataFrame(rows)
+
+
+def tp_ordering(model: ModelSpec, gpu, gpus: int = 8, precision: str = "fp8", input_tokens: int = 1000,
+                output_tokens: int = 200, assumptions: Assumptions = Assumptions()) -> dict:  # noqa: B008
+    """The published ordering (TP_ORDERING_SOURCE): the throughput variant is the layout with the most
+    tokens/s per GPU (for a model that barely fits one GPU that is not tp=1: a full GPU leaves no room
+    for the KV cache); every layout with more TP than it has lower latency and lower tokens/s per GPU."""
+    rows = [r for r in tp_vs_replicas(model, gpu, gpus, precision=precision, input_tokens=input_tokens,
+                                      output_tokens=output_tokens, assumptions=assumptions) if r.fits]
+    if not rows:
+        raise ValueError(f"{model.name} fits no layout of {gpus} x {gpu.name} in {precision}")
+    best = max(range(len(rows)), key=lambda k: rows[k].tokens_per_s_per_gpu)
+    rows = rows[best:]
+    lat = [r.itl_s for r in rows]
+    per_gpu = [r.tokens_per_s_per_gpu for r in rows]
+    return {"layouts": [r.layout for r in rows], "itl_s": lat, "tokens_per_s_per_gpu": per_gpu,
+            "latency_falls_with_tp": all(a > b for a, b in zip(lat, lat[1:], strict=False)),
+            "per_gpu_throughput_falls_with_tp": all(a > b for a, b in zip(per_gpu, per_gpu[1:], strict=False)),
+            "source": TP_ORDERING_SOURCE[0], "source_url": TP_ORDERING_SOURCE[1]}
