@@ -27,7 +27,7 @@ from gpukit.compute import time_to_train
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.units import GB, dtype_bytes, fmt_count, fmt_seconds
 
-TOPICS = ("compute", "cost", "communication", "memory")
+TOPICS = ("compute", "cost", "communication", "memory", "inference")
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")
 ARTICLES = {
     "000": ("GPU Cluster vs Single GPU for Deep Learning: The Real Trade-offs", "000_440fe57288c4c54d.txt"),
@@ -105,7 +105,7 @@ def _num(x: float) -> str:
 # ------------------------------------------------------------------------------------ registry
 _REGISTRY: dict[str, tuple[str, Callable[..., Claim]]] = {}
 # Audits kept in their own modules register themselves on import; claim()/claims() import them first.
-_TOPIC_MODULES = ("gpukit.audits.memory",)
+_TOPIC_MODULES = ("gpukit.audits.memory", "gpukit.audits.inference")
 
 
 def _load_topic_modules() -> None:
