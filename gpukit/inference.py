@@ -594,7 +594,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         replicas = replicas_for_rate(rate, capacity, a)
         if simulate_requests and capacity > 0:
             sim = simulate(lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
-                           lambda n_tok: prefill_step(model, gpu, prompt_tokens=n_tok, **kw).time_s,
+                           lambda n: prefill_step(model, gpu, prompt_tokens=i, batch=n, **kw).time_s,
                            rate=rate / replicas, input_tokens=i, output_tokens=o, max_batch=max_batch,
                            n_requests=simulate_requests, seed=seed, non_gpu_s=a.non_gpu_s)
     return ServePlan(model=model.name, gpu=gpu.name, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp,
@@ -730,7 +730,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     Yu et al. 2022; vLLM's scheduler): Poisson arrivals at `rate`; each iteration first admits waiting
     requests while fewer than `max_batch` run (the KV-cache limit) and runs their prefill together
     (decode waits: prefill-priority scheduling, vLLM's default without chunked prefill), then one
-    decode step for every running request. decode_time(batch, context) and prefill_time(tokens) give
+    decode step for every running request. decode_time(batch, context) and prefill_time(n_prompts) give
     seconds. Latency = non_gpu_s + queueing + prefill + decode, per request. With `concurrency` N the
     load is closed-loop instead (N clients, each sends its next request when the last one ends: how
     benchmark tools such as NVIDIA's genai-perf/AIPerf drive a server); `rate` is then ignored."""
@@ -772,7 +772,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
             while waiting and len(running) + len(new) < max_batch:
                 new.append(waiting.pop(0))
             if new:
-                yield env.timeout(prefill_time(i * len(new)))
+                yield env.timeout(prefill_time(len(new)))
                 for r in new:
                     r["first"] = env.now
                     r["left"] -= 1  # the prefill yields the first token
@@ -794,7 +794,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
 
     # clients start staggered over one unloaded request time (a benchmark's ramp-up): clients that all
     # start at once stay in lock-step, every prefill waiting for all the others
-    one = prefill_time(i) + (o - 1) * decode_time(1, i + o // 2) if concurrency else 0.0
+    one = prefill_time(1) + (o - 1) * decode_time(1, i + o // 2) if concurrency else 0.0
 
     def client(c):
         yield env.timeout(c * one / concurrency)
@@ -820,9 +820,10 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     ttft = [r["first"] - r["t0"] + non_gpu_s for r in kept]
     itl = [(r["t1"] - r["first"]) / (o - 1) for r in kept] if o > 1 else [0.0]
     span = max(r["t1"] for r in kept) - min(r["t0"] for r in kept)
-    waits = [r["first"] - r["t0"] for r in sorted(done, key=lambda r: r["id"])]
-    half = len(waits) // 2
-    saturated = sum(waits[half:]) / max(1, len(waits) - half) > 3 * max(1e-12, sum(waits[:half]) / max(1, half))
+    # saturated: completions spread over a longer time than the arrivals did (the queue keeps growing)
+    arr = max(r["t0"] for r in kept) - min(r["t0"] for r in kept)
+    dep = max(r["t1"] for r in kept) - min(r["t1"] for r in kept)
+    saturated = concurrency is None and dep > 1.15 * arr
     if concurrency is not None:
         rate = len(kept) / span
     return SimResult(rate=rate, completed=len(done), p50_latency_s=_pct(lat, 50), p99_latency_s=_pct(lat, 99),
@@ -850,7 +851,7 @@ def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
     for load in loads:
         r = require_positive("load", load) * plan.capacity_req_per_s
         s = simulate(lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
-                     lambda n_tok: prefill_step(model, gpu, prompt_tokens=n_tok, **kw).time_s, rate=r,
+                     lambda n: prefill_step(model, gpu, prompt_tokens=plan.input_tokens, batch=n, **kw).time_s, rate=r,
                      input_tokens=plan.input_tokens, output_tokens=plan.output_tokens, max_batch=plan.max_batch,
                      n_requests=n_requests, seed=seed, non_gpu_s=plan.assumptions.non_gpu_s)
         rows.append({"load": load, **s.to_json_dict()})
@@ -896,7 +897,7 @@ def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_req
     kw = dict(precision=p.precision, kv_dtype=p.kv_dtype, tp=p.tp, pp=p.pp, link=default_link(g, p.tp),
               assumptions=assumptions)
     s = simulate(lambda b, ctx: decode_step(m, g, batch=b, context=ctx, **kw).time_s,
-                 lambda t: prefill_step(m, g, prompt_tokens=t, **kw).time_s, rate=0, input_tokens=i, output_tokens=o,
+                 lambda b: prefill_step(m, g, prompt_tokens=i, batch=b, **kw).time_s, rate=0, input_tokens=i, output_tokens=o,
                  max_batch=max(1, p.max_batch), n_requests=n_requests or max(40, 8 * c), concurrency=c)
     if metric == "ttft":
         return 1e3 * s.p50_ttft_s
