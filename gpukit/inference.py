@@ -710,7 +710,9 @@ class SimResult:
     mean_itl_s: float
     mean_batch: float
     throughput_req_per_s: float
-    saturated: bool  # requests still queued at the end grew with time
+    in_system_mid: int  # requests waiting or running when half of them had arrived
+    in_system_end: int  # ... when the last one arrived
+    saturated: bool  # the number in the system keeps growing (end > 1.25 x mid + 2): the queue has no steady state
 
     def to_json_dict(self) -> dict:
         return _json_safe(asdict(self))
@@ -749,6 +751,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     done: list[dict] = []
     wake = {"ev": env.event()}
     batches = []
+    census = {}
 
     def _finish(r, now):
         r["t1"] = now
@@ -759,6 +762,8 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
         for k in range(n_requests):
             yield env.timeout(rng.expovariate(rate))
             waiting.append({"id": k, "t0": env.now, "left": o})
+            if k in (n_requests // 2, n_requests - 1):
+                census[k] = len(waiting) + len(running)
             if not wake["ev"].triggered:
                 wake["ev"].succeed()
 
@@ -820,16 +825,14 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     ttft = [r["first"] - r["t0"] + non_gpu_s for r in kept]
     itl = [(r["t1"] - r["first"]) / (o - 1) for r in kept] if o > 1 else [0.0]
     span = max(r["t1"] for r in kept) - min(r["t0"] for r in kept)
-    # saturated: completions spread over a longer time than the arrivals did (the queue keeps growing)
-    arr = max(r["t0"] for r in kept) - min(r["t0"] for r in kept)
-    dep = max(r["t1"] for r in kept) - min(r["t1"] for r in kept)
-    saturated = concurrency is None and dep > 1.15 * arr
+    mid, end = census.get(n_requests // 2, 0), census.get(n_requests - 1, 0)
     if concurrency is not None:
         rate = len(kept) / span
     return SimResult(rate=rate, completed=len(done), p50_latency_s=_pct(lat, 50), p99_latency_s=_pct(lat, 99),
                      p50_ttft_s=_pct(ttft, 50), p99_ttft_s=_pct(ttft, 99), mean_itl_s=sum(itl) / len(itl),
                      mean_batch=sum(batches) / max(1, len(batches)), throughput_req_per_s=len(kept) / span,
-                     saturated=bool(saturated))
+                     in_system_mid=mid, in_system_end=end,
+                     saturated=bool(concurrency is None and end > 1.25 * mid + 2))
 
 
 def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1), *, n_requests: int = 300,

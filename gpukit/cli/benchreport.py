@@ -5,7 +5,10 @@ Prints (and writes to build/bench/report.json):
 2. matmul harness ratio: our TFLOPS / torch.utils.benchmark.Timer's on the same shape (goal within 5%);
 3. collectives harness ratio: our busbw / a bare torch.distributed loop's (goal >= 90%), and the
    alpha-beta fit's error on sizes it was not fitted on (goal within 25% on loopback gloo);
-4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py).
+4. the wall time of this report and of the last `make test` run (recorded by tests/conftest.py);
+5. serving: KV-cache prefill/decode of the reference model measured on this machine against the roofline
+   from its measured rates (gpukit.bench.decode, goal within 25%), and gpukit.inference against published
+   serving figures (data/serving_published.csv, goal within 30%) with the TP-vs-replicas ordering.
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -69,12 +72,42 @@ def collectives_section(sizes: str) -> dict:
             "holdout_error_max": fit["holdout_error_max"], "busbw_gbps_largest": rows[-1]["busbw_gbps"]}
 
 
+def serving_section(device: str) -> dict:
+    from gpukit.bench import decode
+    from gpukit.catalog import get_gpu, get_model
+    from gpukit.inference import tp_ordering, validate_published
+
+    _section(f"5a. Serving: KV-cache prefill/decode measured vs roofline ({device.upper()}, 1 thread)")
+    out: dict = {"measured": []}
+    for spec in decode.decode_specs():
+        r = decode.measure_decode(spec, device=device, timeout_s=300)
+        for row in r["rows"]:
+            print(f"  {spec.name:<30} {row['mode']:<7} batch {row['batch']:>4}: measured {row['measured_s'] * 1e3:8.2f} ms, "
+                  f"roofline {row['predicted_s'] * 1e3:8.2f} ms ({row['bound']}), no-overlap "
+                  f"{row['no_overlap_s'] * 1e3:8.2f} ms, error {row['error']:+.0%} (spread {row['spread']:.0%})")
+        out["measured"].append({"model": spec.name, "rows": r["rows"]})
+    if device == "cpu":
+        print(f"  CUDA: {decode.gpu_decode()}")
+    _section("5b. Serving: gpukit.inference vs published figures (goal within 30%)")
+    df = validate_published()
+    for _, row in df.iterrows():
+        print(f"  {row['name']:<34} {row['metric']:<10} published {row['published']:9.2f} {row['unit']:<8} "
+              f"predicted {row['predicted']:9.2f}  error {row['error']:+.0%}")
+    order = tp_ordering(get_model("llama-3.1-70b"), get_gpu("h100-sxm"), 8, precision="fp8")
+    print(f"  TP vs replicas (llama-3.1-70b fp8, 8 x h100-sxm): {', '.join(order['layouts'])}: latency falls with tp "
+          f"{order['latency_falls_with_tp']}, tokens/s per GPU falls with tp {order['per_gpu_throughput_falls_with_tp']} "
+          f"(published ordering: {order['source_url']})")
+    out["published"] = df.to_dict(orient="records")
+    out["tp_ordering"] = order
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,serving")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -95,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         report["matmul"] = matmul_section(args.device, args.threads)
     if "collectives" not in skip:
         report["collectives"] = collectives_section(args.sizes)
+    if "serving" not in skip:
+        report["serving"] = serving_section(args.device)
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

@@ -56,6 +56,9 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
                 "how data parallelism scales?", "yes (gloo on loopback)",
                 "no (NCCL cells run when GPUs are present)"),
+    CourseEntry("07_inference", "One GPU or many for serving: memory, prefill and decode on the roofline, "
+                "tensor parallel vs replicas, latency against load, cost per million tokens?", "yes",
+                "no (the CUDA decode cell runs when a GPU is present)"),
 )
 
 
