@@ -539,6 +539,8 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
     to min(gpus, gpus_per_node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
     p50/p99 latency at rate / replicas per replica."""
+    if model.arch != "decoder":
+        raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
     require_choice("precision", precision, PRECISIONS)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
