@@ -145,7 +145,7 @@ def thousand_rps_one_gpu(model: str = "llama-3-8b", gpu: str = "h100-sxm", input
     return Claim(
         key="thousand_rps_one_gpu", topic=TOPIC, article="002",
         text="One GPU's capacity is about 1,000 requests/s; only beyond that do you need a cluster",
-        quote=("Unless your throughput demands exceed one GPU's capacity (say > 1,000 req/s), a single GPU is "
+        quote=("Unless your throughput demands exceed one GPU’s capacity (say > 1,000 req/s), a single GPU is "
                "cheaper and simpler."),
         claimed=claimed, claimed_unit="req/s", computed=cap, unit="req/s", verdict=verdict_from_ratio(cap / claimed),
         check=(f"{model} bf16 on one {g.name}, {input_tokens} in / {output_tokens} out: {cap:.1f} req/s at batch "
