@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpukit import inference as inf
@@ -264,3 +264,36 @@ def test_cli_serve_bad_input_exit_2(argv, msg, capsys):
     assert main(["serve", *argv]) == 2
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------------------ fuzzing the CLI
+def _opt(flag, strategy):
+    return st.one_of(st.just([]), strategy.map(lambda v: [flag, str(v)]))
+
+
+SERVE_ARGV = st.tuples(
+    st.sampled_from(DECODERS + ("bert-large",)), st.sampled_from(["h100-sxm", "a100-80gb", "v100-32gb", "t4", "l4", "b200"]),
+    _opt("--gpus", st.integers(1, 64)), _opt("--tp", st.integers(1, 16)), _opt("--precision", st.sampled_from(inf.PRECISIONS)),
+    _opt("--kv-dtype", st.sampled_from(inf.KV_DTYPES)), _opt("--batch", st.integers(1, 10**6)),
+    _opt("--context", st.integers(1, 10**6)), _opt("--input-tokens", st.integers(1, 10**5)),
+    _opt("--output-tokens", st.integers(1, 5000)), _opt("--rate", st.floats(1e-3, 1e5)),
+    _opt("--price-per-gpu-hour", st.floats(0, 100)), st.booleans(),
+).map(lambda t: ["serve", "--model", t[0], "--gpu", t[1], *[x for part in t[2:12] for x in part],
+                 "--simulate-requests", "40", *(["--json"] if t[12] else [])])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=SERVE_ARGV)
+def test_cli_serve_fuzz(argv, capsys):
+    """Any combination: exit 0 with finite, consistent JSON, or exit 2 with one line."""
+    capsys.readouterr()
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), (argv, err)
+    if rc == 2:
+        assert err.count("\n") == 1 and "Traceback" not in err
+    elif "--json" in argv:
+        d = json.loads(out)
+        assert d["ttft_s"] > 0 and d["itl_s"] > 0 and d["memory_per_gpu_bytes"] > 0
+        if "replicas" in d:
+            assert d["replicas"] >= 1 and d["gpus"] == d["replicas"] * d["gpus_per_replica"]
