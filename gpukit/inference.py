@@ -332,7 +332,8 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
                 kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
                 assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
                 peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
-    """One decode step: `batch` sequences each add one token after `context` cached tokens.
+    """One decode step: `batch` sequences each add one token after `context` cached tokens (with pp
+    stages, as pp micro-batches of ceil(batch/pp): the figures are per stage and micro-batch).
 
     Per GPU: dense part max(weight bytes read / bw, batch x (2N + 2Vh) / tp / flops); attention part
     max(batch x context x KV bytes / bw, batch x 4 L H Q context / tp / flops); + TP all-reduces.
@@ -344,15 +345,16 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
     f = flops_per_token(model, seq_len=context, mode="decode", context=context, include_embeddings=True)
     share = 1.0 / (tp * pp)
-    dense_flops = batch * (f.get("dense_forward") + f.get("lm_head_forward")) * share
-    attn_flops = batch * f.get("attention_forward") * share
+    mb = -(-batch // pp)  # with pp stages the batch runs as pp micro-batches, one per stage at a time
+    dense_flops = mb * (f.get("dense_forward") + f.get("lm_head_forward")) * share
+    attn_flops = mb * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = batch * context * kv_bytes_per_token(model, kv_dtype, tp, pp)
+    attn_bytes = mb * context * kv_bytes_per_token(model, kv_dtype, tp, pp)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     attn_s = max(attn_bytes / bw, attn_flops / flops_rate)
     return StepTime(mode="decode", tokens=batch, dense_flops=dense_flops, dense_bytes=dense_bytes,
                     attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp), attn_s=attn_s,
-                    tp_comm_s=_tp_comm(model, batch, tp, pp, link), pp_comm_s=_pp_comm(model, batch, pp, pp_link),
+                    tp_comm_s=_tp_comm(model, mb, tp, pp, link), pp_comm_s=_pp_comm(model, mb, pp, pp_link),
                     overhead_s=assumptions.step_overhead_s, pp=pp,
                     bound="compute" if dense_cmp > dense_mem else "memory")
 
