@@ -64,6 +64,7 @@ PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp32")
 ACT_BYTES = 2  # activations and TP all-reduce messages in 16-bit
 MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs (engine arguments): the batch cap of a replica
+MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
 DEFAULT_GPUS_PER_NODE = 8
 FP8_SCALE_BYTES = 4  # one fp32 scale per weight matrix (per-tensor FP8)
 
@@ -731,10 +732,12 @@ def _pct(xs, q):
 
 def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, output_tokens: int, max_batch: int,
              n_requests: int = 400, seed: int = 0, non_gpu_s: float = 0.0,
-             concurrency: int | None = None) -> SimResult:
+             concurrency: int | None = None, max_tokens_per_step: int = MAX_TOKENS_PER_STEP) -> SimResult:
     """Discrete-event simulation (simpy) of one replica with iteration-level continuous batching (Orca,
     Yu et al. 2022; vLLM's scheduler): Poisson arrivals at `rate`; each iteration first admits waiting
-    requests while fewer than `max_batch` run (the KV-cache limit) and runs their prefill together
+    requests while fewer than `max_batch` run (the KV-cache limit) and their prompts fit the step's
+    token budget `max_tokens_per_step` (TensorRT-LLM max_num_tokens / vLLM max_num_batched_tokens),
+    and runs their prefill together
     (decode waits: prefill-priority scheduling, vLLM's default without chunked prefill), then one
     decode step for every running request. decode_time(batch, context) and prefill_time(n_prompts) give
     seconds. Latency = non_gpu_s + queueing + prefill + decode, per request. With `concurrency` N the
@@ -746,6 +749,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     if concurrency is not None:
         concurrency = require_positive_int("concurrency", concurrency)
     max_batch = require_positive_int("max_batch", max_batch)
+    max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
     n_requests = require_positive_int("n_requests", n_requests)
     i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
     rng = random.Random(seed)
@@ -778,7 +782,10 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
                 yield wake["ev"]
                 continue
             new = []
-            while waiting and len(running) + len(new) < max_batch:
+            # admit while the KV cache has room and the step's token budget holds the prompts (at
+            # least one prompt per step, however long: no chunking)
+            while (waiting and len(running) + len(new) < max_batch
+                   and (not new or (len(new) + 1) * i <= max_tokens_per_step)):
                 new.append(waiting.pop(0))
             if new:
                 yield env.timeout(prefill_time(len(new)))
