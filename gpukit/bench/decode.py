@@ -16,6 +16,11 @@ product, with tokens = the rows each step multiplies (decode: the batch; prefill
 the achievable rate depends on the rows, not on this model. Plus a measured framework dispatch time
 per op (a tiny torch op, timed) x the ops of a step: on a CPU there is no CUDA graph to hide it.
 Decode turns from bandwidth- to compute-bound where batch x 2 FLOP/weight / rate = bytes/weight / bw.
+Beside the roofline (perfect overlap of memory traffic and compute, the GPU picture) each row has the
+no-overlap bound, memory time + compute time: the Execution-Cache-Memory model's assumption for Intel
+cores, whose data transfers do not overlap with in-core execution (Hager, Treibig, Habich & Wellein
+2013, "Exploring performance and power properties of modern multicore chips via simple machine
+models"; Stengel et al. 2015). A CPU's step should fall between the two.
 
 CPU figures are CPU figures. On CUDA the same code runs on the GPU (bf16) when one is present.
 Used in: notebooks/07_inference, tests/test_decode.py, gpukit.cli.benchreport (make bench).
@@ -304,9 +309,10 @@ def _row(mode, batch, tokens, samples, tokens_per_step) -> dict:
     pred = _med([p["predicted_s"] for _, p, _ in samples])
     serial = _med([p["no_overlap_s"] for _, p, _ in samples])
     err = _med([p["predicted_s"] / t - 1.0 for t, p, _ in samples])
+    err_serial = _med([p["no_overlap_s"] / t - 1.0 for t, p, _ in samples])
     spread = (max(t for t, _, _ in samples) - min(t for t, _, _ in samples)) / meas
     return {"mode": mode, "batch": batch, "tokens": tokens, "measured_s": meas, "predicted_s": pred,
-            "no_overlap_s": serial, "error": err, "spread": spread,
+            "no_overlap_s": serial, "error": err, "error_no_overlap": err_serial, "spread": spread,
             "measured_tokens_per_s": tokens_per_step / meas, "predicted_tokens_per_s": tokens_per_step / pred,
             "bound": samples[-1][1]["bound"], "triad_gbps": _med([r["triad_gbps"] for _, _, r in samples]),
             "matmul_tflops": _med([r["matmul_tflops"] for _, _, r in samples])}

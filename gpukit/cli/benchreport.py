@@ -83,8 +83,8 @@ def serving_section(device: str) -> dict:
         r = decode.measure_decode(spec, device=device, timeout_s=300)
         for row in r["rows"]:
             print(f"  {spec.name:<30} {row['mode']:<7} batch {row['batch']:>4}: measured {row['measured_s'] * 1e3:8.2f} ms, "
-                  f"roofline {row['predicted_s'] * 1e3:8.2f} ms ({row['bound']}), no-overlap "
-                  f"{row['no_overlap_s'] * 1e3:8.2f} ms, error {row['error']:+.0%} (spread {row['spread']:.0%})")
+                  f"roofline {row['predicted_s'] * 1e3:8.2f} ms ({row['bound']}, error {row['error']:+.0%}), no-overlap "
+                  f"{row['no_overlap_s'] * 1e3:8.2f} ms (error {row['error_no_overlap']:+.0%}); spread {row['spread']:.0%}")
         out["measured"].append({"model": spec.name, "rows": r["rows"]})
     if device == "cpu":
         print(f"  CUDA: {decode.gpu_decode()}")
