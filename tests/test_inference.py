@@ -252,6 +252,16 @@ def test_cli_serve_text_and_layouts(capsys):
     assert "tp=2" in out and "fits" in out and "assumes:" in out
 
 
+def test_cli_serve_link_choice(capsys):
+    args = ["serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--json"]
+    assert main(args) == 0
+    nv = json.loads(capsys.readouterr().out)["itl_s"]
+    assert main([*args, "--link", "pcie4"]) == 0
+    pcie = json.loads(capsys.readouterr().out)["itl_s"]
+    assert pcie > nv
+    assert main([*args, "--link", "nvlonk"]) == 2 and "unknown" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "fp4"], "invalid choice"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "3"], "tp must divide"),

@@ -30,16 +30,18 @@ def _price(text):
 
 
 def _serve(args):
-    from gpukit.catalog import get_gpu, get_model
+    from gpukit.catalog import get_gpu, get_interconnect, get_model
     from gpukit.inference import Assumptions, serve
 
     model, gpu = get_model(args.model), get_gpu(args.gpu)
+    link = get_interconnect(args.link) if args.link else None
+    inter = get_interconnect(args.inter_link) if args.inter_link else None
     a = Assumptions(hbm_share=args.hbm_share, flops_share=args.flops_share, reserve_fraction=args.reserve,
                     non_gpu_s=args.non_gpu_ms / 1e3 if args.non_gpu_ms else 0.0)
     return serve(model, gpu, gpus=args.gpus, tp=args.tp, precision=args.precision, kv_dtype=args.kv_dtype,
                  batch=args.batch, context=args.context, input_tokens=args.input_tokens,
                  output_tokens=args.output_tokens, rate=args.rate, price_per_gpu_hour=args.price_per_gpu_hour,
-                 assumptions=a, simulate_requests=args.simulate_requests)
+                 link=link, pp_link=inter, assumptions=a, simulate_requests=args.simulate_requests)
 
 
 def register(subparsers) -> None:
@@ -51,6 +53,9 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=_positive_int, help="GPUs per replica = tp x pp (default: tp)")
     p.add_argument("--tp", type=_positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
+    p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
+                                   "NVLink, else its PCIe)")
+    p.add_argument("--inter-link", help="link between pipeline stages on different nodes (default ib-ndr)")
     p.add_argument("--precision", choices=PRECISIONS, default="bf16", help="weight precision (default bf16)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
     p.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded together (default 1)")
