@@ -583,6 +583,14 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     mem = serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
                          context=context, assumptions=a)
     max_batch = min(mem.max_batch, MAX_NUM_SEQS)
+    if not mem.fits:
+        try:
+            need_tp, need_pp = min_gpus_to_fit(model, gpu, precision, context=context, batch=batch,
+                                               gpus_per_node=gpn, assumptions=assumptions)
+            hint = f"needs --gpus {need_tp * need_pp} (tp={need_tp}, pp={need_pp}) or a smaller precision"
+        except ValueError:
+            hint = "fits no layout of up to 1024 GPUs"
+        notes.append(f"DOES NOT FIT: the times are what this layout would give with enough memory; {hint}")
     mean_ctx = i + (o + 1) // 2  # the average cached length over a request's decode
     pre = prefill_step(model, gpu, prompt_tokens=i, **kw)
     dec = decode_step(model, gpu, batch=batch, context=mean_ctx, **kw)
