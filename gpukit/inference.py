@@ -483,7 +483,8 @@ class ServePlan:
         if self.price_per_gpu_hour is not None:
             d.update(price_per_gpu_hour=self.price_per_gpu_hour,
                      cost_per_million_tokens_usd=self.cost_per_million_tokens_usd)
-        d["assumptions"] = list(self.assumptions.lines()) + list(self.notes)
+        d["assumptions"] = list(self.assumptions.lines())
+        d["notes"] = list(self.notes)
         return _json_safe(d)
 
     def to_text(self) -> str:
@@ -507,7 +508,7 @@ class ServePlan:
                              f"{s.p50_ttft_s * 1e3:.0f} ms, p99 {s.p99_ttft_s * 1e3:.0f} ms")
         if self.cost_per_million_tokens_usd is not None:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
-        lines += [f"  assumes: {x}" for x in (*self.assumptions.lines(), *self.notes)]
+        lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
         return "\n".join(lines)
 
 
