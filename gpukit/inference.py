@@ -907,14 +907,22 @@ def published_serving() -> list[dict]:
 
 def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_requests: int | None = None) -> float:  # noqa: B008
     """gpukit's prediction of one published row, in the row's unit (ms or tokens/s). Concurrency 1:
-    the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`)."""
+    the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`);
+    throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU."""
     from gpukit.catalog import get_gpu, get_model
 
     m, g = get_model(row["model"]), get_gpu(row["gpu"])
     tp, n = int(row["tp"]), int(row["n_gpus"])
     i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])
-    p = serve(m, g, gpus=n, tp=tp, precision=row["precision"], input_tokens=i, output_tokens=o, assumptions=assumptions)
-    metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput"))
+    metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput", "throughput_static"))
+    kv = "fp8" if "fp8_kv_cache" in row.get("notes", "") else None
+    if metric == "throughput_static":  # c sequences prefilled together, then decoded together; per GPU
+        kw = dict(precision=row["precision"], kv_dtype=kv, tp=tp, link=default_link(g, tp), assumptions=assumptions)
+        t = (prefill_step(m, g, prompt_tokens=i, batch=c, **kw).time_s
+             + o * decode_step(m, g, batch=c, context=i + (o + 1) // 2, **kw).time_s)  # linear in the context
+        return c * o / t / n
+    p = serve(m, g, gpus=n, tp=tp, precision=row["precision"], kv_dtype=kv, input_tokens=i, output_tokens=o,
+              assumptions=assumptions)
     if c == 1 and metric != "throughput":
         return 1e3 * (p.ttft_s if metric == "ttft" else p.itl_s)
     kw = dict(precision=p.precision, kv_dtype=p.kv_dtype, tp=p.tp, pp=p.pp, link=default_link(g, p.tp),
