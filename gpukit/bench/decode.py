@@ -9,12 +9,13 @@ torch.nn.functional.scaled_dot_product_attention. `check_decoder` proves it comp
 computes (same loss on a sequence; decode logits = prefill logits of the longer sequence).
 
 Prediction (gpukit.inference.decode_step / prefill_step with shares 1.0): the per-op roofline with
-this machine's MEASURED rates instead of a spec sheet: memory bandwidth = STREAM triad
-(gpukit.bench.membw) at a working set the size of the model's weights (so caches do not flatter it),
-matmul rate = the measured bf16 rate (gpukit.bench.matmul) of a (tokens x 4096) @ (4096 x 4096)
-product, with tokens = the rows each step multiplies (decode: the batch; prefill: batch x prompt):
-the achievable rate depends on the rows, not on this model. Plus a measured framework dispatch time
-per op (a tiny torch op, timed) x the ops of a step: on a CPU there is no CUDA graph to hide it.
+this machine's MEASURED rates instead of a spec sheet, probed right before each timed step (the
+machine is shared: rates and step see the same neighbours): memory bandwidth = a STREAM triad (the
+convention of gpukit.bench.membw) over a working set the size of the model's weights (so caches do
+not flatter it); matmul rate = the bf16 rate of a (rows x 2048) @ (2048 x 2048) product with rows =
+what each step multiplies (decode: the batch; prefill: batch x prompt): the achievable rate depends
+on the rows, not on this model; plus a measured framework dispatch time per op (a tiny torch op) x
+the ops of a step: on a CPU there is no CUDA graph to hide it.
 Decode turns from bandwidth- to compute-bound where batch x 2 FLOP/weight / rate = bytes/weight / bw.
 Beside the roofline (perfect overlap of memory traffic and compute, the GPU picture) each row has the
 no-overlap bound, memory time + compute time: the Execution-Cache-Memory model's assumption for Intel
@@ -155,21 +156,6 @@ def check_decoder(spec: ModelSpec | None = None, seq: int = 16, batch: int = 2, 
 
 
 # ------------------------------------------------------------------------------------ measuring
-def _median_time(fn, device: str, repeats: int, warmup: int = 1) -> tuple[float, float, float]:
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        synchronize(device)
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    n = len(ts)
-    return ts[n // 2], ts[max(0, n // 10)], ts[min(n - 1, (9 * n) // 10)]
-
-
 class _Probes:
     """This machine's rates, measured in the same moment as each step (interleaved): a STREAM triad
     (a = b + s*c, 3 arrays counted, the convention of gpukit.bench.membw) over a working set the size
