@@ -32,6 +32,7 @@ TOPIC_MODULES = (
     ("memory", "gpukit.audits.memory"),
     ("scaling", "gpukit.audits.scaling"),
     ("parallel", "gpukit.audits.parallel"),
+    ("inference", "gpukit.audits.inference"),
 )
 TOPICS = tuple(topic for topic, _ in TOPIC_MODULES)
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")

@@ -15,6 +15,9 @@ Prints (and writes to build/bench/report.json):
    200mbit (goal within 15% of the prediction).
 P. issue 10: the 3D step-time model vs published runs, the layout search's speed for 1024 GPUs,
    DDP vs FSDP2 / ZeRO-1 / TP / PP on two gloo ranks.
+5. serving: KV-cache prefill/decode of the reference model measured on this machine against the roofline
+   from its measured rates (gpukit.bench.decode, goal within 25%), and gpukit.inference against published
+   serving figures (data/serving_published.csv, goal within 30%) with the TP-vs-replicas ordering.
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 
@@ -180,6 +183,34 @@ def fsdp_section() -> dict:
     r = run_fsdp(2, steps=5, timeout_s=300)
     print(r.to_text())
     return r.to_json_dict()
+def serving_section(device: str) -> dict:
+    from gpukit.bench import decode
+    from gpukit.catalog import get_gpu, get_model
+    from gpukit.inference import tp_ordering, validate_published
+
+    _section(f"5a. Serving: KV-cache prefill/decode measured vs roofline ({device.upper()}, 1 thread)")
+    out: dict = {"measured": []}
+    for spec in decode.decode_specs():
+        r = decode.measure_decode(spec, device=device, timeout_s=300)
+        for row in r["rows"]:
+            print(f"  {spec.name:<30} {row['mode']:<7} batch {row['batch']:>4}: measured {row['measured_s'] * 1e3:8.2f} ms, "
+                  f"roofline {row['predicted_s'] * 1e3:8.2f} ms ({row['bound']}, error {row['error']:+.0%}), no-overlap "
+                  f"{row['no_overlap_s'] * 1e3:8.2f} ms (error {row['error_no_overlap']:+.0%}); spread {row['spread']:.0%}")
+        out["measured"].append({"model": spec.name, "rows": r["rows"]})
+    if device == "cpu":
+        print(f"  CUDA: {decode.gpu_decode()}")
+    _section("5b. Serving: gpukit.inference vs published figures (goal within 30%)")
+    df = validate_published()
+    for _, row in df.iterrows():
+        print(f"  {row['name']:<34} {row['metric']:<10} published {row['published']:9.2f} {row['unit']:<8} "
+              f"predicted {row['predicted']:9.2f}  error {row['error']:+.0%}")
+    order = tp_ordering(get_model("llama-3.1-70b"), get_gpu("h100-sxm"), 8, precision="fp8")
+    print(f"  TP vs replicas (llama-3.1-70b fp8, 8 x h100-sxm): {', '.join(order['layouts'])}: latency falls with tp "
+          f"{order['latency_falls_with_tp']}, tokens/s per GPU falls with tp {order['per_gpu_throughput_falls_with_tp']} "
+          f"(published ordering: {order['source_url']})")
+    out["published"] = df.to_dict(orient="records")
+    out["tp_ordering"] = order
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         report["search"] = search_section()
     if "fsdp" not in skip:
         report["fsdp"] = fsdp_section()
+    if "serving" not in skip:
+        report["serving"] = serving_section(args.device)
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

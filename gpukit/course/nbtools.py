@@ -65,6 +65,9 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("06_beyond_data_parallel", "How do I split a model that does not fit: ZeRO/FSDP, tensor "
                 "and pipeline parallelism, which 3D layout is fastest and why?",
                 "yes (gloo on loopback: FSDP, ZeRO-1, TP, PP on 2 ranks)", "no"),
+    CourseEntry("07_inference", "One GPU or many for serving: memory, prefill and decode on the roofline, "
+                "tensor parallel vs replicas, latency against load, cost per million tokens?", "yes",
+                "no (the CUDA decode cell runs when a GPU is present)"),
 )
 
 

@@ -1,0 +1,77 @@
+"""`gpukit serve`: memory, TTFT, ITL, throughput, replicas for a rate and cost: a view over gpukit.inference."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpukit.cli import add_json_flag
+from gpukit.cli.compute import _positive_int
+from gpukit.inference import KV_DTYPES, PRECISIONS
+
+
+def _positive_float(text):
+    try:
+        v = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (v > 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def _price(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a price in USD >= 0, got {text!r}") from None
+    if not (v >= 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite price in USD >= 0, got {text!r}")
+    return v
+
+
+def _serve(args):
+    from gpukit.catalog import get_gpu, get_interconnect, get_model
+    from gpukit.inference import Assumptions, serve
+
+    model, gpu = get_model(args.model), get_gpu(args.gpu)
+    link = get_interconnect(args.link) if args.link else None
+    inter = get_interconnect(args.inter_link) if args.inter_link else None
+    a = Assumptions(hbm_share=args.hbm_share, flops_share=args.flops_share, reserve_fraction=args.reserve,
+                    non_gpu_s=args.non_gpu_ms / 1e3 if args.non_gpu_ms else 0.0)
+    return serve(model, gpu, gpus=args.gpus, tp=args.tp, precision=args.precision, kv_dtype=args.kv_dtype,
+                 batch=args.batch, context=args.context, input_tokens=args.input_tokens,
+                 output_tokens=args.output_tokens, rate=args.rate, price_per_gpu_hour=args.price_per_gpu_hour,
+                 link=link, pp_link=inter, assumptions=a, simulate_requests=args.simulate_requests)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="serve a model: memory, TTFT, ITL, tokens/s, replicas for a rate, cost",
+                              description="Prefill and decode on the roofline with stated shares of peak, KV cache, "
+                                          "tensor/pipeline parallelism, replicas and a continuous-batching simulation "
+                                          "(gpukit.inference).")
+    p.add_argument("--model", required=True, help="a model from `gpukit models`")
+    p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
+    p.add_argument("--gpus", type=_positive_int, help="GPUs per replica = tp x pp (default: tp)")
+    p.add_argument("--tp", type=_positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
+    p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
+                                   "NVLink, else its PCIe)")
+    p.add_argument("--inter-link", help="link between pipeline stages on different nodes (default ib-ndr)")
+    p.add_argument("--precision", choices=PRECISIONS, default="bf16", help="weight precision (default bf16)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
+    p.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded together (default 1)")
+    p.add_argument("--context", type=_positive_int, help="KV tokens per sequence (default input + output)")
+    p.add_argument("--input-tokens", type=_positive_int, default=1000, help="prompt tokens (default 1000)")
+    p.add_argument("--output-tokens", type=_positive_int, default=200, help="generated tokens (default 200)")
+    p.add_argument("--rate", type=_positive_float, help="requests per second to serve: replicas and p50/p99 latency")
+    p.add_argument("--price-per-gpu-hour", type=_price, help="USD per GPU-hour: cost per million output tokens")
+    p.add_argument("--hbm-share", type=_positive_float, default=0.65,
+                   help="assumed share of HBM bandwidth reached in decode, in (0, 1] (default 0.65)")
+    p.add_argument("--flops-share", type=_positive_float, default=0.5,
+                   help="assumed share of the dense peak reached in prefill, in (0, 1] (default 0.5)")
+    p.add_argument("--reserve", type=_positive_float, default=0.9,
+                   help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)")
+    p.add_argument("--non-gpu-ms", type=_positive_float, help="per-request time outside the GPUs, ms")
+    p.add_argument("--simulate-requests", type=_positive_int, default=400,
+                   help="requests in the queueing simulation with --rate (default 400)")
+    add_json_flag(p)
+    p.set_defaults(func=_serve)

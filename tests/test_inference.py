@@ -1,0 +1,337 @@
+"""gpukit.inference: memory, roofline step times, TP/PP, replicas, simulation, cost, published figures, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpukit import inference as inf
+from gpukit import quant
+from gpukit.catalog import get_gpu, get_model
+from gpukit.cli import main
+from gpukit.units import GB, GiB
+
+H100 = get_gpu("h100-sxm")
+L8 = get_model("llama-3-8b")
+L70 = get_model("llama-3.1-70b")
+DECODERS = ("llama-3-8b", "llama-2-7b", "mistral-7b", "llama-3.1-70b", "gpt2", "opt-1.3b", "qwen2.5-7b")
+
+
+# ------------------------------------------------------------------------------------ memory
+def test_kv_cache_per_token_gqa():
+    # Llama 3 8B: 2 x 32 layers x 8 kv heads x 128 x 2 B = 131072 B (128 KiB); Llama 2 7B has 32 kv heads: 4x
+    assert inf.kv_bytes_per_token(L8, "bf16") == 2 * 32 * 8 * 128 * 2 == 131072
+    assert inf.kv_bytes_per_token(get_model("llama-2-7b"), "bf16") == 4 * 131072
+    assert inf.kv_bytes_per_token(L8, "fp8") == 131072 / 2
+    assert inf.kv_bytes_per_token(L8, "bf16", tp=2) == 131072 / 2
+    assert inf.kv_bytes_per_token(L8, "bf16", tp=16) == 131072 / 8  # kv heads replicated past 8
+
+
+def test_weights_by_precision_use_quant_constants():
+    lin, rows = quant.layer_linear_weights(L8)
+    rest = 2 * (L8.layer_params() - lin)
+    assert inf.layer_weight_bytes(L8, "bf16") == 2 * lin + rest
+    assert inf.layer_weight_bytes(L8, "int8") == lin + 4 * rows + rest
+    assert inf.layer_weight_bytes(L8, "int4") == pytest.approx(lin * (0.5 + 0.127 / 8) + rest, rel=1e-3)
+    assert inf.layer_weight_bytes(L8, "fp8") == lin + 4 * 7 + rest
+    # whole bf16 model = 2 bytes per parameter
+    assert inf.weights_per_gpu(L8, "bf16") == 2 * L8.n_params
+
+
+def test_largest_batch_that_fits_is_consistent():
+    m = inf.serving_memory(L8, H100, context=4096)
+    assert m.max_batch >= 1
+    fits = inf.serving_memory(L8, H100, context=4096, batch=m.max_batch)
+    over = inf.serving_memory(L8, H100, context=4096, batch=m.max_batch + 1)
+    assert fits.fits and not over.fits
+    assert m.usable_bytes == 0.9 * H100.memory_bytes
+    assert inf.serving_memory(L70, H100).max_batch == 0 and not inf.serving_memory(L70, H100).fits
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(DECODERS), ctx=st.integers(1, 4096), b=st.integers(1, 64), k=st.integers(2, 5))
+def test_kv_cache_linear_in_context_and_batch(name, ctx, b, k):
+    m = get_model(name)
+    base = inf.serving_memory(m, H100, context=ctx, batch=b).kv_cache_bytes
+    assert inf.serving_memory(m, H100, context=k * ctx, batch=b).kv_cache_bytes == pytest.approx(k * base)
+    assert inf.serving_memory(m, H100, context=ctx, batch=k * b).kv_cache_bytes == pytest.approx(k * base)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(DECODERS), prec=st.sampled_from(inf.PRECISIONS), ctx=st.integers(16, 2048),
+       b=st.integers(1, 32))
+def test_tp_never_raises_per_gpu_memory(name, prec, ctx, b):
+    m = get_model(name)
+    prev = None
+    for tp in (1, 2, 4, 8):
+        if m.n_heads % tp or (m.n_kv_heads % tp and tp % m.n_kv_heads):
+            continue
+        cur = inf.serving_memory(m, H100, precision=prec, tp=tp, context=ctx, batch=b).total_bytes
+        if prev is not None:
+            assert cur <= prev
+        prev = cur
+
+
+# ------------------------------------------------------------------------------------ roofline
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(DECODERS), prec=st.sampled_from(inf.PRECISIONS), b=st.integers(1, 512),
+       ctx=st.integers(1, 1024), gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "h200"]),
+       share=st.floats(0.1, 1.0))
+def test_decode_never_faster_than_bandwidth_over_bytes(name, prec, b, ctx, gpu, share):
+    m, g = get_model(name), get_gpu(gpu)
+    a = inf.Assumptions(hbm_share=share)
+    st_ = inf.decode_step(m, g, batch=b, context=ctx, precision=prec, assumptions=a)
+    bytes_read = inf.weight_bytes_read_per_step(m, prec) + b * ctx * inf.kv_bytes_per_token(m, "bf16")
+    ceiling = b * g.hbm_bandwidth_gbps * GB / bytes_read  # tokens/s at 100% of HBM bandwidth
+    assert b / st_.time_s <= ceiling * (1 + 1e-9)
+
+
+def test_decode_bandwidth_bound_then_compute_bound():
+    ridge = inf.ridge_batch(L8, H100)
+    small = inf.decode_step(L8, H100, batch=1, context=1)
+    big = inf.decode_step(L8, H100, batch=int(4 * ridge), context=1)
+    assert small.bound == "memory" and big.bound == "compute"
+    # bandwidth-bound: time ~ weight bytes / (share x bandwidth)
+    expect = inf.weight_bytes_read_per_step(L8) / (0.65 * H100.hbm_bandwidth_gbps * GB)
+    assert small.dense_s == pytest.approx(expect)
+    # almost flat below the ridge, growing past it
+    assert inf.decode_step(L8, H100, batch=8, context=1).time_s < 1.1 * small.time_s
+
+
+def test_prefill_compute_bound_2n_flops():
+    p = inf.prefill_step(L8, H100, prompt_tokens=2048)
+    assert p.bound == "compute"
+    from gpukit.compute import layer_matmul_params
+
+    assert p.dense_flops == pytest.approx(2 * 2048 * layer_matmul_params(L8) + 2 * L8.vocab * L8.hidden)
+
+
+def test_tp_adds_two_allreduces_per_layer():
+    from gpukit.catalog import get_interconnect
+    from gpukit.comm import collective_time
+
+    link = get_interconnect("nvlink4")
+    d = inf.decode_step(L70, H100, batch=4, context=100, tp=4, link=link)
+    one = collective_time("all_reduce", 4 * L70.hidden * 2, 4, link).time_s
+    assert d.tp_comm_s == pytest.approx(2 * L70.n_layers * one)
+    assert one < 20e-6  # latency-bound: microseconds for a 64 KB message on NVLink
+    with pytest.raises(ValueError, match="link is required"):
+        inf.decode_step(L70, H100, tp=4)
+
+
+def test_pipeline_for_a_model_that_does_not_fit_a_node():
+    tp, pp = inf.min_gpus_to_fit(get_model("llama-3.1-405b"), H100, "bf16")
+    assert tp == 8 and pp >= 2
+    plan = inf.serve(get_model("llama-3.1-405b"), H100, gpus=tp * pp, tp=tp)
+    assert plan.fits and plan.pp == pp and plan.decode.pp_comm_s > 0
+    assert plan.itl_s > pp * plan.decode.stage_s * 0.99
+
+
+# ------------------------------------------------------------------------------------ serving
+def test_serve_keys_and_cost():
+    p = inf.serve(L8, H100, rate=30, price_per_gpu_hour=2.0, simulate_requests=150)
+    d = p.to_json_dict()
+    for k in ("memory_per_gpu_bytes", "fits", "max_batch", "ttft_s", "itl_s", "decode_tokens_per_s",
+              "total_tokens_per_s", "replicas", "gpus", "p50_latency_s", "p99_latency_s", "cost_per_million_tokens_usd"):
+        assert k in d, k
+    assert d["replicas"] == math.ceil(30 / (p.capacity_req_per_s * 0.8))
+    tps = 30 * p.output_tokens
+    assert d["cost_per_million_tokens_usd"] == pytest.approx(2.0 * p.gpus / (tps * 3600) * 1e6)
+    assert inf.serving_cost_per_million_tokens(3.0, 1, 1000.0) == pytest.approx(3.0 / 3.6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(rate=st.floats(0.1, 5000), cap=st.floats(0.1, 1000), extra=st.floats(1.0, 3.0))
+def test_more_replicas_never_lower_capacity(rate, cap, extra):
+    r = inf.replicas_for_rate(rate, cap)
+    assert r * cap * 0.8 >= rate * (1 - 1e-9)
+    assert inf.replicas_for_rate(rate * extra, cap) >= r
+    for n in (1, 2, 5, 17):
+        assert inf.system_capacity(n + 1, cap) >= inf.system_capacity(n, cap)
+        assert inf.system_capacity(n + 1, cap, 0.01, 2) >= inf.system_capacity(n, cap, 0.01, 2)
+
+
+def test_amdahl_cap_from_the_non_gpu_part():
+    assert inf.system_capacity(1000, 50.0, non_gpu_s=0.005, non_gpu_workers=1) == pytest.approx(200.0)
+    a = inf.Assumptions(non_gpu_s=0.005, non_gpu_workers=1)
+    with pytest.raises(ValueError, match="more GPUs cannot help"):
+        inf.replicas_for_rate(500, 20.0, a)
+
+
+def test_tp_vs_replicas_ordering_published():
+    o = inf.tp_ordering(L70, H100, 8, precision="fp8")
+    assert o["latency_falls_with_tp"] and o["per_gpu_throughput_falls_with_tp"]
+    rows = inf.tp_vs_replicas(L8, H100, 8)
+    assert [r.tp for r in rows] == [1, 2, 4, 8]
+    assert rows[0].tokens_per_s_per_gpu == max(r.tokens_per_s_per_gpu for r in rows)
+
+
+def test_simulation_latency_grows_with_load():
+    plan, df = inf.load_sweep(L8, H100, (0.2, 0.6, 1.2), n_requests=150)
+    assert list(df["load"]) == [0.2, 0.6, 1.2]
+    assert df["p50_latency_s"].is_monotonic_increasing and df["mean_batch"].is_monotonic_increasing
+    assert df["p50_latency_s"].iloc[0] >= plan.request_latency_s * 0.95  # never faster than unloaded
+    assert bool(df["saturated"].iloc[-1]) and not bool(df["saturated"].iloc[0])
+
+
+def test_simulation_is_simpy_and_deterministic():
+    kw = dict(rate=5.0, input_tokens=10, output_tokens=5, max_batch=4, n_requests=50, seed=3)
+    a = inf.simulate(lambda b, c: 0.01 * b, lambda n: 0.02 * n, **kw)
+    b = inf.simulate(lambda b, c: 0.01 * b, lambda n: 0.02 * n, **kw)
+    assert a == b and a.completed == 50
+    assert a.p50_latency_s >= 0.02 + 4 * 0.01 - 1e-9  # prefill + 4 decode steps at least
+
+
+# ------------------------------------------------------------------------------------ published
+def test_published_rows_have_sources():
+    rows = inf.published_serving()
+    assert len(rows) >= 6
+    assert all(r["source_url"].startswith("https://") and r["accessed"] for r in rows)
+
+
+def _errors(pred):
+    return {r["name"]: inf.predict_published(r) / float(r["value"]) - 1 for r in inf.published_serving() if pred(r)}
+
+
+def test_published_itl_within_30pct():
+    """Every published inter-token latency (NIM Llama-3.3-70B, 2 x H100 fp8 TP2, concurrency 1, 5, 25)."""
+    errs = _errors(lambda r: r["metric"] == "itl")
+    assert len(errs) >= 4 and all(abs(e) <= 0.30 for e in errs.values()), errs
+
+
+def test_published_ttft_of_real_prompts():
+    """Single-user TTFT of prompts of >= 500 tokens (NIM and TensorRT-LLM v0.5 tables, H100 fp8 and A100
+    fp16): median |error| within 30%, none beyond 35%. Shorter prompts are reported by `make bench` but
+    not held to it: their prefill takes a few ms, where per-pass overheads the model leaves out
+    (kernel launches, scheduling) dominate; the model underestimates them."""
+    import statistics
+
+    errs = _errors(lambda r: r["metric"] == "ttft" and r["concurrency"] == "1" and int(r["input_tokens"]) >= 500)
+    assert len(errs) >= 6
+    assert statistics.median(abs(e) for e in errs.values()) <= 0.30, errs
+    assert all(abs(e) <= 0.35 for e in errs.values()), errs
+    short = _errors(lambda r: r["metric"] == "ttft" and int(r["input_tokens"]) < 500)
+    assert all(e < 0 for e in short.values()), short  # the known direction: overheads left out
+
+
+def test_published_throughput_under_load_within_30pct():
+    errs = _errors(lambda r: r["metric"] == "throughput")
+    assert errs and all(abs(e) <= 0.30 for e in errs.values()), errs
+
+
+def test_published_static_batch_throughput():
+    """TensorRT-LLM v0.6.1 peak throughput, H100 fp8, batches 48-1024 (past the ridge): median |error|
+    within 30%. Reported, not hidden: the two decode-heavy Llama-2-70B rows (GQA, long outputs) come out
+    about 2x above the published figure (make bench prints them)."""
+    import statistics
+
+    errs = _errors(lambda r: r["metric"] == "throughput_static")
+    assert len(errs) == 8
+    assert statistics.median(abs(e) for e in errs.values()) <= 0.30, errs
+    small = {k: e for k, e in errs.items() if "l2-7b" in k}
+    assert all(abs(e) <= 0.30 for e in small.values()), small
+
+
+# ------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("kw, msg", [
+    (dict(precision="fp4"), "precision must be one of"),
+    (dict(kv_dtype="int3"), "kv_dtype must be one of"),
+    (dict(tp=3), "tp must divide n_heads"),
+    (dict(tp=16), "tp must be <= gpus_per_node"),
+    (dict(gpus=6, tp=4), "tp must divide gpus"),
+    (dict(batch=0), "batch must be a positive integer"),
+    (dict(context=100, input_tokens=1000), "context must be >= input_tokens"),
+    (dict(context=10**7), "max_seq"),
+    (dict(rate=-1), "rate must be a finite number > 0"),
+    (dict(price_per_gpu_hour=float("nan")), "price_per_gpu_hour"),
+])
+def test_bad_input_one_line(kw, msg):
+    with pytest.raises(ValueError, match=msg) as e:
+        inf.serve(L8, H100, **kw)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_assumptions():
+    with pytest.raises(ValueError, match="hbm_share must be in"):
+        inf.Assumptions(hbm_share=1.5)
+    with pytest.raises(ValueError, match="unknown assumption"):
+        inf.with_assumptions(None, mfu=0.5)
+    with pytest.raises(ValueError, match="decoder"):
+        inf.serve(get_model("bert-large"), H100)
+
+
+# ------------------------------------------------------------------------------------ CLI
+def test_cli_serve_json(capsys):
+    assert main(["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "10", "--price-per-gpu-hour", "2",
+                 "--simulate-requests", "100", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["fits"] is True and d["replicas"] >= 1 and d["p99_latency_s"] >= d["p50_latency_s"] > 0
+    assert d["memory_per_gpu_bytes"] < 80 * GiB and d["cost_per_million_tokens_usd"] > 0
+
+
+def test_cli_serve_text_and_layouts(capsys):
+    assert main(["serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2", "--precision", "fp8",
+                 "--input-tokens", "5000", "--output-tokens", "500", "--kv-dtype", "fp8", "--batch", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "tp=2" in out and "fits" in out and "assumes:" in out
+
+
+def test_cli_serve_link_choice(capsys):
+    args = ["serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--json"]
+    assert main(args) == 0
+    nv = json.loads(capsys.readouterr().out)["itl_s"]
+    assert main([*args, "--link", "pcie4"]) == 0
+    pcie = json.loads(capsys.readouterr().out)["itl_s"]
+    assert pcie > nv
+    assert main([*args, "--link", "nvlonk"]) == 2 and "unknown" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "fp4"], "invalid choice"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "3"], "tp must divide"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "0"], "expected a finite number > 0"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "-2"], "price"),
+    (["--model", "nope", "--gpu", "h100-sxm"], "unknown model"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "positive integer"),
+])
+def test_cli_serve_bad_input_exit_2(argv, msg, capsys):
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------------------ fuzzing the CLI
+def _opt(flag, strategy):
+    return st.one_of(st.just([]), strategy.map(lambda v: [flag, str(v)]))
+
+
+SERVE_ARGV = st.tuples(
+    st.sampled_from(DECODERS + ("bert-large",)), st.sampled_from(["h100-sxm", "a100-80gb", "v100-32gb", "t4", "l4", "b200"]),
+    _opt("--gpus", st.integers(1, 64)), _opt("--tp", st.integers(1, 16)), _opt("--precision", st.sampled_from(inf.PRECISIONS)),
+    _opt("--kv-dtype", st.sampled_from(inf.KV_DTYPES)), _opt("--batch", st.integers(1, 10**6)),
+    _opt("--context", st.integers(1, 10**6)), _opt("--input-tokens", st.integers(1, 10**5)),
+    _opt("--output-tokens", st.integers(1, 5000)), _opt("--rate", st.floats(1e-3, 1e5)),
+    _opt("--price-per-gpu-hour", st.floats(0, 100)), st.booleans(),
+).map(lambda t: ["serve", "--model", t[0], "--gpu", t[1], *[x for part in t[2:12] for x in part],
+                 "--simulate-requests", "40", *(["--json"] if t[12] else [])])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=SERVE_ARGV)
+def test_cli_serve_fuzz(argv, capsys):
+    """Any combination: exit 0 with finite, consistent JSON, or exit 2 with one line."""
+    capsys.readouterr()
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), (argv, err)
+    if rc == 2:
+        assert err.count("\n") == 1 and "Traceback" not in err
+    elif "--json" in argv:
+        d = json.loads(out)
+        assert d["ttft_s"] > 0 and d["itl_s"] > 0 and d["memory_per_gpu_bytes"] > 0
+        if "replicas" in d:
+            assert d["replicas"] >= 1 and d["gpus"] == d["replicas"] * d["gpus_per_replica"]
