@@ -147,8 +147,8 @@ def default_kv_dtype(gpu) -> str:
 def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
     """Bytes of one transformer block's weights in `precision` (linear layers quantized, rest 16-bit)."""
     require_choice("precision", precision, PRECISIONS)
-    n_lin, rows = quant.layer_linear_weights(model)
-    n_mats = len(quant.layer_linear_shapes(model))
+    n_lin, rows = model.linear_weights
+    n_mats = len(model.linear_shapes)
     if precision in ("bf16", "fp16"):
         lin = 2.0 * n_lin
     elif precision == "fp8":

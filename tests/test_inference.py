@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpukit import inference as inf
-from gpukit import quant
 from gpukit.catalog import get_gpu, get_model
 from gpukit.cli import main
 from gpukit.units import GB, GiB
@@ -32,7 +31,7 @@ def test_kv_cache_per_token_gqa():
 
 
 def test_weights_by_precision_use_quant_constants():
-    lin, rows = quant.layer_linear_weights(L8)
+    lin, rows = L8.linear_weights
     rest = 2 * (L8.layer_params() - lin)
     assert inf.layer_weight_bytes(L8, "bf16") == 2 * lin + rest
     assert inf.layer_weight_bytes(L8, "int8") == lin + 4 * rows + rest
@@ -296,7 +295,7 @@ def test_cli_serve_link_choice(capsys):
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "0"], "expected a finite number > 0"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "-2"], "price"),
     (["--model", "nope", "--gpu", "h100-sxm"], "unknown model"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "positive integer"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "--batch"),
 ])
 def test_cli_serve_bad_input_exit_2(argv, msg, capsys):
     assert main(["serve", *argv]) == 2

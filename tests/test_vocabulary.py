@@ -37,6 +37,8 @@ ALLOWED = {
     "parallel search": {"--mlp", "--ports-per-node", "--global-batch", "--top"},
     "parallel estimate": {"--mlp", "--ports-per-node", "--global-batch", "--sp"},
     "parallel bubble": {"--microbatches"},
+    "serve": {"--kv-dtype", "--batch", "--input-tokens", "--output-tokens", "--rate", "--price-per-gpu-hour",
+              "--hbm-share", "--flops-share", "--reserve", "--non-gpu-ms", "--simulate-requests"},
     "scaling": {"--ports-per-node", "--efficiency", "--tokens-per-gpu", "--global-batch-tokens", "--grad-dtype", "--hook",
                 "--powersgd-rank", "--bucket-mb", "--overlap", "--mfu"},
     "netlab up": {"--nodes", "--rate", "--delay-ms"},
