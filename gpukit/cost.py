@@ -92,8 +92,8 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
         comm_s = hierarchical_all_reduce(size, nodes, min(k, n), intra, get_interconnect(inter_link)).time_s
     exposed = (1 - overlap) * comm_s
     model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
-             f"all-reduce over {intra.name}" + (f" + {inter_link}" if nodes > 1 else "") +
-             f", {overlap:.0%} overlap (gpukit.comm alpha-beta)")
+             f"all-reduce over {intra.name} in a node and {inter_link} between nodes, {overlap:.0%} overlap "
+             "(gpukit.comm alpha-beta)")
     return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
                       efficiency=compute_s / (compute_s + exposed), model=model)
 
