@@ -50,6 +50,15 @@ class Efficiency:
         return asdict(self)
 
 
+def half_dtype(gpu) -> str:
+    """bf16 where the GPU has it, else fp16 (Volta, Turing): the 16-bit training dtype."""
+    try:
+        gpu.peak_tflops("bf16")
+        return "bf16"
+    except ValueError:
+        return "fp16"
+
+
 def _intra_link(gpu) -> str:
     """The GPU's own in-node link: NVLink generation by bandwidth, else its PCIe generation."""
     if gpu.nvlink_gbps >= 900:
@@ -80,7 +89,7 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     g = get_gpu(gpu)
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
-        g.peak_tflops("bf16") * 1e12 * require_positive("mfu", mfu))
+        g.peak_tflops(half_dtype(g)) * 1e12 * require_positive("mfu", mfu))
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
     intra = get_interconnect(intra_link or _intra_link(g))
     nodes = math.ceil(n / k)
@@ -197,7 +206,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     rows, util_source, eff_models = [], "", []
     for name in gpu_names:
         g = get_gpu(name)
-        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile)
+        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=half_dtype(g))
         util_source = t1.utilization_source
         usd, src = _price(name, price_per_gpu_hour, prices)
         for n in counts:

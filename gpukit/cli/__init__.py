@@ -15,7 +15,7 @@ import sys
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
 # a partial install must fail loudly, not lose a command.
-COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "cost")
+COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "cost", "plan")
 
 
 class CliError(Exception):
