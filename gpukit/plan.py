@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from gpukit.catalog import get_gpu, gpus as catalog_gpus
+from gpukit.catalog import get_gpu
+from gpukit.catalog import gpus as catalog_gpus
 from gpukit.compute import time_to_train
 from gpukit.cost import half_dtype, pareto_front, predicted_efficiency
 from gpukit.errors import require_choice, require_positive, require_positive_int
