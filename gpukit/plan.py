@@ -347,7 +347,7 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             changes.append(f"a budget of ${near.cost_usd:,.0f} (now ${budget_usd:,.0f})")
     return (f"No plan meets every constraint. Nearest: {near.gpus} x {near.gpu} ({near.layout}), "
             + (f"${near.cost_usd:,.2f}/h" if serve else f"{near.hours:,.1f} h, ${near.cost_usd:,.0f}")
-            + f"; it {near.binding}."), tuple(changes)
+            + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
 
 
 def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: float | None = None,
