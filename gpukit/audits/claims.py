@@ -27,8 +27,8 @@ from gpukit.compute import time_to_train
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.units import GB, dtype_bytes, fmt_count, fmt_seconds
 
-TOPICS = ("compute", "cost", "communication", "memory")
-VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")
+TOPICS = ("compute", "cost", "communication", "memory", "plan")
+VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong", "not checkable")
 ARTICLES = {
     "000": ("GPU Cluster vs Single GPU for Deep Learning: The Real Trade-offs", "000_440fe57288c4c54d.txt"),
     "002": ("GPU Cluster vs Single GPU for AI Workloads: A Practical Guide for 2026", "002_18ae51f957858323.txt"),
@@ -105,7 +105,7 @@ def _num(x: float) -> str:
 # ------------------------------------------------------------------------------------ registry
 _REGISTRY: dict[str, tuple[str, Callable[..., Claim]]] = {}
 # Audits kept in their own modules register themselves on import; claim()/claims() import them first.
-_TOPIC_MODULES = ("gpukit.audits.memory",)
+_TOPIC_MODULES = ("gpukit.audits.memory", "gpukit.audits.cost", "gpukit.audits.plan")
 
 
 def _load_topic_modules() -> None:
