@@ -209,7 +209,7 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
                     continue
                 est = _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len,
                                   micro_batch, gpus_per_node, inter_link, loader_tokens_per_s)
-                if best is None or est[0] < best[0][0]:
+                if best is None or est[0] < best[0][0] * (1 - 1e-9):  # ties: the layout with fewer tricks
                     best = (est, tricks, s, m)
             if best is None:
                 s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,

@@ -56,6 +56,10 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
                 "how data parallelism scales?", "yes (gloo on loopback)",
                 "no (NCCL cells run when GPUs are present)"),
+    CourseEntry("08_cluster_economics", "What does a run cost: prices, cost vs time with scaling efficiency, "
+                "buy vs rent, spot?", "yes", "no"),
+    CourseEntry("09_decide", "One GPU, one node or a cluster? The planner, the articles' rules and every claim "
+                "audited", "yes", "no"),
 )
 
 
