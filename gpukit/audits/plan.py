@@ -448,3 +448,25 @@ def slower_than_single_gpu_baseline() -> Claim:
         verdict="not checkable",
         check=("It compares a 70B run on 8 GPUs with a smaller model on one GPU: different work, so 'slower' says "
                "nothing about scaling (a 70B model has 10x+ the FLOPs per token of a 7B one)."))
+
+
+@register("five_pct_more_throughput", "plan")
+def five_pct_more_throughput(n_params: float = 7e9, gpus: int = 512) -> Claim:
+    """Throughput gained by doubling 512 -> 1024 H100s (predicted efficiency, InfiniBand NDR rails)."""
+    e1 = cost.predicted_efficiency(n_params, H100, gpus).efficiency
+    e2 = cost.predicted_efficiency(n_params, H100, 2 * gpus).efficiency
+    gain = 2 * e2 / e1 - 1
+    return Claim(
+        key="five_pct_more_throughput", topic="plan", article="002",
+        text="Past the first few GPUs each one adds less, until you pay for 5% more throughput",
+        quote="After that, each additional GPU adds less and less value — until you’re burning money for 5% more "
+              "throughput.",
+        claimed=0.05, claimed_unit="throughput gained", computed=gain, unit="throughput gained",
+        verdict="doubtful" if gain > 0.5 else "plausible",
+        check=(f"Doubling {gpus} to {2 * gpus} H100s on InfiniBand rails adds {gain:.0%} throughput for a "
+               f"{n_params / 1e9:.0f}B model (data parallel, bf16 all-reduce, no overlap): the ring's per-GPU traffic "
+               "stops growing, so efficiency flattens instead of collapsing. Returns fall to a few percent only "
+               "behind a fixed bottleneck (an input pipeline, a shared slow link: Amdahl), or when the global "
+               "batch stops helping convergence."),
+        assumptions=("weak scaling, 8,192 tokens per GPU per step",),
+        figures=((f"efficiency on {gpus}", e1, "fraction"), (f"efficiency on {2 * gpus}", e2, "fraction")))
