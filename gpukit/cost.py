@@ -73,7 +73,8 @@ def _intra_link(gpu) -> str:
 def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node: int = 8,
                          inter_link: str = "ib-ndr", intra_link: str | None = None,
                          tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
-                         grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0) -> Efficiency:
+                         grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
+                         use_scaling: bool = True) -> Efficiency:
     """Efficiency = t_compute / (t_compute + exposed communication) for one optimizer step.
 
     Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020). Communication: the gradient all-reduce of N
@@ -82,12 +83,21 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     gpukit.comm.hierarchical_all_reduce), one port of `inter_link` per GPU (rail-optimized). ZeRO-3
     moves 1.5x the bytes of an all-reduce (Rajbhandari et al. 2019, sec. 7). `overlap` is the share
     hidden behind backward (0 = none, a lower bound on efficiency; PyTorch DDP buckets hide part of it).
+
+    When gpukit.scaling (the DDP bucket model, issue 9) is installed and the layout is plain data
+    parallel or ZeRO-1/2, its prediction is used instead (buckets overlapped with the backward when
+    overlap > 0); `model` says which one produced the figure.
     """
     n = require_positive_int("gpus", gpus)
     k = require_positive_int("gpus_per_node", gpus_per_node)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     g = get_gpu(gpu)
+    if use_scaling and zero_stage < 3 and n > 1:
+        est = _from_scaling(n_params, gpu, n, k, intra_link or _intra_link(g), inter_link, tokens_per_gpu, mfu,
+                            grad_dtype, overlap)
+        if est is not None:
+            return est
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
         g.peak_tflops(half_dtype(g)) * 1e12 * require_positive("mfu", mfu))
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
@@ -105,6 +115,29 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
              "(gpukit.comm alpha-beta)")
     return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
                       efficiency=compute_s / (compute_s + exposed), model=model)
+
+
+_SCALING_CACHE: dict = {}
+
+
+def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_dtype, overlap):
+    """gpukit.scaling.scaling(...) efficiency at n GPUs (cached), or None where that module is absent."""
+    try:
+        from gpukit.scaling import scaling
+    except ImportError:
+        return None
+    key = (round(n_params), gpu, n, k, intra, inter, round(tokens_per_gpu), round(mfu, 6), grad_dtype, overlap > 0)
+    if key not in _SCALING_CACHE:
+        r = scaling(n_params=n_params, gpu=gpu, gpus=(1, n), gpus_per_node=k, link=intra,
+                    inter_link=inter if n > k else None, tokens_per_gpu=tokens_per_gpu, mfu=mfu,
+                    grad_dtype=grad_dtype, overlap=overlap > 0)
+        row = r.rows[-1]
+        model = (f"gpukit.scaling DDP bucket model: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, "
+                 f"{grad_dtype} gradients over {intra} in a node and {inter} between nodes, "
+                 f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}")
+        _SCALING_CACHE[key] = Efficiency(gpus=n, nodes=math.ceil(n / k), compute_s=row.compute_s, comm_s=row.comm_s,
+                                         exposed_comm_s=row.exposed_comm_s, efficiency=row.efficiency, model=model)
+    return _SCALING_CACHE[key]
 
 
 # ------------------------------------------------------------------------------- training cost
