@@ -235,6 +235,51 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
 
 
 # ------------------------------------------------------------------------------- serving
+def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens,
+                           gpus_per_node, budget_usd, max_gpus):
+    """Serving plans from gpukit.inference (issue 11): for each GPU type, precision and tensor-parallel
+    degree, one replica's capacity at its largest batch (serve(...) without a simulation) and the
+    replicas a rate needs (replicas_for_rate); the cheapest combination per GPU type."""
+    plans = []
+    for name in gpu_names:
+        g = get_gpu(name)
+        usd = prices_of[name]
+        best = None
+        for prec in ("bf16", "fp8", "int8", "int4"):
+            for tp in (1, 2, 4, 8):
+                if tp > min(gpus_per_node, max_gpus) or model.n_heads % tp:
+                    continue
+                try:
+                    p = inference.serve(model, g, gpus=tp, tp=tp, precision=prec, input_tokens=input_tokens,
+                                        output_tokens=output_tokens, gpus_per_node=gpus_per_node)
+                    if not p.fits or p.capacity_req_per_s <= 0:
+                        continue
+                    replicas = inference.replicas_for_rate(rate, p.capacity_req_per_s)
+                except ValueError:  # precision not supported on this GPU, or the layout does not fit
+                    continue
+                n = replicas * tp
+                if n > max_gpus:
+                    continue
+                cand = (n * usd, n, prec, tp, replicas, p)
+                if best is None or cand[:2] < best[:2]:
+                    best = cand
+                break  # the smallest tp that fits this precision
+        if best is None:
+            plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="does not fit (any precision, TP up to 8)",
+                              memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
+                              binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
+            continue
+        usd_h, n, prec, tp, replicas, p = best
+        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else "memory-bandwidth-bound"
+        plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
+                          layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch up to {p.max_batch}",
+                          memory_per_gpu_bytes=int(p.memory.total_bytes), hours=None, cost_usd=usd_h, efficiency=1.0,
+                          binding=binding, feasible=binding != "over budget", usd_per_gpu_hour=usd,
+                          tricks=(prec,) if prec != "bf16" else (),
+                          usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
+    return plans
+
+
 def _serve_plans(model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens, mfu, gpus_per_node,
                  budget_usd, max_gpus):
     """Replicas x tensor-parallel degree per GPU type and precision. Decode step = (weights / tp +
@@ -407,9 +452,22 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         skipped = [f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"]
     names = list(prices_of)
     mfu_v = mfu if mfu is not None or profile is not None else 0.4
+    models_used = PLAN_MODELS
     if workload == "serve":
-        plans = _serve_plans(model, names, prices_of, rate, input_tokens, output_tokens, mfu_v, gpus_per_node,
-                             budget_usd, max(counts))
+        try:
+            from gpukit import inference
+        except ImportError:
+            inference = None
+        if inference is not None and hasattr(inference, "serve") and hasattr(inference, "replicas_for_rate"):
+            plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
+                                           gpus_per_node, budget_usd, max(counts))
+            models_used = (*PLAN_MODELS[:1], "serving: gpukit.inference (prefill and decode from the roofline, KV "
+                           "cache, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
+        else:
+            plans = _serve_plans(model, names, prices_of, rate, input_tokens, output_tokens, mfu_v, gpus_per_node,
+                                 budget_usd, max(counts))
+            models_used = (*PLAN_MODELS[:1], "serving: decode roofline in gpukit.plan (weights + KV cache per step at "
+                           "HBM bandwidth, prefill at peak x MFU)", PLAN_MODELS[-1])
     else:
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
                              profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
@@ -447,7 +505,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
                            f"per hour; {SERVE_RESERVE:.0%} of memory kept free")
     return PlanResult(workload=workload, model=model.name, plans=tuple(plans), recommendation=rec, changes=changes,
-                      skipped=tuple(skipped), assumptions=tuple(assumptions))
+                      skipped=tuple(skipped), models=models_used, assumptions=tuple(assumptions))
 
 
 # ------------------------------------------------------------------------------- the articles' frameworks
