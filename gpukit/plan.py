@@ -395,12 +395,52 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
 
 
+def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
+                          top: int = 3):
+    """Re-estimate the `top` cheapest training plans that fit with gpukit.parallel's layout search
+    (data x tensor x pipeline parallelism, issue 10) when it is installed; a searched layout replaces
+    the data-parallel one when it is faster. Returns (plans, description of what was refined)."""
+    try:
+        from gpukit import parallel
+    except ImportError:
+        return plans, ""
+    if not hasattr(parallel, "search"):
+        return plans, ""
+    cands = sorted((i for i, p in enumerate(plans) if p.binding != "does not fit" and p.gpus > 1
+                    and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)),
+                   key=lambda i: (not plans[i].feasible, plans[i].cost_usd))[:top]
+    done = []
+    for i in cands:
+        p = plans[i]
+        try:
+            r = parallel.search(model, p.gpu, p.gpus, gpus_per_node=gpus_per_node, seq_len=seq_len,
+                                inter_link=inter_link, global_batch=max(p.gpus, 512), top_k=1)
+        except ValueError:
+            continue
+        if r.best is None:
+            continue
+        e = r.best.estimate
+        hours = tokens / e.tokens_per_s / 3600
+        if hours >= p.hours:
+            continue
+        cost_usd = hours * p.gpus * p.usd_per_gpu_hour
+        binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
+                   "over budget" if budget_usd is not None and cost_usd > budget_usd else r.best.binding)
+        c = e.config
+        layout = f"DP {c.dp} x TP {c.tp} x PP {c.pp}, ZeRO-{c.zero_stage}, {c.recompute} recompute (parallel search)"
+        plans[i] = replace(p, layout=layout, memory_per_gpu_bytes=int(e.memory_per_gpu_bytes), hours=hours,
+                           cost_usd=cost_usd, efficiency=e.share("compute") + e.share("elementwise"), binding=binding,
+                           feasible=binding not in ("misses the deadline", "over budget"))
+        done.append(f"{p.gpus} x {p.gpu}")
+    return plans, ", ".join(done)
+
+
 def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: float | None = None,
          input_tokens: int = 512, output_tokens: int = 256, deadline_hours: float | None = None,
          budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
          prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
          gpus_per_node: int = 8, inter_link: str = "ib-ndr", loader_tokens_per_s: float | None = None,
-         suggest_alternatives: bool = True) -> PlanResult:
+         suggest_alternatives: bool = True, refine: bool = True) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
     None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
@@ -472,6 +512,11 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
                              profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
                              deadline_hours, budget_usd, loader_tokens_per_s)
+    if workload in ("pretrain", "finetune") and refine:
+        plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or min(model.max_seq, 4096), gpus_per_node,
+                                               inter_link, deadline_hours, budget_usd)
+        if refined:
+            models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
     fit_idx = [i for i, p in enumerate(plans) if p.binding != "does not fit"]
     flags = pareto_front([((plans[i].hours if plans[i].hours is not None else 0.0), plans[i].cost_usd)
