@@ -117,3 +117,38 @@ def test_plan_cli_json(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["recommendation"] and d["plans"]
     assert {p["gpus"] for p in d["plans"]} <= {1, 2, 4, 8}
+
+
+JUNK = st.sampled_from(["0", "-1", "nan", "inf", "1e400", "abc", "", "1,5", "2T", "7B", "0.5", "8", "h100-sxm",
+                        "a100-80gb:1.5", "gpt2", "llama-2-7b", "serve", "pretrain"])
+PLAN_FLAGS = ["--workload", "--model", "--layers", "--hidden", "--heads", "--tokens", "--rate", "--deadline-hours",
+              "--budget-usd", "--gpu", "--gpus", "--mfu", "--input-tokens", "--output-tokens", "--seq-len"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(st.sampled_from(PLAN_FLAGS), JUNK), max_size=6), as_json=st.booleans())
+def test_fuzz_plan_cli_exits_0_or_2(pairs, as_json, capsys):
+    argv = ["plan", "--gpus", "1,8"] + [x for p in pairs for x in p] + (["--json"] if as_json else [])
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), argv
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    elif as_json:
+        d = json.loads(out)
+        assert "recommendation" in d
+
+
+COST_FLAGS = ["--model", "--params", "--tokens", "--gpu", "--gpus", "--mfu", "--price-per-gpu-hour", "--spot",
+              "--preemptions-per-day", "--checkpoint-minutes", "--gpus-per-node"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(st.sampled_from(COST_FLAGS), JUNK), max_size=7))
+def test_fuzz_cost_cli_exits_0_or_2(pairs, capsys):
+    argv = ["cost", "train"] + [x for p in pairs for x in p if not (p[0] == "--spot" and x != "--spot")]
+    rc = main(argv)
+    _, err = capsys.readouterr()
+    assert rc in (0, 2), argv
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
