@@ -490,6 +490,18 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
     b = require_positive_int("batch", batch)
     c = require_positive_int("context", context)
     usd, _ = _price(gpu, usd_per_gpu_hour, prices)
+    try:
+        from gpukit import inference
+    except ImportError:
+        inference = None
+    if inference is not None and hasattr(inference, "serve"):
+        p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=max(1, c // 2),
+                            output_tokens=max(1, c - c // 2))
+        if not p.fits:
+            raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
+        return serving_cost_per_million(p.total_tokens_per_s, n, usd, source=(
+            f"gpukit.inference: batch {b}, context {c}, {precision}, TP {n} (decode step from the roofline with "
+            "its stated efficiencies)"))
     weights = m.n_params * dtype_bytes(precision)
     kv_per_token = 2 * m.n_layers * m.n_kv_heads * m.head_dim * dtype_bytes(precision)
     step_bytes = weights / n + b * c / 2 * kv_per_token / n  # average context c/2 over a generation
