@@ -33,7 +33,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import require_choice, require_positive, require_positive_int
-from gpukit.units import GB, dtype_bytes
+from gpukit.units import GB
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 ALGORITHMS = ("ring", "tree")
@@ -353,42 +353,3 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
     return AlphaBetaFit(op=op, n_ranks=int(n_ranks), algorithm=algorithm, alpha_us=float(alpha) * 1e6,
                         beta_gbps=1.0 / float(inv_b) / GB, r2=r2, n_points=int(s.size),
                         max_rel_error=max_rel, note=note)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Data-parallel gradient traffic
-# ---------------------------------------------------------------------------------------------------
-def ddp_allreduce_bytes(n_params: float, grad_dtype: str = "fp32") -> float:
-    """Bytes DDP all-reduces per step: one gradient per parameter (the per-rank buffer S)."""
-    return require_positive("n_params", n_params) * dtype_bytes(grad_dtype)
-
-
-@dataclass(frozen=True)
-class AllReduceTraffic:
-    """Bytes per rank and on all links together for an all-reduce of S, as the rank count grows."""
-
-    size_bytes: float
-    algorithm: str
-    rows: tuple[dict, ...]
-
-    def to_json_dict(self) -> dict:
-        return {"size_bytes": self.size_bytes, "algorithm": self.algorithm, "rows": [dict(r) for r in self.rows]}
-
-    def to_frame(self):
-        return _frame(self.rows, list(self.rows[0]))
-
-
-def allreduce_traffic(size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm: str = "ring") -> AllReduceTraffic:
-    """What "16 GPUs means 16x the data transfer" gets wrong. In a ring all-reduce each rank sends
-    2(n-1)/n x S bytes (Patarasuk & Yuan 2009): at most 2S, almost the same for 4 or 64 ranks, and all
-    links carry their share at the same time, so the bandwidth term of the time does not grow with n.
-    What grows is the sum over all links, 2(n-1)S, and the ring's latency term 2(n-1) alpha (a tree's
-    grows as 2 log2 n alpha). Rows: n_ranks, per-rank bytes sent, per-rank / S, all-links bytes, the
-    naive n x S claim."""
-    size = require_positive("size_bytes", size_bytes)
-    rows = []
-    for n in ranks:
-        _, cb = coefficients("all_reduce", n, algorithm)
-        rows.append({"n_ranks": int(n), "bytes_sent_per_rank": cb * size, "per_rank_over_size": cb,
-                     "bytes_all_links": cb * size * n, "naive_n_times_size_bytes": n * size})
-    return AllReduceTraffic(size_bytes=size, algorithm=algorithm, rows=tuple(rows))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from gpukit.catalog import get_gpu
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, dtype_bytes
@@ -530,3 +531,17 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
                      utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tokens a time budget buys
+# ---------------------------------------------------------------------------------------------------
+def _rate_flops(gpu: str, mfu: float, dtype: str = "bf16") -> float:
+    """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU)."""
+    return get_gpu(gpu).peak_tflops(dtype) * 1e12 * require_positive("mfu", mfu)
+
+
+def tokens_for_time(seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1,
+                    flops_per_param: float = 6.0) -> float:
+    """Tokens trainable in `seconds`: seconds x n_gpus x peak x MFU / (6N) (Kaplan et al. 2020: C = 6ND)."""
+    return seconds * n_gpus * _rate_flops(gpu, mfu) / (flops_per_param * require_positive("n_params", n_params))

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpukit import compute, scaling
 from gpukit.audits import claims
 from gpukit.catalog import get_gpu, get_interconnect
 from gpukit.comm import collective_time
@@ -60,6 +61,18 @@ def test_bad_keys_and_duplicates():
         claims.register("pretrain_70b_200_days", "compute")(lambda: None)
     with pytest.raises(ValueError, match="figure must be one of"):
         claims.claim("pcie4_64").figure("nope")
+
+
+def test_every_topic_has_its_module_and_a_missing_one_is_an_error(monkeypatch):
+    import importlib
+
+    assert claims.TOPICS == tuple(t for t, _ in claims.TOPIC_MODULES)
+    for topic, module in claims.TOPIC_MODULES:
+        importlib.import_module(module)
+        assert claims.claim_keys(topic), f"{module} registers no {topic} audit"
+    monkeypatch.setattr(claims, "TOPIC_MODULES", claims.TOPIC_MODULES + (("nope", "gpukit.audits.no_such_topic"),))
+    with pytest.raises(ModuleNotFoundError, match="no_such_topic"):
+        claims.claim_keys()
 
 
 @pytest.mark.skipif(not SEEDS.exists(), reason="seed articles not on this machine")
@@ -228,7 +241,7 @@ def test_two_h100_sync_explains_little_of_the_15pct():
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 4096), overlap=st.floats(0, 1), tokens=st.floats(1e3, 1e6))
 def test_ddp_speedup_bounds(n, overlap, tokens):
-    e = claims.ddp_step_estimate(n, n_params=1e9, tokens_per_gpu=tokens, link="ib-ndr", overlap=overlap)
+    e = scaling.ddp_step_estimate(n, n_params=1e9, tokens_per_gpu=tokens, link="ib-ndr", overlap=overlap)
     assert 0 < e.speedup <= n * (1 + 1e-12)
     assert e.efficiency == pytest.approx(e.speedup / n)
     if n == 1 or overlap == 1:
@@ -236,12 +249,12 @@ def test_ddp_speedup_bounds(n, overlap, tokens):
 
 
 def test_ddp_faster_link_scales_better_and_bad_input():
-    slow = claims.ddp_step_estimate(16, n_params=7e9, tokens_per_gpu=16384, link="eth-10g")
-    fast = claims.ddp_step_estimate(16, n_params=7e9, tokens_per_gpu=16384, link="ib-ndr")
+    slow = scaling.ddp_step_estimate(16, n_params=7e9, tokens_per_gpu=16384, link="eth-10g")
+    fast = scaling.ddp_step_estimate(16, n_params=7e9, tokens_per_gpu=16384, link="ib-ndr")
     assert slow.speedup < fast.speedup < 16
     with pytest.raises(ValueError, match="overlap"):
-        claims.ddp_step_estimate(2, n_params=1e9, tokens_per_gpu=1, link="ib-ndr", overlap=2)
+        scaling.ddp_step_estimate(2, n_params=1e9, tokens_per_gpu=1, link="ib-ndr", overlap=2)
     with pytest.raises(ValueError, match="n_gpus"):
-        claims.ddp_step_estimate(0, n_params=1e9, tokens_per_gpu=1, link="ib-ndr")
+        scaling.ddp_step_estimate(0, n_params=1e9, tokens_per_gpu=1, link="ib-ndr")
     with pytest.raises(ValueError, match="mfu"):
-        claims.tokens_for_time(10, 1e9, "h100-sxm", 0)
+        compute.tokens_for_time(10, 1e9, "h100-sxm", 0)

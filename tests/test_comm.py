@@ -16,16 +16,15 @@ from gpukit.comm import (
     OPS,
     AlphaBetaFit,
     algbw_to_busbw,
-    allreduce_traffic,
     busbw_factor,
     busbw_to_algbw,
     coefficients,
     collective_sweep,
     collective_time,
-    ddp_allreduce_bytes,
     fit_alpha_beta,
     hierarchical_all_reduce,
 )
+from gpukit.scaling import allreduce_traffic, ddp_allreduce_bytes
 
 GB = 1e9
 NVLINK = Interconnect(name="nvlink-test", kind="nvlink", scope="intra-node", bandwidth_gbps=450.0, latency_us=3.0)

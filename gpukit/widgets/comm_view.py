@@ -6,7 +6,7 @@
 - `plot_interconnects()`: the catalog's links side by side (bandwidth and latency).
 - `plot_sweep(rows, holdout)`: a measured collective sweep with the fitted alpha-beta curve laid
   over it and the held-out sizes marked. `plot_netlab(results)`: measured busbw vs configured rate.
-- `plot_ddp_scaling(...)`: DDP speedup vs GPU count over several links (gpukit.audits.claims.ddp_step_estimate).
+- `plot_ddp_scaling(...)`: DDP speedup vs GPU count over several links (gpukit.scaling.ddp_step_estimate).
 
 A bad value (n_ranks not a multiple of gpus_per_node, size 0) shows one error line (View).
 Used in: notebooks/04_communication.
@@ -202,10 +202,10 @@ def plot_netlab(results):
 
 def plot_ddp_scaling(n_params: float = 7e9, tokens_per_gpu: float = 16384, links=("nvlink4", "ib-ndr", "eth-100g",
                      "eth-10g"), n_gpus=(1, 2, 4, 8, 16, 32, 64, 128, 256), gpu: str = "h100-sxm", mfu: float = 0.4):
-    """DDP speedup vs GPU count, one line per link, no overlap (gpukit.audits.claims.ddp_step_estimate)."""
+    """DDP speedup vs GPU count, one line per link, no overlap (gpukit.scaling.ddp_step_estimate)."""
     import matplotlib.pyplot as plt
 
-    from gpukit.audits.claims import ddp_step_estimate
+    from gpukit.scaling import ddp_step_estimate
 
     fig, ax = plt.subplots(figsize=(6, 3.8))
     ax.plot(n_gpus, n_gpus, color="gray", ls="--", lw=1, label="perfect")
