@@ -128,9 +128,12 @@ def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_d
         return None
     key = (round(n_params), gpu, n, k, intra, inter, round(tokens_per_gpu), round(mfu, 6), grad_dtype, overlap > 0)
     if key not in _SCALING_CACHE:
-        r = scaling(n_params=n_params, gpu=gpu, gpus=(1, n), gpus_per_node=k, link=intra,
-                    inter_link=inter if n > k else None, tokens_per_gpu=tokens_per_gpu, mfu=mfu,
-                    grad_dtype=grad_dtype, overlap=overlap > 0)
+        try:
+            r = scaling(n_params=n_params, gpu=gpu, gpus=(1, n), gpus_per_node=k, link=intra,
+                        inter_link=inter if n > k else None, tokens_per_gpu=tokens_per_gpu, mfu=mfu,
+                        grad_dtype=grad_dtype, overlap=overlap > 0)
+        except ValueError:  # a layout that model does not take (e.g. a partial node): the alpha-beta step
+            return None
         row = r.rows[-1]
         model = (f"gpukit.scaling DDP bucket model: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, "
                  f"{grad_dtype} gradients over {intra} in a node and {inter} between nodes, "

@@ -335,6 +335,10 @@ def _serve_plans(model: ModelSpec, gpu_names, prices_of, rate, input_tokens, out
 
 
 # ------------------------------------------------------------------------------- the planner
+def _usd(x: float) -> str:
+    return f"${x:,.2f}" if x < 1000 else f"${x:,.0f}"
+
+
 def _h(hours: float) -> str:
     return f"{hours * 60:.0f} min" if hours < 1 else f"{hours:,.1f} h"
 
@@ -389,14 +393,14 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
         if deadline_hours is not None and near.hours > deadline_hours:
             changes.append(f"a deadline of {near.hours:,.1f} h (now {deadline_hours:g} h)")
         if budget_usd is not None and near.cost_usd > budget_usd:
-            changes.append(f"a budget of ${near.cost_usd:,.0f} (now ${budget_usd:,.0f})")
+            changes.append(f"a budget of {_usd(near.cost_usd)} (now {_usd(budget_usd)})")
     return (f"No plan meets every constraint. Nearest: {near.gpus} x {near.gpu} ({near.layout}), "
-            + (f"${near.cost_usd:,.2f}/h" if serve else f"{near.hours:,.1f} h, ${near.cost_usd:,.0f}")
+            + (f"{_usd(near.cost_usd)}/h" if serve else f"{_h(near.hours)}, {_usd(near.cost_usd)}")
             + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
 
 
 def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                          top: int = 3):
+                          mfu, profile, loader_tokens_per_s=None, top: int = 3):
     """Re-estimate the `top` cheapest training plans that fit with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism, issue 10) when it is installed; a searched layout replaces
     the data-parallel one when it is faster. Returns (plans, description of what was refined)."""
@@ -420,16 +424,31 @@ def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_li
         if r.best is None:
             continue
         e = r.best.estimate
-        hours = tokens / e.tokens_per_s / 3600
-        if hours >= p.hours:
+        c = e.config
+        # Consistent with the other plans: single-GPU time from gpukit.compute at the planner's MFU, and
+        # from the search only the share of its step that is useful compute (bubble, exposed TP/PP/DP
+        # communication excluded; full recompute executes 8N instead of 6N FLOPs per token).
+        useful = e.share("compute") + e.share("elementwise")
+        eff = useful * (0.75 if c.recompute == "full" else 1.0)
+        t1 = time_to_train(model, tokens, get_gpu(p.gpu), 1, mfu=mfu, profile=profile, seq_len=seq_len,
+                           dtype=half_dtype(get_gpu(p.gpu))).seconds / 3600
+        hours = t1 / (p.gpus * eff)
+        input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
+        if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
+            hours = tokens / loader_tokens_per_s / 3600
+            eff = t1 / (p.gpus * hours)
+        if hours >= p.hours * (1 - 1e-9):
             continue
         cost_usd = hours * p.gpus * p.usd_per_gpu_hour
         binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
-                   "over budget" if budget_usd is not None and cost_usd > budget_usd else r.best.binding)
-        c = e.config
+                   "over budget" if budget_usd is not None and cost_usd > budget_usd else
+                   "input-bound" if input_bound else "network-bound" if useful < 0.5 else "compute-bound")
         layout = f"DP {c.dp} x TP {c.tp} x PP {c.pp}, ZeRO-{c.zero_stage}, {c.recompute} recompute (parallel search)"
-        plans[i] = replace(p, layout=layout, memory_per_gpu_bytes=int(e.memory_per_gpu_bytes), hours=hours,
-                           cost_usd=cost_usd, efficiency=e.share("compute") + e.share("elementwise"), binding=binding,
+        tricks = tuple(t for t in (f"TP {c.tp}" if c.tp > 1 else "", f"PP {c.pp}" if c.pp > 1 else "",
+                                   f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
+                                   f"{c.recompute} recompute" if c.recompute != "none" else "") if t)
+        plans[i] = replace(p, layout=layout, tricks=tricks, memory_per_gpu_bytes=int(e.memory_per_gpu_bytes), hours=hours,
+                           cost_usd=cost_usd, efficiency=eff, binding=binding,
                            feasible=binding not in ("misses the deadline", "over budget"))
         done.append(f"{p.gpus} x {p.gpu}")
     return plans, ", ".join(done)
@@ -514,7 +533,8 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                              deadline_hours, budget_usd, loader_tokens_per_s)
     if workload in ("pretrain", "finetune") and refine:
         plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or min(model.max_seq, 4096), gpus_per_node,
-                                               inter_link, deadline_hours, budget_usd)
+                                               inter_link, deadline_hours, budget_usd,
+                                               mfu_v if profile is None else None, profile, loader_tokens_per_s)
         if refined:
             models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
