@@ -400,8 +400,9 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
 
 
 def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                          mfu, profile, loader_tokens_per_s=None, top: int = 3):
-    """Re-estimate the `top` cheapest training plans that fit with gpukit.parallel's layout search
+                          mfu, profile, loader_tokens_per_s=None, top: int = 2):
+    """Re-estimate the `top` cheapest training plans that fit (two: a search of 1024 GPUs takes about 0.4 s,
+    and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism, issue 10) when it is installed; a searched layout replaces
     the data-parallel one when it is faster. Returns (plans, description of what was refined)."""
     try:
