@@ -76,7 +76,7 @@ def _plan(args):
                 output_tokens=args.output_tokens, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                 gpus=gpus, counts=args.gpus or DEFAULT_COUNTS, prices=prices, mfu=args.mfu, profile=profile,
                 seq_len=args.seq_len, micro_batch=args.micro_batch, gpus_per_node=args.gpus_per_node,
-                inter_link=args.inter_link)
+                inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s)
 
 
 def register(subparsers) -> None:
@@ -103,6 +103,8 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--inter-link", default="ib-ndr", help="link between nodes (`gpukit links`)")
     p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
+    p.add_argument("--loader-tokens-per-s", type=_positive,
+                   help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
     u = p.add_mutually_exclusive_group()
     u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
