@@ -366,6 +366,9 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             why += f"; fewer {b.gpu} GPUs miss the deadline"
         elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "does not fit" for p in plans):
             why += f"; fewer {b.gpu} GPUs cannot hold the training state"
+        if b.binding == "input-bound" or any(p.gpus > b.gpus and p.gpu == b.gpu and p.binding == "input-bound"
+                                             for p in plans):
+            why += "; more GPUs would only wait for the input pipeline (input-bound)"
         faster = [p for p in feas if p.pareto and p.hours < b.hours]
         if faster:
             f = min(faster, key=lambda p: p.hours)
