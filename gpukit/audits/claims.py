@@ -33,9 +33,10 @@ TOPIC_MODULES = (
     ("scaling", "gpukit.audits.scaling"),
     ("parallel", "gpukit.audits.parallel"),
     ("inference", "gpukit.audits.inference"),
+    ("plan", "gpukit.audits.plan"),
 )
 TOPICS = tuple(topic for topic, _ in TOPIC_MODULES)
-VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong")
+VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong", "not checkable")  # the last: too vague or private to compute
 ARTICLES = {
     "000": ("GPU Cluster vs Single GPU for Deep Learning: The Real Trade-offs", "000_440fe57288c4c54d.txt"),
     "002": ("GPU Cluster vs Single GPU for AI Workloads: A Practical Guide for 2026", "002_18ae51f957858323.txt"),

@@ -263,3 +263,93 @@ def two_h100_1_7x(n_params: float = 7e9, seq_len: int = 2048, batch: int = 8, sp
         assumptions=(f"batch {batch} split over the 2 GPUs, seq_len {seq_len}, {mfu:.0%} MFU, bf16 gradients, no overlap",),
         figures=(("compute per step", est.compute_s, "s"), ("all-reduce", est.comm_s, "s"),
                  ("predicted speedup", est.speedup, "x"), ("sync share of step", share, "fraction")))
+
+
+# ------------------------------------------------------------------------------------ link figures (issue 12)
+@register("nvlink_900", "communication")
+def nvlink_900(claimed_gbps: float = 900.0) -> Claim:
+    """NVLink4 on H100: 18 links x 25 GB/s per direction = 450 GB/s one way (NVIDIA H100 datasheet: 900 GB/s total)."""
+    nvl = get_interconnect("nvlink4")
+    return Claim(
+        key="nvlink_900", topic="communication", article="000",
+        text="NVLink gives up to 900 GB/s between GPUs in a node",
+        quote="NVLink bandwidth (NVIDIA): up to 900 GB/s between GPUs in the same node",
+        claimed=claimed_gbps, claimed_unit="GB/s", computed=nvl.bandwidth_gbps, unit="GB/s",
+        verdict="misleading" if abs(2 * nvl.bandwidth_gbps - claimed_gbps) < 1 else verdict_from_ratio(
+            nvl.bandwidth_gbps / claimed_gbps),
+        check=(f"NVIDIA's 900 GB/s counts both directions; a transfer (an all-reduce step) moves "
+               f"{nvl.bandwidth_gbps:g} GB/s one way per GPU. Compare per-direction figures with per-direction ones "
+               "(InfiniBand's 50 GB/s is per direction)."),
+        assumptions=("H100 SXM, NVLink4 (data/interconnects.csv nvlink4)",),
+        figures=(("NVLink4 per direction", nvl.bandwidth_gbps, "GB/s"),))
+
+
+@register("ib_400_50", "communication")
+def ib_400_50(claimed_gbps: float = 50.0) -> Claim:
+    """InfiniBand NDR: 400 Gb/s per port = 50 GB/s per direction."""
+    ib = get_interconnect("ib-ndr")
+    return Claim(
+        key="ib_400_50", topic="communication", article="000",
+        text="InfiniBand gives up to 400 Gb/s (50 GB/s) per link",
+        quote="InfiniBand (between nodes): up to 400 Gb/s (50 GB/s) per link",
+        claimed=claimed_gbps, claimed_unit="GB/s", computed=ib.bandwidth_gbps, unit="GB/s",
+        verdict=verdict_from_ratio(ib.bandwidth_gbps / claimed_gbps, correct=1.02),
+        check=(f"400 Gb/s / 8 = {ib.bandwidth_gbps:g} GB/s per direction (NDR; XDR doubles it). A node with one port "
+               "per GPU (8 per node) has 8x that between nodes; a node with one shared port has 1x."),
+        assumptions=("data/interconnects.csv ib-ndr",),
+        figures=(("NDR per direction", ib.bandwidth_gbps, "GB/s"),))
+
+
+@register("ethernet_100_12_5", "communication")
+def ethernet_100_12_5(claimed_gbps: float = 12.5) -> Claim:
+    """100 GbE = 12.5 GB/s per direction, shared by every GPU behind the port."""
+    eth = get_interconnect("eth-100g")
+    return Claim(
+        key="ethernet_100_12_5", topic="communication", article="000",
+        text="Standard Ethernet is 100 Gb/s (12.5 GB/s), often shared",
+        quote="Ethernet (standard): 100 Gb/s (12.5 GB/s) — often shared",
+        claimed=claimed_gbps, claimed_unit="GB/s", computed=eth.bandwidth_gbps, unit="GB/s",
+        verdict=verdict_from_ratio(eth.bandwidth_gbps / claimed_gbps, correct=1.02),
+        check=(f"100 / 8 = {eth.bandwidth_gbps:g} GB/s per direction; shared by 8 GPUs it is "
+               f"{eth.bandwidth_gbps / 8:.2f} GB/s each, 1/{get_interconnect('nvlink4').bandwidth_gbps / (eth.bandwidth_gbps / 8):.0f} "
+               "of NVLink4. What TCP reaches is lower still (no RDMA)."),
+        assumptions=("data/interconnects.csv eth-100g",),
+        figures=(("per GPU when 8 share it", eth.bandwidth_gbps / 8, "GB/s"),))
+
+
+@register("gradient_hundreds_mb_per_layer", "communication")
+def gradient_hundreds_mb_per_layer(model: str = "llama-2-7b", gpus: int = 8) -> Claim:
+    """One layer's gradient bytes (bf16 and fp32) and its ring all-reduce over NVLink4 (Patarasuk & Yuan 2009)."""
+    from gpukit.catalog import get_model
+    from gpukit.compute import layer_matmul_params
+
+    m = get_model(model)
+    per_layer = layer_matmul_params(m)
+    bf16, fp32 = per_layer * 2, per_layer * 4
+    t = collective_time("all_reduce", bf16, gpus, get_interconnect("nvlink4"))
+    return Claim(
+        key="gradient_hundreds_mb_per_layer", topic="communication", article="000",
+        text="A model's gradients are hundreds of MB per layer; the all-reduce takes milliseconds per step",
+        quote=("Now add the model’s gradient size (hundreds of MBs per layer), and the all-reduce takes milliseconds "
+               "per step anyway."),
+        claimed=100e6, claimed_unit="B", computed=bf16, unit="B",
+        verdict="correct" if bf16 >= 100e6 else "doubtful",
+        check=(f"One {m.name} layer has {per_layer / 1e6:.0f}M parameters: {bf16 / 1e6:.0f} MB of bf16 gradients "
+               f"({fp32 / 1e6:.0f} MB fp32); a ring all-reduce of it over NVLink4 on {gpus} GPUs takes "
+               f"{t.time_s * 1e3:.2f} ms, and the whole model {m.n_layers}x that."),
+        assumptions=("bf16 gradients", "ring all-reduce, alpha-beta model"),
+        figures=(("bf16 gradient per layer", bf16, "B"), ("all-reduce per layer", t.time_s, "s")))
+
+
+@register("talking_96_percent", "communication")
+def talking_96_percent(comm_s: float = 12.0, compute_s: float = 0.5) -> Claim:
+    share = comm_s / (comm_s + compute_s)
+    return Claim(
+        key="talking_96_percent", topic="communication", article="002",
+        text="12 s of all-reduce against 0.5 s of compute: 96% of the time talking",
+        quote="We were spending 96% of time talking and 4% thinking.",
+        claimed=0.96, claimed_unit="share", computed=share, unit="share",
+        verdict=verdict_from_ratio(share / 0.96, correct=1.01),
+        check=(f"12 / (12 + 0.5) = {share:.1%} (arithmetic right; whether 12 s is right is claim allreduce_30b_1gbe: "
+               "it is 100x too short for 1 GbE)."),
+        figures=(("share", share, "fraction"),))

@@ -16,7 +16,7 @@ from gpukit.results import dumps
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
 # a partial install must fail loudly, not lose a command.
-COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "scaling", "parallel", "serve")
+COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "scaling", "parallel", "serve", "cost", "plan")
 
 
 class CliError(Exception):

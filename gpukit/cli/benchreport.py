@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,plan")
+    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,economics")
     p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
@@ -261,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
         report["fsdp"] = fsdp_section()
     if "serving" not in skip:
         report["serving"] = serving_section(args.device)
+    if "economics" not in skip:  # issue 12: planner speed over the catalog, published costs reproduced
+        from gpukit.bench.planner import economics_section
+
+        _section("Planner speed and published training-run costs")
+        report["economics"] = economics_section()
     report["bench_wall_s"] = time.perf_counter() - t0
     _section("4. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")

@@ -68,6 +68,10 @@ COURSE: tuple[CourseEntry, ...] = (
     CourseEntry("07_inference", "One GPU or many for serving: memory, prefill and decode on the roofline, "
                 "tensor parallel vs replicas, latency against load, cost per million tokens?", "yes",
                 "no (the CUDA decode cell runs when a GPU is present)"),
+    CourseEntry("08_cluster_economics", "What does a run cost: prices, cost vs time with scaling efficiency, "
+                "buy vs rent, spot?", "yes", "no"),
+    CourseEntry("09_decide", "One GPU, one node or a cluster? The planner, the articles' rules and every claim "
+                "audited", "yes", "no"),
 )
 
 

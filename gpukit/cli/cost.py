@@ -1,0 +1,170 @@
+"""`gpukit cost train|buy-vs-rent|published`: thin views over gpukit.cost (prices from gpukit.prices)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpukit.cli import add_json_flag
+from gpukit.units import parse_count
+
+
+def _count(text):
+    try:
+        return parse_count(text, "count")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _int_list(text):
+    out = []
+    for part in text.split(","):
+        try:
+            v = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected positive integers N[,N...], got {text!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"expected positive integers N[,N...], got {text!r}")
+        out.append(v)
+    return out
+
+
+def _positive(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def _fraction(text):
+    v = _positive(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return v
+
+
+class Report:
+    def __init__(self, payload: dict, text: str):
+        self.payload, self.text = payload, text
+
+    def to_json_dict(self) -> dict:
+        return self.payload
+
+    def to_text(self) -> str:
+        return self.text
+
+
+def _prices(args):
+    if getattr(args, "prices", None):
+        from gpukit.prices import load_prices
+
+        return load_prices(args.prices)
+    return None
+
+
+def _train(args):
+    from gpukit.catalog import get_model
+    from gpukit.cost import training_cost
+
+    profile = None
+    if args.profile:
+        from gpukit.profile import load_profile
+
+        profile = load_profile(args.profile)
+    spot = None
+    if args.spot:
+        missing = [f for f, v in (("--preemptions-per-day", args.preemptions_per_day),
+                                  ("--checkpoint-minutes", args.checkpoint_minutes)) if v is None]
+        if missing:
+            raise ValueError(f"--spot needs {' and '.join(missing)}")
+        spot = {"preemptions_per_day": args.preemptions_per_day, "checkpoint_minutes": args.checkpoint_minutes,
+                "restart_minutes": args.restart_minutes, "spot_price_per_gpu_hour": args.spot_price_per_gpu_hour}
+    elif args.preemptions_per_day is not None or args.checkpoint_minutes is not None:
+        raise ValueError("--preemptions-per-day and --checkpoint-minutes apply with --spot")
+    model = get_model(args.model) if args.model else args.params
+    t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
+                      price_per_gpu_hour=args.price_per_gpu_hour, prices=_prices(args),
+                      gpus_per_node=args.gpus_per_node, inter_link=args.inter_link, spot=spot)
+    text = t.to_text()
+    if spot:
+        text += "\nspot (Daly-optimal checkpoints):" + "".join(
+            f"\n  {r.gpu} x{r.gpus}: checkpoint every {r.spot['daly_interval_hours']:.2f} h, expected "
+            f"{r.spot['expected_hours']:,.1f} h, ${r.spot['spot_cost_usd']:,.0f} vs ${r.spot['on_demand_cost_usd']:,.0f} "
+            f"on demand ({r.spot['savings']:.0%} saved)" for r in t.rows)
+    return Report(t.to_json_dict(), text)
+
+
+def _buy(args):
+    from gpukit.cost import buy_vs_rent
+
+    r = buy_vs_rent(args.gpu, args.gpus, args.purchase_usd, rent_per_gpu_hour=args.rent_per_gpu_hour,
+                    prices=_prices(args), power_kw=args.power_kw, pue=args.pue, usd_per_kwh=args.usd_per_kwh,
+                    years=args.years, utilization=args.utilization, ops_usd_per_year=args.ops_usd_per_year,
+                    network_usd=args.network_usd)
+    return r
+
+
+def _published(args):
+    from gpukit.cost import PUBLISHED_RUNS, published_check
+
+    rows = [published_check(r.key, mfu=args.mfu).to_json_dict() for r in PUBLISHED_RUNS]
+    lines = [f"{'run':<16} {'GPU-hours':>12} {'$/GPU-h':>8} {'cost USD':>14} {'implied MFU':>12} {'pred. GPU-h err':>16}"]
+    lines += [f"{r['key']:<16} {r['gpu_hours']:>12,.0f} {r['usd_per_gpu_hour']:>8.2f} {r['cost_usd']:>14,.0f} "
+              f"{r['implied_mfu']:>12.1%} {r['gpu_hours_error']:>+16.1%}" for r in rows]
+    lines.append(f"predicted GPU-hours: 6ND at {args.mfu:.0%} MFU; price: the disclosed one, else $2/GPU-hour")
+    return Report({"rows": rows}, "\n".join(lines))
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("cost", help="cost of a training run, buy vs rent, published runs",
+                              description="Cluster economics (gpukit.cost); prices from data/prices.csv or --prices")
+    sub = p.add_subparsers(dest="cost_command", metavar="WHAT", parser_class=type(p))
+
+    t = sub.add_parser("train", help="time and cost over GPU types and counts, with scaling efficiency")
+    g = t.add_mutually_exclusive_group(required=True)
+    g.add_argument("--model", help="a model from `gpukit models`")
+    g.add_argument("--params", type=_count, help="n_params, e.g. 7B")
+    t.add_argument("--tokens", type=_count, required=True, help="training tokens, e.g. 2T")
+    t.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus` (or several, comma-separated)")
+    t.add_argument("--gpus", type=_int_list, required=True, help="GPU counts N[,N...]")
+    t.add_argument("--gpus-per-node", type=int, default=8)
+    t.add_argument("--inter-link", default="ib-ndr", help="link between nodes (`gpukit links`)")
+    u = t.add_mutually_exclusive_group()
+    u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
+    u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
+    pr = t.add_mutually_exclusive_group()
+    pr.add_argument("--price-per-gpu-hour", type=_positive, help="USD per GPU-hour (default: median row of the price file)")
+    pr.add_argument("--prices", help="a price CSV: data/prices.csv format or a SkyPilot catalog vms.csv")
+    t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
+    t.add_argument("--preemptions-per-day", type=_positive, help="with --spot: interruptions of the job per day")
+    t.add_argument("--checkpoint-minutes", type=_positive, help="with --spot: time to write one checkpoint")
+    t.add_argument("--restart-minutes", type=_positive, default=10.0, help="with --spot: time to resume (default 10)")
+    t.add_argument("--spot-price-per-gpu-hour", type=_positive, help="with --spot (default: the price file's SpotPrice)")
+    add_json_flag(t)
+    t.set_defaults(func=_train)
+
+    b = sub.add_parser("buy-vs-rent", help="owned cost per GPU-hour, break-even utilization and months")
+    b.add_argument("--gpu", required=True)
+    b.add_argument("--gpus", type=int, required=True)
+    b.add_argument("--purchase-usd", type=_count, required=True, help="capital: GPUs and servers, USD")
+    b.add_argument("--network-usd", type=_count, default=0.0, help="networking capital, USD (default 0)")
+    pr = b.add_mutually_exclusive_group()
+    pr.add_argument("--rent-per-gpu-hour", type=_positive, help="rental price, USD per GPU-hour")
+    pr.add_argument("--prices", help="price CSV to take the rental price from (median row)")
+    b.add_argument("--power-kw", type=_positive, help="kW per GPU incl. its server share (default TDP x 1.82)")
+    b.add_argument("--pue", type=_positive, default=1.56, help="power usage effectiveness (default 1.56)")
+    b.add_argument("--usd-per-kwh", type=float, default=0.10)
+    b.add_argument("--years", type=_positive, default=3.0, help="depreciation period (default 3)")
+    b.add_argument("--utilization", type=_fraction, default=0.7, help="share of hours in use (default 0.7)")
+    b.add_argument("--ops-usd-per-year", type=float, default=0.0, help="staff, rack space, support per year")
+    add_json_flag(b)
+    b.set_defaults(func=_buy)
+
+    pb = sub.add_parser("published", help="published training runs: cost, implied MFU, predicted GPU-hours")
+    pb.add_argument("--mfu", type=_fraction, default=0.4)
+    add_json_flag(pb)
+    pb.set_defaults(func=_published)
+
+    p.set_defaults(func=lambda a: (_ for _ in ()).throw(ValueError("gpukit cost: choose train, buy-vs-rent or published")))

@@ -1,0 +1,112 @@
+"""`gpukit plan`: one GPU, one node or many nodes for a workload, a deadline and a budget (gpukit.plan)."""
+
+from __future__ import annotations
+
+from gpukit.cli import add_json_flag
+from gpukit.cli.cost import _count, _fraction, _int_list, _positive
+from gpukit.plan import DEFAULT_COUNTS, WORKLOADS
+
+
+def _gpu_list(text: str):
+    """'h100-sxm,a100-80gb:1.6' -> (names, {name: price} for the priced ones)."""
+    names, priced = [], {}
+    for part in text.split(","):
+        name, _, price = part.partition(":")
+        name = name.strip()
+        if not name:
+            raise ValueError(f"--gpu: expected NAME[:PRICE][,...], got {text!r}")
+        names.append(name)
+        if price:
+            try:
+                priced[name] = float(price)
+            except ValueError:
+                raise ValueError(f"--gpu: price of {name} must be a number (USD per GPU-hour), got {price!r}") from None
+    return names, priced
+
+
+def _model(args):
+    from gpukit.catalog import get_model
+    from gpukit.specs import ModelSpec
+
+    dims = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is not None]
+    if args.model and dims:
+        raise ValueError("--model and --layers/--hidden/--heads are mutually exclusive: give the model one way")
+    if args.model:
+        return get_model(args.model)
+    if len(dims) != 3:
+        raise ValueError("give the model: --model NAME, or --layers L --hidden H --heads A")
+    if args.hidden % args.heads:
+        raise ValueError(f"--heads {args.heads} must divide --hidden {args.hidden}")
+    return ModelSpec(name="custom", n_layers=args.layers, hidden=args.hidden, n_heads=args.heads,
+                     n_kv_heads=args.kv_heads, ffn_hidden=args.ffn_hidden, vocab=args.vocab or 50257,
+                     max_seq=args.seq_len or 2048, mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
+
+
+def _plan(args):
+    from gpukit.plan import plan
+
+    model = _model(args)
+    gpus = None
+    if args.gpu:
+        names, priced = _gpu_list(args.gpu)
+        if priced and len(priced) == len(names):
+            gpus = priced
+        elif priced:
+            from gpukit.prices import load_prices, quote
+
+            table = load_prices(args.prices) if args.prices else load_prices()
+            gpus = {n: priced.get(n) or quote(n, table, policy="median").usd_per_gpu_hour for n in names}
+        else:
+            gpus = names
+    prices = None
+    if args.prices:
+        from gpukit.prices import load_prices
+
+        prices = load_prices(args.prices)
+    profile = None
+    if args.profile:
+        from gpukit.profile import load_profile
+
+        profile = load_profile(args.profile)
+    if args.workload == "serve" and args.tokens is not None:
+        raise ValueError("--tokens applies to training workloads; serve takes --rate, --input-tokens, --output-tokens")
+    if args.workload != "serve" and args.rate is not None:
+        raise ValueError(f"--rate applies to --workload serve, not {args.workload}")
+    return plan(args.workload, model, tokens=args.tokens, rate=args.rate, input_tokens=args.input_tokens,
+                output_tokens=args.output_tokens, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
+                gpus=gpus, counts=args.gpus or DEFAULT_COUNTS, prices=prices, mfu=args.mfu, profile=profile,
+                seq_len=args.seq_len, micro_batch=args.micro_batch, gpus_per_node=args.gpus_per_node,
+                inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("plan", help="one GPU, one node or many nodes? plans ranked, with the reason",
+                              description="Feasible plans for a workload with a deadline and a budget (gpukit.plan)")
+    p.add_argument("--workload", choices=WORKLOADS, required=True)
+    p.add_argument("--model", help="a model from `gpukit models`, or give --layers --hidden --heads")
+    p.add_argument("--layers", type=int)
+    p.add_argument("--hidden", type=int)
+    p.add_argument("--heads", type=int)
+    p.add_argument("--kv-heads", type=int)
+    p.add_argument("--ffn-hidden", type=int)
+    p.add_argument("--vocab", type=int)
+    p.add_argument("--seq-len", type=int, help="training sequence length (default min(max_seq, 4096))")
+    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument("--tokens", type=_count, help="training tokens (pretrain, finetune, lora, qlora)")
+    p.add_argument("--rate", type=_positive, help="serve: requests per second")
+    p.add_argument("--input-tokens", type=int, default=512, help="serve: prompt tokens per request")
+    p.add_argument("--output-tokens", type=int, default=256, help="serve: generated tokens per request")
+    p.add_argument("--deadline-hours", type=_positive)
+    p.add_argument("--budget-usd", type=_count, help="USD for the run (serve: USD per hour)")
+    p.add_argument("--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)")
+    p.add_argument("--gpus", type=_int_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--inter-link", default="ib-ndr", help="link between nodes (`gpukit links`)")
+    p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
+    p.add_argument("--loader-tokens-per-s", type=_positive,
+                   help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
+    u = p.add_mutually_exclusive_group()
+    u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
+    u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
+    add_json_flag(p)
+    p.set_defaults(func=_plan)

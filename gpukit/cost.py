@@ -1,0 +1,636 @@
+"""Cluster economics: the cost of a training run with its scaling efficiency, cost vs time with the
+Pareto set, buy vs rent, spot instances with the optimal checkpoint interval, serving cost per
+million tokens, the articles' cost table and published training-run costs.
+
+Conventions: prices are USD per GPU-hour (an instance price divided by its GPU count, gpukit.prices);
+hours are wall-clock hours of the whole job; gpu_hours = hours x gpus. The single-GPU time comes from
+gpukit.compute.time_to_train (6ND FLOPs at peak x MFU, Kaplan et al. 2020; Narayanan et al. 2021
+eq. 4); n GPUs take t1 / (n x efficiency), so cost = t1 x price / efficiency: efficiency below 1 is
+what makes more GPUs cost more (never assumed 1 unless the caller says so).
+Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan, gpukit.audits.cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from gpukit.catalog import get_gpu, get_interconnect
+from gpukit.comm import collective_time, hierarchical_all_reduce
+from gpukit.compute import time_to_train
+from gpukit.errors import require_positive, require_positive_int
+from gpukit.specs import ModelSpec
+from gpukit.units import dtype_bytes
+
+HOURS_PER_YEAR = 8760.0
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12
+# Default power per GPU including its share of the server: DGX H100 system max 10.2 kW for 8 x 700 W
+# GPUs (NVIDIA DGX H100 datasheet) = 1.82 x the GPU TDP. An assumption, named in every output.
+SERVER_POWER_FACTOR = 10.2 / (8 * 0.7)
+DEFAULT_PUE = 1.56  # Uptime Institute Global Data Center Survey 2024: industry-average PUE
+DEFAULT_USD_PER_KWH = 0.10  # stated assumption (US industrial electricity is roughly 0.08-0.12 USD/kWh)
+DEFAULT_TOKENS_PER_GPU = 8192  # tokens per GPU per optimizer step for the efficiency estimate (4 x 2048)
+
+
+# ------------------------------------------------------------------------------- efficiency
+@dataclass(frozen=True)
+class Efficiency:
+    """Predicted data-parallel scaling efficiency of one GPU count (weak scaling per step)."""
+
+    gpus: int
+    nodes: int
+    compute_s: float
+    comm_s: float
+    exposed_comm_s: float
+    efficiency: float
+    model: str  # which model produced it, in words
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def half_dtype(gpu) -> str:
+    """bf16 where the GPU has it, else fp16 (Volta, Turing): the 16-bit training dtype."""
+    try:
+        gpu.peak_tflops("bf16")
+        return "bf16"
+    except ValueError:
+        return "fp16"
+
+
+def _intra_link(gpu) -> str:
+    """The GPU's own in-node link: NVLink generation by bandwidth, else its PCIe generation."""
+    if gpu.nvlink_gbps >= 900:
+        return "nvlink5"
+    if gpu.nvlink_gbps >= 450:
+        return "nvlink4"
+    if gpu.nvlink_gbps >= 300:
+        return "nvlink3"
+    return {3: "pcie3", 4: "pcie4"}.get(gpu.pcie_gen, "pcie5")
+
+
+def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node: int = 8,
+                         inter_link: str = "ib-ndr", intra_link: str | None = None,
+                         tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
+                         grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
+                         use_scaling: bool = True) -> Efficiency:
+    """Efficiency = t_compute / (t_compute + exposed communication) for one optimizer step.
+
+    Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020). Communication: the gradient all-reduce of N
+    values in grad_dtype, ring inside a node (gpukit.comm.collective_time) or hierarchical across
+    nodes (reduce-scatter in the node, all-reduce across on S/k, all-gather; Thakur et al. 2005,
+    gpukit.comm.hierarchical_all_reduce), one port of `inter_link` per GPU (rail-optimized). ZeRO-3
+    moves 1.5x the bytes of an all-reduce (Rajbhandari et al. 2019, sec. 7). `overlap` is the share
+    hidden behind backward (0 = none, a lower bound on efficiency; PyTorch DDP buckets hide part of it).
+
+    When gpukit.scaling (the DDP bucket model, issue 9) is installed and the layout is plain data
+    parallel or ZeRO-1/2, its prediction is used instead (buckets overlapped with the backward when
+    overlap > 0); `model` says which one produced the figure.
+    """
+    n = require_positive_int("gpus", gpus)
+    k = require_positive_int("gpus_per_node", gpus_per_node)
+    if not 0 <= overlap <= 1:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap}")
+    g = get_gpu(gpu)
+    if use_scaling and zero_stage < 3 and n > 1:
+        est = _from_scaling(n_params, gpu, n, k, intra_link or _intra_link(g), inter_link, tokens_per_gpu, mfu,
+                            grad_dtype, overlap)
+        if est is not None:
+            return est
+    compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
+        g.peak_tflops(half_dtype(g)) * 1e12 * require_positive("mfu", mfu))
+    size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
+    intra = get_interconnect(intra_link or _intra_link(g))
+    nodes = math.ceil(n / k)
+    if n == 1:
+        comm_s = 0.0
+    elif nodes == 1:
+        comm_s = collective_time("all_reduce", size, n, intra).time_s
+    else:
+        comm_s = hierarchical_all_reduce(size, nodes, min(k, n), intra, get_interconnect(inter_link)).time_s
+    exposed = (1 - overlap) * comm_s
+    model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
+             f"all-reduce over {intra.name} in a node and {inter_link} between nodes, {overlap:.0%} overlap "
+             "(gpukit.comm alpha-beta)")
+    return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
+                      efficiency=compute_s / (compute_s + exposed), model=model)
+
+
+_SCALING_CACHE: dict = {}
+
+
+def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_dtype, overlap):
+    """gpukit.scaling.scaling(...) efficiency at n GPUs (cached), or None where that module is absent."""
+    try:
+        from gpukit.scaling import scaling
+    except ImportError:
+        return None
+    key = (round(n_params), gpu, n, k, intra, inter, round(tokens_per_gpu), round(mfu, 6), grad_dtype, overlap > 0)
+    if key not in _SCALING_CACHE:
+        try:
+            r = scaling(n_params=n_params, gpu=gpu, gpus=(1, n), gpus_per_node=k, link=intra,
+                        inter_link=inter if n > k else None, tokens_per_gpu=tokens_per_gpu, mfu=mfu,
+                        grad_dtype=grad_dtype, overlap=overlap > 0)
+        except ValueError:  # a layout that model does not take (e.g. a partial node): the alpha-beta step
+            return None
+        row = r.rows[-1]
+        model = (f"gpukit.scaling DDP bucket model: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, "
+                 f"{grad_dtype} gradients over {intra} in a node and {inter} between nodes, "
+                 f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}")
+        _SCALING_CACHE[key] = Efficiency(gpus=n, nodes=math.ceil(n / k), compute_s=row.compute_s, comm_s=row.comm_s,
+                                         exposed_comm_s=row.exposed_comm_s, efficiency=row.efficiency, model=model)
+    return _SCALING_CACHE[key]
+
+
+# ------------------------------------------------------------------------------- training cost
+@dataclass(frozen=True)
+class CostRow:
+    """One (GPU type, GPU count): wall hours, GPU-hours, cost, efficiency, and the price used."""
+
+    gpu: str
+    gpus: int
+    nodes: int
+    hours: float
+    gpu_hours: float
+    cost_usd: float
+    efficiency: float
+    usd_per_gpu_hour: float
+    price_source: str
+    pareto: bool = False
+    spot: dict | None = None  # SpotEstimate.to_json_dict() when spot was asked for
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Rows of a cost calculation, the assumptions it rests on, and the Pareto set."""
+
+    rows: tuple[CostRow, ...]
+    tokens: float
+    n_params: float
+    utilization_source: str
+    efficiency_model: str
+    assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def pareto_rows(self) -> tuple[CostRow, ...]:
+        return tuple(r for r in self.rows if r.pareto)
+
+    def to_json_dict(self) -> dict:
+        return {"rows": [r.to_json_dict() for r in self.rows], "tokens": self.tokens, "n_params": self.n_params,
+                "utilization_source": self.utilization_source, "efficiency_model": self.efficiency_model,
+                "assumptions": list(self.assumptions)}
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in r.to_json_dict().items() if k != "spot"} for r in self.rows])
+
+    def to_text(self) -> str:
+        lines = [f"{'gpu':<12} {'gpus':>5} {'hours':>10} {'GPU-hours':>11} {'cost USD':>12} {'eff':>6} {'$/GPU-h':>8}  pareto"]
+        for r in self.rows:
+            lines.append(f"{r.gpu:<12} {r.gpus:>5} {r.hours:>10,.1f} {r.gpu_hours:>11,.0f} {r.cost_usd:>12,.0f} "
+                         f"{r.efficiency:>6.1%} {r.usd_per_gpu_hour:>8.2f}  {'*' if r.pareto else ''}")
+        lines += [f"utilization: {self.utilization_source}", f"efficiency: {self.efficiency_model}"]
+        lines += [f"assumes: {a}" for a in self.assumptions]
+        return "\n".join(lines)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> tuple[bool, ...]:
+    """Which points are non-dominated when both coordinates are minimized (no other point is <= in
+    both and < in one). Ties: equal points are all kept."""
+    out = []
+    for i, (a, b) in enumerate(points):
+        dominated = any((c <= a and d <= b and (c < a or d < b)) for j, (c, d) in enumerate(points) if j != i)
+        out.append(not dominated)
+    return tuple(out)
+
+
+def _price(gpu: str, price, prices, spot: bool = False):
+    """(usd_per_gpu_hour, source): a number is 'given'; None looks the GPU up in the price table."""
+    if price is not None:
+        return require_positive("price_per_gpu_hour", price), "given"
+    from gpukit.prices import quote
+
+    q = quote(gpu, prices, policy="median", spot=spot)
+    return q.usd_per_gpu_hour, q.source
+
+
+def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Sequence[int], *,
+                  mfu: float | None = None, profile=None, price_per_gpu_hour: float | None = None, prices=None,
+                  efficiency=None, gpus_per_node: int = 8, inter_link: str = "ib-ndr",
+                  tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, zero_stage: int = 0, overlap: float = 0.0,
+                  spot: dict | None = None) -> CostTable:
+    """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
+
+    efficiency: None = predicted (predicted_efficiency, data-parallel model; say so in the output), a
+    number in (0, 1] for every count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour,
+    or the median market row of `gpu` in `prices` (data/prices.csv by default). spot: optional
+    {"preemptions_per_day", "checkpoint_minutes", "restart_minutes", "spot_price_per_gpu_hour"} adds
+    the expected spot time and cost per row (spot_run).
+    """
+    gpu_names = [gpu] if isinstance(gpu, str) else list(gpu)
+    counts = [gpus] if isinstance(gpus, int) else list(gpus)
+    if not gpu_names or not counts:
+        raise ValueError("gpu and gpus must name at least one GPU type and one count")
+    counts = [require_positive_int("gpus", c) for c in counts]
+    tokens = require_positive("tokens", tokens)
+    n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
+    rows, util_source, eff_models = [], "", []
+    for name in gpu_names:
+        g = get_gpu(name)
+        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=half_dtype(g))
+        util_source = t1.utilization_source
+        usd, src = _price(name, price_per_gpu_hour, prices)
+        for n in counts:
+            if efficiency is None:
+                est = predicted_efficiency(n_params, name, n, gpus_per_node=gpus_per_node, inter_link=inter_link,
+                                           tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=zero_stage,
+                                           overlap=overlap)
+                eff, eff_model = est.efficiency, f"{name}: {est.model}"
+            else:
+                eff = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
+                if eff is None:
+                    raise ValueError(f"efficiency has no entry for {n} GPUs (keys: {sorted(efficiency)})")
+                eff = require_positive("efficiency", eff)
+                if eff > 1:
+                    raise ValueError(f"efficiency must be in (0, 1], got {eff}")
+                eff_model = "given by the caller"
+            if eff_model not in eff_models:
+                eff_models.append(eff_model)
+            hours = t1.seconds / 3600 / (n * eff)
+            spot_est = None
+            if spot is not None:
+                sp = dict(spot)
+                sp_price = sp.pop("spot_price_per_gpu_hour", None)
+                if sp_price is None:
+                    sp_price, _ = _price(name, None, prices, spot=True)
+                spot_est = spot_run(hours, n, usd, sp_price, **sp).to_json_dict()
+            rows.append(CostRow(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node), hours=hours,
+                                gpu_hours=hours * n, cost_usd=hours * n * usd, efficiency=eff, usd_per_gpu_hour=usd,
+                                price_source=src, spot=spot_est))
+    flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
+    rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
+    assumptions = (f"{tokens:,.0f} tokens, 6N FLOPs per token (training FLOPs from gpukit.compute)",
+                   f"{gpus_per_node} GPUs per node, {inter_link} between nodes")
+    return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
+                     efficiency_model="; ".join(eff_models), assumptions=assumptions)
+
+
+# ------------------------------------------------------------------------------- buy vs rent
+@dataclass(frozen=True)
+class BuyVsRent:
+    """Owned cost per GPU-hour used against a rental price; break-even utilization and months."""
+
+    gpu: str
+    gpus: int
+    capex_usd: float
+    years: float
+    utilization: float
+    power_kw_per_gpu: float
+    pue: float
+    usd_per_kwh: float
+    ops_usd_per_year: float
+    rent_per_gpu_hour: float
+    capital_per_gpu_hour: float
+    energy_per_gpu_hour: float
+    ops_per_gpu_hour: float
+    owned_cost_per_gpu_hour: float
+    break_even_utilization: float  # inf: renting is always cheaper (rent below the energy cost)
+    break_even_months: float  # inf: never, at this utilization
+    assumptions: tuple[str, ...] = ()
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("break_even_utilization", "break_even_months"):
+            d[k] = None if math.isinf(d[k]) else d[k]
+        d["assumptions"] = list(self.assumptions)
+        return d
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([(k, v) for k, v in self.to_json_dict().items() if k != "assumptions"],
+                            columns=["quantity", "value"])
+
+    def to_text(self) -> str:
+        be_u = "never (rent is below the energy cost)" if math.isinf(self.break_even_utilization) else \
+            f"{self.break_even_utilization:.0%}" + (" (above 100%: renting is cheaper at any use)"
+                                                     if self.break_even_utilization > 1 else "")
+        be_m = "never at this utilization" if math.isinf(self.break_even_months) else f"{self.break_even_months:.1f} months"
+        return "\n".join([
+            f"{self.gpus} x {self.gpu}: capital ${self.capex_usd:,.0f} over {self.years:g} years at {self.utilization:.0%} use",
+            f"owned per GPU-hour used: ${self.owned_cost_per_gpu_hour:.2f} (capital {self.capital_per_gpu_hour:.2f} + "
+            f"energy {self.energy_per_gpu_hour:.2f} + operations {self.ops_per_gpu_hour:.2f}); rent ${self.rent_per_gpu_hour:.2f}",
+            f"break-even utilization: {be_u}; break-even: {be_m}"] + [f"assumes: {a}" for a in self.assumptions])
+
+
+def buy_vs_rent(gpu: str, gpus: int, purchase_usd: float, *, rent_per_gpu_hour: float | None = None, prices=None,
+                power_kw: float | None = None, pue: float = DEFAULT_PUE, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
+                years: float = 3.0, utilization: float = 0.7, ops_usd_per_year: float = 0.0,
+                network_usd: float = 0.0) -> BuyVsRent:
+    """Cost per GPU-hour of owning `gpus` GPUs bought for `purchase_usd` (servers included) plus
+    `network_usd`, straight-line depreciation over `years`, used `utilization` of the hours:
+
+        owned = (capex / years + ops) / (8760 x utilization x gpus) + power_kw x PUE x USD/kWh
+
+    (energy counted while in use; idle draw left out). Break-even utilization: owned = rent, i.e.
+    u* = (capex / years + ops) / (8760 x gpus x (rent - energy)). Break-even months at `utilization`:
+    capex / (730 x utilization x gpus x (rent - energy) - ops / 12). power_kw is per GPU including its
+    share of the server (default TDP x SERVER_POWER_FACTOR, the DGX H100 ratio).
+    """
+    g = get_gpu(gpu)
+    n = require_positive_int("gpus", gpus)
+    capex = require_positive("purchase_usd", purchase_usd) + require_positive("network_usd", network_usd, allow_zero=True)
+    years = require_positive("years", years)
+    u = require_positive("utilization", utilization)
+    if u > 1:
+        raise ValueError(f"utilization must be in (0, 1], got {utilization}")
+    pue = require_positive("pue", pue)
+    if pue < 1:
+        raise ValueError(f"pue must be >= 1 (total facility power / IT power), got {pue}")
+    kwh = require_positive("usd_per_kwh", usd_per_kwh, allow_zero=True)
+    ops = require_positive("ops_usd_per_year", ops_usd_per_year, allow_zero=True)
+    assumptions = [f"straight-line depreciation over {years:g} years, no resale value",
+                   f"PUE {pue:g}, electricity ${kwh:g}/kWh, energy counted only while in use"]
+    if power_kw is None:
+        power_kw = g.tdp_w / 1000 * SERVER_POWER_FACTOR
+        assumptions.append(f"power per GPU {power_kw:.2f} kW = TDP {g.tdp_w:g} W x {SERVER_POWER_FACTOR:.2f} "
+                           "(DGX H100: 10.2 kW for 8 x 700 W GPUs)")
+    power_kw = require_positive("power_kw", power_kw)
+    if rent_per_gpu_hour is None:
+        rent, src = _price(gpu, None, prices)
+        assumptions.append(f"rent ${rent:.2f}/GPU-hour: {src}")
+    else:
+        rent = require_positive("rent_per_gpu_hour", rent_per_gpu_hour)
+    fixed_per_year = capex / years + ops
+    capital = capex / years / (HOURS_PER_YEAR * u * n)
+    ops_h = ops / (HOURS_PER_YEAR * u * n)
+    energy = power_kw * pue * kwh
+    owned = capital + ops_h + energy
+    margin = rent - energy
+    be_u = fixed_per_year / (HOURS_PER_YEAR * n * margin) if margin > 0 else math.inf
+    monthly = HOURS_PER_MONTH * u * n * margin - ops / 12
+    be_m = capex / monthly if monthly > 0 else math.inf
+    return BuyVsRent(gpu=gpu, gpus=n, capex_usd=capex, years=years, utilization=u, power_kw_per_gpu=power_kw, pue=pue,
+                     usd_per_kwh=kwh, ops_usd_per_year=ops, rent_per_gpu_hour=rent, capital_per_gpu_hour=capital,
+                     energy_per_gpu_hour=energy, ops_per_gpu_hour=ops_h, owned_cost_per_gpu_hour=owned,
+                     break_even_utilization=be_u, break_even_months=be_m, assumptions=tuple(assumptions))
+
+
+# ------------------------------------------------------------------------------- spot
+def young_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
+    """Young (1974): optimal compute time between checkpoints sqrt(2 delta M)."""
+    return math.sqrt(2 * require_positive("checkpoint_s", checkpoint_s) * require_positive("mtbi_s", mtbi_s))
+
+
+def daly_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
+    """Daly (2006, FGCS 22, eq. 37): sqrt(2 delta M) [1 + 1/3 sqrt(delta/2M) + delta/(18 M)] - delta
+    for delta < 2M, else M."""
+    d, m = require_positive("checkpoint_s", checkpoint_s), require_positive("mtbi_s", mtbi_s)
+    if d >= 2 * m:
+        return m
+    return math.sqrt(2 * d * m) * (1 + math.sqrt(d / (2 * m)) / 3 + d / (18 * m)) - d
+
+
+def expected_wall_s(solve_s: float, interval_s: float, checkpoint_s: float, restart_s: float, mtbi_s: float) -> float:
+    """Daly (2006, eq. 13): expected wall time with exponential interruptions of mean M,
+    T_w = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau."""
+    m = require_positive("mtbi_s", mtbi_s)
+    tau = require_positive("interval_s", interval_s)
+    try:
+        return m * math.exp(restart_s / m) * math.expm1((tau + checkpoint_s) / m) * solve_s / tau
+    except OverflowError:
+        return math.inf
+
+
+@dataclass(frozen=True)
+class SpotEstimate:
+    """Spot vs on-demand for one job: checkpoint interval, expected hours and cost."""
+
+    gpus: int
+    work_hours: float  # on-demand wall hours without interruptions
+    preemptions_per_day: float
+    checkpoint_minutes: float
+    restart_minutes: float
+    young_interval_hours: float
+    daly_interval_hours: float
+    expected_hours: float
+    on_demand_cost_usd: float
+    spot_cost_usd: float
+    savings: float  # 1 - spot / on-demand (negative: spot costs more)
+    time_overhead: float  # expected_hours / work_hours - 1
+
+    def to_json_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
+
+
+def spot_run(work_hours: float, gpus: int, on_demand_per_gpu_hour: float, spot_per_gpu_hour: float, *,
+             preemptions_per_day: float, checkpoint_minutes: float, restart_minutes: float = 10.0) -> SpotEstimate:
+    """A job of `work_hours` on spot instances interrupted `preemptions_per_day` times a day (the
+    whole job: one node lost stops all), checkpointing every Daly-optimal interval: expected wall
+    time (Daly 2006) and cost, against the same job on demand. Restart time includes re-queueing
+    and reloading the checkpoint; work since the last checkpoint is lost (counted by the formula)."""
+    w = require_positive("work_hours", work_hours)
+    n = require_positive_int("gpus", gpus)
+    od = require_positive("on_demand_per_gpu_hour", on_demand_per_gpu_hour)
+    sp = require_positive("spot_per_gpu_hour", spot_per_gpu_hour)
+    rate = require_positive("preemptions_per_day", preemptions_per_day)
+    d = require_positive("checkpoint_minutes", checkpoint_minutes) * 60
+    r = require_positive("restart_minutes", restart_minutes, allow_zero=True) * 60
+    mtbi = 86400 / rate
+    tau_y = young_interval_s(d, mtbi)
+    tau = daly_interval_s(d, mtbi)
+    wall = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
+    od_cost = w * n * od
+    sp_cost = wall * n * sp
+    return SpotEstimate(gpus=n, work_hours=w, preemptions_per_day=rate, checkpoint_minutes=d / 60,
+                        restart_minutes=r / 60, young_interval_hours=tau_y / 3600, daly_interval_hours=tau / 3600,
+                        expected_hours=wall, on_demand_cost_usd=od_cost, spot_cost_usd=sp_cost,
+                        savings=1 - sp_cost / od_cost, time_overhead=wall / w - 1)
+
+
+# ------------------------------------------------------------------------------- serving
+@dataclass(frozen=True)
+class ServingCost:
+    """USD per million generated tokens at a sustained total throughput."""
+
+    gpus: int
+    total_tokens_per_s: float
+    usd_per_gpu_hour: float
+    usd_per_hour: float
+    usd_per_million_tokens: float
+    source: str
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def serving_cost_per_million(total_tokens_per_s: float, gpus: int, usd_per_gpu_hour: float,
+                             source: str = "given throughput") -> ServingCost:
+    """usd / 1M tokens = gpus x price per GPU-hour / (tokens/s x 3600) x 1e6 (busy the whole hour)."""
+    tps = require_positive("total_tokens_per_s", total_tokens_per_s)
+    n = require_positive_int("gpus", gpus)
+    p = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
+    return ServingCost(gpus=n, total_tokens_per_s=tps, usd_per_gpu_hour=p, usd_per_hour=n * p,
+                       usd_per_million_tokens=n * p / (tps * 3600) * 1e6, source=source)
+
+
+def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, context: int = 2048,
+                 precision: str = "bf16", usd_per_gpu_hour: float | None = None, prices=None) -> ServingCost:
+    """Cost per million tokens of serving `model` on `gpus` x `gpu` at decode batch `batch`.
+
+    Throughput from gpukit.inference when present; otherwise the decode roofline bound (Kwon et al.
+    2023; every step reads the weights once plus each sequence's KV cache, at HBM bandwidth), which
+    is an upper bound on throughput, so a lower bound on cost, and the source says so."""
+    from gpukit.catalog import get_model
+
+    m, g = get_model(model), get_gpu(gpu)
+    n = require_positive_int("gpus", gpus)
+    b = require_positive_int("batch", batch)
+    c = require_positive_int("context", context)
+    usd, _ = _price(gpu, usd_per_gpu_hour, prices)
+    try:
+        from gpukit import inference
+    except ImportError:
+        inference = None
+    if inference is not None and hasattr(inference, "serve"):
+        p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=max(1, c // 2),
+                            output_tokens=max(1, c - c // 2))
+        if not p.fits:
+            raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
+        return serving_cost_per_million(p.total_tokens_per_s, n, usd, source=(
+            f"gpukit.inference: batch {b}, context {c}, {precision}, TP {n} (decode step from the roofline with "
+            "its stated efficiencies)"))
+    weights = m.n_params * dtype_bytes(precision)
+    kv_per_token = 2 * m.n_layers * m.n_kv_heads * m.head_dim * dtype_bytes(precision)
+    step_bytes = weights / n + b * c / 2 * kv_per_token / n  # average context c/2 over a generation
+    step_s = step_bytes / (g.hbm_bandwidth_gbps * 1e9)
+    tps = b / step_s
+    return serving_cost_per_million(tps, n, usd, source=(
+        f"decode roofline bound: batch {b}, mean context {c // 2}, {precision} weights and KV cache at "
+        f"{g.hbm_bandwidth_gbps:g} GB/s (upper bound on tokens/s: cost is a lower bound)"))
+
+
+# ------------------------------------------------------------------------------- the articles' table
+ARTICLE_TABLE = ((1, 200.0, 800.0), (4, 50.0, 800.0), (16, 12.5, 800.0), (64, 3.1, 794.0))  # gpus, hours, USD
+
+
+@dataclass(frozen=True)
+class ArticleTableRow:
+    gpus: int
+    claimed_hours: float
+    claimed_cost_usd: float
+    efficiency: float
+    hours: float
+    cost_usd: float
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def article_table(*, n_params: float = 10e9, usd_per_gpu_hour: float = 4.0, hours_one_gpu: float = 200.0,
+                  efficiency=None, inter_link: str = "ib-ndr", tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+                  overlap: float = 0.0) -> tuple[ArticleTableRow, ...]:
+    """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
+    scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
+    fit one GPU without sharding) or given (number or {gpus: e})."""
+    out = []
+    for n, h, c in ARTICLE_TABLE:
+        if efficiency is None:
+            eff = predicted_efficiency(n_params, "h100-sxm", n, inter_link=inter_link, tokens_per_gpu=tokens_per_gpu,
+                                       zero_stage=3, overlap=overlap).efficiency
+        else:
+            eff = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else float(efficiency)
+        hours = hours_one_gpu / (n * eff)
+        out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------- published runs
+@dataclass(frozen=True)
+class PublishedRun:
+    """A training run whose GPU-hours (and sometimes price) were disclosed."""
+
+    key: str
+    model: str
+    gpu: str  # data/gpus.csv name of the GPU (or its compute twin)
+    n_params: float  # active parameters per token
+    tokens: float
+    gpu_hours: float
+    usd_per_gpu_hour: float | None  # disclosed price, else None
+    cost_usd: float | None  # disclosed cost, else None
+    source: str
+    notes: str = ""
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+PUBLISHED_RUNS = (
+    PublishedRun("deepseek-v3", "DeepSeek-V3 (671B MoE, 37B active)", "h100-sxm", 37e9, 14.8e12, 2.788e6, 2.0, 5.576e6,
+                 "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv 2412.19437), Table 1: 2,664K pre-training + 119K "
+                 "context extension + 5K post-training H800 GPU-hours = 2,788K, $5.576M at $2 per GPU-hour",
+                 "H800: the H100's compute (same dense BF16 peak) with reduced NVLink; trained mostly in FP8"),
+    PublishedRun("llama-2-70b", "Llama 2 70B", "a100-80gb", 70e9, 2e12, 1_720_320, None, None,
+                 "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 2 (CO2 emissions): 1,720,320 GPU-hours on "
+                 "A100-80GB, 2T tokens"),
+    PublishedRun("llama-2-7b", "Llama 2 7B", "a100-80gb", 7e9, 2e12, 184_320, None, None,
+                 "Touvron et al. 2023, Llama 2, Table 2: 184,320 GPU-hours on A100-80GB, 2T tokens"),
+    PublishedRun("llama-3-8b", "Llama 3 8B", "h100-sxm", 8e9, 15e12, 1.3e6, None, None,
+                 "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md): 1.3M H100-80GB GPU-hours, "
+                 "15T+ tokens"),
+    PublishedRun("llama-3-70b", "Llama 3 70B", "h100-sxm", 70e9, 15e12, 6.4e6, None, None,
+                 "Meta Llama 3 model card: 6.4M H100-80GB GPU-hours, 15T+ tokens"),
+    PublishedRun("llama-3.1-405b", "Llama 3.1 405B", "h100-sxm", 405e9, 15.6e12, 30.84e6, None, None,
+                 "Meta Llama 3.1 model card: 30.84M H100-80GB GPU-hours; Dubey et al. 2024 (arXiv 2407.21783): "
+                 "15.6T tokens, 38-43% BF16 MFU (Table 4)"),
+    PublishedRun("bloom-176b", "BLOOM 176B", "a100-80gb", 176e9, 366e9, 1_082_990, None, None,
+                 "Luccioni et al. 2022, Estimating the Carbon Footprint of BLOOM (arXiv 2211.02001), Table 1: "
+                 "1,082,990 GPU-hours on A100-80GB; BigScience model card: 366B tokens"),
+)
+
+
+@dataclass(frozen=True)
+class PublishedCheck:
+    """A published run beside gpukit: cost = GPU-hours x price, implied MFU, predicted GPU-hours."""
+
+    key: str
+    gpu_hours: float
+    usd_per_gpu_hour: float
+    cost_usd: float
+    published_cost_usd: float | None
+    cost_error: float | None  # cost_usd / published - 1
+    implied_mfu: float  # 6ND / (GPU-hours x peak)
+    mfu_assumed: float
+    predicted_gpu_hours: float  # 6ND / (peak x mfu_assumed)
+    gpu_hours_error: float  # predicted / published - 1
+    source: str
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def published_check(key: str, *, usd_per_gpu_hour: float | None = None, mfu: float = 0.4) -> PublishedCheck:
+    """Reproduce a published run: its cost at its disclosed (or a given) price, the MFU its GPU-hours
+    imply (6ND FLOPs, dense BF16 peak of data/gpus.csv), and the GPU-hours gpukit predicts at `mfu`."""
+    runs = {r.key: r for r in PUBLISHED_RUNS}
+    if key not in runs:
+        raise ValueError(f"key must be one of {', '.join(runs)}; got {key!r}")
+    r = runs[key]
+    price = usd_per_gpu_hour if usd_per_gpu_hour is not None else (r.usd_per_gpu_hour or 2.0)
+    price = require_positive("usd_per_gpu_hour", price)
+    cost = r.gpu_hours * price
+    g = get_gpu(r.gpu)
+    peak = g.peak_tflops("bf16") * 1e12
+    flops = 6 * r.n_params * r.tokens
+    implied = flops / (r.gpu_hours * 3600 * peak)
+    predicted = time_to_train(r.n_params, r.tokens, g, 1, mfu=mfu).gpu_hours
+    return PublishedCheck(key=key, gpu_hours=r.gpu_hours, usd_per_gpu_hour=price, cost_usd=cost,
+                          published_cost_usd=r.cost_usd,
+                          cost_error=None if r.cost_usd is None else cost / r.cost_usd - 1,
+                          implied_mfu=implied, mfu_assumed=mfu, predicted_gpu_hours=predicted,
+                          gpu_hours_error=predicted / r.gpu_hours - 1, source=r.source)

@@ -1,0 +1,633 @@
+"""The planner: one GPU (with fitting tricks), one node, or many nodes, for a workload, a deadline and
+a budget; every plan with its memory per GPU, layout, time, cost, efficiency and binding constraint.
+
+Workloads: pretrain / finetune (full) / lora / qlora (training on `tokens`), serve (a request rate
+with input and output lengths). For each allowed GPU type and count the planner picks the cheapest
+memory layout that fits (gpukit.memory: ZeRO stage, activation recompute, optimizer offload on one
+GPU; QLoRA/LoRA adapters), predicts time from gpukit.compute (6ND at peak x MFU, or the calibrated
+profile) divided by n x the data-parallel efficiency of gpukit.cost.predicted_efficiency (gpukit.comm
+alpha-beta all-reduce), and cost from gpukit.prices. Serving uses the decode roofline (weights +
+KV cache per step at HBM bandwidth) and prefill at peak x MFU. Plans are checked against the
+deadline and the budget, ranked (feasible first, cheapest first), the Pareto set (time, cost) is
+marked, and a recommendation names the reason. An infeasible request gets the nearest plan and
+what would have to change. Every output names the models it used (`models`).
+Used in: notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan, gpukit.audits.plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from gpukit.catalog import get_gpu
+from gpukit.catalog import gpus as catalog_gpus
+from gpukit.compute import time_to_train
+from gpukit.cost import half_dtype, pareto_front, predicted_efficiency
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.memory import TrainSetup, estimate_memory
+from gpukit.specs import ModelSpec
+from gpukit.units import GiB, dtype_bytes
+
+WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "serve")
+BINDINGS = ("does not fit", "misses the deadline", "over budget", "network-bound", "input-bound", "compute-bound",
+            "memory-bandwidth-bound")
+DEFAULT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+MAX_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3 405B's largest batch, 16M tokens (Dubey et al. 2024, sec. 3.4)
+MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spreading wider
+OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
+SERVE_PRECISIONS = ("bf16", "int8", "nf4")
+SERVE_RESERVE = 0.10  # share of GPU memory a serving engine keeps free (vLLM gpu_memory_utilization 0.9)
+PLAN_MODELS = (
+    "memory: gpukit.memory planning model (ZeRO paper bytes, Korthikanti activations, overhead)",
+    "time: gpukit.compute 6ND (8ND with full recompute) at peak x MFU",
+    "scaling: gpukit.cost.predicted_efficiency, data-parallel all-reduce from gpukit.comm (no overlap: a lower "
+    "bound on efficiency); tensor/pipeline layouts are not searched here",
+    "price: gpukit.prices (median market row) or the price given per GPU",
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One candidate: GPU type and count, layout, memory per GPU, time, cost, what binds."""
+
+    gpu: str
+    gpus: int
+    nodes: int
+    layout: str
+    memory_per_gpu_bytes: int
+    hours: float | None  # training: wall hours; serve: None
+    cost_usd: float | None  # training: whole run; serve: USD per hour
+    efficiency: float
+    binding: str
+    feasible: bool
+    usd_per_gpu_hour: float
+    pareto: bool = False
+    tricks: tuple[str, ...] = ()
+    usd_per_million_tokens: float | None = None
+
+    @property
+    def scale(self) -> str:
+        return "one GPU" if self.gpus == 1 else f"one node of {self.gpus}" if self.nodes == 1 else f"{self.nodes} nodes"
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        d["tricks"] = list(self.tricks)
+        d["scale"] = self.scale
+        return d
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Ranked plans, the Pareto set, the recommendation and what would have to change."""
+
+    workload: str
+    model: str
+    plans: tuple[Plan, ...]
+    recommendation: str
+    changes: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    models: tuple[str, ...] = PLAN_MODELS
+    assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans and self.plans[0].feasible else None
+
+    @property
+    def feasible(self) -> tuple[Plan, ...]:
+        return tuple(p for p in self.plans if p.feasible)
+
+    def to_json_dict(self) -> dict:
+        return {"workload": self.workload, "model": self.model, "plans": [p.to_json_dict() for p in self.plans],
+                "recommendation": self.recommendation, "changes": list(self.changes), "skipped": list(self.skipped),
+                "models": list(self.models), "assumptions": list(self.assumptions)}
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in p.to_json_dict().items() if k != "tricks"} for p in self.plans])
+
+    def to_text(self, top: int = 12) -> str:
+        serve = self.workload == "serve"
+        head = (f"{'gpu':<12} {'gpus':>5} {'layout':<34} {'GiB/GPU':>8} " +
+                (f"{'$/h':>9} {'$/1M tok':>9}" if serve else f"{'hours':>10} {'cost USD':>12}") +
+                f" {'eff':>5}  binding")
+        lines = [head]
+        for p in self.plans[:top]:
+            mid = (f"{p.cost_usd:>9,.2f} {p.usd_per_million_tokens or 0:>9.3f}" if serve else
+                   f"{p.hours:>10,.1f} {p.cost_usd:>12,.0f}")
+            lines.append(f"{p.gpu:<12} {p.gpus:>5} {p.layout[:34]:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
+                         f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}")
+        if len(self.plans) > top:
+            lines.append(f"... {len(self.plans) - top} more (--json for all); * = Pareto set (time, cost)")
+        lines.append(f"RECOMMENDATION: {self.recommendation}")
+        lines += [f"change: {c}" for c in self.changes]
+        lines += [f"skipped: {s}" for s in self.skipped]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- training layouts
+def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int):
+    """Layouts to try, cheapest in time first: (label, TrainSetup, tricks)."""
+    ft = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}[workload]
+    base = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=False)
+    out = []
+    zeros = (0,) if ft != "full" or n == 1 else (0, 1, 2, 3)
+    for z in zeros:
+        for rc in ("none", "selective", "full"):
+            tricks = tuple(t for t in ((f"ZeRO-{z}" if z else ""), ("" if rc == "none" else f"{rc} recompute")) if t)
+            out.append((tricks, TrainSetup(zero_stage=z, dp=n, recompute=rc, **base)))
+    if ft == "full":  # offload: ZeRO-Offload (optimizer) and ZeRO-Infinity (all) on CPU memory
+        for rc in ("selective", "full"):
+            out.append(((f"{rc} recompute", "optimizer offload"),
+                        TrainSetup(zero_stage=1 if n == 1 else 3, dp=n, recompute=rc, offload="optimizer", **base)))
+        out.append((("full recompute", "ZeRO-3 + offload all"),
+                    TrainSetup(zero_stage=3, dp=n, recompute="full", offload="all", **base)))
+    return out
+
+
+def _layout(n: int, gpus_per_node: int, tricks) -> str:
+    scale = "1 GPU" if n == 1 else f"DP {n}" + (f" ({math.ceil(n / gpus_per_node)} nodes)" if n > gpus_per_node else "")
+    return scale + ("" if not tricks else ", " + ", ".join(tricks))
+
+
+def _offload_slowdown_s(n_params: float, tokens_per_step: float, setup: TrainSetup, gpu, rate_flops: float) -> float:
+    """Extra seconds per step from optimizer offload: 16-bit gradients down and parameters up over
+    PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
+    written at OFFLOAD_CPU_GBPS (an assumption), per step of `tokens_per_step` tokens."""
+    if setup.offload == "none":
+        return 0.0
+    pcie_gbps = {3: 16.0, 4: 32.0, 5: 64.0}.get(gpu.pcie_gen, 32.0)
+    per_gpu = n_params / setup.dp
+    return 4 * per_gpu / (pcie_gbps * 1e9) + 32 * per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
+
+
+def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len, micro_batch,
+                gpus_per_node, inter_link, loader_tokens_per_s):
+    """(hours, efficiency incl. offload and input, network efficiency, input-bound) of one layout."""
+    recompute = "full" if s.recompute == "full" else "none"
+    if recompute not in t1_by_rc:
+        t1_by_rc[recompute] = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, recompute=recompute,
+                                            seq_len=seq_len, dtype=half_dtype(g))
+    t1 = t1_by_rc[recompute]
+    # adapters: the backward skips the frozen weights' gradients (about 4N of 6N; Hu et al. 2021, LoRA)
+    t1_s = t1.seconds * (4 / 6) if workload in ("lora", "qlora") else t1.seconds
+    tokens_per_gpu = seq_len * micro_batch
+    step_compute = t1_s * tokens_per_gpu / tokens
+    if workload in ("lora", "qlora"):  # only adapter gradients are all-reduced: negligible traffic
+        eff = 1.0
+    else:
+        eff = predicted_efficiency(model.n_params, name, n, gpus_per_node=gpus_per_node, inter_link=inter_link,
+                                   tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization,
+                                   zero_stage=s.zero_stage).efficiency
+    step_s = step_compute / eff + _offload_slowdown_s(model.n_params, tokens_per_gpu, s, g, 0)
+    input_bound = False
+    if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > loader_tokens_per_s:
+        step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)
+        input_bound = True
+    eff_total = step_compute / step_s
+    return t1_s / 3600 / (n * eff_total), eff_total, eff, input_bound
+
+
+def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of, mfu, profile, seq_len,
+                 micro_batch, gpus_per_node, inter_link, deadline_hours, budget_usd, loader_tokens_per_s):
+    plans = []
+    for name in gpu_names:
+        g = get_gpu(name)
+        usd = prices_of[name]
+        t1_by_rc = {}
+        for n in counts:
+            if n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
+                continue  # the global batch would exceed what one run can use
+            best = None
+            for tricks, s in _train_setups(workload, n, seq_len, micro_batch):
+                try:
+                    m = estimate_memory(model, setup=s, gpu=g)
+                except ValueError:
+                    continue
+                if not m.fits:
+                    continue
+                est = _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len,
+                                  micro_batch, gpus_per_node, inter_link, loader_tokens_per_s)
+                if best is None or est[0] < best[0][0] * (1 - 1e-9):  # ties: the layout with fewer tricks
+                    best = (est, tricks, s, m)
+            if best is None:
+                s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,
+                               recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=False,
+                               finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"))
+                m = estimate_memory(model, setup=s, gpu=g)
+                plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
+                                  layout=_layout(n, gpus_per_node, ("nothing fits",)), memory_per_gpu_bytes=m.total_bytes,
+                                  hours=math.inf, cost_usd=math.inf, efficiency=0.0, binding="does not fit",
+                                  feasible=False, usd_per_gpu_hour=usd))
+                continue
+            (hours, eff_total, eff_net, input_bound), tricks, s, m = best
+            cost_usd = hours * n * usd
+            binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
+                       "over budget" if budget_usd is not None and cost_usd > budget_usd else
+                       "input-bound" if input_bound else "network-bound" if eff_net < 0.5 else "compute-bound")
+            plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
+                              layout=_layout(n, gpus_per_node, tricks), memory_per_gpu_bytes=m.total_bytes,
+                              hours=hours, cost_usd=cost_usd, efficiency=eff_total, binding=binding,
+                              feasible=binding not in ("misses the deadline", "over budget"),
+                              usd_per_gpu_hour=usd, tricks=tricks))
+    return plans
+
+
+# ------------------------------------------------------------------------------- serving
+def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens,
+                           gpus_per_node, budget_usd, max_gpus):
+    """Serving plans from gpukit.inference (issue 11): for each GPU type, precision and tensor-parallel
+    degree, one replica's capacity at its largest batch (serve(...) without a simulation) and the
+    replicas a rate needs (replicas_for_rate); the cheapest combination per GPU type."""
+    plans = []
+    for name in gpu_names:
+        g = get_gpu(name)
+        usd = prices_of[name]
+        best = None
+        for prec in ("bf16", "fp8", "int8", "int4"):
+            for tp in (1, 2, 4, 8):
+                if tp > min(gpus_per_node, max_gpus) or model.n_heads % tp:
+                    continue
+                try:
+                    p = inference.serve(model, g, gpus=tp, tp=tp, precision=prec, input_tokens=input_tokens,
+                                        output_tokens=output_tokens, gpus_per_node=gpus_per_node)
+                    if not p.fits or p.capacity_req_per_s <= 0:
+                        continue
+                    replicas = inference.replicas_for_rate(rate, p.capacity_req_per_s)
+                except ValueError:  # precision not supported on this GPU, or the layout does not fit
+                    continue
+                n = replicas * tp
+                if n > max_gpus:
+                    continue
+                cand = (n * usd, n, prec, tp, replicas, p)
+                if best is None or cand[:2] < best[:2]:
+                    best = cand
+                break  # the smallest tp that fits this precision
+        if best is None:
+            plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="does not fit (any precision, TP up to 8)",
+                              memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
+                              binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
+            continue
+        usd_h, n, prec, tp, replicas, p = best
+        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else "memory-bandwidth-bound"
+        plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
+                          layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch up to {p.max_batch}",
+                          memory_per_gpu_bytes=int(p.memory.total_bytes), hours=None, cost_usd=usd_h, efficiency=1.0,
+                          binding=binding, feasible=binding != "over budget", usd_per_gpu_hour=usd,
+                          tricks=(prec,) if prec != "bf16" else (),
+                          usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
+    return plans
+
+
+def _serve_plans(model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens, mfu, gpus_per_node,
+                 budget_usd, max_gpus):
+    """Replicas x tensor-parallel degree per GPU type and precision. Decode step = (weights / tp +
+    batch x KV bytes) / HBM bandwidth (memory-bound roofline); prefill at peak x MFU (2N FLOPs per
+    token); the batch is the largest whose KV cache fits after SERVE_RESERVE."""
+    plans = []
+    ctx = input_tokens + output_tokens
+    kv_per_token = 2 * model.n_layers * model.n_kv_heads * model.head_dim * 2  # bf16 KV cache
+    for name in gpu_names:
+        g = get_gpu(name)
+        usd = prices_of[name]
+        cap = g.memory_bytes * (1 - SERVE_RESERVE)
+        best = None
+        for prec in SERVE_PRECISIONS:
+            wbytes = model.n_params * (dtype_bytes(prec) if prec != "nf4" else 0.5 + 0.127 / 8)
+            for tp in (1, 2, 4, 8):
+                if tp > gpus_per_node or model.n_heads % tp or tp > max_gpus:
+                    continue
+                free = cap - wbytes / tp - 1.5 * GiB  # CUDA context and activations of a batch (assumed)
+                batch = int(free // (ctx * kv_per_token / tp)) if free > 0 else 0
+                if batch < 1:
+                    continue
+                batch = min(batch, 256)
+                step = (wbytes / tp + batch * ctx / 2 * kv_per_token / tp) / (g.hbm_bandwidth_gbps * 1e9)
+                decode_tps = batch / step  # output tokens/s per replica
+                prefill_s = 2 * model.n_params * input_tokens / (tp * g.peak_tflops(half_dtype(g)) * 1e12 * mfu)
+                per_request_gpu_s = output_tokens / decode_tps + prefill_s  # replica-seconds per request
+                replicas = max(1, math.ceil(rate * per_request_gpu_s))
+                n = replicas * tp
+                if n > max_gpus:
+                    continue
+                usd_h = n * usd
+                tok_h = rate * output_tokens * 3600
+                cand = (usd_h, n, prec, tp, replicas, batch, wbytes / tp + batch * ctx * kv_per_token / tp)
+                if best is None or cand[:2] < best[:2]:
+                    best = cand
+                break  # the smallest tp that fits this precision
+        if best is None:
+            plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="weights do not fit even in 4 bit on 8-way TP",
+                              memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
+                              binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
+            continue
+        usd_h, n, prec, tp, replicas, batch, mem = best
+        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else "memory-bandwidth-bound"
+        plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
+                          layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch {batch}",
+                          memory_per_gpu_bytes=int(mem + 1.5 * GiB), hours=None, cost_usd=usd_h, efficiency=1.0,
+                          binding=binding, feasible=binding != "over budget", usd_per_gpu_hour=usd,
+                          tricks=(prec,) if prec != "bf16" else (),
+                          usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
+        del tok_h
+    return plans
+
+
+# ------------------------------------------------------------------------------- the planner
+def _usd(x: float) -> str:
+    return f"${x:,.2f}" if x < 1000 else f"${x:,.0f}"
+
+
+def _h(hours: float) -> str:
+    return f"{hours * 60:.0f} min" if hours < 1 else f"{hours:,.1f} h"
+
+
+def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[str, ...]]:
+    feas = [p for p in plans if p.feasible]
+    serve = workload == "serve"
+    if feas:
+        b = feas[0]
+        what = f"{b.scale}: {b.gpus} x {b.gpu} ({b.layout})"
+        if serve:
+            return (f"{what}, ${b.cost_usd:,.2f}/h, ${b.usd_per_million_tokens:.3f} per million output tokens. "
+                    f"Reason: the cheapest set of GPUs that holds the model and serves the rate."), ()
+        limits = []
+        if deadline_hours is not None:
+            limits.append(f"meets the {deadline_hours:g} h deadline")
+        if budget_usd is not None:
+            limits.append(f"stays within ${budget_usd:,.0f}")
+        why = ("the cheapest plan that " + " and ".join(limits)) if limits else "the cheapest plan (no deadline given)"
+        if b.gpus == 1 and b.tricks:
+            why += f"; one GPU is enough with {', '.join(b.tricks)}"
+        elif b.gpus == 1:
+            why += "; the job fits one GPU and more GPUs only add cost"
+        elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "misses the deadline" for p in plans):
+            why += f"; fewer {b.gpu} GPUs miss the deadline"
+        elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "does not fit" for p in plans):
+            why += f"; fewer {b.gpu} GPUs cannot hold the training state"
+        if b.binding == "input-bound" or any(p.gpus > b.gpus and p.gpu == b.gpu and p.binding == "input-bound"
+                                             for p in plans):
+            why += "; more GPUs would only wait for the input pipeline (input-bound)"
+        faster = [p for p in feas if p.pareto and p.hours < b.hours]
+        if faster:
+            f = min(faster, key=lambda p: p.hours)
+            why += f". Fastest on the Pareto set: {f.gpus} x {f.gpu} in {_h(f.hours)} for ${f.cost_usd:,.0f}"
+        return f"{what}: {_h(b.hours)}, ${b.cost_usd:,.0f}. Reason: {why}.", ()
+    fitting = [p for p in plans if p.binding != "does not fit"]
+    if not fitting:
+        return ("Nothing fits: no allowed GPU type and count holds this model for this workload.",
+                ("allow more GPUs or GPUs with more memory, or a lighter workload (LoRA/QLoRA instead of full "
+                 "training; int8/4-bit weights for serving)",))
+
+    def badness(p):
+        r = 1.0
+        if not serve and deadline_hours is not None:
+            r = max(r, p.hours / deadline_hours)
+        if budget_usd is not None:
+            r = max(r, p.cost_usd / budget_usd)
+        return (r, p.cost_usd)
+
+    near = min(fitting, key=badness)
+    changes = []
+    if serve:
+        changes.append(f"a budget of ${near.cost_usd:,.2f}/h (now ${budget_usd:,.2f}/h)")
+    else:
+        if deadline_hours is not None and near.hours > deadline_hours:
+            changes.append(f"a deadline of {near.hours:,.1f} h (now {deadline_hours:g} h)")
+        if budget_usd is not None and near.cost_usd > budget_usd:
+            changes.append(f"a budget of {_usd(near.cost_usd)} (now {_usd(budget_usd)})")
+    return (f"No plan meets every constraint. Nearest: {near.gpus} x {near.gpu} ({near.layout}), "
+            + (f"{_usd(near.cost_usd)}/h" if serve else f"{_h(near.hours)}, {_usd(near.cost_usd)}")
+            + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
+
+
+def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
+                          mfu, profile, loader_tokens_per_s=None, top: int = 2):
+    """Re-estimate the `top` cheapest training plans that fit (two: a search of 1024 GPUs takes about 0.4 s,
+    and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
+    (data x tensor x pipeline parallelism, issue 10) when it is installed; a searched layout replaces
+    the data-parallel one when it is faster. Returns (plans, description of what was refined)."""
+    try:
+        from gpukit import parallel
+    except ImportError:
+        return plans, ""
+    if not hasattr(parallel, "search"):
+        return plans, ""
+    cands = sorted((i for i, p in enumerate(plans) if p.binding != "does not fit" and p.gpus > 1
+                    and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)),
+                   key=lambda i: (not plans[i].feasible, plans[i].cost_usd))[:top]
+    done = []
+    for i in cands:
+        p = plans[i]
+        try:
+            r = parallel.search(model, p.gpu, p.gpus, gpus_per_node=gpus_per_node, seq_len=seq_len,
+                                inter_link=inter_link, global_batch=max(p.gpus, 512), top_k=1)
+        except ValueError:
+            continue
+        if r.best is None:
+            continue
+        e = r.best.estimate
+        c = e.config
+        # Consistent with the other plans: single-GPU time from gpukit.compute at the planner's MFU, and
+        # from the search only the share of its step that is useful compute (bubble, exposed TP/PP/DP
+        # communication excluded; full recompute executes 8N instead of 6N FLOPs per token).
+        useful = e.share("compute") + e.share("elementwise")
+        eff = useful * (0.75 if c.recompute == "full" else 1.0)
+        t1 = time_to_train(model, tokens, get_gpu(p.gpu), 1, mfu=mfu, profile=profile, seq_len=seq_len,
+                           dtype=half_dtype(get_gpu(p.gpu))).seconds / 3600
+        hours = t1 / (p.gpus * eff)
+        input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
+        if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
+            hours = tokens / loader_tokens_per_s / 3600
+            eff = t1 / (p.gpus * hours)
+        if hours >= p.hours * (1 - 1e-9):
+            continue
+        cost_usd = hours * p.gpus * p.usd_per_gpu_hour
+        binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
+                   "over budget" if budget_usd is not None and cost_usd > budget_usd else
+                   "input-bound" if input_bound else "network-bound" if useful < 0.5 else "compute-bound")
+        layout = f"DP {c.dp} x TP {c.tp} x PP {c.pp}, ZeRO-{c.zero_stage}, {c.recompute} recompute (parallel search)"
+        tricks = tuple(t for t in (f"TP {c.tp}" if c.tp > 1 else "", f"PP {c.pp}" if c.pp > 1 else "",
+                                   f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
+                                   f"{c.recompute} recompute" if c.recompute != "none" else "") if t)
+        plans[i] = replace(p, layout=layout, tricks=tricks, memory_per_gpu_bytes=int(e.memory_per_gpu_bytes), hours=hours,
+                           cost_usd=cost_usd, efficiency=eff, binding=binding,
+                           feasible=binding not in ("misses the deadline", "over budget"))
+        done.append(f"{p.gpus} x {p.gpu}")
+    return plans, ", ".join(done)
+
+
+def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: float | None = None,
+         input_tokens: int = 512, output_tokens: int = 256, deadline_hours: float | None = None,
+         budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
+         prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
+         gpus_per_node: int = 8, inter_link: str = "ib-ndr", loader_tokens_per_s: float | None = None,
+         suggest_alternatives: bool = True, refine: bool = True) -> PlanResult:
+    """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
+    of names (priced from `prices`, data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
+    None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
+    is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs)."""
+    require_choice("workload", workload, WORKLOADS)
+    if not isinstance(model, ModelSpec):
+        raise ValueError(f"model must be a ModelSpec (catalog.get_model(name) or specs.ModelSpec), got {type(model).__name__}")
+    if deadline_hours is not None:
+        deadline_hours = require_positive("deadline_hours", deadline_hours)
+    if budget_usd is not None:
+        budget_usd = require_positive("budget_usd", budget_usd)
+    counts = tuple(sorted({require_positive_int("gpus", c) for c in counts}))
+    if not counts:
+        raise ValueError("counts must list at least one GPU count")
+    if loader_tokens_per_s is not None:
+        loader_tokens_per_s = require_positive("loader_tokens_per_s", loader_tokens_per_s)
+    if workload == "serve":
+        if rate is None:
+            raise ValueError("workload serve needs rate (requests per second)")
+        rate = require_positive("rate", rate)
+        input_tokens = require_positive_int("input_tokens", input_tokens)
+        output_tokens = require_positive_int("output_tokens", output_tokens)
+    else:
+        if tokens is None:
+            raise ValueError(f"workload {workload} needs tokens (training tokens)")
+        tokens = require_positive("tokens", tokens)
+    # prices
+    skipped = []
+    if isinstance(gpus, dict):
+        prices_of = {}
+        for k, v in gpus.items():
+            get_gpu(k)
+            prices_of[k] = require_positive(f"price of {k}", v)
+    else:
+        from gpukit.prices import load_prices, quote
+
+        table = prices if prices is not None else load_prices()
+        names = list(gpus) if gpus else list(catalog_gpus())
+        prices_of = {}
+        for k in names:
+            get_gpu(k)
+            try:
+                prices_of[k] = quote(k, table, policy="median").usd_per_gpu_hour
+            except ValueError:
+                skipped.append(k)
+        if not prices_of:
+            raise ValueError("none of the allowed GPUs has a price; give prices per GPU-hour")
+    if skipped:
+        skipped = [f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"]
+    names = list(prices_of)
+    mfu_v = mfu if mfu is not None or profile is not None else 0.4
+    models_used = PLAN_MODELS
+    if workload == "serve":
+        try:
+            from gpukit import inference
+        except ImportError:
+            inference = None
+        if inference is not None and hasattr(inference, "serve") and hasattr(inference, "replicas_for_rate"):
+            plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
+                                           gpus_per_node, budget_usd, max(counts))
+            models_used = (*PLAN_MODELS[:1], "serving: gpukit.inference (prefill and decode from the roofline, KV "
+                           "cache, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
+        else:
+            plans = _serve_plans(model, names, prices_of, rate, input_tokens, output_tokens, mfu_v, gpus_per_node,
+                                 budget_usd, max(counts))
+            models_used = (*PLAN_MODELS[:1], "serving: decode roofline in gpukit.plan (weights + KV cache per step at "
+                           "HBM bandwidth, prefill at peak x MFU)", PLAN_MODELS[-1])
+    else:
+        plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
+                             profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
+                             deadline_hours, budget_usd, loader_tokens_per_s)
+    if workload in ("pretrain", "finetune") and refine:
+        plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or min(model.max_seq, 4096), gpus_per_node,
+                                               inter_link, deadline_hours, budget_usd,
+                                               mfu_v if profile is None else None, profile, loader_tokens_per_s)
+        if refined:
+            models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
+    # rank: feasible first, then cost, then time; Pareto set over the plans that fit
+    fit_idx = [i for i, p in enumerate(plans) if p.binding != "does not fit"]
+    flags = pareto_front([((plans[i].hours if plans[i].hours is not None else 0.0), plans[i].cost_usd)
+                          for i in fit_idx])
+    for i, f in zip(fit_idx, flags, strict=True):
+        plans[i] = replace(plans[i], pareto=f)
+    # within 1% of cost the plan with fewer GPUs ranks first (simpler, same money)
+    plans.sort(key=lambda p: (not p.feasible, p.binding == "does not fit",
+                              round(math.log(p.cost_usd) / math.log(1.01)) if 0 < p.cost_usd < math.inf else math.inf,
+                              p.gpus, p.hours if p.hours is not None else 0.0))
+    rec, changes = _recommend(workload, plans, deadline_hours, budget_usd)
+    if not any(p.feasible for p in plans) and suggest_alternatives and workload in ("pretrain", "finetune", "lora"):
+        alt_w = {"pretrain": None, "finetune": "qlora", "lora": "qlora"}[workload]
+        if alt_w:
+            alt = plan(alt_w, model, tokens=tokens, deadline_hours=deadline_hours, budget_usd=budget_usd,
+                       gpus=prices_of, counts=counts, mfu=mfu, profile=profile, seq_len=seq_len,
+                       micro_batch=micro_batch, gpus_per_node=gpus_per_node, inter_link=inter_link,
+                       suggest_alternatives=False)
+            if alt.best is not None:
+                b = alt.best
+                changes = (*changes, f"QLoRA instead of {workload}: {b.gpus} x {b.gpu}, {b.hours:,.1f} h, "
+                                     f"${b.cost_usd:,.0f} meets the constraints")
+    assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
+                   if profile is None else f"profile {getattr(profile, 'source', '')}",
+                   f"{gpus_per_node} GPUs per node, {inter_link} between nodes"]
+    if workload != "serve":
+        assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
+                           f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "
+                           f"tokens and at least {MIN_STEPS} optimizer steps")
+    else:
+        assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
+                           f"per hour; {SERVE_RESERVE:.0%} of memory kept free")
+    return PlanResult(workload=workload, model=model.name, plans=tuple(plans), recommendation=rec, changes=changes,
+                      skipped=tuple(skipped), models=models_used, assumptions=tuple(assumptions))
+
+
+# ------------------------------------------------------------------------------- the articles' frameworks
+def article_000_size_rule(n_params: float) -> str:
+    """Article 000: '<1B: single GPU; 1B-10B: a small cluster (4-8 GPUs); >10B: clusters are mandatory'."""
+    return "one GPU" if n_params < 1e9 else "one node" if n_params <= 10e9 else "many nodes"
+
+
+def article_000_decision_table(n_params: float, budget_usd: float | None) -> str:
+    """Article 000's decision framework: stay single (<3B, budget < $1K), 4-8 GPUs (3B-20B),
+    16+ GPUs across nodes (>20B, budget > $50K)."""
+    if n_params < 3e9 and (budget_usd is None or budget_usd < 1000):
+        return "one GPU"
+    if n_params <= 20e9:
+        return "one node"
+    return "many nodes"
+
+
+def strategy_table(fits_one_gpu: bool, nodes: str) -> str:
+    """A practitioner's strategy table (S. Bekman, ML Engineering, 'Which strategy to use when';
+    Hugging Face transformers 'Efficient training on multiple GPUs'): by scale x whether the model fits."""
+    table = {
+        ("one GPU", True): "plain training",
+        ("one GPU", False): "ZeRO-Offload / quantization / LoRA; or go multi-GPU",
+        ("one node", True): "DDP (or ZeRO-1/2)",
+        ("one node", False): "ZeRO-3/FSDP, or tensor/pipeline parallelism",
+        ("many nodes", True): "DDP/ZeRO across nodes (fast interconnect)",
+        ("many nodes", False): "ZeRO-3/FSDP or TP inside nodes + PP/DP across",
+    }
+    return table[(nodes, bool(fits_one_gpu))]
+
+
+def frameworks_grid(cases=None, *, gpu: str = "h100-sxm") -> list[dict]:
+    """The articles' rules beside the planner over a grid of (model, tokens, deadline, budget)."""
+    from gpukit.catalog import get_model
+
+    cases = cases or [("gpt2-xl", 20e9, 48, None), ("opt-1.3b", 26e9, 24, 1000), ("llama-2-7b", 1e9, 24, 500),
+                      ("llama-2-7b", 140e9, 72, None), ("llama-2-13b", 260e9, 168, None),
+                      ("opt-30b", 600e9, 336, None), ("llama-2-70b", 1.4e12, 720, None),
+                      ("llama-2-70b", 2e9, 48, None)]
+    rows = []
+    for name, tokens, deadline, budget in cases:
+        m = get_model(name)
+        r = plan("pretrain", m, tokens=tokens, deadline_hours=deadline, budget_usd=budget, gpus=[gpu])
+        b = r.best
+        scale = None if b is None else ("one GPU" if b.gpus == 1 else "one node" if b.nodes == 1 else "many nodes")
+        fits1 = any(p.gpus == 1 and p.binding != "does not fit" and not p.tricks for p in r.plans)
+        rows.append({"model": name, "n_params": m.n_params, "tokens": tokens, "deadline_hours": deadline,
+                     "budget_usd": budget, "planner": scale or "infeasible",
+                     "planner_plan": None if b is None else f"{b.gpus} x {gpu}, {b.layout}",
+                     "article_000_size_rule": article_000_size_rule(m.n_params),
+                     "article_000_decision_table": article_000_decision_table(m.n_params, budget),
+                     "strategy_table": strategy_table(fits1, scale or "many nodes"),
+                     "agree_size_rule": scale == article_000_size_rule(m.n_params),
+                     "agree_decision_table": scale == article_000_decision_table(m.n_params, budget)})
+    return rows

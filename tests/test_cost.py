@@ -1,0 +1,203 @@
+"""gpukit.prices and gpukit.cost: properties, published runs reproduced (with sources), bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpukit import cost
+from gpukit.catalog import get_model
+from gpukit.cli import main
+from gpukit.prices import load_prices, quote, read_prices
+
+
+# ------------------------------------------------------------------------------- prices
+def test_shipped_prices_have_provenance_and_known_gpus():
+    t = load_prices()
+    assert len(t.rows) >= 20
+    for r in t.rows:
+        assert r.source and r.source_url and r.accessed
+        assert r.count >= 1
+    assert {"h100-sxm", "a100-80gb"} <= set(t.gpus_priced())
+    # the articles' own figures are their own rows, never used as market prices by default
+    art = [r for r in t.rows if r.is_article]
+    assert {r.price_usd_per_h for r in art} >= {32.77, 98.32, 4.0, 30.0, 50.0}
+    assert {r.purchase_usd for r in art} >= {30000, 50000, 1200000, 150000}
+    assert all(not r.is_article for r in t.for_gpu("h100-sxm"))
+
+
+def test_skypilot_catalog_parsed_by_header_name(tmp_path):
+    d = tmp_path / "lambda"
+    d.mkdir()
+    f = d / "vms.csv"
+    # Lambda's column order and its GpuInfo dict string (SkyPilot catalog v7)
+    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+                 "cpu_4x_general,,,4.0,16.0,0.2,us-east-1,,\n"
+                 "gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,23.92,us-east-1,\"{'Gpus': [{'Name': 'H100'}]}\",\n"
+                 "gpu_1x_h100_pcie,H100,1.0,26.0,200.0,2.49,us-east-1,\"{'Gpus': []}\",1.5\n")
+    t = read_prices(f)
+    assert [r.gpu for r in t.rows] == ["h100-sxm", "h100-pcie"]  # CPU row skipped, PCIe recognised
+    assert t.rows[0].cloud == "lambda" and t.rows[0].usd_per_gpu_hour == pytest.approx(2.99)
+    assert quote("h100-pcie", t, spot=True).usd_per_gpu_hour == 1.5
+    # RunPod's order: SpotPrice before Price
+    g = tmp_path / "vms2.csv"
+    g.write_text("InstanceType,AcceleratorName,AcceleratorCount,Region,SpotPrice,Price\nx,A100-80GB,2,US,2.38,3.24\n")
+    assert read_prices(g).rows[0].usd_per_gpu_hour == pytest.approx(1.62)
+
+
+def test_missing_column_names_file_and_column(tmp_path):
+    f = tmp_path / "my_prices.csv"
+    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,SpotPrice,Region\nx,H100,8,10,us\n")
+    with pytest.raises(ValueError, match=r"my_prices\.csv: missing column 'Price'"):
+        read_prices(f)
+    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
+                 "--prices", str(f)]) == 2
+
+
+def test_bad_price_values(tmp_path):
+    f = tmp_path / "p.csv"
+    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,Region\nx,H100,8,abc,us\n")
+    with pytest.raises(ValueError, match="'Price' must be a number"):
+        read_prices(f)
+    with pytest.raises(ValueError, match="no on-demand price"):
+        quote("t4")
+
+
+# ------------------------------------------------------------------------------- training cost
+@settings(max_examples=25, deadline=None)
+@given(price=st.floats(0.1, 50), k=st.floats(0.1, 10))
+def test_cost_linear_in_price(price, k):
+    a = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8, 32], price_per_gpu_hour=price)
+    b = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8, 32], price_per_gpu_hour=price * k)
+    for ra, rb in zip(a.rows, b.rows, strict=True):
+        assert rb.cost_usd == pytest.approx(ra.cost_usd * k, rel=1e-9)
+        assert rb.hours == ra.hours
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_params=st.floats(1e8, 2e11), gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "rtx-4090"]),
+       counts=st.lists(st.integers(1, 512), min_size=1, max_size=6), link=st.sampled_from(["ib-ndr", "eth-100g"]))
+def test_more_gpus_never_fewer_gpu_hours(n_params, gpu, counts, link):
+    t = cost.training_cost(n_params, 1e10, gpu, sorted(set(counts) | {1}), price_per_gpu_hour=2.0, inter_link=link)
+    one = t.rows[0]
+    assert one.gpus == 1 and one.efficiency == 1.0
+    for r in t.rows:
+        assert 0 < r.efficiency <= 1
+        assert r.gpu_hours >= one.gpu_hours * (1 - 1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=30))
+def test_pareto_set_is_non_dominated_and_covers(points):
+    flags = cost.pareto_front(points)
+    front = [p for p, f in zip(points, flags, strict=True) if f]
+    assert front
+    for a, b in front:
+        assert not any(c <= a and d <= b and (c < a or d < b) for c, d in points)
+    for (a, b), f in zip(points, flags, strict=True):
+        if not f:
+            assert any(c <= a and d <= b for c, d in front)
+
+
+def test_efficiency_given_or_predicted_and_named():
+    t = cost.training_cost(get_model("llama-2-7b"), 1e11, "h100-sxm", [1, 8, 64], price_per_gpu_hour=3.0)
+    assert "data-parallel" in t.efficiency_model and "gpukit.comm" in t.efficiency_model
+    assert t.rows[2].efficiency < 1
+    g = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8], price_per_gpu_hour=3.0, efficiency={1: 1.0, 8: 0.5})
+    assert g.rows[1].gpu_hours == pytest.approx(2 * g.rows[0].gpu_hours)
+    with pytest.raises(ValueError, match="efficiency must be in"):
+        cost.training_cost(7e9, 1e11, "h100-sxm", [8], price_per_gpu_hour=3.0, efficiency=1.5)
+
+
+def test_article_table_identical_cost_only_at_perfect_scaling():
+    perfect = cost.article_table(efficiency=1.0)
+    assert [round(r.cost_usd) for r in perfect] == [800, 800, 800, 800]  # article 000's table
+    pred = cost.article_table()
+    costs = [r.cost_usd for r in pred]
+    assert costs[0] == pytest.approx(800)
+    assert all(b >= a for a, b in zip(costs, costs[1:], strict=False))  # efficiency falls with N, so cost rises
+    assert costs[-1] > 800 * 1.05
+
+
+# ------------------------------------------------------------------------------- buy vs rent
+@settings(max_examples=30, deadline=None)
+@given(u=st.floats(0.05, 1.0), years=st.floats(1, 6), rent=st.floats(1, 20), capex=st.floats(1e5, 5e6))
+def test_break_even_utilization_equalizes_cost(u, years, rent, capex):
+    r = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=u)
+    if math.isfinite(r.break_even_utilization) and r.break_even_utilization <= 1:
+        at = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years,
+                              utilization=r.break_even_utilization)
+        assert at.owned_cost_per_gpu_hour == pytest.approx(rent, rel=1e-9)
+    # owned cost falls as utilization rises
+    hi = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=min(1.0, u * 1.5))
+    assert hi.owned_cost_per_gpu_hour <= r.owned_cost_per_gpu_hour + 1e-12
+    if math.isfinite(r.break_even_months):  # cumulative rent = capex + energy after break_even_months
+        hours = r.break_even_months * cost.HOURS_PER_MONTH * u * 32
+        assert hours * rent == pytest.approx(capex + hours * r.energy_per_gpu_hour, rel=1e-9)
+
+
+def test_buy_vs_rent_bad_input():
+    with pytest.raises(ValueError, match="utilization must be in"):
+        cost.buy_vs_rent("h100-sxm", 8, 3e5, rent_per_gpu_hour=3, utilization=1.5)
+    with pytest.raises(ValueError, match="pue must be >= 1"):
+        cost.buy_vs_rent("h100-sxm", 8, 3e5, rent_per_gpu_hour=3, pue=0.9)
+    assert main(["cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "8", "--purchase-usd", "-5"]) == 2
+
+
+def test_buy_vs_rent_cli_json(capsys):
+    assert main(["cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.2M",
+                 "--rent-per-gpu-hour", "12.29", "--utilization", "0.9", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {"owned_cost_per_gpu_hour", "break_even_utilization", "break_even_months"} <= set(d)
+
+
+# ------------------------------------------------------------------------------- spot
+def test_young_daly_interval():
+    # Young 1974: sqrt(2 x 300 s x 12 h)
+    assert cost.young_interval_s(300, 43200) == pytest.approx(math.sqrt(2 * 300 * 43200))
+    # Daly's higher-order interval is close to Young's when the checkpoint is cheap
+    assert cost.daly_interval_s(10, 86400) == pytest.approx(cost.young_interval_s(10, 86400), rel=0.01)
+    s = cost.spot_run(100, 8, 3.0, 1.0, preemptions_per_day=2, checkpoint_minutes=5)
+    assert s.expected_hours > 100 and 0 < s.savings < 1 - 1 / 3
+    # Daly's interval minimizes the expected wall time among nearby intervals
+    m, d = 86400 / 2, 300
+    best = cost.expected_wall_s(1e6, cost.daly_interval_s(d, m), d, 600, m)
+    for f in (0.5, 0.8, 1.25, 2):
+        assert cost.expected_wall_s(1e6, f * cost.daly_interval_s(d, m), d, 600, m) >= best
+
+
+def test_cost_train_cli_json(capsys):
+    assert main(["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus",
+                 "1,8,64", "--price-per-gpu-hour", "3", "--spot", "--preemptions-per-day", "2",
+                 "--checkpoint-minutes", "5", "--spot-price-per-gpu-hour", "1.2", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [r["gpus"] for r in d["rows"]] == [1, 8, 64]
+    assert {"gpus", "hours", "gpu_hours", "cost_usd", "efficiency"} <= set(d["rows"][0])
+    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
+                 "--spot"]) == 2
+
+
+# ------------------------------------------------------------------------------- published runs
+def test_deepseek_v3_cost_reproduced():
+    """DeepSeek-V3 Technical Report (arXiv 2412.19437) Table 1: 2.788M H800 GPU-hours x $2 = $5.576M."""
+    c = cost.published_check("deepseek-v3")
+    assert c.cost_usd == pytest.approx(5.576e6, rel=1e-6)
+    assert 0.25 < c.implied_mfu < 0.45  # 6ND with 37B active params, 14.8T tokens, BF16 peak
+
+
+@pytest.mark.parametrize("key, tol", [("llama-2-70b", 0.15), ("llama-2-7b", 0.15), ("llama-3.1-405b", 0.20)])
+def test_published_gpu_hours_predicted(key, tol):
+    """Llama 2 (Touvron et al. 2023, Table 2) and Llama 3.1 (model card; Dubey et al. 2024 report
+    38-43% MFU): GPU-hours predicted from 6ND at 40% MFU within `tol` of the disclosed figure."""
+    c = cost.published_check(key, mfu=0.4)
+    assert abs(c.gpu_hours_error) < tol, c
+
+
+def test_published_implied_mfu_plausible():
+    for r in cost.PUBLISHED_RUNS:
+        c = cost.published_check(r.key)
+        assert 0.1 < c.implied_mfu < 0.6, (r.key, c.implied_mfu)

@@ -1,0 +1,154 @@
+"""gpukit.plan: feasibility properties, workloads no issue lists, infeasible requests, bad input, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpukit.catalog import get_gpu, get_model, gpus
+from gpukit.cli import main
+from gpukit.cost import pareto_front
+from gpukit.plan import WORKLOADS, article_000_decision_table, article_000_size_rule, frameworks_grid, plan
+from gpukit.specs import ModelSpec
+
+ALL = {g: 2.0 for g in gpus()}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layers=st.integers(2, 48), heads=st.sampled_from([8, 16, 32]), head_dim=st.sampled_from([64, 128]),
+       workload=st.sampled_from(["pretrain", "finetune", "lora", "qlora"]), tokens=st.floats(1e7, 1e12),
+       deadline=st.one_of(st.none(), st.floats(0.5, 2000)), budget=st.one_of(st.none(), st.floats(10, 1e6)),
+       allowed=st.lists(st.sampled_from(sorted(ALL)), min_size=1, max_size=4, unique=True))
+def test_feasible_plans_fit_and_meet_deadline_and_budget(layers, heads, head_dim, workload, tokens, deadline, budget,
+                                                          allowed):
+    m = ModelSpec(name="h", n_layers=layers, hidden=heads * head_dim, n_heads=heads, max_seq=2048, mlp="swiglu",
+                  norm="rmsnorm", position="rope", bias=False, vocab=32000)
+    r = plan(workload, m, tokens=tokens, deadline_hours=deadline, budget_usd=budget, gpus={g: ALL[g] for g in allowed})
+    for p in r.plans:
+        if p.feasible:
+            assert p.memory_per_gpu_bytes <= get_gpu(p.gpu).memory_bytes
+            assert deadline is None or p.hours <= deadline
+            assert budget is None or p.cost_usd <= budget
+            assert 0 < p.efficiency <= 1
+    assert (r.best is None) == (not r.feasible)
+    if r.best is not None:  # ranked: the first plan is feasible and (within 1%) the cheapest feasible one
+        assert r.best.cost_usd <= min(p.cost_usd for p in r.feasible) * 1.0101
+    else:
+        assert "No plan" in r.recommendation or "Nothing fits" in r.recommendation
+    fitting = [p for p in r.plans if p.binding != "does not fit"]
+    flags = pareto_front([(p.hours, p.cost_usd) for p in fitting])
+    assert [p.pareto for p in fitting] == list(flags)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_every_workload_gives_a_recommendation_with_a_reason(workload):
+    kw = {"rate": 5} if workload == "serve" else {"tokens": 1e9}
+    r = plan(workload, get_model("llama-2-7b"), gpus={"h100-sxm": 3.0, "a100-80gb": 1.9}, **kw)
+    assert r.best is not None and "Reason" in r.recommendation
+    assert r.models and r.assumptions
+    assert {"gpu", "gpus", "nodes", "layout", "memory_per_gpu_bytes", "hours", "cost_usd", "efficiency",
+            "binding"} <= set(r.to_json_dict()["plans"][0])
+
+
+def test_workloads_no_issue_lists():
+    # Mistral 7B QLoRA on one 24 GB RTX 4090 (Dettmers et al. 2023: 7B QLoRA fits consumer GPUs)
+    r = plan("qlora", get_model("mistral-7b"), tokens=5e7, gpus={"rtx-4090": 0.7}, counts=(1, 2, 4))
+    assert r.best.gpus == 1 and r.best.gpu == "rtx-4090"
+    # GPT-2 small fine-tuning: one GPU, no tricks needed
+    r = plan("finetune", get_model("gpt2"), tokens=1e8, gpus={"a10g": 1.0})
+    assert r.best.gpus == 1 and not r.best.tricks
+    # OPT-175B pretraining on 180B tokens (Zhang et al. 2022 used 992 A100-80GB for about two months):
+    # a deadline of 60 days needs many nodes of A100s
+    r = plan("pretrain", get_model("opt-175b"), tokens=180e9, deadline_hours=60 * 24, gpus={"a100-80gb": 1.9})
+    assert r.best is not None and r.best.nodes > 8
+    one = [p for p in r.plans if p.gpus == 1]
+    assert one and all(p.binding in ("does not fit", "misses the deadline") for p in one)  # offload-all fits, slowly
+    # Llama 3 70B served at 2 req/s: does not fit one 80 GB GPU in bf16, so int8/4-bit or TP
+    r = plan("serve", get_model("llama-3-70b"), rate=2, gpus={"h100-sxm": 3.0})
+    assert r.best.tricks or r.best.gpus > 1
+
+
+def test_infeasible_request_gets_nearest_plan_and_changes():
+    r = plan("finetune", get_model("llama-2-70b"), tokens=1e8, deadline_hours=2, budget_usd=100,
+             gpus={"h100-sxm": 3.0})
+    assert r.best is None and r.changes
+    assert any("budget" in c for c in r.changes)
+    assert any("QLoRA" in c for c in r.changes)  # a lighter workload would meet the constraints
+
+
+def test_input_bound_job_is_named():
+    r = plan("pretrain", get_model("opt-1.3b"), tokens=26e9, gpus={"a100-80gb": 1.9}, counts=(1, 32),
+             loader_tokens_per_s=2 * 20000)
+    p32 = next(p for p in r.plans if p.gpus == 32)
+    assert p32.binding == "input-bound" and p32.efficiency < 0.2
+
+
+def test_frameworks_grid_rows():
+    rows = frameworks_grid()
+    assert len(rows) >= 6 and {"planner", "article_000_size_rule", "strategy_table"} <= set(rows[0])
+    assert article_000_size_rule(0.5e9) == "one GPU" and article_000_size_rule(70e9) == "many nodes"
+    assert article_000_decision_table(1e9, 500) == "one GPU" and article_000_decision_table(13e9, None) == "one node"
+
+
+def test_bad_input():
+    m = get_model("gpt2")
+    with pytest.raises(ValueError, match="workload must be one of"):
+        plan("train", m, tokens=1e9)
+    with pytest.raises(ValueError, match="needs tokens"):
+        plan("pretrain", m)
+    with pytest.raises(ValueError, match="needs rate"):
+        plan("serve", m)
+    with pytest.raises(ValueError, match="deadline_hours must be"):
+        plan("pretrain", m, tokens=1e9, deadline_hours=-1)
+    with pytest.raises(ValueError, match="unknown gpu"):
+        plan("pretrain", m, tokens=1e9, gpus=["h100-sxn"])
+    assert main(["plan", "--workload", "pretrain", "--model", "gpt2"]) == 2
+    assert main(["plan", "--workload", "serve", "--model", "gpt2", "--tokens", "1B", "--rate", "1"]) == 2
+    assert main(["plan", "--workload", "pretrain", "--layers", "4", "--hidden", "100", "--heads", "3",
+                 "--tokens", "1B"]) == 2
+
+
+def test_plan_cli_json(capsys):
+    assert main(["plan", "--workload", "lora", "--model", "llama-2-13b", "--tokens", "50M", "--deadline-hours", "12",
+                 "--budget-usd", "200", "--gpu", "h100-sxm:3,a100-80gb", "--gpus", "1,2,4,8", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["recommendation"] and d["plans"]
+    assert {p["gpus"] for p in d["plans"]} <= {1, 2, 4, 8}
+
+
+JUNK = st.sampled_from(["0", "-1", "nan", "inf", "1e400", "abc", "", "1,5", "2T", "7B", "0.5", "8", "h100-sxm",
+                        "a100-80gb:1.5", "gpt2", "llama-2-7b", "serve", "pretrain"])
+PLAN_FLAGS = ["--workload", "--model", "--layers", "--hidden", "--heads", "--tokens", "--rate", "--deadline-hours",
+              "--budget-usd", "--gpu", "--gpus", "--mfu", "--input-tokens", "--output-tokens", "--seq-len"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(st.sampled_from(PLAN_FLAGS), JUNK), max_size=6), as_json=st.booleans())
+def test_fuzz_plan_cli_exits_0_or_2(pairs, as_json, capsys):
+    argv = ["plan", "--gpus", "1,8"] + [x for p in pairs for x in p] + (["--json"] if as_json else [])
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), argv
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    elif as_json:
+        d = json.loads(out)
+        assert "recommendation" in d
+
+
+COST_FLAGS = ["--model", "--params", "--tokens", "--gpu", "--gpus", "--mfu", "--price-per-gpu-hour", "--spot",
+              "--preemptions-per-day", "--checkpoint-minutes", "--gpus-per-node"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(st.sampled_from(COST_FLAGS), JUNK), max_size=7))
+def test_fuzz_cost_cli_exits_0_or_2(pairs, capsys):
+    argv = ["cost", "train"] + [x for p in pairs for x in p if not (p[0] == "--spot" and x != "--spot")]
+    rc = main(argv)
+    _, err = capsys.readouterr()
+    assert rc in (0, 2), argv
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
