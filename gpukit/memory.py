@@ -565,6 +565,13 @@ def pytorch_forward_end_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     return model.n_layers * pytorch_layer_activation_bytes(model, setup) + head + logits_bwd / 3
 
 
+def _pytorch_step(setup: TrainSetup) -> bool:
+    """The pytorch convention's step model applies: full training (what tests/test_memory_planning.py
+    measured). LoRA/QLoRA dequantize or freeze the base weights per op (no autocast weight cache of the
+    whole model) and inference has no backward: those keep the megatron terms, and the text says so."""
+    return setup.convention == "pytorch" and not setup.inference and setup.finetune == "full"
+
+
 def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
     """The peak of one steady-state training step in eager PyTorch, as the components alive at that
     moment (so they still sum to the total), from the model states `p` of _stage_parts.
@@ -778,7 +785,9 @@ class MemoryBreakdown:
                 f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}")
         how = ("convention pytorch: the parts alive at the peak of a step, phase " + self.peak_phase
                if self.convention == "pytorch" and self.peak_phase != "sum" else
-               f"convention {self.convention}: a sum of parts")
+               f"convention {self.convention}: a sum of parts" + (
+                   " (the megatron terms: the pytorch step model is measured for full training only, not "
+                   "for LoRA/QLoRA or inference)" if self.convention == "pytorch" else ""))
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",
@@ -847,7 +856,7 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             check_layout(model, setup)
             stages = ("only",) if setup.pp == 1 else ("first", "last")
             parts = [(st, _stage_parts(model, setup, st)) for st in stages]
-            if setup.convention == "pytorch" and not setup.inference:
+            if _pytorch_step(setup):
                 parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
             stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             terms = _stage_terms(model, setup, stage)
@@ -859,7 +868,7 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             stage, p, name = "only", _n_params_parts(total_params, setup), f"{total_params:,} params"
             terms = ()
             trainable = 0 if setup.inference else total_params
-            if setup.convention == "pytorch" and not setup.inference:  # peak at the optimizer step
+            if _pytorch_step(setup):  # peak at the optimizer step
                 p["optimizer"] += _optimizer_temp_bytes(None, setup, p["optimizer"] / _adam_state_bytes(setup),
                                                         _adam_state_bytes(setup))
                 if setup.dp > 1 and setup.zero_stage == 0:  # DDP gradient buckets

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpukit.cli import add_json_flag
+from gpukit.errors import nonnegative_float_arg
 from gpukit.units import parse_count
 
 
@@ -155,10 +156,10 @@ def register(subparsers) -> None:
     pr.add_argument("--prices", help="price CSV to take the rental price from (median row)")
     b.add_argument("--power-kw", type=_positive, help="kW per GPU incl. its server share (default TDP x 1.82)")
     b.add_argument("--pue", type=_positive, default=1.56, help="power usage effectiveness (default 1.56)")
-    b.add_argument("--usd-per-kwh", type=float, default=0.10)
+    b.add_argument("--usd-per-kwh", type=nonnegative_float_arg, default=0.10)
     b.add_argument("--years", type=_positive, default=3.0, help="depreciation period (default 3)")
     b.add_argument("--utilization", type=_fraction, default=0.7, help="share of hours in use (default 0.7)")
-    b.add_argument("--ops-usd-per-year", type=float, default=0.0, help="staff, rack space, support per year")
+    b.add_argument("--ops-usd-per-year", type=nonnegative_float_arg, default=0.0, help="staff, rack space, support per year")
     add_json_flag(b)
     b.set_defaults(func=_buy)
 
