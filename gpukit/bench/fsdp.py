@@ -307,7 +307,7 @@ def _entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
     import torch
     import torch.distributed as dist
 
-    from gpukit.bench.launch import die_with_parent
+    from gpukit.bench.supervise import die_with_parent
 
     die_with_parent()
     if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
