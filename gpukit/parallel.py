@@ -880,7 +880,11 @@ _N21 = ("Narayanan et al. 2021, Efficient Large-Scale Language Model Training on
         "full recompute; TFLOP/s include recompute)")
 _N21_ASSUMED = "micro_batch 1 (the table does not list it), non-interleaved 1F1B, eager attention kernels"
 _K22 = ("Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), "
-        "Tables 3 and 5 (A100 80GB; seq 2048; selective recompute + sequence parallelism; iteration time)")
+        "Table 3 (model, TP, PP, GPUs, global batch, micro-batch) and Table 5 (iteration time; full recompute vs "
+        "selective recompute + sequence parallelism), A100 80GB, seq 2048")
+_K22_ASSUMED = ("dp 1 (GPU count = tp x pp); interleaved schedule with 3 virtual stages for 175B and 530B, none for "
+                "22B and 1T, as in Calculon's validation configurations of the same runs (Isaev et al. SC23, "
+                "github.com/calculon-ai/calculon validation/*.json): the paper does not state it")
 
 
 def _n21(name, params_b, heads, hidden, layers, tp, pp, gpus, batch, tflops):
@@ -903,11 +907,13 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     _n21("Megatron 529.6B", 529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163),
     _n21("Megatron 1008B", 1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
     *(PublishedRun(f"Korthikanti {name} {label}", _gpt(f"gpt-{name}", layers, hidden, heads), "a100-80gb", gpus,
-                   ParallelConfig(dp=1, tp=8, pp=pp, micro_batch=1, recompute=rc, sp=sp), batch, 2048, t, "step_s",
-                   "eager", _K22, "micro_batch 1; dp 1 (GPU count = tp x pp); non-interleaved 1F1B")
-      for name, heads, hidden, layers, pp, gpus, batch, times in (
-          ("22b", 64, 6144, 48, 1, 8, 4, (1.42, 1.10)), ("175b", 96, 12288, 96, 8, 64, 64, (18.13, 13.75)),
-          ("530b", 128, 20480, 105, 35, 280, 280, (49.05, 37.83)), ("1t", 160, 25600, 128, 64, 512, 512, (94.42, 71.49))
+                   ParallelConfig(dp=1, tp=8, pp=pp, virtual_stages=v, micro_batch=b, recompute=rc, sp=sp), batch,
+                   2048, t, "step_s", "eager", _K22, _K22_ASSUMED)
+      for name, heads, hidden, layers, pp, v, gpus, batch, b, times in (
+          ("22b", 64, 6144, 48, 1, 1, 8, 4, 4, (1.42, 1.10)),
+          ("175b", 96, 12288, 96, 8, 3, 64, 64, 1, (18.13, 13.75)),
+          ("530b", 128, 20480, 105, 35, 3, 280, 280, 1, (49.05, 37.83)),
+          ("1t", 160, 25600, 128, 64, 1, 512, 512, 1, (94.42, 71.49)),
       ) for (label, rc, sp), t in zip((("full recompute", "full", False), ("selective+SP", "selective", True)), times,
                                       strict=True)),
     PublishedRun("BLOOM-176B", ModelSpec(name="bloom-176b", n_layers=70, hidden=14336, n_heads=112, vocab=250880,
