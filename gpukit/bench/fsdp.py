@@ -337,13 +337,18 @@ def _entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
 
 def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len: int, micro_batch: int,
                   ranks: int):
-    """gpukit.memory's ZeRO-3 and DDP predictions for the reference GPT in fp32 AdamW (CPU convention)."""
+    """gpukit.memory's ZeRO-3 and DDP predictions for the reference GPT in fp32 AdamW (CPU convention).
+
+    convention="megatron": the ZeRO paper's sum of parts, term by term (parameters, gradients, optimizer
+    states), which is what MemTracker's Parameter / Gradient / Optstate categories report; the default
+    "pytorch" step model folds the optimizer step's temporaries and DDP's bucket copies into those terms
+    to predict a peak, so its terms are not the states a rank holds."""
     from gpukit import memory as mem
     from gpukit.memory_eager import reference_spec
 
     spec = reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
     base = dict(precision="fp32", dp=ranks, seq_len=seq_len, micro_batch=micro_batch, attention="eager",
-                dropout=False)
+                dropout=False, convention="megatron")
     return (mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=3, zero3_prefetch_layers=1, **base)),
             mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=0, **base)))
 
