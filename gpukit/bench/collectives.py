@@ -410,35 +410,10 @@ def _setup_rank(cfg: dict, local_rank: int) -> None:
 
 
 def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
-    """Entry point of a spawned rank: connect to the parent's store, run, report, clean up."""
-    import torch.distributed as dist
+    """Entry point of a spawned rank: join the launcher's store and group, run, report (launch.rank_main)."""
+    from gpukit.bench.launch import rank_main
 
-    from gpukit.bench.supervise import die_with_parent
-
-    die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
-
-    if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback run: say so, don't guess a NIC
-    try:
-        _setup_rank(cfg, rank)
-        timeout = timedelta(seconds=cfg["timeout_s"])
-        store = dist.TCPStore("127.0.0.1", port, n_ranks, is_master=False, timeout=timeout)
-        dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=n_ranks, timeout=timeout)
-        payload = _worker_body(cfg)
-        dist.barrier()
-        q.put(("ok", rank, payload if rank == 0 else None))
-    except BaseException as e:  # report, then exit; the parent kills the other ranks
-        q.put(("error", rank, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    # flush the report, then skip the interpreter's teardown of torch (about a second per rank);
-    # the process group is already destroyed and the outcome is in the queue
-    q.close()
-    q.join_thread()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    rank_main(rank, n_ranks, port, cfg, q, _worker_body)
 
 
 def spawn_ranks(cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | None = None) -> dict:

@@ -25,10 +25,7 @@ tests/test_fsdp.py, `make bench`.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
-from datetime import timedelta
 
 from gpukit.bench.results import BenchResult
 from gpukit.bench.timing import percentile
@@ -303,36 +300,10 @@ def fsdp_body(cfg: dict) -> dict:
 
 
 def _entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
-    """Spawned rank: connect to the parent's store (127.0.0.1), run fsdp_body, report, clean up."""
-    import torch
-    import torch.distributed as dist
+    """Spawned rank: join the launcher's store and group, run fsdp_body, report (launch.rank_main)."""
+    from gpukit.bench.launch import rank_main
 
-    from gpukit.bench.supervise import die_with_parent
-
-    die_with_parent()
-    if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    try:
-        if cfg.get("threads"):
-            torch.set_num_threads(int(cfg["threads"]))
-        if cfg["device"] == "cuda":
-            torch.cuda.set_device(rank)
-        timeout = timedelta(seconds=cfg["timeout_s"])
-        store = dist.TCPStore("127.0.0.1", port, n_ranks, is_master=False, timeout=timeout)
-        dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=n_ranks, timeout=timeout)
-        payload = fsdp_body(cfg)
-        dist.barrier()
-        q.put(("ok", rank, payload if rank == 0 else None))
-    except BaseException as e:  # report, then exit; the parent kills the other ranks
-        q.put(("error", rank, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    q.close()
-    q.join_thread()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    rank_main(rank, n_ranks, port, cfg, q, fsdp_body)
 
 
 def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len: int, micro_batch: int,

@@ -135,6 +135,47 @@ def spawn(entry, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | N
             procs = q = None  # a signal re-delivered after this must find no queue left (leaked semaphores)
 
 
+def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body) -> None:
+    """The body of a spawned rank's entry point: die with the launcher, pin gloo to loopback, set the
+    threads and the CUDA device, join the launcher's store (127.0.0.1:port) and the process group, run
+    `body(cfg)`, report ("ok" | "error", rank, payload) on `q`, destroy the group and exit at once.
+
+    cfg: backend, device, timeout_s and optionally threads. Only rank 0's payload travels. The exit
+    skips the interpreter's teardown of torch (about a second per rank): the process group is already
+    destroyed and the outcome is in the queue."""
+    import sys
+
+    import torch
+    import torch.distributed as dist
+
+    from gpukit.bench.supervise import die_with_parent
+
+    die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
+    if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback run: say so, don't guess a NIC
+    try:
+        if cfg.get("threads"):
+            torch.set_num_threads(int(cfg["threads"]))
+        if cfg["device"] == "cuda":
+            torch.cuda.set_device(rank)
+        timeout = timedelta(seconds=cfg["timeout_s"])
+        store = dist.TCPStore("127.0.0.1", port, n_ranks, is_master=False, timeout=timeout)
+        dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=n_ranks, timeout=timeout)
+        payload = body(cfg)
+        dist.barrier()
+        q.put(("ok", rank, payload if rank == 0 else None))
+    except BaseException as e:  # report, then exit; the parent kills the other ranks
+        q.put(("error", rank, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    q.close()
+    q.join_thread()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def _deaths(procs) -> list[str]:
     """'rank R died with exit code C' for each rank that exited non-zero without reporting."""
     out = []
