@@ -191,7 +191,7 @@ class _Probes:
         if m not in self.x:
             self.x[m] = torch.randn(m, CALIBRATION_K, device=self.device).to(torch.bfloat16)
         x = self.x[m]
-        t = min(self._time(lambda: torch.mm(x, self.w)) for _ in range(2))
+        t = min(self._time(lambda: F.linear(x, self.w)) for _ in range(2))  # the layout nn.Linear uses
         return 2.0 * m * CALIBRATION_K * CALIBRATION_K / t / 1e12
 
     def dispatch_s(self) -> float:
