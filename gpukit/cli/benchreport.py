@@ -113,7 +113,7 @@ def tricks_section(threads: int | None) -> dict:
     from gpukit.bench.models import reference_spec
     from gpukit.roofline import cpu_peak_from_identity
 
-    _section("5. Trick time ratios with their uncertainty (CPU, notebook 02's full size), CPU peak")
+    _section("4. Trick time ratios with their uncertainty (CPU, notebook 02's full size), CPU peak")
     ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
     out: dict = {"model": ref.name, "ratios": []}
     for name in tricks.TRICKS:
@@ -130,16 +130,20 @@ def tricks_section(threads: int | None) -> dict:
     except ValueError as e:
         print(f"  CPU peak: {e}")
     return out
+
+
 def ddp_section(netlab_rates: str) -> dict:
     from gpukit.bench.ddp_validate import ddp_report
 
     _section("5. DDP: predicted vs measured step time (CPU, gloo)")
     return ddp_report(netlab_rates=[r for r in netlab_rates.split(",") if r], out=print)
+
+
 def parallel_section() -> dict:
     """Issue 10: the step-time model vs published runs, the search's speed, FSDP on two gloo ranks."""
     from gpukit.parallel import validate_published
 
-    _section("P1. 3D step-time model vs published runs (stated layouts, one set of efficiencies)")
+    _section("6a. 3D step-time model vs published runs (stated layouts, one set of efficiencies)")
     rows = validate_published()
     print(f"  {'run':<34}{'GPUs':>6}  {'layout':<48}{'published':>10}{'model':>9}{'error':>8}")
     for v in rows:
@@ -159,7 +163,7 @@ def search_section(repeats: int = 5) -> dict:
 
     from gpukit.parallel import search
 
-    _section("P2. Layout search speed: llama-3-70b on 1024 x h100-sxm (one core, this process)")
+    _section("6b. Layout search speed: llama-3-70b on 1024 x h100-sxm (one core, this process)")
     times, cpu, res = [], [], None
     for _ in range(repeats):
         t, c = time.perf_counter(), time.process_time()
@@ -179,7 +183,7 @@ def search_section(repeats: int = 5) -> dict:
 def fsdp_section() -> dict:
     from gpukit.bench.fsdp import run_fsdp
 
-    _section("P3. DDP vs FSDP2, ZeRO-1, TP, PP on 2 gloo ranks (CPU)")
+    _section("6c. DDP vs FSDP2, ZeRO-1, TP, PP on 2 gloo ranks (CPU)")
     r = run_fsdp(2, steps=5, timeout_s=300)
     print(r.to_text())
     return r.to_json_dict()
@@ -188,7 +192,7 @@ def serving_section(device: str) -> dict:
     from gpukit.catalog import get_gpu, get_model
     from gpukit.inference import tp_ordering, validate_published
 
-    _section(f"5a. Serving: KV-cache prefill/decode measured vs roofline ({device.upper()}, 1 thread)")
+    _section(f"7a. Serving: KV-cache prefill/decode measured vs roofline ({device.upper()}, 1 thread)")
     out: dict = {"measured": []}
     for spec in decode.decode_specs():
         r = decode.measure_decode(spec, device=device, timeout_s=300)
@@ -199,7 +203,7 @@ def serving_section(device: str) -> dict:
         out["measured"].append({"model": spec.name, "rows": r["rows"]})
     if device == "cpu":
         print(f"  CUDA: {decode.gpu_decode()}")
-    _section("5b. Serving: gpukit.inference vs published figures (goal within 30%)")
+    _section("7b. Serving: gpukit.inference vs published figures (goal within 30%)")
     df = validate_published()
     for _, row in df.iterrows():
         print(f"  {row['name']:<34} {row['metric']:<10} published {row['published']:9.2f} {row['unit']:<8} "
@@ -264,10 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     if "economics" not in skip:  # issue 12: planner speed over the catalog, published costs reproduced
         from gpukit.bench.planner import economics_section
 
-        _section("Planner speed and published training-run costs")
+        _section("8. Planner speed and published training-run costs")
         report["economics"] = economics_section()
     report["bench_wall_s"] = time.perf_counter() - t0
-    _section("4. Wall times")
+    _section("9. Wall times")
     print(f"  this report: {report['bench_wall_s']:.1f} s")
     if LAST_TEST_RUN.exists():
         last = json.loads(LAST_TEST_RUN.read_text())
