@@ -57,6 +57,7 @@ from gpukit import quant
 from gpukit.comm import collective_time
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB, dtype_bytes
 
@@ -510,16 +511,6 @@ class ServePlan:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
         lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
         return "\n".join(lines)
-
-
-def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
 
 
 def default_link(gpu, tp: int):

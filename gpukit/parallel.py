@@ -55,6 +55,7 @@ from gpukit.catalog import get_gpu, get_interconnect, get_model
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB
 
@@ -82,16 +83,6 @@ ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (s
 _DEFAULT_LINKS = {"a100-40gb": ("nvlink3", "ib-hdr"), "a100-80gb": ("nvlink3", "ib-hdr"),
                   "h100-sxm": ("nvlink4", "ib-ndr"), "h200": ("nvlink4", "ib-ndr"), "b200": ("nvlink5", "ib-xdr"),
                   "v100-32gb": ("nvlink2", "ib-hdr")}
-
-
-def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
 
 
 # ------------------------------------------------------------------------------------ cluster

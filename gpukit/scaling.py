@@ -43,21 +43,12 @@ from gpukit.comm import ClusterNetwork, cluster_network, coefficients, collectiv
 from gpukit.compute import _rate_flops
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import frame
+from gpukit.results import json_safe as _json_safe
 from gpukit.units import dtype_bytes
 
 HOOKS = ("none", "fp16", "bf16", "powersgd")
 MIB = 1024 * 1024
 PSGD_MIN_COMPRESSION_RATE = 2  # torch powerSGD_hook default (PowerSGDState min_compression_rate)
-
-
-def _json_safe(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
 
 
 # ---------------------------------------------------------------------------------------------------
