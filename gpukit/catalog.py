@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from gpukit.errors import did_you_mean
+from gpukit.errors import did_you_mean, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -308,6 +308,23 @@ def get_model(name: str) -> ModelSpec:
 def get_interconnect(name: str) -> Interconnect:
     """The link row called `name` (case-insensitive); ValueError with suggestions otherwise."""
     return _lookup("link", name, interconnects())
+
+
+def intra_node_link(gpu, peers: int = 8) -> Interconnect:
+    """The catalog link that `peers` GPUs of this type use inside a node unless told otherwise.
+
+    NVLink (AMD: Infinity Fabric, modelled as NVLink) when it joins every peer: an SXM or OAM board
+    (NVSwitch or a full mesh), or a PCIe card's bridge for a pair (peers <= 2: RTX 3090/A6000, H100
+    PCIe). The generation is the fastest catalog NVLink whose bandwidth the GPU's own `nvlink_gbps`
+    reaches (1% slack: MI300X's 448 GB/s counts as NVLink 4's 450). Otherwise, and for a bridge slower
+    than NVLink 2, the card's PCIe generation. Data: gpus.csv nvlink_gbps, form_factor, pcie_gen."""
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    peers = require_positive_int("peers", peers)
+    if g.nvlink_gbps > 0 and (g.form_factor != "pcie" or peers <= 2):
+        nv = [x for x in interconnects().values() if x.kind == "nvlink" and x.bandwidth_gbps <= g.nvlink_gbps * 1.01]
+        if nv:
+            return max(nv, key=lambda x: x.bandwidth_gbps)
+    return get_interconnect(f"pcie{min(max(int(g.pcie_gen), 3), 5)}")
 
 
 def frame(kind: str):

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from gpukit.catalog import get_gpu, get_interconnect
+from gpukit.catalog import get_gpu, get_interconnect, intra_node_link
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import time_to_train
 from gpukit.errors import require_positive, require_positive_int
@@ -59,17 +59,6 @@ def half_dtype(gpu) -> str:
         return "fp16"
 
 
-def _intra_link(gpu) -> str:
-    """The GPU's own in-node link: NVLink generation by bandwidth, else its PCIe generation."""
-    if gpu.nvlink_gbps >= 900:
-        return "nvlink5"
-    if gpu.nvlink_gbps >= 450:
-        return "nvlink4"
-    if gpu.nvlink_gbps >= 300:
-        return "nvlink3"
-    return {3: "pcie3", 4: "pcie4"}.get(gpu.pcie_gen, "pcie5")
-
-
 def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node: int = 8,
                          inter_link: str = "ib-ndr", intra_link: str | None = None,
                          tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
@@ -94,14 +83,14 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     g = get_gpu(gpu)
     if use_scaling and zero_stage < 3 and n > 1:
-        est = _from_scaling(n_params, gpu, n, k, intra_link or _intra_link(g), inter_link, tokens_per_gpu, mfu,
+        est = _from_scaling(n_params, gpu, n, k, intra_link or intra_node_link(g, min(n, k)).name, inter_link, tokens_per_gpu, mfu,
                             grad_dtype, overlap)
         if est is not None:
             return est
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
         g.peak_tflops(half_dtype(g)) * 1e12 * require_positive("mfu", mfu))
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
-    intra = get_interconnect(intra_link or _intra_link(g))
+    intra = get_interconnect(intra_link) if intra_link else intra_node_link(g, min(n, k))
     nodes = math.ceil(n / k)
     if n == 1:
         comm_s = 0.0

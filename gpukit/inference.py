@@ -514,15 +514,10 @@ class ServePlan:
 
 
 def default_link(gpu, tp: int):
-    """The catalog link inside a node for this GPU: NVLink of its generation, else PCIe."""
-    from gpukit.catalog import get_interconnect
+    """The link inside a node for a tp-way group of this GPU (catalog.intra_node_link); None for tp 1."""
+    from gpukit.catalog import intra_node_link
 
-    if tp == 1:
-        return None
-    by_bw = {150.0: "nvlink2", 300.0: "nvlink3", 450.0: "nvlink4", 900.0: "nvlink5"}
-    if gpu.nvlink_gbps in by_bw:
-        return get_interconnect(by_bw[gpu.nvlink_gbps])
-    return get_interconnect({3: "pcie3", 4: "pcie4"}.get(int(gpu.pcie_gen), "pcie5"))
+    return None if tp == 1 else intra_node_link(gpu, tp)
 
 
 def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str = "bf16",

@@ -370,3 +370,20 @@ def test_cli_malformed_catalog_exits_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     assert main(["gpus", "--json"]) == 2
     assert "gpus.csv:3: 'tdp_w' must be a number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("gpu, peers, link", [
+    ("v100-32gb", 8, "nvlink2"), ("a100-80gb", 8, "nvlink3"), ("h100-sxm", 8, "nvlink4"), ("b200", 8, "nvlink5"),
+    ("mi300x", 8, "nvlink4"),  # Infinity Fabric 448 GB/s, within 1% of NVLink 4's 450
+    ("h100-pcie", 2, "nvlink3"), ("h100-pcie", 8, "pcie5"),  # a bridge joins a pair, not eight cards
+    ("rtx-3090", 2, "pcie4"),  # a 56 GB/s bridge is slower than any catalog NVLink: the card's PCIe
+    ("l4", 8, "pcie4"), ("t4", 4, "pcie3"),
+])
+def test_intra_node_link_one_rule_for_every_gpu(gpu, peers, link):
+    """One default in-node link for memory/scaling/parallel/inference/cost (catalog.intra_node_link)."""
+    assert catalog.intra_node_link(gpu, peers).name == link
+
+
+def test_intra_node_link_bad_peers():
+    with pytest.raises(ValueError, match="peers must be a positive integer"):
+        catalog.intra_node_link("h100-sxm", 0)
