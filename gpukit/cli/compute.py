@@ -27,12 +27,19 @@ def _dims(text):
     return tuple(_positive_int(x.strip()) for x in parts)
 
 
-def _fraction(text):
+def _positive(text):
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not (0 < v <= 1):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def _fraction(text):
+    v = _positive(text)
+    if v > 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
     return v
 

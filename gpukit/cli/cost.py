@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpukit.cli import add_json_flag
+from gpukit.cli.compute import Report, _fraction, _positive
 from gpukit.errors import nonnegative_float_arg
 from gpukit.units import parse_count
 
@@ -27,34 +28,6 @@ def _int_list(text):
             raise argparse.ArgumentTypeError(f"expected positive integers N[,N...], got {text!r}")
         out.append(v)
     return out
-
-
-def _positive(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
-
-
-def _fraction(text):
-    v = _positive(text)
-    if v > 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
-    return v
-
-
-class Report:
-    def __init__(self, payload: dict, text: str):
-        self.payload, self.text = payload, text
-
-    def to_json_dict(self) -> dict:
-        return self.payload
-
-    def to_text(self) -> str:
-        return self.text
 
 
 def _prices(args):

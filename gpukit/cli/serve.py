@@ -5,18 +5,8 @@ from __future__ import annotations
 import argparse
 
 from gpukit.cli import add_json_flag
-from gpukit.cli.compute import _positive_int
+from gpukit.cli.compute import _positive, _positive_int
 from gpukit.inference import KV_DTYPES, PRECISIONS
-
-
-def _positive_float(text):
-    try:
-        v = float(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (v > 0 and v != float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
 
 
 def _price(text):
@@ -62,15 +52,15 @@ def register(subparsers) -> None:
     p.add_argument("--context", type=_positive_int, help="KV tokens per sequence (default input + output)")
     p.add_argument("--input-tokens", type=_positive_int, default=1000, help="prompt tokens (default 1000)")
     p.add_argument("--output-tokens", type=_positive_int, default=200, help="generated tokens (default 200)")
-    p.add_argument("--rate", type=_positive_float, help="requests per second to serve: replicas and p50/p99 latency")
+    p.add_argument("--rate", type=_positive, help="requests per second to serve: replicas and p50/p99 latency")
     p.add_argument("--price-per-gpu-hour", type=_price, help="USD per GPU-hour: cost per million output tokens")
-    p.add_argument("--hbm-share", type=_positive_float, default=0.65,
+    p.add_argument("--hbm-share", type=_positive, default=0.65,
                    help="assumed share of HBM bandwidth reached in decode, in (0, 1] (default 0.65)")
-    p.add_argument("--flops-share", type=_positive_float, default=0.5,
+    p.add_argument("--flops-share", type=_positive, default=0.5,
                    help="assumed share of the dense peak reached in prefill, in (0, 1] (default 0.5)")
-    p.add_argument("--reserve", type=_positive_float, default=0.9,
+    p.add_argument("--reserve", type=_positive, default=0.9,
                    help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)")
-    p.add_argument("--non-gpu-ms", type=_positive_float, help="per-request time outside the GPUs, ms")
+    p.add_argument("--non-gpu-ms", type=_positive, help="per-request time outside the GPUs, ms")
     p.add_argument("--simulate-requests", type=_positive_int, default=400,
                    help="requests in the queueing simulation with --rate (default 400)")
     add_json_flag(p)
