@@ -242,3 +242,17 @@ def test_count_figures_counts_png_outputs_outside_widgets(tmp_path):
     nbformat.write(nb, str(path))
     assert nbtools.count_figures(path) == 2
     assert nbtools.count_figures(new_notebook(cells=[new_code_cell("1")])) == 0
+
+
+def test_number_predicate_bounds_and_wording():
+    """nbtools.number: the shared numeric check of the notebooks' parameter cells."""
+    frac = nbtools.number(0, 1, lo_open=True)
+    assert nbtools.check_param("MFU", 0.4, frac) == 0.4 and nbtools.check_param("MFU", 1, frac) == 1
+    for bad in (0, 1.5, True, float("nan"), "0.4"):
+        with pytest.raises(ValueError, match=r"parameter MFU must be a number > 0 and <= 1; got"):
+            nbtools.check_param("MFU", bad, frac)
+    with pytest.raises(ValueError, match=r"must be a number >= 0; got -1"):
+        nbtools.check_param("BUDGET_USD", -1, nbtools.number(0))
+    assert nbtools.check_param("X", -3.5, nbtools.number()) == -3.5
+    with pytest.raises(ValueError, match=r"a number \(any finite value\)"):
+        nbtools.check_param("X", float("inf"), nbtools.number())

@@ -149,6 +149,30 @@ def check_param(name: str, value, allowed):
     raise TypeError(f"check_param: allowed must be a type, range, collection or predicate, got {allowed!r}")
 
 
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False):
+    """A predicate for `check_param`: a finite real number (not a bool) from `lo` to `hi` (either end
+    may be None: unbounded; lo_open=True excludes `lo`). Its docstring is the error's wording.
+
+    >>> check_param("MFU", 0.4, number(0, 1, lo_open=True))
+    0.4
+    >>> check_param("RATE", 0, number(0, lo_open=True))
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter RATE must be a number > 0; got 0
+    """
+    def ok(x) -> bool:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            return False
+        if lo is not None and (x <= lo if lo_open else x < lo):
+            return False
+        return hi is None or x <= hi
+
+    low = "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
+    high = "" if hi is None else f"<= {hi:g}"
+    ok.__doc__ = "a number " + (" and ".join(x for x in (low, high) if x) or "(any finite value)")
+    return ok
+
+
 def quick() -> bool:
     """True when GPUKIT_QUICK=1 (Binder's start script, `make run RUN_ARGS=--quick`) asks for QUICK.
 
