@@ -470,11 +470,9 @@ def serving_cost_per_million(total_tokens_per_s: float, gpus: int, usd_per_gpu_h
 
 def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, context: int = 2048,
                  precision: str = "bf16", usd_per_gpu_hour: float | None = None, prices=None) -> ServingCost:
-    """Cost per million tokens of serving `model` on `gpus` x `gpu` at decode batch `batch`.
-
-    Throughput from gpukit.inference when present; otherwise the decode roofline bound (Kwon et al.
-    2023; every step reads the weights once plus each sequence's KV cache, at HBM bandwidth), which
-    is an upper bound on throughput, so a lower bound on cost, and the source says so."""
+    """Cost per million tokens of serving `model` on `gpus` x `gpu` (tensor parallel over all of them)
+    at decode batch `batch`: throughput from gpukit.inference.serve (prefill and decode from the
+    roofline with its stated efficiencies; half the context is prompt, half is generated)."""
     from gpukit.catalog import get_model
 
     m, g = get_model(model), get_gpu(gpu)
@@ -482,26 +480,15 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
     b = require_positive_int("batch", batch)
     c = require_positive_int("context", context)
     usd, _ = _price(gpu, usd_per_gpu_hour, prices)
-    try:
-        from gpukit import inference
-    except ImportError:
-        inference = None
-    if inference is not None and hasattr(inference, "serve"):
-        p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=max(1, c // 2),
-                            output_tokens=max(1, c - c // 2))
-        if not p.fits:
-            raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
-        return serving_cost_per_million(p.total_tokens_per_s, n, usd, source=(
-            f"gpukit.inference: batch {b}, context {c}, {precision}, TP {n} (decode step from the roofline with "
-            "its stated efficiencies)"))
-    weights = m.n_params * dtype_bytes(precision)
-    kv_per_token = 2 * m.n_layers * m.n_kv_heads * m.head_dim * dtype_bytes(precision)
-    step_bytes = weights / n + b * c / 2 * kv_per_token / n  # average context c/2 over a generation
-    step_s = step_bytes / (g.hbm_bandwidth_gbps * 1e9)
-    tps = b / step_s
-    return serving_cost_per_million(tps, n, usd, source=(
-        f"decode roofline bound: batch {b}, mean context {c // 2}, {precision} weights and KV cache at "
-        f"{g.hbm_bandwidth_gbps:g} GB/s (upper bound on tokens/s: cost is a lower bound)"))
+    from gpukit import inference
+
+    p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=max(1, c // 2),
+                        output_tokens=max(1, c - c // 2))
+    if not p.fits:
+        raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
+    return serving_cost_per_million(p.total_tokens_per_s, n, usd, source=(
+        f"gpukit.inference: batch {b}, context {c}, {precision}, TP {n} (decode step from the roofline with "
+        "its stated efficiencies)"))
 
 
 # ------------------------------------------------------------------------------- the articles' table

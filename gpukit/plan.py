@@ -26,7 +26,7 @@ from gpukit.cost import half_dtype, pareto_front, predicted_efficiency
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.specs import ModelSpec
-from gpukit.units import GiB, dtype_bytes
+from gpukit.units import GiB
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "serve")
 BINDINGS = ("does not fit", "misses the deadline", "over budget", "network-bound", "input-bound", "compute-bound",
@@ -35,8 +35,6 @@ DEFAULT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3 405B's largest batch, 16M tokens (Dubey et al. 2024, sec. 3.4)
 MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spreading wider
 OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
-SERVE_PRECISIONS = ("bf16", "int8", "nf4")
-SERVE_RESERVE = 0.10  # share of GPU memory a serving engine keeps free (vLLM gpu_memory_utilization 0.9)
 PLAN_MODELS = (
     "memory: gpukit.memory planning model (ZeRO paper bytes, Korthikanti activations, overhead)",
     "time: gpukit.compute 6ND (8ND with full recompute) at peak x MFU",
@@ -280,61 +278,6 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
     return plans
 
 
-def _serve_plans(model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens, mfu, gpus_per_node,
-                 budget_usd, max_gpus):
-    """Replicas x tensor-parallel degree per GPU type and precision. Decode step = (weights / tp +
-    batch x KV bytes) / HBM bandwidth (memory-bound roofline); prefill at peak x MFU (2N FLOPs per
-    token); the batch is the largest whose KV cache fits after SERVE_RESERVE."""
-    plans = []
-    ctx = input_tokens + output_tokens
-    kv_per_token = 2 * model.n_layers * model.n_kv_heads * model.head_dim * 2  # bf16 KV cache
-    for name in gpu_names:
-        g = get_gpu(name)
-        usd = prices_of[name]
-        cap = g.memory_bytes * (1 - SERVE_RESERVE)
-        best = None
-        for prec in SERVE_PRECISIONS:
-            wbytes = model.n_params * (dtype_bytes(prec) if prec != "nf4" else 0.5 + 0.127 / 8)
-            for tp in (1, 2, 4, 8):
-                if tp > gpus_per_node or model.n_heads % tp or tp > max_gpus:
-                    continue
-                free = cap - wbytes / tp - 1.5 * GiB  # CUDA context and activations of a batch (assumed)
-                batch = int(free // (ctx * kv_per_token / tp)) if free > 0 else 0
-                if batch < 1:
-                    continue
-                batch = min(batch, 256)
-                step = (wbytes / tp + batch * ctx / 2 * kv_per_token / tp) / (g.hbm_bandwidth_gbps * 1e9)
-                decode_tps = batch / step  # output tokens/s per replica
-                prefill_s = 2 * model.n_params * input_tokens / (tp * g.peak_tflops(half_dtype(g)) * 1e12 * mfu)
-                per_request_gpu_s = output_tokens / decode_tps + prefill_s  # replica-seconds per request
-                replicas = max(1, math.ceil(rate * per_request_gpu_s))
-                n = replicas * tp
-                if n > max_gpus:
-                    continue
-                usd_h = n * usd
-                tok_h = rate * output_tokens * 3600
-                cand = (usd_h, n, prec, tp, replicas, batch, wbytes / tp + batch * ctx * kv_per_token / tp)
-                if best is None or cand[:2] < best[:2]:
-                    best = cand
-                break  # the smallest tp that fits this precision
-        if best is None:
-            plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="weights do not fit even in 4 bit on 8-way TP",
-                              memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
-                              binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
-            continue
-        usd_h, n, prec, tp, replicas, batch, mem = best
-        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else "memory-bandwidth-bound"
-        plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
-                          layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch {batch}",
-                          memory_per_gpu_bytes=int(mem + 1.5 * GiB), hours=None, cost_usd=usd_h, efficiency=1.0,
-                          binding=binding, feasible=binding != "over budget", usd_per_gpu_hour=usd,
-                          tricks=(prec,) if prec != "bf16" else (),
-                          usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
-        del tok_h
-    return plans
-
-
-# ------------------------------------------------------------------------------- the planner
 def _usd(x: float) -> str:
     return f"${x:,.2f}" if x < 1000 else f"${x:,.0f}"
 
@@ -517,20 +460,12 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     mfu_v = mfu if mfu is not None or profile is not None else 0.4
     models_used = PLAN_MODELS
     if workload == "serve":
-        try:
-            from gpukit import inference
-        except ImportError:
-            inference = None
-        if inference is not None and hasattr(inference, "serve") and hasattr(inference, "replicas_for_rate"):
-            plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
-                                           gpus_per_node, budget_usd, max(counts))
-            models_used = (*PLAN_MODELS[:1], "serving: gpukit.inference (prefill and decode from the roofline, KV "
-                           "cache, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
-        else:
-            plans = _serve_plans(model, names, prices_of, rate, input_tokens, output_tokens, mfu_v, gpus_per_node,
-                                 budget_usd, max(counts))
-            models_used = (*PLAN_MODELS[:1], "serving: decode roofline in gpukit.plan (weights + KV cache per step at "
-                           "HBM bandwidth, prefill at peak x MFU)", PLAN_MODELS[-1])
+        from gpukit import inference
+
+        plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
+                                       gpus_per_node, budget_usd, max(counts))
+        models_used = (*PLAN_MODELS[:1], "serving: gpukit.inference (prefill and decode from the roofline, KV "
+                       "cache, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
     else:
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
                              profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
@@ -572,7 +507,8 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                            f"tokens and at least {MIN_STEPS} optimizer steps")
     else:
         assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
-                           f"per hour; {SERVE_RESERVE:.0%} of memory kept free")
+                           f"per hour; the serving engine pre-allocates "
+                           f"{inference.Assumptions().reserve_fraction:.0%} of GPU memory (gpukit.inference)")
     return PlanResult(workload=workload, model=model.name, plans=tuple(plans), recommendation=rec, changes=changes,
                       skipped=tuple(skipped), models=models_used, assumptions=tuple(assumptions))
 
