@@ -110,11 +110,9 @@ _SCALING_CACHE: dict = {}
 
 
 def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_dtype, overlap):
-    """gpukit.scaling.scaling(...) efficiency at n GPUs (cached), or None where that module is absent."""
-    try:
-        from gpukit.scaling import scaling
-    except ImportError:
-        return None
+    """gpukit.scaling.scaling(...) efficiency at n GPUs (cached), or None for a layout it does not take."""
+    from gpukit.scaling import scaling
+
     key = (round(n_params), gpu, n, k, intra, inter, round(tokens_per_gpu), round(mfu, 6), grad_dtype, overlap > 0)
     if key not in _SCALING_CACHE:
         try:

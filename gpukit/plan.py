@@ -349,14 +349,10 @@ def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_li
                           mfu, profile, loader_tokens_per_s=None, top: int = 2):
     """Re-estimate the `top` cheapest training plans that fit (two: a search of 1024 GPUs takes about 0.4 s,
     and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
-    (data x tensor x pipeline parallelism, issue 10) when it is installed; a searched layout replaces
-    the data-parallel one when it is faster. Returns (plans, description of what was refined)."""
-    try:
-        from gpukit import parallel
-    except ImportError:
-        return plans, ""
-    if not hasattr(parallel, "search"):
-        return plans, ""
+    (data x tensor x pipeline parallelism); a searched layout replaces the data-parallel one when it
+    is faster. Returns (plans, description of what was refined)."""
+    from gpukit import parallel
+
     cands = sorted((i for i, p in enumerate(plans) if p.binding != "does not fit" and p.gpus > 1
                     and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)),
                    key=lambda i: (not plans[i].feasible, plans[i].cost_usd))[:top]
