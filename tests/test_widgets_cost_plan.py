@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpukit.widgets.cost_view import buy_vs_rent_view, cost_view, spot_view
 from gpukit.widgets.plan_view import plan_wizard
 
@@ -30,3 +32,19 @@ def test_plan_wizard_errors_in_place():
     assert v.error and "deadline_hours" in v.error
     v.set(deadline_hours=0, workload="serve", rate=10)
     assert v.error is None and v.result.workload == "serve"
+
+
+def test_draw_gpu_counts_one_gpu_type():
+    """Notebook 09's memory and time by GPU count: the GPU's capacity line comes from the catalog."""
+    from gpukit.catalog import get_gpu, get_model
+    from gpukit.plan import plan
+    from gpukit.widgets.plan_view import draw_gpu_counts
+
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=500, gpus=["a100-80gb"])
+    fig = draw_gpu_counts(r, 500)
+    mem_ax, time_ax = fig.axes
+    assert get_gpu("a100-80gb").memory_gib in {ln.get_ydata()[0] for ln in mem_ax.get_lines()}
+    assert 500 in {ln.get_ydata()[0] for ln in time_ax.get_lines()}
+    assert len(mem_ax.get_lines()[0].get_xdata()) == len(r.plans)
+    with pytest.raises(ValueError, match="one GPU type"):
+        draw_gpu_counts(plan("pretrain", get_model("llama-2-7b"), tokens=20e9, gpus=["a100-80gb", "h100-sxm"]))

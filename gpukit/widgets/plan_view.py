@@ -68,6 +68,37 @@ def draw_plans(result: PlanResult, ax=None):
     return fig or ax.figure
 
 
+def draw_gpu_counts(result: PlanResult, deadline_hours: float | None = None):
+    """One GPU type's plans by GPU count: memory per GPU against the GPU's capacity (left), hours of
+    the plans that fit with the deadline (right). `result` comes from plan(..., gpus=[one type])."""
+    import matplotlib.pyplot as plt
+
+    from gpukit.catalog import get_gpu
+
+    gpu_names = {p.gpu for p in result.plans}
+    if len(gpu_names) != 1:
+        raise ValueError(f"draw_gpu_counts needs the plans of one GPU type, got {sorted(gpu_names)}")
+    name = gpu_names.pop()
+    plans = sorted(result.plans, key=lambda p: p.gpus)
+    fits = [p for p in plans if p.binding != "does not fit"]
+    cap = get_gpu(name).memory_gib
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    a1.plot([p.gpus for p in plans], [p.memory_per_gpu_bytes / 2**30 for p in plans], "o-")
+    a1.axhline(cap, color="grey", ls="--", label=f"{cap:g} GiB")
+    a1.set(xlabel="GPUs", ylabel="GiB per GPU")
+    a1.set_xscale("log", base=2)
+    a2.plot([p.gpus for p in fits], [p.hours for p in fits], "o-", label="hours")
+    a2.set(yscale="log", xlabel="GPUs", ylabel="hours (log)")
+    a2.set_xscale("log", base=2)
+    if deadline_hours:
+        a2.axhline(deadline_hours, color="tab:red", ls="--", label="deadline")
+    for a in (a1, a2):
+        a.legend(fontsize=8)
+    fig.suptitle(f"{result.model} on {name}: memory and time by GPU count", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def plan_wizard(**defaults) -> View:
     """The planner as a wizard."""
     d = dict(workload="pretrain", model="llama-2-7b", tokens_b=20.0, rate=5.0, deadline_hours=0.0, budget_usd=0.0,
