@@ -333,13 +333,19 @@ def _pp_comm(model: ModelSpec, tokens: int, pp: int, link) -> float:
 def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, precision: str = "bf16",
                 kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
                 assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
-                peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
+                peak_tflops: float | None = None, bandwidth_gbps: float | None = None,
+                attn_tflops: float | None = None) -> StepTime:
     """One decode step: `batch` sequences each add one token after `context` cached tokens (with pp
     stages, as pp micro-batches of ceil(batch/pp): the figures are per stage and micro-batch).
 
     Per GPU: dense part max(weight bytes read / bw, batch x (2N + 2Vh) / tp / flops); attention part
-    max(batch x context x KV bytes / bw, batch x 4 L H Q context / tp / flops); + TP all-reduces.
-    peak_tflops / bandwidth_gbps replace the catalog figures (e.g. a measured CPU profile)."""
+    max(batch x context x KV bytes / bw, batch x 4 L H Q context / tp / attention flops); + TP all-reduces.
+    peak_tflops / bandwidth_gbps replace the catalog figures (e.g. a measured CPU profile).
+    attn_tflops: the rate of decode attention's products, which are matrix-vector products (each
+    sequence multiplies its own cache by the query rows of one KV group, n_heads / n_kv_heads rows), not
+    the batch-wide GEMM of the dense part; None takes the dense rate (a GPU's decode attention is
+    bandwidth-bound either way). A CPU's one-row product runs far below its GEMM rate
+    (gpukit.bench.decode measures it)."""
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)
@@ -353,7 +359,9 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
     attn_bytes = mb * context * kv_bytes_per_token(model, kv_dtype, tp, pp)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
-    attn_s = max(attn_bytes / bw, attn_flops / flops_rate)
+    attn_rate = flops_rate if attn_tflops is None else (
+        require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
+    attn_s = max(attn_bytes / bw, attn_flops / attn_rate)
     return StepTime(mode="decode", tokens=batch, dense_flops=dense_flops, dense_bytes=dense_bytes,
                     attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp), attn_s=attn_s,
                     tp_comm_s=_tp_comm(model, mb, tp, pp, link), pp_comm_s=_pp_comm(model, mb, pp, pp_link),

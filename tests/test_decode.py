@@ -42,24 +42,33 @@ def test_gpu_line_without_cuda():
     assert decode.gpu_decode() == "not yet run on a GPU (no CUDA device here)"
 
 
+def _measure_quick():
+    spec = decode.decode_specs(quick=True)[0]
+    r = decode.measure_decode(spec, batches=(1, 64), prompt=256, repeats=5, timeout_s=240)
+    return {(x["mode"], x["batch"]): x for x in r["rows"]}
+
+
 @pytest.mark.slow
 def test_measured_cpu_decode_against_the_roofline():
-    """The roofline (perfect overlap of streaming and compute) and the no-overlap bound (their sum), both
-    from this machine's rates measured in the same moment, bracket a step's time. Every measured
-    prefill/decode step must lie within 25% of that bracket: never more than 25% faster than the
-    roofline allows, and (on a quiet enough machine) never more than 25% slower than the no-overlap
-    bound. Batching below the ridge must raise decode throughput almost linearly."""
-    spec = decode.decode_specs(quick=True)[0]
-    r = decode.measure_decode(spec, batches=(1, 64), prompt=128, repeats=5, timeout_s=240)
-    rows = {(x["mode"], x["batch"]): x for x in r["rows"]}
-    for x in r["rows"]:
-        assert 0 < x["predicted_s"] <= x["no_overlap_s"]
-        assert x["error"] < 0.25, f"{x['mode']} batch {x['batch']}: faster than the roofline allows ({x['error']:+.0%})"
-    assert rows[("decode", 64)]["measured_tokens_per_s"] > 4 * rows[("decode", 1)]["measured_tokens_per_s"], \
-        "batching below the ridge should raise decode throughput almost linearly"
-    busy = [x for x in r["rows"] if x["spread"] > QUIET_SPREAD]
-    if busy:
-        pytest.skip(f"machine too busy for the upper check: spread {max(x['spread'] for x in busy):.0%}")
-    for x in r["rows"]:
-        over = x["measured_s"] / x["no_overlap_s"] - 1
-        assert over <= 0.25, f"{x['mode']} batch {x['batch']}: {over:+.0%} slower than the no-overlap bound"
+    """The roofline with this machine's rates measured in the same moment (the triad and the achievable
+    matmul rate on streamed weights of a transformer layer's shapes at another width) predicts every
+    measured prefill/decode step within 25% (issue 11's goal), on a quiet enough machine; a run that
+    misses is measured once more (a neighbour can slow the steps and not the probes) and the second
+    must pass. The ideal roofline (in-core rate, perfect overlap) is a lower bound on time. Batching
+    below the ridge must raise decode throughput almost linearly."""
+    for _attempt in (1, 2):
+        rows = _measure_quick()
+        assert set(rows) == {("prefill", 1), ("decode", 1), ("decode", 64)}
+        for x in rows.values():
+            assert 0 < x["ideal_s"] <= x["no_overlap_s"]
+            assert x["error_ideal"] < 0.10, \
+                f"{x['mode']} batch {x['batch']}: faster than the ideal roofline allows ({x['error_ideal']:+.0%})"
+        assert rows[("decode", 64)]["measured_tokens_per_s"] > 4 * rows[("decode", 1)]["measured_tokens_per_s"], \
+            "batching below the ridge should raise decode throughput almost linearly"
+        busy = [x for x in rows.values() if x["spread"] > QUIET_SPREAD]
+        if busy:
+            pytest.skip(f"machine too busy for the 25% check: spread {max(x['spread'] for x in busy):.0%}")
+        off = [f"{m} batch {b}: {x['error']:+.0%}" for (m, b), x in rows.items() if abs(x["error"]) > 0.25]
+        if not off:
+            return
+    pytest.fail(f"prediction off by more than 25% in two runs: {'; '.join(off)}")

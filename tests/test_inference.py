@@ -101,6 +101,27 @@ def test_decode_bandwidth_bound_then_compute_bound():
     assert inf.decode_step(L8, H100, batch=8, context=1).time_s < 1.1 * small.time_s
 
 
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 512), ctx=st.integers(1, 8192), slow=st.floats(1e-4, 1.0))
+def test_decode_attention_rate(b, ctx, slow):
+    """attn_tflops (the one-row rate of decode attention's matrix-vector products): None is the dense
+    rate; a slower attention rate never shortens the step and touches only the attention part."""
+    peak = H100.peak_tflops("bf16")
+    base = inf.decode_step(L8, H100, batch=b, context=ctx)
+    same = inf.decode_step(L8, H100, batch=b, context=ctx, attn_tflops=peak)
+    slower = inf.decode_step(L8, H100, batch=b, context=ctx, attn_tflops=peak * slow)
+    assert same.time_s == pytest.approx(base.time_s)
+    assert slower.attn_s >= base.attn_s * (1 - 1e-12) and slower.dense_s == base.dense_s
+    # the attention part is at least its compute time at the given rate
+    assert slower.attn_s >= slower.attn_flops / (peak * slow * 1e12 * inf.Assumptions().flops_share) * (1 - 1e-9)
+
+
+def test_decode_attention_rate_bad_input():
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="attn_tflops must be a finite number > 0"):
+            inf.decode_step(L8, H100, batch=1, context=16, attn_tflops=bad)
+
+
 def test_prefill_compute_bound_2n_flops():
     p = inf.prefill_step(L8, H100, prompt_tokens=2048)
     assert p.bound == "compute"
