@@ -528,21 +528,43 @@ def default_link(gpu, tp: int):
     return None if tp == 1 else intra_node_link(gpu, tp)
 
 
-def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str = "bf16",
-          kv_dtype: str | None = None, batch: int = 1, context: int | None = None, input_tokens: int = 1000,
-          output_tokens: int = 200, rate: float | None = None, price_per_gpu_hour: float | None = None,
+DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS = 1000, 200
+
+
+def default_precision(gpu) -> str:
+    """bf16, or fp16 on GPUs without bf16 units (V100, T4): what an engine loads 16-bit weights as."""
+    return default_kv_dtype(gpu)
+
+
+def default_lengths(model: ModelSpec, input_tokens: int | None = None, output_tokens: int | None = None,
+                    context: int | None = None) -> tuple[int, int]:
+    """Prompt and output lengths when not given: 1000 and 200, shrunk to fit the model's context window
+    (or `context`) when they would not (GPT-2's 1024 tokens: 824 + 200); a length the user gave is kept."""
+    limit = model.max_seq if context is None else context
+    o = output_tokens if output_tokens is not None else min(DEFAULT_OUTPUT_TOKENS, max(1, limit // 5))
+    i = input_tokens if input_tokens is not None else max(1, min(DEFAULT_INPUT_TOKENS, limit - o))
+    return i, o
+
+
+def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str | None = None,
+          kv_dtype: str | None = None, batch: int = 1, context: int | None = None, input_tokens: int | None = None,
+          output_tokens: int | None = None, rate: float | None = None, price_per_gpu_hour: float | None = None,
           link=None, pp_link=None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
           assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
           simulate_requests: int = 400, seed: int = 0) -> ServePlan:
     """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
     to min(gpus, gpus_per_node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
-    p50/p99 latency at rate / replicas per replica."""
+    p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
+    output tokens None: default_lengths (fitted to the model's context window)."""
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
-    require_choice("precision", precision, PRECISIONS)
+    precision = require_choice("precision", precision or default_precision(gpu), PRECISIONS)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
-    i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
+    if context is not None:
+        context = require_positive_int("context", context)
+    i, o = default_lengths(model, input_tokens, output_tokens, context)
+    i, o = require_positive_int("input_tokens", i), require_positive_int("output_tokens", o)
     batch = require_positive_int("batch", batch)
     gpn = require_positive_int("gpus_per_node", gpus_per_node)
     context = i + o if context is None else require_positive_int("context", context)
@@ -571,6 +593,11 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     notes = []
     if pp > 1:
         notes.append(f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages")
+    if (input_tokens is None and i != DEFAULT_INPUT_TOKENS) or (output_tokens is None and o != DEFAULT_OUTPUT_TOKENS):
+        notes.append(f"default lengths {i} + {o} tokens: 1000 + 200 do not fit {model.name}'s "
+                     f"{context or model.max_seq}-token context")
+    if precision == "bf16" and not _gpu_has(gpu, "bf16"):
+        notes.append(f"{gpu.name} has no bf16 units: 16-bit weights run as fp16 (same bytes, the fp16 peak)")
     if precision == "fp8" and not _gpu_has(gpu, "fp8"):
         notes.append(f"{gpu.name} has no fp8 units: fp8 weights are dequantized to 16-bit (weight-only)")
     a = assumptions

@@ -355,3 +355,32 @@ def test_cli_serve_fuzz(argv, capsys):
         assert d["ttft_s"] > 0 and d["itl_s"] > 0 and d["memory_per_gpu_bytes"] > 0
         if "replicas" in d:
             assert d["replicas"] >= 1 and d["gpus"] == d["replicas"] * d["gpus_per_replica"]
+
+
+# ------------------------------------------------------------------------------------ defaults
+def test_default_precision_follows_the_gpu():
+    """16-bit weights default to bf16, fp16 on a GPU without bf16 units; asking bf16 there says so."""
+    t4 = get_gpu("t4")
+    assert inf.serve(L8, t4).precision == "fp16" and inf.serve(L8, H100).precision == "bf16"
+    assert not any("bf16" in n for n in inf.serve(L8, t4).notes)
+    assert any("no bf16 units" in n for n in inf.serve(L8, t4, precision="bf16").notes)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_default_lengths_fit_every_decoder(name):
+    """The default 1000 + 200 tokens shrink to fit a short context window (GPT-2: 1024) and say so;
+    lengths the user gives are kept, and too long ones are an error."""
+    m = get_model(name)
+    p = inf.serve(m, H100)
+    assert p.context <= m.max_seq and p.input_tokens >= 1 and p.output_tokens >= 1
+    shrunk = (p.input_tokens, p.output_tokens) != (inf.DEFAULT_INPUT_TOKENS, inf.DEFAULT_OUTPUT_TOKENS)
+    assert shrunk == (m.max_seq < 1200) == any("default lengths" in n for n in p.notes)
+    assert inf.serve(m, H100, context=64).input_tokens + inf.serve(m, H100, context=64).output_tokens <= 64
+    with pytest.raises(ValueError, match="max_seq"):
+        inf.serve(m, H100, input_tokens=m.max_seq, output_tokens=1)
+
+
+def test_cli_serve_defaults_for_a_short_context(capsys):
+    assert main(["serve", "--model", "gpt2", "--gpu", "t4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["precision"] == "fp16" and out["input_tokens"] + out["output_tokens"] <= 1024

@@ -46,12 +46,15 @@ def register(subparsers) -> None:
     p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
                                    "NVLink, else its PCIe)")
     p.add_argument("--inter-link", help="link between pipeline stages on different nodes (default ib-ndr)")
-    p.add_argument("--precision", choices=PRECISIONS, default="bf16", help="weight precision (default bf16)")
+    p.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="weight precision (default bf16, fp16 on GPUs without bf16)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
     p.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded together (default 1)")
     p.add_argument("--context", type=_positive_int, help="KV tokens per sequence (default input + output)")
-    p.add_argument("--input-tokens", type=_positive_int, default=1000, help="prompt tokens (default 1000)")
-    p.add_argument("--output-tokens", type=_positive_int, default=200, help="generated tokens (default 200)")
+    p.add_argument("--input-tokens", type=_positive_int, default=None,
+                   help="prompt tokens (default 1000, less when that and the output do not fit the model's context)")
+    p.add_argument("--output-tokens", type=_positive_int, default=None,
+                   help="generated tokens (default 200, less for a context under 1000 tokens)")
     p.add_argument("--rate", type=_positive, help="requests per second to serve: replicas and p50/p99 latency")
     p.add_argument("--price-per-gpu-hour", type=_price, help="USD per GPU-hour: cost per million output tokens")
     p.add_argument("--hbm-share", type=_positive, default=0.65,
