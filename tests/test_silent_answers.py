@@ -517,3 +517,29 @@ def test_memory_says_when_a_flag_changes_nothing(capsys):
     assert rc == 0 and "nothing is partitioned" not in out
     rc, out, _ = run(capsys, "memory", "--model", "llama-2-7b", "--sp")
     assert rc == 0 and "--sp with --tp 1" in out
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["memory", "--model", "llama-3-8b", "--mode", "inference"], "--mode"),  # was read as --model inference
+    (["serve", "--model", "gpt2", "--gpu", "t4", "--out", "200"], "--out"),  # was read as --output-tokens
+    (["parallel", "search", "--model", "gpt2", "--gpu", "h100-sxm", "--gpus", "8", "--gpus-per-node", "8",
+      "--micro", "2"], "--micro"),
+])
+def test_no_flag_prefix_matching(argv, flag, capsys):
+    """A misspelt or partial flag is an error naming it, never silently another flag (argparse's
+    prefix matching is off in every gpukit parser)."""
+    assert main(argv) == 2
+    _, err = capsys.readouterr()
+    assert "unrecognized arguments" in err and flag in err and "Traceback" not in err
+
+
+def test_every_parser_refuses_abbreviations():
+    def parsers(p):
+        yield p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub in a.choices.values():
+                    yield from parsers(sub)
+
+    found = list(parsers(build_parser()))
+    assert len(found) > 20 and not [p.prog for p in found if p.allow_abbrev]

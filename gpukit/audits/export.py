@@ -60,7 +60,7 @@ def default_path() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpukit.audits.export", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.audits.export", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
     p.add_argument("--out", help="file to write (default data/claims.csv)")
     args = p.parse_args(argv)

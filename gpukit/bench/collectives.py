@@ -520,7 +520,7 @@ def nccl_table(result: BenchResult) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpukit.bench.collectives",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.collectives",
                                 description="nccl-tests-style collective benchmark (torchrun or local spawn)")
     add_arguments(p)
     p.add_argument("--out", help="rank 0 writes the result here (.json, or .csv)")

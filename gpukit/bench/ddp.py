@@ -702,7 +702,7 @@ def _cli_args(**kw) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpukit.bench.ddp",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.ddp",
                                 description="DDP step of the reference GPT (torchrun worker; rank 0 writes JSON)")
     p.add_argument("--hook", default="none")
     p.add_argument("--steps", type=int, default=10)

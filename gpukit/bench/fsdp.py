@@ -396,7 +396,7 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    p = argparse.ArgumentParser(prog="python -m gpukit.bench.fsdp", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.fsdp", description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--timeout", type=float, default=240)

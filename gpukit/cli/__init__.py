@@ -24,6 +24,11 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # no prefix matching: `--mode inference` must be an unknown flag, not `--model inference`
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse's default prints usage + exits 2; we want one line
         raise CliError(f"{self.prog}: {message}")
 

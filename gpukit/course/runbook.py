@@ -182,7 +182,7 @@ def run_all(notebooks: list[Path], out_dir: str | Path, *, quick: bool = False,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpukit.course.runbook", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.course.runbook", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and records")
     parser.add_argument("--quick", action="store_true", help="QUICK=True: small sizes (also GPUKIT_QUICK=1)")
     parser.add_argument("--only", action="append", metavar="NN", help="run notebooks whose name starts with NN")
