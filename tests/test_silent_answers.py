@@ -543,3 +543,18 @@ def test_every_parser_refuses_abbreviations():
 
     found = list(parsers(build_parser()))
     assert len(found) > 20 and not [p.prog for p in found if p.allow_abbrev]
+
+
+# ------------------------------------------------------------------ precision the GPU has
+def test_memory_default_precision_follows_the_gpu(capsys):
+    """A T4 or V100 has no bf16 units: the default becomes fp16-mixed (same bytes) with a note; an
+    explicit bf16 there gets a note; an H100 keeps bf16-mixed without one."""
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "t4", "--json")
+    d = json.loads(out)
+    assert rc == 0 and any("fp16-mixed" in n and "no bf16 units" in n for n in d["notes"])
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "t4", "--precision", "bf16-mixed", "--json")
+    assert any("no bf16 units" in n for n in json.loads(out)["notes"]) and json.loads(out)["total_bytes"] == d["total_bytes"]
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "h100-sxm")
+    assert out.startswith("gpt2: bf16-mixed") and "no bf16 units" not in out
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "v100-32gb")
+    assert out.startswith("gpt2: fp16-mixed")

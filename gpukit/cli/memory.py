@@ -217,6 +217,15 @@ def handle(args):
             kw["grad_accum"] = pp
             notes.append(f"--grad-accum not given with --pp {pp}: assumed {pp} micro-batches per step, so the first "
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
+        gpu = get_gpu(args.gpu) if args.gpu is not None else None
+        if gpu is not None and "bf16" not in dict(gpu.peaks_tflops):  # V100, T4: no bf16 units
+            if "precision" not in kw and not kw.get("inference"):
+                kw["precision"] = "fp16-mixed"
+                notes.append(f"--precision not given: fp16-mixed, as {gpu.name} has no bf16 units (the default "
+                             "bf16-mixed needs them; the memory is the same)")
+            elif str(kw.get("precision", "")).startswith("bf16") or kw.get("weights_dtype") == "bf16":
+                notes.append(f"{gpu.name} has no bf16 units: bf16 runs emulated or not at all; fp16 takes the "
+                             "same memory")
         setup = mem.TrainSetup(**kw)
         if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
             notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
@@ -229,7 +238,6 @@ def handle(args):
                          "--layers/--hidden/--heads for them")
         if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
             notes.append(note)
-        gpu = get_gpu(args.gpu) if args.gpu is not None else None
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
                                  ("--min-gpus", args.ask_min_gpus)) if on]
         if asked and gpu is None:
