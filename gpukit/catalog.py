@@ -99,6 +99,15 @@ class GPU:
             return peaks[dtype]
         raise ValueError(f"dtype {dtype!r} has no peak on {self.name}; supported: {', '.join(peaks)}")
 
+    def has(self, dtype: str) -> bool:
+        """Whether the GPU has units (a dense peak) for `dtype`."""
+        return dtype in dict(self.peaks_tflops)
+
+    @property
+    def half_dtype(self) -> str:
+        """The 16-bit dtype to default to: bf16, or fp16 on GPUs without bf16 units (V100, T4)."""
+        return "bf16" if self.has("bf16") else "fp16"
+
     @property
     def ridge_flop_per_byte(self) -> dict[str, float]:
         """Roofline ridge point per dtype: peak FLOP/s / HBM bytes/s (Williams et al. 2009)."""

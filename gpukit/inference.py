@@ -142,7 +142,7 @@ def compute_dtype(gpu, precision: str) -> str:
 
 def default_kv_dtype(gpu) -> str:
     """bf16, or fp16 on GPUs without bf16 units (V100, T4); bf16 when no GPU is given (a CPU)."""
-    return "bf16" if gpu is None or _gpu_has(gpu, "bf16") else "fp16"
+    return "bf16" if gpu is None else gpu.half_dtype
 
 
 def layer_weight_bytes(model: ModelSpec, precision: str) -> float:

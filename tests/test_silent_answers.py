@@ -558,3 +558,25 @@ def test_memory_default_precision_follows_the_gpu(capsys):
     assert out.startswith("gpt2: bf16-mixed") and "no bf16 units" not in out
     rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "v100-32gb")
     assert out.startswith("gpt2: fp16-mixed")
+
+
+@pytest.mark.parametrize("argv", [
+    ["train-time", "--model", "gpt2", "--gpu", "t4", "--tokens", "1B", "--gpus", "1"],
+    ["roofline", "--gpu", "t4", "--dims", "4096,4096,4096"],
+    ["roofline", "--gpu", "v100-32gb", "--model", "gpt2", "--seq-len", "1024"],
+])
+def test_compute_default_dtype_follows_the_gpu(argv, capsys):
+    """Without --dtype a GPU without bf16 units is computed in fp16 (its peak), not refused."""
+    rc, out, err = run(capsys, *argv, "--json")
+    assert rc == 0, err
+    assert "fp16" in out and "bf16" not in out
+    rc, out, _ = run(capsys, *[("h100-sxm" if a in ("t4", "v100-32gb") else a) for a in argv], "--json")
+    assert rc == 0 and "bf16" in out
+
+
+def test_comm_op_hyphen_spelling(capsys):
+    a = run(capsys, "comm", "--op", "all-reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4", "--json")
+    b = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4", "--json")
+    assert a[0] == b[0] == 0 and a[1] == b[1]
+    rc, _, err = run(capsys, "comm", "--op", "allreduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    assert rc == 2 and "--op" in err

@@ -91,7 +91,8 @@ def register(subparsers) -> None:
                               description="t = c_alpha*alpha + c_beta*S/B (Thakur et al. 2005); S follows "
                                           "nccl-tests: per-rank buffer for all_reduce/broadcast/reduce/send_recv, "
                                           "total size for all_gather/reduce_scatter/all_to_all")
-    p.add_argument("--op", choices=OPS, required=True)
+    p.add_argument("--op", choices=OPS, required=True, type=lambda s: s.strip().lower().replace("-", "_"),
+                   help=f"{', '.join(OPS)} (nccl-tests names; all-reduce spelling accepted)")
     p.add_argument("--bytes", type=_bytes, required=True,
                    help="message size S in bytes: 1e9, 1GB, 256MiB")
     p.add_argument("--gpus", "--ranks", dest="gpus", type=_ranks, required=True,

@@ -82,9 +82,10 @@ def _train_time(args):
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
-    r = time_to_train(model if model is not None else args.params, args.tokens, get_gpu(args.gpu), args.gpus,
+    gpu = get_gpu(args.gpu)
+    r = time_to_train(model if model is not None else args.params, args.tokens, gpu, args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
-                      dtype=args.dtype, seq_len=args.seq_len)
+                      dtype=args.dtype or gpu.half_dtype, seq_len=args.seq_len)
     note = model.window_note(r.seq_len, "--seq-len") if model is not None else None
     return Report(r.to_json_dict() | ({"note": note} if note else {}),
                   r.to_text() + (f"\nnote: {note}" if note else ""))
@@ -115,6 +116,7 @@ def _roofline(args):
     from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
+    args.dtype = args.dtype or gpu.half_dtype
     matrix = [f for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k)) if v is not None]
     if args.model and matrix:  # one of them would be ignored without a word
         raise ValueError(f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one")
@@ -170,7 +172,8 @@ def register(subparsers) -> None:
     u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
     p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
-    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
+                   help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int,
                    help="sequence length (default: the model's pretraining train_seq_len, not its context window)")
     add_json_flag(p)
@@ -192,7 +195,8 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default="bf16")
+    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
+                   help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
     p.add_argument("--m", type=_positive_int)
     p.add_argument("--n", type=_positive_int)

@@ -218,7 +218,7 @@ def handle(args):
             notes.append(f"--grad-accum not given with --pp {pp}: assumed {pp} micro-batches per step, so the first "
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
-        if gpu is not None and "bf16" not in dict(gpu.peaks_tflops):  # V100, T4: no bf16 units
+        if gpu is not None and not gpu.has("bf16"):  # V100, T4
             if "precision" not in kw and not kw.get("inference"):
                 kw["precision"] = "fp16-mixed"
                 notes.append(f"--precision not given: fp16-mixed, as {gpu.name} has no bf16 units (the default "
