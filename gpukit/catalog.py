@@ -319,6 +319,18 @@ def get_interconnect(name: str) -> Interconnect:
     return _lookup("link", name, interconnects())
 
 
+# One InfiniBand port per GPU of the GPU's era between nodes (DGX A100: HDR, DGX H100/H200: NDR, DGX
+# B200: XDR; NVIDIA DGX user guides); other GPUs get 100 Gb/s Ethernet.
+_INTER_NODE = {"a100-40gb": "ib-hdr", "a100-80gb": "ib-hdr", "h100-sxm": "ib-ndr", "h200": "ib-ndr",
+               "b200": "ib-xdr", "v100-32gb": "ib-hdr"}
+
+
+def inter_node_link(gpu) -> Interconnect:
+    """The catalog link (per port, one port per GPU) between nodes of this GPU unless told otherwise."""
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    return get_interconnect(_INTER_NODE.get(g.name, "eth-100g"))
+
+
 def intra_node_link(gpu, peers: int = 8) -> Interconnect:
     """The catalog link that `peers` GPUs of this type use inside a node unless told otherwise.
 

@@ -361,12 +361,17 @@ class ClusterNetwork:
         return _json_safe(d)
 
 
+DEFAULT_INTER_LINK = "ib-ndr"
+
+
 def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_node: int | None = None,
                     efficiency: float | None = None, efficiency_source: str | None = None,
                     profile=None, profile_link: str | None = None) -> ClusterNetwork:
     """A ClusterNetwork from catalog link names (or Interconnect / LinkFit / (alpha_s, GB/s) objects).
 
-    `link` is the intra-node link, `inter_link` the inter-node one (default: the same link). ports
+    `link` is the intra-node link, `inter_link` the inter-node one (default: the same link, unless
+    `link` is a catalog link that cannot leave a node (scope intra-node: NVLink, PCIe), then
+    DEFAULT_INTER_LINK, InfiniBand NDR, the usual GPU cluster fabric, named in the result). ports
     default to one per GPU (rail). Efficiency: `profile` (a gpukit.profile.Profile) with a fitted
     link `profile_link` (default the inter link's name) gives the calibrated share
     beta_fit / line rate; else `efficiency` labelled as an assumption; else 1 (IDEAL_SOURCE)."""
@@ -375,7 +380,10 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
     def resolve(x):
         return get_interconnect(x) if isinstance(x, str) else x
     intra = resolve(link)
-    inter = resolve(inter_link) if inter_link is not None else intra
+    if inter_link is not None:
+        inter = resolve(inter_link)
+    else:  # NVLink/PCIe do not leave the node: inter-node traffic needs a network
+        inter = resolve(DEFAULT_INTER_LINK) if getattr(intra, "scope", "") == "intra-node" else intra
     ia, ib, iname = _link(intra)
     ea, eb, ename = _link(inter)
     k = require_positive_int("gpus_per_node", gpus_per_node)

@@ -457,7 +457,7 @@ class TrainTime:
 
 
 def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
-                  efficiency: float | None = None, recompute: str = "none", dtype: str = "bf16",
+                  efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
                   seq_len: int | None = None, causal: bool = True,
                   include_embeddings: bool = False) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
@@ -466,7 +466,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     model: a ModelSpec, or a number = n_params (then 6N or 8N per token, no attention term).
     Utilization, in order: `mfu` (the share of peak sustained on the executed FLOPs: MFU without
     recompute, HFU with it, as Narayanan's X/peak); else a calibration `profile`: its measured matmul
-    TFLOP/s for `dtype` x `efficiency` (default 1.0, an upper bound: every FLOP at measured matmul
+    TFLOP/s for `dtype` (default the GPU's 16-bit dtype) x `efficiency` (default 1.0, an upper bound: every FLOP at measured matmul
     speed); else DEFAULT_MFU = 0.40 (assumed: Llama 3 reports 38-43 % BF16 MFU on H100, Dubey et al.
     2024 table 4; PaLM 46 %). seq_len defaults to model.train_seq_len, the pretraining sequence
     length, not the context window max_seq (Llama 3.1: pretrained at 8192, window 131072); the
@@ -494,6 +494,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
                              "n_params alone there is no attention term")
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
+    dtype = dtype or gpu.half_dtype  # bf16, fp16 on GPUs without bf16 units (V100, T4)
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
         util = require_positive("mfu", mfu)

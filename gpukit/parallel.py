@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from gpukit import memory as mem
-from gpukit.catalog import get_gpu, get_interconnect, get_model, intra_node_link
+from gpukit.catalog import get_gpu, get_interconnect, get_model, inter_node_link, intra_node_link
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
@@ -79,10 +79,6 @@ ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (s
                "ZeRO-3 gathers overlap compute (prefetch)",
                "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)")
 
-# Default inter-node link by GPU: one InfiniBand port per GPU of the GPU's era (inside a node:
-# catalog.intra_node_link); other GPUs get 100 Gb/s Ethernet.
-_DEFAULT_INTER = {"a100-40gb": "ib-hdr", "a100-80gb": "ib-hdr", "h100-sxm": "ib-ndr", "h200": "ib-ndr",
-                  "b200": "ib-xdr", "v100-32gb": "ib-hdr"}
 
 
 # ------------------------------------------------------------------------------------ cluster
@@ -153,8 +149,8 @@ def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     k = require_positive_int("gpus_per_node", gpus_per_node)
     lk = (intra_node_link(g, k) if link is None else get_interconnect(link) if isinstance(link, str) else link)
-    il = (get_interconnect(inter_link or _DEFAULT_INTER.get(g.name, "eth-100g"))
-          if inter_link is None or isinstance(inter_link, str) else inter_link)
+    il = (inter_node_link(g) if inter_link is None else
+          get_interconnect(inter_link) if isinstance(inter_link, str) else inter_link)
     ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
     for name, v in (("link_efficiency", link_efficiency), ("matmul_efficiency", matmul_efficiency),
                     ("hbm_efficiency", hbm_efficiency)):

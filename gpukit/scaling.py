@@ -407,6 +407,7 @@ class ScalingResult:
 def _rate(gpu, mfu, dtype, profile):
     from gpukit.catalog import get_gpu
 
+    dtype = dtype or get_gpu(gpu).half_dtype  # bf16, fp16 on GPUs without bf16 units
     if profile is not None:
         if mfu is not None:
             raise ValueError("mfu and profile are exclusive: the profile's measured matmul rate replaces peak x MFU")
@@ -428,11 +429,12 @@ def overlap_threshold_tokens(n_params: float, rate_flops: float, allreduce_s: fl
 
 
 def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm", gpus=(1, 2, 4, 8),
-            gpus_per_node: int = 8, link: str = "nvlink4", inter_link: str | None = None,
+            gpus_per_node: int = 8, link: str | None = None, inter_link: str | None = None,
             ports_per_node: int | None = None, efficiency: float | None = None, tokens_per_gpu: float | None = None,
             global_batch_tokens: float | None = None, grad_dtype: str = "bf16", hook: str = "none",
             powersgd_rank: int = 4, bucket_mb: float = 25.0, grad_accum: int = 1, overlap: bool = True,
-            mfu: float | None = None, profile=None, compute_dtype: str = "bf16", network: ClusterNetwork | None = None,
+            mfu: float | None = None, profile=None, compute_dtype: str | None = None,
+            network: ClusterNetwork | None = None,
             hook_kernels: bool = True) -> ScalingResult:
     """Predicted DDP step, speedup and efficiency for each GPU count in `gpus`.
 
@@ -440,6 +442,9 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     over the GPUs). Compute 6 N T / (peak x MFU) or the profile's measured rate; 1/3 forward, 2/3
     backward (Kaplan et al. 2020), optimizer time left out. Communication: bucket all-reduces over
     the ClusterNetwork (hierarchical across nodes), overlapped with the backward when `overlap`.
+    Links default by GPU: `link` catalog.intra_node_link (NVLink of its generation, else PCIe; a T4
+    box has no NVLink), `inter_link` catalog.inter_node_link (one InfiniBand port per GPU of its era)
+    when `link` cannot leave a node.
     speedup = n x tokens per GPU x t_step(1) / (tokens per GPU at 1 x t_step(n)); efficiency = speedup / n.
     """
     from gpukit.catalog import get_model
@@ -460,6 +465,13 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     if not counts:
         raise ValueError("gpus must list at least one GPU count")
     rate, rate_note = _rate(gpu, mfu, compute_dtype, profile)
+    from gpukit.catalog import get_interconnect, inter_node_link, intra_node_link
+
+    if network is None and link is None:  # the GPU's own: NVLink of its generation, else PCIe
+        link = intra_node_link(gpu, gpus_per_node).name
+    if network is None and inter_link is None and isinstance(link, str):
+        if get_interconnect(link).scope == "intra-node":  # NVLink/PCIe do not leave the node
+            inter_link = inter_node_link(gpu).name
     net = network or cluster_network(link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node,
                                      efficiency=efficiency)
     for n in counts:

@@ -580,3 +580,21 @@ def test_comm_op_hyphen_spelling(capsys):
     assert a[0] == b[0] == 0 and a[1] == b[1]
     rc, _, err = run(capsys, "comm", "--op", "allreduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
     assert rc == 2 and "--op" in err
+
+
+def test_scaling_links_follow_the_gpu(capsys):
+    """Without --link/--inter-link the network is the GPU's own: a T4 box talks over PCIe and
+    Ethernet, an A100 over NVLink 3 and InfiniBand HDR; NVLink never crosses nodes."""
+    from gpukit.scaling import scaling
+
+    for gpu, intra, inter in (("t4", "pcie3", "eth-100g"), ("a100-80gb", "nvlink3", "ib-hdr"),
+                              ("h100-sxm", "nvlink4", "ib-ndr")):
+        r = scaling("gpt2", gpu=gpu, gpus=(1, 8, 16), tokens_per_gpu=8192).to_json_dict()
+        assert (r["network"]["intra_name"], r["network"]["inter_name"]) == (intra, inter), gpu
+        rc, out, _ = run(capsys, "scaling", "--model", "gpt2", "--gpu", gpu, "--gpus", "1,8,16",
+                         "--tokens-per-gpu", "8192", "--json")
+        net = json.loads(out)["network"]
+        assert rc == 0 and (net["intra_name"], net["inter_name"]) == (intra, inter), gpu
+    # an explicit intra-node link alone still gets a network between nodes
+    r = scaling("gpt2", gpu="h100-sxm", link="nvlink4", gpus=(1, 16), tokens_per_gpu=8192).to_json_dict()
+    assert r["network"]["inter_name"] == "ib-ndr"

@@ -31,6 +31,14 @@ def _scaling(args):
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
+    from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
+
+    gpu = get_gpu(args.gpu)
+    if args.link is None:  # the link this GPU's node really has: a T4 box has no NVLink
+        args.link = intra_node_link(gpu, args.gpus_per_node).name
+    args.grad_dtype = args.grad_dtype or gpu.half_dtype
+    if args.inter_link is None and get_interconnect(args.link).scope == "intra-node":
+        args.inter_link = inter_node_link(gpu).name  # NVLink/PCIe do not leave the node
     inter = args.inter_link or args.link
     prof_net = profile if profile is not None and profile.has_link(inter) else None
     net = cluster_network(args.link, args.inter_link, gpus_per_node=args.gpus_per_node,
@@ -52,13 +60,15 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", default="h100-sxm", help="catalog GPU (gpukit gpus)")
     p.add_argument("--gpus", default="1,2,4,8", help="GPU counts N[,N...] (<= gpus-per-node or whole nodes)")
     p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--link", default="nvlink4", help="intra-node link (gpukit links)")
-    p.add_argument("--inter-link", help="inter-node link (default: --link)")
+    p.add_argument("--link", help="intra-node link (gpukit links; default: the GPU's NVLink when it joins "
+                                  "--gpus-per-node peers, else its PCIe)")
+    p.add_argument("--inter-link", help="inter-node link, one port per GPU (default: --link when it leaves the node, else the "
+                        "InfiniBand of the GPU's era, 100 Gb/s Ethernet for others)")
     p.add_argument("--ports-per-node", type=int, help="inter-node ports per node (default: one per GPU, rail)")
     p.add_argument("--efficiency", type=positive_float_arg, help="share of the inter-node line rate reached (assumption)")
     p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
     p.add_argument("--global-batch-tokens", help="tokens per step over all GPUs (strong scaling)")
-    p.add_argument("--grad-dtype", default="bf16", help="fp32, bf16, fp16")
+    p.add_argument("--grad-dtype", help="fp32, bf16, fp16 (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
     p.add_argument("--powersgd-rank", type=int, default=4)
     p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0)
