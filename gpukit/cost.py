@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from gpukit.catalog import get_gpu, get_interconnect, intra_node_link
+from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import time_to_train
 from gpukit.errors import require_positive, require_positive_int
@@ -50,17 +50,8 @@ class Efficiency:
         return asdict(self)
 
 
-def half_dtype(gpu) -> str:
-    """bf16 where the GPU has it, else fp16 (Volta, Turing): the 16-bit training dtype."""
-    try:
-        gpu.peak_tflops("bf16")
-        return "bf16"
-    except ValueError:
-        return "fp16"
-
-
 def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node: int = 8,
-                         inter_link: str = "ib-ndr", intra_link: str | None = None,
+                         inter_link: str | None = None, intra_link: str | None = None,
                          tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
                          grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
                          use_scaling: bool = True) -> Efficiency:
@@ -69,7 +60,8 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020). Communication: the gradient all-reduce of N
     values in grad_dtype, ring inside a node (gpukit.comm.collective_time) or hierarchical across
     nodes (reduce-scatter in the node, all-reduce across on S/k, all-gather; Thakur et al. 2005,
-    gpukit.comm.hierarchical_all_reduce), one port of `inter_link` per GPU (rail-optimized). ZeRO-3
+    gpukit.comm.hierarchical_all_reduce), one port of `inter_link` per GPU (rail-optimized; default
+    catalog.inter_node_link: the InfiniBand of the GPU's era). ZeRO-3
     moves 1.5x the bytes of an all-reduce (Rajbhandari et al. 2019, sec. 7). `overlap` is the share
     hidden behind backward (0 = none, a lower bound on efficiency; PyTorch DDP buckets hide part of it).
 
@@ -82,13 +74,14 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     g = get_gpu(gpu)
+    inter_link = inter_link or inter_node_link(g).name
     if use_scaling and zero_stage < 3 and n > 1:
         est = _from_scaling(n_params, gpu, n, k, intra_link or intra_node_link(g, min(n, k)).name, inter_link, tokens_per_gpu, mfu,
                             grad_dtype, overlap)
         if est is not None:
             return est
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
-        g.peak_tflops(half_dtype(g)) * 1e12 * require_positive("mfu", mfu))
+        g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
     intra = get_interconnect(intra_link) if intra_link else intra_node_link(g, min(n, k))
     nodes = math.ceil(n / k)
@@ -208,7 +201,7 @@ def _price(gpu: str, price, prices, spot: bool = False):
 
 def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Sequence[int], *,
                   mfu: float | None = None, profile=None, price_per_gpu_hour: float | None = None, prices=None,
-                  efficiency=None, gpus_per_node: int = 8, inter_link: str = "ib-ndr",
+                  efficiency=None, gpus_per_node: int = 8, inter_link: str | None = None,
                   tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, zero_stage: int = 0, overlap: float = 0.0,
                   spot: dict | None = None) -> CostTable:
     """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
@@ -229,7 +222,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     rows, util_source, eff_models = [], "", []
     for name in gpu_names:
         g = get_gpu(name)
-        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=half_dtype(g))
+        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype)
         util_source = t1.utilization_source
         usd, src = _price(name, price_per_gpu_hour, prices)
         for n in counts:
@@ -262,7 +255,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
     rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
     assumptions = (f"{tokens:,.0f} tokens, 6N FLOPs per token (training FLOPs from gpukit.compute)",
-                   f"{gpus_per_node} GPUs per node, {inter_link} between nodes")
+                   f"{gpus_per_node} GPUs per node, {inter_link or 'one InfiniBand port per GPU of its era'} between nodes")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions)
 

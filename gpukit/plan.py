@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from gpukit.catalog import get_gpu
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.compute import time_to_train
-from gpukit.cost import half_dtype, pareto_front, predicted_efficiency
+from gpukit.cost import pareto_front, predicted_efficiency
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.specs import ModelSpec
@@ -166,7 +166,7 @@ def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, 
     recompute = "full" if s.recompute == "full" else "none"
     if recompute not in t1_by_rc:
         t1_by_rc[recompute] = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, recompute=recompute,
-                                            seq_len=seq_len, dtype=half_dtype(g))
+                                            seq_len=seq_len, dtype=g.half_dtype)
     t1 = t1_by_rc[recompute]
     # adapters: the backward skips the frozen weights' gradients (about 4N of 6N; Hu et al. 2021, LoRA)
     t1_s = t1.seconds * (4 / 6) if workload in ("lora", "qlora") else t1.seconds
@@ -374,7 +374,7 @@ def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_li
         useful = e.share("compute") + e.share("elementwise")
         eff = useful * (0.75 if c.recompute == "full" else 1.0)
         t1 = time_to_train(model, tokens, get_gpu(p.gpu), 1, mfu=mfu, profile=profile, seq_len=seq_len,
-                           dtype=half_dtype(get_gpu(p.gpu))).seconds / 3600
+                           dtype=get_gpu(p.gpu).half_dtype).seconds / 3600
         hours = t1 / (p.gpus * eff)
         input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
         if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
@@ -401,7 +401,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
          input_tokens: int = 512, output_tokens: int = 256, deadline_hours: float | None = None,
          budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
          prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
-         gpus_per_node: int = 8, inter_link: str = "ib-ndr", loader_tokens_per_s: float | None = None,
+         gpus_per_node: int = 8, inter_link: str | None = None, loader_tokens_per_s: float | None = None,
          suggest_alternatives: bool = True, refine: bool = True) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
@@ -496,7 +496,8 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                                      f"${b.cost_usd:,.0f} meets the constraints")
     assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
                    if profile is None else f"profile {getattr(profile, 'source', '')}",
-                   f"{gpus_per_node} GPUs per node, {inter_link} between nodes"]
+                   f"{gpus_per_node} GPUs per node, "
+                   f"{inter_link or 'one InfiniBand port per GPU of its era (catalog.inter_node_link)'} between nodes"]
     if workload != "serve":
         assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
                            f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "

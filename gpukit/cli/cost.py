@@ -104,7 +104,8 @@ def register(subparsers) -> None:
     t.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus` (or several, comma-separated)")
     t.add_argument("--gpus", type=_int_list, required=True, help="GPU counts N[,N...]")
     t.add_argument("--gpus-per-node", type=int, default=8)
-    t.add_argument("--inter-link", default="ib-ndr", help="link between nodes (`gpukit links`)")
+    t.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
+                                        "of its era, 100 Gb/s Ethernet for others)")
     u = t.add_mutually_exclusive_group()
     u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")

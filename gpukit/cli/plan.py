@@ -101,7 +101,8 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)")
     p.add_argument("--gpus", type=_int_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
     p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--inter-link", default="ib-ndr", help="link between nodes (`gpukit links`)")
+    p.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
+                                        "of its era, 100 Gb/s Ethernet for others)")
     p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
     p.add_argument("--loader-tokens-per-s", type=_positive,
                    help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
