@@ -112,8 +112,8 @@ class PlanResult:
                 f" {'eff':>5}  binding")
         lines = [head]
         for p in self.plans[:top]:
-            mid = (f"{p.cost_usd:>9,.2f} {p.usd_per_million_tokens or 0:>9.3f}" if serve else
-                   f"{p.hours:>10,.1f} {p.cost_usd:>12,.0f}")
+            mid = (f"{_cell(p.cost_usd, ',.2f', 9)} {_cell(p.usd_per_million_tokens, '.3f', 9)}" if serve else
+                   f"{_cell(p.hours, ',.1f', 10)} {_cell(p.cost_usd, ',.0f', 12)}")
             lines.append(f"{p.gpu:<12} {p.gpus:>5} {p.layout[:34]:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
                          f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}")
         if len(self.plans) > top:
@@ -242,7 +242,7 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
     for name in gpu_names:
         g = get_gpu(name)
         usd = prices_of[name]
-        best = None
+        best = too_many = None
         for prec in ("bf16", "fp8", "int8", "int4"):
             for tp in (1, 2, 4, 8):
                 if tp > min(gpus_per_node, max_gpus) or model.n_heads % tp:
@@ -257,11 +257,23 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                     continue
                 n = replicas * tp
                 if n > max_gpus:
+                    if too_many is None or n < too_many[0]:
+                        too_many = (n, p)
                     continue
                 cand = (n * usd, n, prec, tp, replicas, p)
                 if best is None or cand[:2] < best[:2]:
                     best = cand
                 break  # the smallest tp that fits this precision
+        if best is None and too_many is not None:  # it fits; the rate needs more GPUs than allowed
+            too_many, p = too_many
+            plans.append(Plan(gpu=name, gpus=too_many, nodes=math.ceil(too_many / gpus_per_node),
+                              layout=f"fits; {rate:g} req/s needs {too_many} GPUs",
+                              memory_per_gpu_bytes=int(p.memory.total_bytes),
+                              hours=None, cost_usd=too_many * usd, efficiency=1.0,
+                              binding=f"needs {too_many} GPUs for the rate, more than the {max_gpus} allowed",
+                              feasible=False, usd_per_gpu_hour=usd,
+                              usd_per_million_tokens=too_many * usd / (rate * output_tokens * 3600) * 1e6))
+            continue
         if best is None:
             plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="does not fit (any precision, TP up to 8)",
                               memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
@@ -276,6 +288,11 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                           tricks=(prec,) if prec != "bf16" else (),
                           usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
     return plans
+
+
+def _cell(v, spec: str, width: int) -> str:
+    """A number right-aligned in `width`, or n/a when there is none (a plan that does not fit)."""
+    return f"{v:>{width}{spec}}" if v is not None and math.isfinite(v) else f"{'n/a':>{width}}"
 
 
 def _usd(x: float) -> str:
@@ -334,7 +351,10 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
     near = min(fitting, key=badness)
     changes = []
     if serve:
-        changes.append(f"a budget of ${near.cost_usd:,.2f}/h (now ${budget_usd:,.2f}/h)")
+        if near.binding.startswith("needs "):
+            changes.append(f"allow {near.gpus} GPUs (or a lower rate, or lower-precision weights)")
+        if budget_usd is not None and near.cost_usd > budget_usd:
+            changes.append(f"a budget of ${near.cost_usd:,.2f}/h (now ${budget_usd:,.2f}/h)")
     else:
         if deadline_hours is not None and near.hours > deadline_hours:
             changes.append(f"a deadline of {near.hours:,.1f} h (now {deadline_hours:g} h)")

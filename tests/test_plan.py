@@ -152,3 +152,23 @@ def test_fuzz_cost_cli_exits_0_or_2(pairs, capsys):
     assert rc in (0, 2), argv
     if rc == 2:
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_serve_rate_beyond_the_allowed_gpus_is_not_does_not_fit(capsys):
+    """405B fits 8 H100s in fp8; 1000 req/s needs more GPUs than the counts allow: the plan says
+    that (and how many), not 'does not fit', and the CLI prints it without a traceback."""
+    r = plan("serve", get_model("llama-3.1-405b"), rate=1000, gpus={"h100-sxm": 3.0})
+    (p,) = r.plans
+    assert not p.feasible and p.gpus > 1024 and p.binding.startswith(f"needs {p.gpus} GPUs")
+    assert p.memory_per_gpu_bytes > 0 and "allow" in " ".join(r.changes)
+    assert plan("serve", get_model("llama-3.1-405b"), rate=10, gpus={"h100-sxm": 3.0}).plans[0].feasible
+    assert main(["plan", "--workload", "serve", "--model", "llama-3.1-405b", "--rate", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "needs" in out and " inf " not in out
+
+
+def test_plans_that_do_not_fit_print_n_a(capsys):
+    assert main(["plan", "--workload", "pretrain", "--model", "llama-3.1-405b", "--tokens", "1T",
+                 "--gpu", "t4:0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "n/a" in out and " inf" not in out
