@@ -3,7 +3,8 @@
 #   scripts/gpu_check.sh [--quick]      -> data/measured/gpu_check_<host>.json
 # matmul bf16/fp16/fp8/fp32/tf32 vs the catalog peak, HBM copy/triad, h2d/d2h pinned vs pageable,
 # the timer harness check, an NCCL all_reduce sweep when >= 2 GPUs, and the memory validation of both
-# reference layouts (GPT, Llama) against torch.cuda.max_memory_allocated: replay, planning model, Megatron.
+# reference layouts (GPT, Llama) against torch.cuda.max_memory_allocated: replay, planning model, Megatron,
+# and KV-cache prefill/decode of a 1.6B reference shape against the roofline from the measured rates (issue 11).
 # Bounded by GPU_CHECK_TIMEOUT seconds (default 600); exit 124 means it ran out of time.
 set -euo pipefail
 cd "$(dirname "$0")/.."

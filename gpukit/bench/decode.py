@@ -374,10 +374,11 @@ def frame(result: dict):
     return pd.DataFrame(result["rows"])
 
 
-def gpu_decode(quick: bool = True) -> dict | str:
-    """The same measurement on CUDA when a GPU is present, else the line saying it has not run."""
+def gpu_decode(quick: bool = True, timeout_s: float = 300) -> dict | str:
+    """The same measurement on CUDA when a GPU is present (a 1.6B-parameter reference shape, bf16),
+    else the line saying it has not run. scripts/gpu_check.sh runs it (gpukit.bench.suite)."""
     if not torch.cuda.is_available():
         return "not yet run on a GPU (no CUDA device here)"
     spec = reference_spec(n_layers=8, hidden=4096, n_heads=32, vocab=32000, seq=2048)
     return measure_decode(spec, device="cuda", batches=(1, 8, 32, 128, 512) if not quick else (1, 16, 256),
-                          prompt=512, new_tokens=16)
+                          prompt=512, new_tokens=16, timeout_s=timeout_s)

@@ -96,5 +96,10 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
             "all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo", timeout_s=min(120, deadline.left()))
     deadline.check()
     sections["memory_validation"] = _measure_validation(device)
+    if device == "cuda":  # issue 11: KV-cache prefill/decode against the roofline from the GPU's measured rates
+        from gpukit.bench.decode import gpu_decode
+
+        deadline.check()
+        sections["decode"] = gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, deadline.left())))
     env = env_stamp(device, suite="bench all", quick=quick)
     return SuiteReport(sections, env, time.monotonic() - t0)
