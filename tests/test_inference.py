@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpukit import inference as inf
-from gpukit.catalog import get_gpu, get_model
+from gpukit.catalog import get_gpu, get_interconnect, get_model
 from gpukit.cli import main
 from gpukit.units import GB, GiB
 
@@ -244,16 +244,32 @@ def test_published_throughput_under_load_within_30pct():
 
 
 def test_published_static_batch_throughput():
-    """TensorRT-LLM v0.6.1 peak throughput, H100 fp8, batches 48-1024 (past the ridge): median |error|
-    within 30%. Reported, not hidden: the two decode-heavy Llama-2-70B rows (GQA, long outputs) come out
-    about 2x above the published figure (make bench prints them)."""
-    import statistics
-
+    """TensorRT-LLM v0.6.1 peak throughput, H100 fp8, batches 48-1024 (past the ridge): every row within
+    30%. v0.6.1 predates the XQA kernel, so its Llama-2-70B (GQA) decode reads a KV head once per query
+    head (the rows say gqa_kv_reuse=false); with the KV read once per group the two long-output 70B
+    rows would come out about 2x above the published figure, as NVIDIA's XQA blog reports."""
     errs = _errors(lambda r: r["metric"] == "throughput_static")
     assert len(errs) == 8
-    assert statistics.median(abs(e) for e in errs.values()) <= 0.30, errs
-    small = {k: e for k, e in errs.items() if "l2-7b" in k}
-    assert all(abs(e) <= 0.30 for e in small.values()), small
+    assert all(abs(e) <= 0.30 for e in errs.values()), errs
+    rows = {r["name"]: r for r in inf.published_serving()}
+    long_70b = ("trtllm061-l2-70b-h100-b480-tp4-128-2048-tput", "trtllm061-l2-70b-h100-b64-tp2-2048-2048-tput")
+    notes = {k: rows[k]["notes"].replace("gqa_kv_reuse=false", "") for k in long_70b}
+    reuse = {k: inf.predict_published({**rows[k], "notes": notes[k]}) / float(rows[k]["value"]) - 1 for k in long_70b}
+    assert all(e > 0.8 for e in reuse.values()), reuse
+
+
+def test_gqa_kv_reuse_scales_only_the_kv_reads():
+    """Without GQA reuse the decode KV traffic is n_heads / n_kv_heads times larger (per GPU under TP);
+    an MHA model (Llama 2 7B) is unchanged; weights and compute are untouched."""
+    no = inf.Assumptions(gqa_kv_reuse=False)
+    for name, tp in (("llama-3-8b", 1), ("llama-3.1-70b", 2), ("llama-3.1-70b", 8), ("llama-2-7b", 1)):
+        m = get_model(name)
+        a = inf.decode_step(m, H100, batch=32, context=2048, tp=tp, link=get_interconnect("nvlink4"))
+        b = inf.decode_step(m, H100, batch=32, context=2048, tp=tp, link=get_interconnect("nvlink4"), assumptions=no)
+        group = (m.n_heads / tp) / math.ceil(m.n_kv_heads / tp)
+        assert b.attn_bytes == pytest.approx(a.attn_bytes * group) and b.dense_bytes == a.dense_bytes
+        assert (b.time_s > a.time_s) == (group > 1)
+    assert any("no GQA reuse" in line for line in no.lines())
 
 
 # ------------------------------------------------------------------------------------ bad input
