@@ -80,7 +80,8 @@ def test_busbw_factors_nccl_tests():
 @pytest.mark.parametrize("kwargs, match", [
     ({"op": "allreduce"}, "op must be one of"), ({"backend": "mpi"}, "backend must be one of"),
     ({"dtype": "fp64"}, "dtype must be one of"), ({"backend": "nccl"}, "backend nccl needs --device cuda"),
-    ({"op": "send_recv", "n_ranks": 1}, "n_ranks must be >= 2 for send_recv"), ({"n_ranks": 0}, "n_ranks must be"),
+    ({"op": "send_recv", "n_ranks": 1}, "n_ranks must be >= 2"), ({"n_ranks": 1}, "n_ranks must be >= 2"),
+    ({"n_ranks": 0}, "n_ranks must be"),
     ({"sizes": "1X"}, "sizes must be positive")])
 def test_run_collectives_validates_before_spawning(kwargs, match):
     args = {"op": "all_reduce", "n_ranks": 2, "sizes": "1K", "device": "cpu", **kwargs}

@@ -305,6 +305,8 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
     import torch.distributed as dist
 
     n = dist.get_world_size()
+    if n < 2:  # torchrun with one process: no data moves, bus bandwidth 0
+        raise ValueError(f"world size must be >= 2 (a collective over one rank moves no data), got {n}")
     notes = {} if notes is None else notes
     start = time.monotonic()
     rows: list[dict] = []
@@ -455,8 +457,8 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     device = resolve_device(device)
     _check(op, backend, device, dtype)
     backend = _pick_backend(backend, device)
-    if op == "send_recv" and n_ranks < 2:
-        raise ValueError(f"n_ranks must be >= 2 for send_recv, got {n_ranks}")
+    if n_ranks < 2:  # one rank moves no data: bus bandwidth is 0 and the harness ratio 0/0
+        raise ValueError(f"n_ranks must be >= 2 (a collective over one rank moves no data), got {n_ranks}")
     if device == "cuda":
         import torch
 
