@@ -134,17 +134,13 @@ class Assumptions:
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _gpu_has(gpu, dtype: str) -> bool:
-    return dtype in dict(gpu.peaks_tflops)
-
-
 def compute_dtype(gpu, precision: str) -> str:
     """The dtype whose dense peak sets prefill speed: fp8 where the GPU has fp8 units (W8A8), else
     16-bit (weight-only int8/int4/fp8 dequantize to 16-bit before the matmul: W8A16, W4A16)."""
     require_choice("precision", precision, PRECISIONS)
-    if precision == "fp8" and _gpu_has(gpu, "fp8"):
+    if precision == "fp8" and gpu.has("fp8"):
         return "fp8"
-    if precision == "fp16" or not _gpu_has(gpu, "bf16"):
+    if precision == "fp16" or not gpu.has("bf16"):
         return "fp16"
     return "bf16"
 
@@ -607,9 +603,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if (input_tokens is None and i != DEFAULT_INPUT_TOKENS) or (output_tokens is None and o != DEFAULT_OUTPUT_TOKENS):
         notes.append(f"default lengths {i} + {o} tokens: 1000 + 200 do not fit {model.name}'s "
                      f"{context or model.max_seq}-token context")
-    if precision == "bf16" and not _gpu_has(gpu, "bf16"):
+    if precision == "bf16" and not gpu.has("bf16"):
         notes.append(f"{gpu.name} has no bf16 units: 16-bit weights run as fp16 (same bytes, the fp16 peak)")
-    if precision == "fp8" and not _gpu_has(gpu, "fp8"):
+    if precision == "fp8" and not gpu.has("fp8"):
         notes.append(f"{gpu.name} has no fp8 units: fp8 weights are dequantized to 16-bit (weight-only)")
     a = assumptions
     kw = dict(precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, link=link, pp_link=pp_link, assumptions=a)
@@ -937,10 +933,13 @@ def published_serving() -> list[dict]:
                                                   "output_tokens", "concurrency", "metric", "value", "unit"))
 
 
-def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_requests: int | None = None) -> float:  # noqa: B008
+def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_requests: int | None = None,  # noqa: B008
+                      engine_notes: bool = True) -> float:
     """gpukit's prediction of one published row, in the row's unit (ms or tokens/s). Concurrency 1:
     the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`);
-    throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU."""
+    throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU.
+    engine_notes: apply what the row's notes say of its engine version (gqa_kv_reuse=false); False
+    predicts the row as a current engine would run it (`assumptions` as given)."""
     from gpukit.catalog import get_gpu, get_model
 
     m, g = get_model(row["model"]), get_gpu(row["gpu"])
@@ -948,7 +947,7 @@ def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_req
     i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])
     metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput", "throughput_static"))
     kv = "fp8" if "fp8_kv_cache" in row.get("notes", "") else None
-    if "gqa_kv_reuse=false" in row.get("notes", ""):  # the engine version predates GQA-aware decode kernels
+    if engine_notes and "gqa_kv_reuse=false" in row.get("notes", ""):  # predates GQA-aware decode kernels
         assumptions = replace(assumptions, gqa_kv_reuse=False)
     if metric == "throughput_static":  # c sequences prefilled together, then decoded together; per GPU
         kw = dict(precision=row["precision"], kv_dtype=kv, tp=tp, link=default_link(g, tp), assumptions=assumptions)
