@@ -331,6 +331,17 @@ def inter_node_link(gpu) -> Interconnect:
     return get_interconnect(_INTER_NODE.get(g.name, "eth-100g"))
 
 
+def default_links(gpu, gpus_per_node: int = 8, link: str | None = None,
+                  inter_link: str | None = None) -> tuple[str, str | None]:
+    """(intra-node, inter-node) link names where not given: intra_node_link inside a node; between
+    nodes the link itself when it can leave the node (a network), else inter_node_link (NVLink and
+    PCIe stay inside the node). A link object (not a name) passes through with inter_link as given."""
+    link = link if link is not None else intra_node_link(gpu, gpus_per_node).name
+    if inter_link is None and isinstance(link, str) and get_interconnect(link).scope == "intra-node":
+        inter_link = inter_node_link(gpu).name
+    return link, inter_link
+
+
 def intra_node_link(gpu, peers: int = 8) -> Interconnect:
     """The catalog link that `peers` GPUs of this type use inside a node unless told otherwise.
 

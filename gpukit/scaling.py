@@ -465,13 +465,10 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     if not counts:
         raise ValueError("gpus must list at least one GPU count")
     rate, rate_note = _rate(gpu, mfu, compute_dtype, profile)
-    from gpukit.catalog import get_interconnect, inter_node_link, intra_node_link
+    if network is None:
+        from gpukit.catalog import default_links
 
-    if network is None and link is None:  # the GPU's own: NVLink of its generation, else PCIe
-        link = intra_node_link(gpu, gpus_per_node).name
-    if network is None and inter_link is None and isinstance(link, str):
-        if get_interconnect(link).scope == "intra-node":  # NVLink/PCIe do not leave the node
-            inter_link = inter_node_link(gpu).name
+        link, inter_link = default_links(gpu, gpus_per_node, link, inter_link)
     net = network or cluster_network(link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node,
                                      efficiency=efficiency)
     for n in counts:

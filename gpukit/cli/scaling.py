@@ -31,14 +31,11 @@ def _scaling(args):
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
-    from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
+    from gpukit.catalog import default_links, get_gpu
 
     gpu = get_gpu(args.gpu)
-    if args.link is None:  # the link this GPU's node really has: a T4 box has no NVLink
-        args.link = intra_node_link(gpu, args.gpus_per_node).name
+    args.link, args.inter_link = default_links(gpu, args.gpus_per_node, args.link, args.inter_link)
     args.grad_dtype = args.grad_dtype or gpu.half_dtype
-    if args.inter_link is None and get_interconnect(args.link).scope == "intra-node":
-        args.inter_link = inter_node_link(gpu).name  # NVLink/PCIe do not leave the node
     inter = args.inter_link or args.link
     prof_net = profile if profile is not None and profile.has_link(inter) else None
     net = cluster_network(args.link, args.inter_link, gpus_per_node=args.gpus_per_node,
