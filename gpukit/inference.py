@@ -42,7 +42,9 @@ continuous batching (Orca, Yu et al. 2022; vLLM): GPU seconds per request = pref
 O x ITL(B) / B at the largest batch B the KV cache allows. Replicas for a rate = ceil(rate /
 (capacity x target utilization)). A fixed per-request time outside the GPUs on a shared resource
 (database, state store, tokenizer) caps throughput at workers / time whatever the GPUs do
-(Amdahl 1967). `simulate` runs a discrete-event simulation of continuous batching with simpy.
+(Amdahl 1967). `simulate` (gpukit.serving_sim) runs a discrete-event simulation of continuous batching
+with simpy. Validation against published serving measurements: gpukit.serving_published (its names
+are also reachable here: inference.validate_published, ...).
 
 Used in: notebooks/07_inference, gpukit.cli.serve, gpukit.audits.inference, gpukit.cost.
 """
@@ -50,7 +52,6 @@ Used in: notebooks/07_inference, gpukit.cli.serve, gpukit.audits.inference, gpuk
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import asdict, dataclass, field, replace
 
 from gpukit import quant
@@ -58,6 +59,7 @@ from gpukit.comm import collective_time
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import json_safe as _json_safe
+from gpukit.serving_sim import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB, dtype_bytes
 
@@ -65,7 +67,6 @@ PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp32")
 ACT_BYTES = 2  # activations and TP all-reduce messages in 16-bit
 MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs (engine arguments): the batch cap of a replica
-MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
 DEFAULT_GPUS_PER_NODE = 8
 FP8_SCALE_BYTES = 4  # one fp32 scale per weight matrix (per-tensor FP8)
 
@@ -738,151 +739,6 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
     raise ValueError(f"{model.name} does not fit on up to {max_gpus} x {gpu.name} in {precision}")
 
 
-# ------------------------------------------------------------------------------------ simulation
-@dataclass(frozen=True)
-class SimResult:
-    """Latency percentiles of a continuous-batching replica at one offered load."""
-
-    rate: float
-    completed: int
-    p50_latency_s: float
-    p99_latency_s: float
-    p50_ttft_s: float
-    p99_ttft_s: float
-    mean_itl_s: float
-    mean_batch: float
-    throughput_req_per_s: float
-    in_system_mid: int  # requests waiting or running when half of them had arrived
-    in_system_end: int  # ... when the last one arrived
-    saturated: bool  # the number in the system keeps growing (end > 1.25 x mid + 2): the queue has no steady state
-
-    def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
-
-
-def _pct(xs, q):
-    xs = sorted(xs)
-    pos = (len(xs) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, output_tokens: int, max_batch: int,
-             n_requests: int = 400, seed: int = 0, non_gpu_s: float = 0.0,
-             concurrency: int | None = None, max_tokens_per_step: int = MAX_TOKENS_PER_STEP) -> SimResult:
-    """Discrete-event simulation (simpy) of one replica with iteration-level continuous batching (Orca,
-    Yu et al. 2022; vLLM's scheduler): Poisson arrivals at `rate`; each iteration first admits waiting
-    requests while fewer than `max_batch` run (the KV-cache limit) and their prompts fit the step's
-    token budget `max_tokens_per_step` (TensorRT-LLM max_num_tokens / vLLM max_num_batched_tokens),
-    and runs their prefill together
-    (decode waits: prefill-priority scheduling, vLLM's default without chunked prefill), then one
-    decode step for every running request. decode_time(batch, context) and prefill_time(n_prompts) give
-    seconds. Latency = non_gpu_s + queueing + prefill + decode, per request. With `concurrency` N the
-    load is closed-loop instead (N clients, each sends its next request when the last one ends: how
-    benchmark tools such as NVIDIA's genai-perf/AIPerf drive a server); `rate` is then ignored."""
-    import simpy
-
-    rate = require_positive("rate", rate) if concurrency is None else float(rate or 0.0)
-    if concurrency is not None:
-        concurrency = require_positive_int("concurrency", concurrency)
-    max_batch = require_positive_int("max_batch", max_batch)
-    max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
-    n_requests = require_positive_int("n_requests", n_requests)
-    i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
-    rng = random.Random(seed)
-    env = simpy.Environment()
-    waiting: list[dict] = []
-    running: list[dict] = []
-    done: list[dict] = []
-    wake = {"ev": env.event()}
-    batches = []
-    census = {}
-
-    def _finish(r, now):
-        r["t1"] = now
-        if "done" in r:
-            r["done"].succeed()
-
-    def arrivals():
-        for k in range(n_requests):
-            yield env.timeout(rng.expovariate(rate))
-            waiting.append({"id": k, "t0": env.now, "left": o})
-            if k in (n_requests // 2, n_requests - 1):
-                census[k] = len(waiting) + len(running)
-            if not wake["ev"].triggered:
-                wake["ev"].succeed()
-
-    def engine():
-        while len(done) < n_requests:
-            if not waiting and not running:
-                wake["ev"] = env.event()
-                yield wake["ev"]
-                continue
-            new = []
-            # admit while the KV cache has room and the step's token budget holds the prompts (at
-            # least one prompt per step, however long: no chunking)
-            while (waiting and len(running) + len(new) < max_batch
-                   and (not new or (len(new) + 1) * i <= max_tokens_per_step)):
-                new.append(waiting.pop(0))
-            if new:
-                yield env.timeout(prefill_time(len(new)))
-                for r in new:
-                    r["first"] = env.now
-                    r["left"] -= 1  # the prefill yields the first token
-                running.extend(r for r in new if r["left"] > 0)
-                done.extend(r for r in new if r["left"] <= 0)
-                for r in new:
-                    if r["left"] <= 0:
-                        _finish(r, env.now)
-            if running:
-                ctx = i + o - sum(r["left"] for r in running) // len(running)
-                batches.append(len(running))
-                yield env.timeout(decode_time(len(running), max(1, ctx)))
-                for r in running:
-                    r["left"] -= 1
-                    if r["left"] <= 0:
-                        _finish(r, env.now)
-                done.extend(r for r in running if r["left"] <= 0)
-                running[:] = [r for r in running if r["left"] > 0]
-
-    # clients start staggered over one unloaded request time (a benchmark's ramp-up): clients that all
-    # start at once stay in lock-step, every prefill waiting for all the others
-    one = prefill_time(1) + (o - 1) * decode_time(1, i + o // 2) if concurrency else 0.0
-
-    def client(c):
-        yield env.timeout(c * one / concurrency)
-        k = c
-        while k < n_requests:
-            ev = env.event()
-            waiting.append({"id": k, "t0": env.now, "left": o, "done": ev})
-            if not wake["ev"].triggered:
-                wake["ev"].succeed()
-            yield ev
-            k += concurrency
-
-    if concurrency is None:
-        env.process(arrivals())
-    else:
-        for c in range(concurrency):
-            env.process(client(c))
-    env.process(engine())
-    env.run()
-    # drop the first 10% (warm-up: the queue starts empty)
-    kept = sorted(done, key=lambda r: r["id"])[n_requests // 10:]
-    lat = [r["t1"] - r["t0"] + non_gpu_s for r in kept]
-    ttft = [r["first"] - r["t0"] + non_gpu_s for r in kept]
-    itl = [(r["t1"] - r["first"]) / (o - 1) for r in kept] if o > 1 else [0.0]
-    span = max(r["t1"] for r in kept) - min(r["t0"] for r in kept)
-    mid, end = census.get(n_requests // 2, 0), census.get(n_requests - 1, 0)
-    if concurrency is not None:
-        rate = len(kept) / span
-    return SimResult(rate=rate, completed=len(done), p50_latency_s=_pct(lat, 50), p99_latency_s=_pct(lat, 99),
-                     p50_ttft_s=_pct(ttft, 50), p99_ttft_s=_pct(ttft, 99), mean_itl_s=sum(itl) / len(itl),
-                     mean_batch=sum(batches) / max(1, len(batches)), throughput_req_per_s=len(kept) / span,
-                     in_system_mid=mid, in_system_end=end,
-                     saturated=bool(concurrency is None and end > 1.25 * mid + 2))
-
-
 def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1), *, n_requests: int = 300,
                seed: int = 0, **serve_kw):
     """Simulated latency percentiles of one replica at each offered load (a fraction of its capacity).
@@ -918,88 +774,13 @@ def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
     return replace(a, **changes)
 
 
-# ------------------------------------------------------------------------------------ published figures
-PUBLISHED_FILE = "serving_published.csv"
-TP_ORDERING_SOURCE = ("NVIDIA NIM for LLMs, Optimization: 'latency variants use additional GPUs to decrease request "
-                      "latency at the cost of decreased total throughput per GPU relative to the throughput variant'",
-                      "https://docs.nvidia.com/nim/large-language-models/latest/optimization.html")
+_PUBLISHED_NAMES = ("PUBLISHED_FILE", "TP_ORDERING_SOURCE", "published_serving", "predict_published",
+                    "validate_published", "tp_ordering")
 
 
-def published_serving() -> list[dict]:
-    """Rows of data/serving_published.csv (published serving measurements, each with its source)."""
-    from gpukit.catalog import data_dir, read_csv
+def __getattr__(name):  # the published-figure validation lives in gpukit.serving_published (it imports this module)
+    if name in _PUBLISHED_NAMES:
+        from gpukit import serving_published
 
-    return read_csv(data_dir() / PUBLISHED_FILE, ("model", "gpu", "n_gpus", "tp", "precision", "input_tokens",
-                                                  "output_tokens", "concurrency", "metric", "value", "unit"))
-
-
-def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_requests: int | None = None,  # noqa: B008
-                      engine_notes: bool = True) -> float:
-    """gpukit's prediction of one published row, in the row's unit (ms or tokens/s). Concurrency 1:
-    the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`);
-    throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU.
-    engine_notes: apply what the row's notes say of its engine version (gqa_kv_reuse=false); False
-    predicts the row as a current engine would run it (`assumptions` as given)."""
-    from gpukit.catalog import get_gpu, get_model
-
-    m, g = get_model(row["model"]), get_gpu(row["gpu"])
-    tp, n = int(row["tp"]), int(row["n_gpus"])
-    i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])
-    metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput", "throughput_static"))
-    kv = "fp8" if "fp8_kv_cache" in row.get("notes", "") else None
-    if engine_notes and "gqa_kv_reuse=false" in row.get("notes", ""):  # predates GQA-aware decode kernels
-        assumptions = replace(assumptions, gqa_kv_reuse=False)
-    if metric == "throughput_static":  # c sequences prefilled together, then decoded together; per GPU
-        kw = dict(precision=row["precision"], kv_dtype=kv, tp=tp, link=default_link(g, tp), assumptions=assumptions)
-        t = (prefill_step(m, g, prompt_tokens=i, batch=c, **kw).time_s
-             + o * decode_step(m, g, batch=c, context=i + (o + 1) // 2, **kw).time_s)  # linear in the context
-        return c * o / t / n
-    p = serve(m, g, gpus=n, tp=tp, precision=row["precision"], kv_dtype=kv, input_tokens=i, output_tokens=o,
-              assumptions=assumptions)
-    if c == 1 and metric != "throughput":
-        return 1e3 * (p.ttft_s if metric == "ttft" else p.itl_s)
-    kw = dict(precision=p.precision, kv_dtype=p.kv_dtype, tp=p.tp, pp=p.pp, link=default_link(g, p.tp),
-              assumptions=assumptions)
-    s = simulate(lambda b, ctx: decode_step(m, g, batch=b, context=ctx, **kw).time_s,
-                 lambda b: prefill_step(m, g, prompt_tokens=i, batch=b, **kw).time_s, rate=0, input_tokens=i, output_tokens=o,
-                 max_batch=max(1, p.max_batch), n_requests=n_requests or max(40, 8 * c), concurrency=c)
-    if metric == "ttft":
-        return 1e3 * s.p50_ttft_s
-    if metric == "itl":
-        return 1e3 * s.mean_itl_s
-    return s.throughput_req_per_s * o
-
-
-def validate_published(assumptions: Assumptions = Assumptions()):  # noqa: B008
-    """Every published row against gpukit's prediction: a DataFrame with error = predicted/published - 1."""
-    import pandas as pd
-
-    rows = []
-    for r in published_serving():
-        pred = predict_published(r, assumptions)
-        pub = float(r["value"])
-        rows.append({"name": r["name"], "model": r["model"], "gpu": r["gpu"], "tp": int(r["tp"]),
-                     "precision": r["precision"], "input_tokens": int(r["input_tokens"]),
-                     "output_tokens": int(r["output_tokens"]), "concurrency": int(r["concurrency"]),
-                     "metric": r["metric"], "unit": r["unit"], "published": pub, "predicted": pred,
-                     "error": pred / pub - 1.0, "source_url": r["source_url"]})
-    return pd.DataFrame(rows)
-
-
-def tp_ordering(model: ModelSpec, gpu, gpus: int = 8, precision: str = "fp8", input_tokens: int = 1000,
-                output_tokens: int = 200, assumptions: Assumptions = Assumptions()) -> dict:  # noqa: B008
-    """The published ordering (TP_ORDERING_SOURCE): the throughput variant is the layout with the most
-    tokens/s per GPU (for a model that barely fits one GPU that is not tp=1: a full GPU leaves no room
-    for the KV cache); every layout with more TP than it has lower latency and lower tokens/s per GPU."""
-    rows = [r for r in tp_vs_replicas(model, gpu, gpus, precision=precision, input_tokens=input_tokens,
-                                      output_tokens=output_tokens, assumptions=assumptions) if r.fits]
-    if not rows:
-        raise ValueError(f"{model.name} fits no layout of {gpus} x {gpu.name} in {precision}")
-    best = max(range(len(rows)), key=lambda k: rows[k].tokens_per_s_per_gpu)
-    rows = rows[best:]
-    lat = [r.itl_s for r in rows]
-    per_gpu = [r.tokens_per_s_per_gpu for r in rows]
-    return {"layouts": [r.layout for r in rows], "itl_s": lat, "tokens_per_s_per_gpu": per_gpu,
-            "latency_falls_with_tp": all(a > b for a, b in zip(lat, lat[1:], strict=False)),
-            "per_gpu_throughput_falls_with_tp": all(a > b for a, b in zip(per_gpu, per_gpu[1:], strict=False)),
-            "source": TP_ORDERING_SOURCE[0], "source_url": TP_ORDERING_SOURCE[1]}
+        return getattr(serving_published, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

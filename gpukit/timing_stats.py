@@ -77,6 +77,14 @@ def bootstrap_interval(samples: Sequence[float], stat: Callable[[list[float]], f
     return _percentile_sorted(stats, 100 * tail), _percentile_sorted(stats, 100 * (1 - tail))
 
 
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (q in [0, 100]) with linear interpolation (numpy's default), without numpy."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("percentile of an empty sample")
+    return _percentile_sorted(xs, q)
+
+
 def _percentile_sorted(xs: list[float], q: float) -> float:
     pos = (len(xs) - 1) * q / 100.0
     lo = int(pos)

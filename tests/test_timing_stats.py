@@ -89,3 +89,18 @@ def test_interval_brackets_the_median_and_scales(base, factor):
     assert r.median == pytest.approx(factor)
     lo, hi = ts.bootstrap_interval(base, n_boot=200)
     assert min(base) <= lo <= hi <= max(base)
+
+
+def test_percentile_matches_numpy():
+    """timing_stats.percentile (the calculators' percentile, no numpy) interpolates as numpy does."""
+    import numpy as np
+
+    from gpukit.timing_stats import percentile
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 100):
+        xs = list(rng.random(n))
+        for q in (0, 10, 50, 99, 100):
+            assert percentile(xs, q) == pytest.approx(float(np.percentile(xs, q)))
+    with pytest.raises(ValueError, match="empty"):
+        percentile([], 50)

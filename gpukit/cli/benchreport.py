@@ -190,7 +190,7 @@ def fsdp_section() -> dict:
 def serving_section(device: str) -> dict:
     from gpukit.bench import decode
     from gpukit.catalog import get_gpu, get_model
-    from gpukit.inference import tp_ordering, validate_published
+    from gpukit.serving_published import tp_ordering, validate_published
 
     _section(f"7a. Serving: KV-cache prefill/decode measured vs roofline from measured rates ({device.upper()}, 1 thread)")
     out: dict = {"measured": []}
