@@ -141,7 +141,7 @@ def ddp_section(netlab_rates: str) -> dict:
 
 def parallel_section() -> dict:
     """Issue 10: the step-time model vs published runs, the search's speed, FSDP on two gloo ranks."""
-    from gpukit.parallel import validate_published
+    from gpukit.parallel_published import validate_published
 
     _section("6a. 3D step-time model vs published runs (stated layouts, one set of efficiencies)")
     rows = validate_published()
@@ -153,7 +153,7 @@ def parallel_section() -> dict:
     megatron = [abs(v.error) for v in rows if v.run.name.startswith(("Megatron", "Korthikanti"))]
     print(f"  Megatron tables (Narayanan 2021 Table 1, Korthikanti 2022 Table 5): max |error| "
           f"{100 * max(megatron):.1f}% over {len(megatron)} rows (goal 10%); sources and assumptions: "
-          "gpukit.parallel.PUBLISHED_RUNS")
+          "gpukit.parallel_published.PUBLISHED_RUNS")
     return {"rows": [v.to_json_dict() for v in rows], "megatron_max_abs_error": max(megatron)}
 
 
