@@ -19,6 +19,14 @@ from dataclasses import asdict, dataclass, field
 from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import time_to_train
+from gpukit.cost_published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
+from gpukit.cost_spot import (  # noqa: F401
+    SpotEstimate,
+    daly_interval_s,
+    expected_wall_s,
+    spot_run,
+    young_interval_s,
+)
 from gpukit.errors import require_positive, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
@@ -361,78 +369,6 @@ def buy_vs_rent(gpu: str, gpus: int, purchase_usd: float, *, rent_per_gpu_hour: 
                      break_even_utilization=be_u, break_even_months=be_m, assumptions=tuple(assumptions))
 
 
-# ------------------------------------------------------------------------------- spot
-def young_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
-    """Young (1974): optimal compute time between checkpoints sqrt(2 delta M)."""
-    return math.sqrt(2 * require_positive("checkpoint_s", checkpoint_s) * require_positive("mtbi_s", mtbi_s))
-
-
-def daly_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
-    """Daly (2006, FGCS 22, eq. 37): sqrt(2 delta M) [1 + 1/3 sqrt(delta/2M) + delta/(18 M)] - delta
-    for delta < 2M, else M."""
-    d, m = require_positive("checkpoint_s", checkpoint_s), require_positive("mtbi_s", mtbi_s)
-    if d >= 2 * m:
-        return m
-    return math.sqrt(2 * d * m) * (1 + math.sqrt(d / (2 * m)) / 3 + d / (18 * m)) - d
-
-
-def expected_wall_s(solve_s: float, interval_s: float, checkpoint_s: float, restart_s: float, mtbi_s: float) -> float:
-    """Daly (2006, eq. 13): expected wall time with exponential interruptions of mean M,
-    T_w = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau."""
-    m = require_positive("mtbi_s", mtbi_s)
-    tau = require_positive("interval_s", interval_s)
-    try:
-        return m * math.exp(restart_s / m) * math.expm1((tau + checkpoint_s) / m) * solve_s / tau
-    except OverflowError:
-        return math.inf
-
-
-@dataclass(frozen=True)
-class SpotEstimate:
-    """Spot vs on-demand for one job: checkpoint interval, expected hours and cost."""
-
-    gpus: int
-    work_hours: float  # on-demand wall hours without interruptions
-    preemptions_per_day: float
-    checkpoint_minutes: float
-    restart_minutes: float
-    young_interval_hours: float
-    daly_interval_hours: float
-    expected_hours: float
-    on_demand_cost_usd: float
-    spot_cost_usd: float
-    savings: float  # 1 - spot / on-demand (negative: spot costs more)
-    time_overhead: float  # expected_hours / work_hours - 1
-
-    def to_json_dict(self) -> dict:
-        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
-
-
-def spot_run(work_hours: float, gpus: int, on_demand_per_gpu_hour: float, spot_per_gpu_hour: float, *,
-             preemptions_per_day: float, checkpoint_minutes: float, restart_minutes: float = 10.0) -> SpotEstimate:
-    """A job of `work_hours` on spot instances interrupted `preemptions_per_day` times a day (the
-    whole job: one node lost stops all), checkpointing every Daly-optimal interval: expected wall
-    time (Daly 2006) and cost, against the same job on demand. Restart time includes re-queueing
-    and reloading the checkpoint; work since the last checkpoint is lost (counted by the formula)."""
-    w = require_positive("work_hours", work_hours)
-    n = require_positive_int("gpus", gpus)
-    od = require_positive("on_demand_per_gpu_hour", on_demand_per_gpu_hour)
-    sp = require_positive("spot_per_gpu_hour", spot_per_gpu_hour)
-    rate = require_positive("preemptions_per_day", preemptions_per_day)
-    d = require_positive("checkpoint_minutes", checkpoint_minutes) * 60
-    r = require_positive("restart_minutes", restart_minutes, allow_zero=True) * 60
-    mtbi = 86400 / rate
-    tau_y = young_interval_s(d, mtbi)
-    tau = daly_interval_s(d, mtbi)
-    wall = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
-    od_cost = w * n * od
-    sp_cost = wall * n * sp
-    return SpotEstimate(gpus=n, work_hours=w, preemptions_per_day=rate, checkpoint_minutes=d / 60,
-                        restart_minutes=r / 60, young_interval_hours=tau_y / 3600, daly_interval_hours=tau / 3600,
-                        expected_hours=wall, on_demand_cost_usd=od_cost, spot_cost_usd=sp_cost,
-                        savings=1 - sp_cost / od_cost, time_overhead=wall / w - 1)
-
-
 # ------------------------------------------------------------------------------- serving
 @dataclass(frozen=True)
 class ServingCost:
@@ -515,89 +451,3 @@ def article_table(*, n_params: float = 10e9, usd_per_gpu_hour: float = 4.0, hour
         hours = hours_one_gpu / (n * eff)
         out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
     return tuple(out)
-
-
-# ------------------------------------------------------------------------------- published runs
-@dataclass(frozen=True)
-class PublishedRun:
-    """A training run whose GPU-hours (and sometimes price) were disclosed."""
-
-    key: str
-    model: str
-    gpu: str  # data/gpus.csv name of the GPU (or its compute twin)
-    n_params: float  # active parameters per token
-    tokens: float
-    gpu_hours: float
-    usd_per_gpu_hour: float | None  # disclosed price, else None
-    cost_usd: float | None  # disclosed cost, else None
-    source: str
-    notes: str = ""
-
-    def to_json_dict(self) -> dict:
-        return asdict(self)
-
-
-PUBLISHED_RUNS = (
-    PublishedRun("deepseek-v3", "DeepSeek-V3 (671B MoE, 37B active)", "h100-sxm", 37e9, 14.8e12, 2.788e6, 2.0, 5.576e6,
-                 "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv 2412.19437), Table 1: 2,664K pre-training + 119K "
-                 "context extension + 5K post-training H800 GPU-hours = 2,788K, $5.576M at $2 per GPU-hour",
-                 "H800: the H100's compute (same dense BF16 peak) with reduced NVLink; trained mostly in FP8"),
-    PublishedRun("llama-2-70b", "Llama 2 70B", "a100-80gb", 70e9, 2e12, 1_720_320, None, None,
-                 "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 2 (CO2 emissions): 1,720,320 GPU-hours on "
-                 "A100-80GB, 2T tokens"),
-    PublishedRun("llama-2-7b", "Llama 2 7B", "a100-80gb", 7e9, 2e12, 184_320, None, None,
-                 "Touvron et al. 2023, Llama 2, Table 2: 184,320 GPU-hours on A100-80GB, 2T tokens"),
-    PublishedRun("llama-3-8b", "Llama 3 8B", "h100-sxm", 8e9, 15e12, 1.3e6, None, None,
-                 "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md): 1.3M H100-80GB GPU-hours, "
-                 "15T+ tokens"),
-    PublishedRun("llama-3-70b", "Llama 3 70B", "h100-sxm", 70e9, 15e12, 6.4e6, None, None,
-                 "Meta Llama 3 model card: 6.4M H100-80GB GPU-hours, 15T+ tokens"),
-    PublishedRun("llama-3.1-405b", "Llama 3.1 405B", "h100-sxm", 405e9, 15.6e12, 30.84e6, None, None,
-                 "Meta Llama 3.1 model card: 30.84M H100-80GB GPU-hours; Dubey et al. 2024 (arXiv 2407.21783): "
-                 "15.6T tokens, 38-43% BF16 MFU (Table 4)"),
-    PublishedRun("bloom-176b", "BLOOM 176B", "a100-80gb", 176e9, 366e9, 1_082_990, None, None,
-                 "Luccioni et al. 2022, Estimating the Carbon Footprint of BLOOM (arXiv 2211.02001), Table 1: "
-                 "1,082,990 GPU-hours on A100-80GB; BigScience model card: 366B tokens"),
-)
-
-
-@dataclass(frozen=True)
-class PublishedCheck:
-    """A published run beside gpukit: cost = GPU-hours x price, implied MFU, predicted GPU-hours."""
-
-    key: str
-    gpu_hours: float
-    usd_per_gpu_hour: float
-    cost_usd: float
-    published_cost_usd: float | None
-    cost_error: float | None  # cost_usd / published - 1
-    implied_mfu: float  # 6ND / (GPU-hours x peak)
-    mfu_assumed: float
-    predicted_gpu_hours: float  # 6ND / (peak x mfu_assumed)
-    gpu_hours_error: float  # predicted / published - 1
-    source: str
-
-    def to_json_dict(self) -> dict:
-        return asdict(self)
-
-
-def published_check(key: str, *, usd_per_gpu_hour: float | None = None, mfu: float = 0.4) -> PublishedCheck:
-    """Reproduce a published run: its cost at its disclosed (or a given) price, the MFU its GPU-hours
-    imply (6ND FLOPs, dense BF16 peak of data/gpus.csv), and the GPU-hours gpukit predicts at `mfu`."""
-    runs = {r.key: r for r in PUBLISHED_RUNS}
-    if key not in runs:
-        raise ValueError(f"key must be one of {', '.join(runs)}; got {key!r}")
-    r = runs[key]
-    price = usd_per_gpu_hour if usd_per_gpu_hour is not None else (r.usd_per_gpu_hour or 2.0)
-    price = require_positive("usd_per_gpu_hour", price)
-    cost = r.gpu_hours * price
-    g = get_gpu(r.gpu)
-    peak = g.peak_tflops("bf16") * 1e12
-    flops = 6 * r.n_params * r.tokens
-    implied = flops / (r.gpu_hours * 3600 * peak)
-    predicted = time_to_train(r.n_params, r.tokens, g, 1, mfu=mfu).gpu_hours
-    return PublishedCheck(key=key, gpu_hours=r.gpu_hours, usd_per_gpu_hour=price, cost_usd=cost,
-                          published_cost_usd=r.cost_usd,
-                          cost_error=None if r.cost_usd is None else cost / r.cost_usd - 1,
-                          implied_mfu=implied, mfu_assumed=mfu, predicted_gpu_hours=predicted,
-                          gpu_hours_error=predicted / r.gpu_hours - 1, source=r.source)
