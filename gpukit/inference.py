@@ -774,8 +774,8 @@ def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
     return replace(a, **changes)
 
 
-_PUBLISHED_NAMES = ("PUBLISHED_FILE", "TP_ORDERING_SOURCE", "published_serving", "predict_published",
-                    "validate_published", "tp_ordering")
+_PUBLISHED_NAMES = ("PUBLISHED_FILE", "TP_ORDERING_SOURCE", "SHARE_OF_METRIC", "published_serving",
+                    "predict_published", "implied_share", "validate_published", "tp_ordering")
 
 
 def __getattr__(name):  # the published-figure validation lives in gpukit.serving_published (it imports this module)

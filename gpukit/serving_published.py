@@ -73,8 +73,39 @@ def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_req
     return s.throughput_req_per_s * o
 
 
-def validate_published(assumptions: Assumptions = Assumptions()):  # noqa: B008
-    """Every published row against gpukit's prediction: a DataFrame with error = predicted/published - 1."""
+SHARE_OF_METRIC = {"ttft": "flops_share", "itl": "hbm_share"}  # the metrics one phase dominates
+
+
+def implied_share(row: dict, assumptions: Assumptions = Assumptions(), lo: float = 0.01) -> float | None:  # noqa: B008
+    """The achievable share (SHARE_OF_METRIC: flops_share for TTFT, the prefill's; hbm_share for
+    the inter-token latency, the decode's; None for throughputs, which mix both phases) at which the prediction of `row` equals its published value, the other
+    assumptions held: a diagnostic, not a fit (nothing uses it to predict). None when no share in
+    [lo, 1] reproduces it: published faster than the model allows at the peak, or slower than it
+    allows at `lo` (then the time goes to something the roofline leaves out). Bisection in log space;
+    the prediction falls (times) or rises (throughputs) monotonically with the share."""
+    field = SHARE_OF_METRIC.get(row["metric"])
+    if field is None:
+        return None
+    pub = float(row["value"])
+
+    def gap(share):  # > 0 while the prediction is slower than published
+        return predict_published(row, replace(assumptions, **{field: share})) / pub - 1
+
+    if gap(1.0) > 0 or gap(lo) < 0:
+        return None
+    a, b = lo, 1.0
+    for _ in range(30):
+        mid = (a * b) ** 0.5
+        a, b = (mid, b) if gap(mid) > 0 else (a, mid)
+        if b / a < 1.005:
+            break
+    return (a * b) ** 0.5
+
+
+def validate_published(assumptions: Assumptions = Assumptions(), implied: bool = False):  # noqa: B008
+    """Every published row against gpukit's prediction: a DataFrame with error = predicted/published - 1.
+    implied: add `implied_share` (`implied_share`, the share that would reproduce the row) and
+    `share_field` (which share it is)."""
     import pandas as pd
 
     rows = []
@@ -86,6 +117,9 @@ def validate_published(assumptions: Assumptions = Assumptions()):  # noqa: B008
                      "output_tokens": int(r["output_tokens"]), "concurrency": int(r["concurrency"]),
                      "metric": r["metric"], "unit": r["unit"], "published": pub, "predicted": pred,
                      "error": pred / pub - 1.0, "source_url": r["source_url"]})
+        if implied:
+            rows[-1].update(share_field=SHARE_OF_METRIC.get(r["metric"], ""),
+                            implied_share=implied_share(r, assumptions))
     return pd.DataFrame(rows)
 
 

@@ -238,6 +238,35 @@ def test_published_ttft_of_real_prompts():
     assert all(e < 0 for e in short.values()), short  # the known direction: overheads left out
 
 
+def test_implied_share_reproduces_the_row_and_says_what_notebook_07_says():
+    """implied_share: the share at which the prediction meets the published figure (within the bisection's
+    0.5%); None for throughputs and where no share in range reproduces the figure. Notebook 07's prose:
+    long single-user prompts imply shares on either side of the stated flops_share, lower for H100 fp8
+    than for A100 fp16; short prompts a much smaller share than long ones on the same GPU."""
+    from dataclasses import replace
+
+    rows = {r["name"]: r for r in inf.published_serving()}
+    r = rows["trtllm05-l2-7b-a100-tp1-2048-ttft"]
+    share = inf.implied_share(r)
+    pred = inf.predict_published(r, replace(inf.Assumptions(), flops_share=share))
+    assert pred == pytest.approx(float(r["value"]), rel=0.01)
+    itl = rows["nim-70b-500-2000-c1-itl"]
+    pred = inf.predict_published(itl, replace(inf.Assumptions(), hbm_share=inf.implied_share(itl)))
+    assert pred == pytest.approx(float(itl["value"]), rel=0.01)
+    assert inf.implied_share(rows["nim-70b-5000-500-c5-throughput"]) is None
+    assert inf.implied_share({**r, "value": "1"}) is None  # faster than the peak allows
+    stated = inf.Assumptions().flops_share
+    single = [x for x in rows.values() if x["metric"] == "ttft" and x["concurrency"] == "1"]
+    long_ = {x["name"]: inf.implied_share(x) for x in single if int(x["input_tokens"]) >= 500}
+    h100 = [v for k, v in long_.items() if rows[k]["gpu"] == "h100-sxm"]
+    a100 = [v for k, v in long_.items() if rows[k]["gpu"] == "a100-80gb"]
+    assert h100 and a100 and max(h100) < stated < min(a100), long_
+    for x in single:
+        if int(x["input_tokens"]) < 500:
+            same = [v for k, v in long_.items() if rows[k]["gpu"] == x["gpu"]]
+            assert inf.implied_share(x) < 0.6 * min(same), x["name"]
+
+
 def test_published_throughput_under_load_within_30pct():
     errs = _errors(lambda r: r["metric"] == "throughput")
     assert errs and all(abs(e) <= 0.30 for e in errs.values()), errs
