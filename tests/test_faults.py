@@ -4,7 +4,7 @@ stderr line with a non-zero exit code (gpukit/cli/bench.py: 2 bad input or timeo
 run, 130 SIGINT, death by SIGTERM after one line).
 
 The benchmark runs are real (`python -m gpukit bench ...`, 2 gloo ranks on CPU, tiny sizes); a dying
-rank and a GPU that is too small come from the test hook GPUKIT_FAULT (gpukit.bench.collectives.
+rank and a GPU that is too small come from the test hook GPUKIT_FAULT (gpukit.bench.collectives_measure.
 fault_hook). netlab's namespaces under SIGINT/SIGTERM are covered by tests/test_netlab.py
 (test_signal_midway_leaves_no_namespaces_or_processes), so they are not repeated here.
 """
