@@ -8,7 +8,7 @@ the next. `ratio_estimate(base_s, other_s)` therefore reports, besides the media
 - a percentile-bootstrap confidence interval of the median ratio (Efron & Tibshirani 1993,
   *An Introduction to the Bootstrap*, ch. 13: resample the repeats with replacement, take the
   statistic of each resample, read the interval off its percentiles). With interleaved repeats
-  (round i times the baseline and the variant one after the other, as gpukit.tricks.run_configs
+  (round i times the baseline and the variant one after the other, as gpukit.bench.measure_tricks.run_configs
   does) the ratios are *paired*: repeat i of the variant over repeat i of the baseline, so load that
   hits both alike cancels.
 
@@ -18,7 +18,7 @@ their median (the IQR of a time larger than its median, or the IQR of the ratios
 median ratio), says "no measurable difference at this size" instead. The resampling uses a fixed
 seed, so the same samples always give the same interval.
 
-Used in: gpukit.tricks (TrickResult.time_ratio_estimate), notebooks/02_fitting_tricks.
+Used in: gpukit.bench.measure_tricks (TrickResult.time_ratio_estimate), notebooks/02_fitting_tricks.
 """
 
 from __future__ import annotations

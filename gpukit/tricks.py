@@ -3,7 +3,7 @@
 `trick_stack(model, gpu, ...)` starts from fp32 AdamW full training and adds the chosen tricks one
 by one through gpukit.memory (mixed precision, recompute, ZeRO-Offload, 8-bit Adam, LoRA, QLoRA,
 ...); `lora_trainable_params(spec, rank)` counts LoRA's adapter parameters (Hu et al. 2021).
-TRICKS names the tricks measured for real by gpukit.bench.measure (`measure_trick`: the reference
+TRICKS names the tricks measured for real by gpukit.bench.measure_tricks (`measure_trick`: the reference
 GPT with and without each trick, MemTracker + step times; the measuring half lives there).
 
     mixed_precision   fp32 vs bf16 autocast (Micikevicius et al. 2018; fp32 master weights kept)
@@ -12,7 +12,7 @@ GPT with and without each trick, MemTracker + step times; the measuring half liv
     optimizer         AdamW vs SGD with momentum vs plain SGD (optimizer-state bytes)
     lora              full training vs LoRA adapters on every block Linear, base frozen (Hu et al. 2021)
 
-Used in: notebooks/02_fitting_tricks, gpukit/widgets/memory_view.py, gpukit/bench/measure.py.
+Used in: notebooks/02_fitting_tricks, gpukit/widgets/memory_view.py, gpukit/bench/measure_tricks.py.
 """
 
 from __future__ import annotations

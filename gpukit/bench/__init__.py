@@ -7,7 +7,8 @@ result (gpukit.bench.results.BenchResult). CPU and CUDA run the same code.
 
 Modules: timing (timers, the one percentile), envinfo (the one environment report), results (result
 files, atomic JSON), models (the reference GPT and its one training step), measure (the one memory
-and fitting-trick measurement harness), compute_check, matmul, membw, collectives (also a torchrun
+measurement harness), measure_validate (predicted vs measured memory, the grids), measure_tricks
+(the fitting tricks measured and timed), compute_check, matmul, membw, collectives (also a torchrun
 worker: `python -m gpukit.bench.collectives`), launch (spawned local ranks), supervise (the one
 process supervisor and signal routine), article (the seed article's latency loop), ddp, calibrate,
 suite (`bench all`), netlab/ (emulated cluster network).
