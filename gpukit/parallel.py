@@ -41,8 +41,9 @@ Pure calculator (no torch, no I/O). Sources, formula by formula:
   `tflops_per_gpu` is model FLOPs per second per GPU; `hardware_tflops_per_gpu` counts recompute
   (Megatron's papers report that one: 96 B s l h^2 (1 + s/6h + V/16lh) per iteration, Narayanan eq. 3).
 
-Split by reason to change: pipeline schedules in gpukit.parallel_schedule, the validation against
-published runs in gpukit.parallel_published (both reachable from here too).
+Split by reason to change: the cluster (GPUs, links, stated efficiencies) in gpukit.parallel_cluster,
+the layout search in gpukit.parallel_search, pipeline schedules in gpukit.parallel_schedule, the
+validation against published runs in gpukit.parallel_published (all reachable from here too).
 
 Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel, gpukit.audits.parallel.
 """
@@ -50,14 +51,22 @@ Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel, gpukit.audits.p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpukit import memory as mem
-from gpukit.catalog import get_gpu, get_interconnect, get_model, inter_node_link, intra_node_link
+from gpukit.catalog import get_model
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.parallel_cluster import (  # noqa: F401 (public here too)
+    HBM_EFFICIENCY,
+    LINK_EFFICIENCY,
+    MATMUL_EFFICIENCY,
+    Cluster,
+    cluster_from_network,
+    make_cluster,
+)
 from gpukit.parallel_schedule import Bubble, Schedule, Task, bubble, schedule  # noqa: F401 (public here too)
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
@@ -66,105 +75,12 @@ from gpukit.units import GB, GiB
 RECOMPUTE = mem.RECOMPUTE
 ZERO_STAGES = (0, 1, 2, 3)
 
-# Stated assumptions (one set for every layout and every validation row; none fitted per row).
-# matmul: share of the dense peak that large bf16 GEMMs sustain inside a training step. 0.70 is the
-# order of what cuBLAS reaches on transformer shapes (stas00/ml-engineering "Maximum Achievable Matmul
-# FLOPS": A100 bf16 ~267 of 312 TFLOP/s on the best shape, i.e. 0.86; real shapes and the attention
-# kernels run below it). hbm: elementwise kernels reach ~0.8 of HBM bandwidth (STREAM-like copy
-# kernels on A100/H100). link: NCCL busbw reaches ~0.8 of the link (nccl-tests all_reduce on DGX A100
-# ~230 of 300 GB/s NVLink; ~20-23 of 25 GB/s per HDR port).
-MATMUL_EFFICIENCY = 0.70
-HBM_EFFICIENCY = 0.80
-LINK_EFFICIENCY = 0.80
 ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
                f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
                f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
                "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
                "ZeRO-3 gathers overlap compute (prefetch)",
                "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)")
-
-
-
-# ------------------------------------------------------------------------------------ cluster
-@dataclass(frozen=True)
-class Cluster:
-    """GPUs and the hierarchical network: `link` inside a node, `inter_link` across nodes (per port),
-    `ports_per_node` NICs shared by `gpus_per_node` GPUs, and the stated efficiencies."""
-
-    gpu: object
-    gpus_per_node: int
-    link: object
-    inter_link: object
-    ports_per_node: int
-    link_efficiency: float = LINK_EFFICIENCY
-    matmul_efficiency: float = MATMUL_EFFICIENCY
-    hbm_efficiency: float = HBM_EFFICIENCY
-    dtype: str = "bf16"
-
-    network: object = None  # a gpukit.comm.ClusterNetwork: when given, its links and efficiency are used
-
-    def _eff(self, link, share: float = 1.0) -> tuple[float, float]:
-        """(alpha_s, bandwidth GB/s) of a catalog link after efficiency and port sharing."""
-        return link.latency_us * 1e-6, link.bandwidth_gbps * self.link_efficiency * share
-
-    @property
-    def intra(self) -> tuple[float, float]:
-        if self.network is not None:
-            return tuple(self.network.intra_link)
-        return self._eff(self.link)
-
-    @property
-    def inter(self) -> tuple[float, float]:
-        """Per-GPU inter-node (alpha_s, GB/s) while every GPU of a node sends (ports shared)."""
-        if self.network is not None:
-            return tuple(self.network.inter_link(self.gpus_per_node))
-        return self._eff(self.inter_link, min(1.0, self.ports_per_node / self.gpus_per_node))
-
-    @property
-    def peak_flops(self) -> float:
-        return self.gpu.peak_tflops(self.dtype) * 1e12
-
-    def describe(self) -> str:
-        if self.network is not None:
-            n = self.network
-            return (f"{self.gpu.name}, {n.gpus_per_node} per node, {n.intra_name} in the node, "
-                    f"{n.ports_per_node} x {n.inter_name} per node (efficiency {n.efficiency:g}: {n.efficiency_source})")
-        return (f"{self.gpu.name}, {self.gpus_per_node} per node, {self.link.name} in the node, "
-                f"{self.ports_per_node} x {self.inter_link.name} per node")
-
-
-def cluster_from_network(gpu, network, *, matmul_efficiency: float = MATMUL_EFFICIENCY,
-                         hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
-    """A Cluster over a gpukit.comm.ClusterNetwork (engineer C's hierarchical network model): its intra
-    link, its per-GPU inter-node bandwidth with ports shared, and its efficiency with provenance."""
-    for attr in ("intra_link", "inter_link", "gpus_per_node", "ports_per_node", "efficiency"):
-        if not hasattr(network, attr):
-            raise ValueError(f"network must be a gpukit.comm.ClusterNetwork (missing {attr}), got {type(network).__name__}")
-    base = make_cluster(gpu, network.gpus_per_node, ports_per_node=network.ports_per_node,
-                        matmul_efficiency=matmul_efficiency, hbm_efficiency=hbm_efficiency, profile=profile)
-    return replace(base, network=network, link_efficiency=network.efficiency)
-
-
-def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_per_node: int | None = None, *,
-                 link_efficiency: float = LINK_EFFICIENCY, matmul_efficiency: float = MATMUL_EFFICIENCY,
-                 hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
-    """A Cluster from names or catalog objects. Links default by GPU (NVLink of its generation, one IB
-    port per GPU). With a calibrated `profile`, matmul_efficiency = its measured bf16 matmul / peak."""
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    k = require_positive_int("gpus_per_node", gpus_per_node)
-    lk = (intra_node_link(g, k) if link is None else get_interconnect(link) if isinstance(link, str) else link)
-    il = (inter_node_link(g) if inter_link is None else
-          get_interconnect(inter_link) if isinstance(inter_link, str) else inter_link)
-    ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
-    for name, v in (("link_efficiency", link_efficiency), ("matmul_efficiency", matmul_efficiency),
-                    ("hbm_efficiency", hbm_efficiency)):
-        if not 0 < require_positive(name, v) <= 1:
-            raise ValueError(f"{name} must be in (0, 1], got {v}")
-    if profile is not None:
-        matmul_efficiency = min(1.0, profile.matmul_tflops("bf16") / g.peak_tflops("bf16"))
-    return Cluster(gpu=g, gpus_per_node=k, link=lk, inter_link=il, ports_per_node=ports,
-                   link_efficiency=link_efficiency, matmul_efficiency=matmul_efficiency,
-                   hbm_efficiency=hbm_efficiency)
 
 
 # ------------------------------------------------------------------------------------ config
@@ -457,223 +373,15 @@ def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: in
     return out
 
 
-# ------------------------------------------------------------------------------------ search
-@dataclass(frozen=True)
-class Ranked:
-    estimate: Estimate
-    binding: str
-    reasons: tuple[str, ...]
-
-    def to_json_dict(self) -> dict:
-        e = self.estimate
-        c = e.config
-        return _json_safe({"dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages,
-                           "zero_stage": c.zero_stage, "micro_batch": c.micro_batch, "recompute": c.recompute,
-                           "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
-                           "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
-                           "binding": self.binding, "reasons": list(self.reasons),
-                           "breakdown": dict(e.breakdown)})
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    model_name: str
-    gpus: int
-    cluster: str
-    global_batch: int
-    seq_len: int
-    enumerated: int
-    fitting: int
-    ranked: tuple[Ranked, ...]  # best first, all fitting layouts
-    top_k: int = 10
-
-    @property
-    def best(self) -> Ranked | None:
-        return self.ranked[0] if self.ranked else None
-
-    def to_json_dict(self) -> dict:
-        return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
-                "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
-                "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
-                "assumptions": list(ASSUMPTIONS)}
-
-    def to_frame(self):
-        import pandas as pd
-
-        rows = []
-        for r in self.ranked[:self.top_k]:
-            d = r.to_json_dict()
-            d.pop("breakdown")
-            d.pop("reasons")
-            d["memory_gib"] = d.pop("memory_per_gpu_bytes") / GiB
-            rows.append(d)
-        return pd.DataFrame(rows)
-
-    def to_text(self) -> str:
-        lines = [f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
-                 f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"]
-        if not self.ranked:
-            return "\n".join(lines + ["no layout fits in memory"])
-        for i, r in enumerate(self.ranked[:self.top_k], 1):
-            e = r.estimate
-            lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
-                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB; binding: {r.binding}")
-        return "\n".join(lines)
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: int = 16,
-                      max_virtual_stages: int = 8):
-    """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
-    model = _model(model)
-    n = require_positive_int("gpus", gpus)
-    G = require_positive_int("global_batch", global_batch)
-    out = []
-    for tp in _divisors(n):
-        if model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
-            continue
-        for pp in _divisors(n // tp):
-            if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
-                continue
-            dp = n // (tp * pp)
-            vs = [1] + [v for v in (2, 3, 4, 6, 8) if v <= max_virtual_stages and pp > 1
-                        and model.n_layers % (pp * v) == 0]
-            zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
-            b = 1
-            while b <= max_micro_batch and G % (dp * b) == 0:
-                m = G // (dp * b)
-                for v in vs:
-                    if v > 1 and m % pp:
-                        continue
-                    for z in zs:
-                        for rc in RECOMPUTE:
-                            for sp in ((False, True) if tp > 1 else (False,)):
-                                out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp))
-                b *= 2
-    return out
-
-
-def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
-    """What holds this layout back: the largest non-compute part of its step, and memory when a
-    cheaper recompute or a larger micro-batch would not fit."""
-    reasons = []
-    c = e.config
-    if c.recompute != "none":
-        lighter = "selective" if c.recompute == "full" else "none"
-        alt = est_of(replace(c, recompute=lighter))
-        if alt is not None and not alt.fits:
-            reasons.append(f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
-                           f"> {e.gpu_memory_bytes / GiB:.0f} GiB")
-    bigger = est_of(replace(c, micro_batch=c.micro_batch * 2))
-    if bigger is not None and not bigger.fits:
-        reasons.append(f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB")
-    parts = {k: v for k, v in e.breakdown if k not in ("compute", "elementwise")}
-    worst = max(parts, key=parts.get)
-    share = parts[worst] / e.step_time_s
-    label = {"bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
-             "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
-                        f"{share:.0%} of the step",
-             "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
-             "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
-             "pp_comm": f"PP traffic: {share:.0%} of the step",
-             "optimizer": f"optimizer step: {share:.0%} of the step"}[worst]
-    if c.pp > 1 and e.microbatches < 4 * c.pp:
-        reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
-    if share >= 0.02:
-        reasons.append(label)
-    else:
-        reasons.append(f"compute-bound: compute and elementwise kernels "
-                       f"{e.share('compute') + e.share('elementwise'):.0%} of the step")
-    return reasons[0], tuple(reasons)
-
-
-@dataclass(frozen=True)
-class _NoFit:
-    """A layout that does not fit: its memory (a lower bound when what == 'states'), no step time."""
-
-    memory_per_gpu_bytes: int
-    what: str
-    fits: bool = False
-
-
-def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int | None = None,
-           seq_len: int | None = None, link=None, inter_link=None, ports_per_node: int | None = None,
-           top_k: int = 10, attention: str = "flash", max_micro_batch: int = 16, cluster: Cluster | None = None,
-           **conventions) -> SearchResult:
-    """Enumerate every valid layout, keep those that fit, rank by predicted tokens/s, explain the top.
-
-    Speed: layouts sharing (tp, pp, v, zero, recompute, sp) are visited by increasing micro-batch and
-    stop at the first that does not fit (memory grows with the micro-batch)."""
-    model = _model(model)
-    n = require_positive_int("gpus", gpus)
-    cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
-    if n % cl.gpus_per_node and n > cl.gpus_per_node:
-        raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
-    G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
-    top_k = require_positive_int("top_k", top_k)
-    configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
-    cache: dict[ParallelConfig, Estimate | None] = {}
-    too_big: set[tuple] = set()
-    cap = cl.gpu.memory_bytes
-    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(convention="megatron", **{k: v for k, v in conventions.items()
-                                                          if k in ("precision", "optimizer", "grad_dtype",
-                                                                   "grad_accum_buffer")}))
-    layer_elems = model.layer_params() * model.n_layers
-    dropout = conventions.pop("dropout", model.mlp == "gelu")
-
-    def est_of(c: ParallelConfig):
-        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
-        if c not in cache:
-            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
-            n = layer_elems / (c.tp * c.pp)
-            z, d = c.zero_stage, c.dp
-            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
-            if states > cap:
-                cache[c] = _NoFit(int(states), "states")
-                return cache[c]
-            try:
-                m = G // (c.dp * c.micro_batch)
-                mb = mem.estimate_memory(model, setup=_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu)
-                if not mb.fits:
-                    cache[c] = _NoFit(mb.total_bytes, "total")
-                else:
-                    cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, dropout=dropout,
-                                        _memory=mb, **conventions)
-            except ValueError:
-                cache[c] = None
-        return cache[c]
-
-    fitting = []
-    for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
-        fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp)
-        if fam in too_big:
-            continue
-        e = est_of(c)
-        if e is None:
-            continue
-        if not e.fits:  # a larger micro-batch of the same family cannot fit either
-            too_big.add(fam)
-            continue
-        fitting.append(e)
-    fitting.sort(key=lambda e: -e.tokens_per_s)
-    ranked = []
-    for i, e in enumerate(fitting):
-        if i < 3:
-            binding, reasons = _binding(e, est_of)
-        else:
-            binding, reasons = "", ()
-        ranked.append(Ranked(e, binding, reasons))
-    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k)
-
-
+_SEARCH_NAMES = ("Ranked", "SearchResult", "enumerate_layouts", "search")
 _PUBLISHED_NAMES = ("PublishedRun", "PUBLISHED_RUNS", "ValidationRow", "validate_published", "validation_frame")
 
 
-def __getattr__(name):  # the published-run validation lives in gpukit.parallel_published (it imports this module)
+def __getattr__(name):  # the search and the published runs live in their own modules (both import this one)
+    if name in _SEARCH_NAMES:
+        from gpukit import parallel_search
+
+        return getattr(parallel_search, name)
     if name in _PUBLISHED_NAMES:
         from gpukit import parallel_published
 

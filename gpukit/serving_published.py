@@ -11,15 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpukit.errors import require_choice
-from gpukit.inference import (
-    Assumptions,
-    decode_step,
-    default_link,
-    prefill_step,
-    serve,
-    simulate,
-    tp_vs_replicas,
-)
+from gpukit.inference import Assumptions, decode_step, prefill_step
+from gpukit.serving_plan import default_link, serve, tp_vs_replicas
+from gpukit.serving_sim import simulate
 from gpukit.specs import ModelSpec
 
 PUBLISHED_FILE = "serving_published.csv"

@@ -3,7 +3,7 @@
 Pure calculator: `simulate` takes the step times as functions (gpukit.inference supplies them from
 the roofline) and returns a frozen SimResult. Iteration-level scheduling after Orca (Yu et al. 2022)
 and vLLM's scheduler; the discrete-event engine is simpy (a well-kept library, not a hand-written
-event loop). Used in: gpukit.inference (serve, load_sweep), gpukit.serving_published, notebook 07.
+event loop). Used in: gpukit.serving_plan (serve, load_sweep), gpukit.serving_published, notebook 07.
 """
 
 from __future__ import annotations
