@@ -155,7 +155,7 @@ class ServePlan:
             if self.simulation is not None:
                 s = self.simulation
                 lines.append(f"  simulated latency p50 {s.p50_latency_s:.3g} s, p99 {s.p99_latency_s:.3g} s; TTFT p50 "
-                             f"{s.p50_ttft_s * 1e3:.0f} ms, p99 {s.p99_ttft_s * 1e3:.0f} ms")
+                             f"{s.p50_ttft_s * 1e3:.3g} ms, p99 {s.p99_ttft_s * 1e3:.3g} ms")
         if self.cost_per_million_tokens_usd is not None:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
         lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
