@@ -21,9 +21,10 @@ wrapper also timestamps each bucket's hand-off and the completion of its future:
 timeline (a Gantt chart of buckets against forward/backward). Buckets: `bucket_cap_mb`; DDP's
 first bucket is capped at 1 MiB (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES).
 
-Input pipeline: with `loader_latency_ms` > 0 a torch DataLoader yields whole batches, each taking
-that long (a sleep: storage or decoding latency, no CPU) in `loader_workers` worker processes
-(0 = in the training loop). `loader_shared=True` makes all ranks' loaders take turns on one lock
+Input pipeline: with `loader_latency_ms` > 0 a prefetcher (`_Prefetcher`, DataLoader-like) yields
+whole batches, each taking that long (a sleep: storage or decoding latency, no CPU) in
+`loader_workers` worker threads (a spawned daemon rank cannot start worker processes; 0 = in the
+training loop). `loader_shared=True` makes all ranks' loaders take turns on one lock
 (a shared file system or one storage server): the aggregate input rate is then fixed, the job
 becomes input-bound as ranks are added (the articles' "32 GPUs, 2x speed-up").
 

@@ -231,7 +231,7 @@ def register(subparsers) -> None:
     p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0, help="DDP bucket_cap_mb (MiB)")
     p.add_argument("--grad-accum", type=positive_int_arg, default=1, help="micro-steps per optimizer step (no_sync)")
     p.add_argument("--loader-latency-ms", type=nonnegative_float_arg, default=0.0, help="per-batch input latency")
-    p.add_argument("--loader-workers", type=nonnegative_int_arg, default=0, help="DataLoader worker processes")
+    p.add_argument("--loader-workers", type=nonnegative_int_arg, default=0, help="input-pipeline worker threads (0: load in the training loop)")
     p.add_argument("--loader-shared", action="store_true", help="all ranks read one storage (one batch at a time)")
     p.add_argument("--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)")
     p.add_argument("--netlab", help="RATE: one rank per network namespace over an emulated link (root)")
