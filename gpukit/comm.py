@@ -37,6 +37,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.lazy import reexports
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.units import GB
@@ -358,13 +359,5 @@ _NETWORK_NAMES = ("IDEAL_SOURCE", "ClusterNetwork", "DEFAULT_INTER_LINK", "clust
 _CURVES_NAMES = ("SWEEP_SIZES", "NICS", "CURVE_OPS", "CollectiveCurves", "collective_curves")
 
 
-def __getattr__(name):
-    if name in _NETWORK_NAMES:
-        from gpukit import comm_network
-
-        return getattr(comm_network, name)
-    if name in _CURVES_NAMES:
-        from gpukit import comm_curves
-
-        return getattr(comm_curves, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.comm_network": _NETWORK_NAMES,
+                                                       "gpukit.comm_curves": _CURVES_NAMES})

@@ -55,6 +55,7 @@ from gpukit import quant
 from gpukit.comm import collective_time
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.lazy import reexports
 from gpukit.serving_sim import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB, dtype_bytes
@@ -422,13 +423,6 @@ _PUBLISHED_NAMES = ("PUBLISHED_FILE", "TP_ORDERING_SOURCE", "SHARE_OF_METRIC", "
                     "predict_published", "implied_share", "validate_published", "tp_ordering")
 
 
-def __getattr__(name):  # the plan and the published figures live in their own modules (both import this one)
-    if name in _PLAN_NAMES:
-        from gpukit import serving_plan
-
-        return getattr(serving_plan, name)
-    if name in _PUBLISHED_NAMES:
-        from gpukit import serving_published
-
-        return getattr(serving_published, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the plan and the published figures live in their own modules (both import this one)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.serving_plan": _PLAN_NAMES,
+                                                       "gpukit.serving_published": _PUBLISHED_NAMES})

@@ -71,6 +71,7 @@ from dataclasses import dataclass
 
 from gpukit.catalog import as_gpu, as_model
 from gpukit.errors import require_positive_int
+from gpukit.lazy import reexports
 from gpukit.memory_parts import (  # noqa: F401 (public here too)
     _n_params_parts,
     _stage_parts,
@@ -307,9 +308,5 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
 _FIT_NAMES = ("fits", "max_micro_batch", "max_seq_len", "GpuOption", "GpuPlan", "min_gpus")
 
 
-def __getattr__(name):  # the questions live in gpukit.memory_fit (it imports this module)
-    if name in _FIT_NAMES:
-        from gpukit import memory_fit
-
-        return getattr(memory_fit, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the questions live in gpukit.memory_fit (it imports this module)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.memory_fit": _FIT_NAMES})

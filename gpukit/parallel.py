@@ -59,6 +59,7 @@ from gpukit.catalog import get_model
 from gpukit.comm import collective_time, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.lazy import reexports
 from gpukit.parallel_cluster import (  # noqa: F401 (public here too)
     HBM_EFFICIENCY,
     LINK_EFFICIENCY,
@@ -377,13 +378,6 @@ _SEARCH_NAMES = ("Ranked", "SearchResult", "enumerate_layouts", "search")
 _PUBLISHED_NAMES = ("PublishedRun", "PUBLISHED_RUNS", "ValidationRow", "validate_published", "validation_frame")
 
 
-def __getattr__(name):  # the search and the published runs live in their own modules (both import this one)
-    if name in _SEARCH_NAMES:
-        from gpukit import parallel_search
-
-        return getattr(parallel_search, name)
-    if name in _PUBLISHED_NAMES:
-        from gpukit import parallel_published
-
-        return getattr(parallel_published, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the search and the published runs live in their own modules (both import this one)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.parallel_search": _SEARCH_NAMES,
+                                                       "gpukit.parallel_published": _PUBLISHED_NAMES})

@@ -114,3 +114,22 @@ def test_a_missing_command_module_is_an_error(monkeypatch):
     monkeypatch.setattr(cli, "COMMAND_MODULES", cli.COMMAND_MODULES + ("no_such_command",))
     with pytest.raises(ModuleNotFoundError, match="no_such_command"):
         cli.build_parser()
+
+
+@pytest.mark.parametrize("module, moved", [
+    ("gpukit.inference", "serve"), ("gpukit.inference", "validate_published"), ("gpukit.comm", "cluster_network"),
+    ("gpukit.memory", "fits"), ("gpukit.parallel", "search"), ("gpukit.bench", "run_collectives"),
+    ("gpukit.bench.ddp", "ddp_scaling"), ("gpukit.bench.measure", "compare"),
+])
+def test_a_split_module_still_offers_what_moved(module, moved):
+    """After a split by reason to change (gpukit.lazy.reexports) the old module still gives every moved
+    name, the same object as its new home's, and lists it in dir() (tab completion); an unknown name is
+    still an AttributeError."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert moved in dir(mod)
+    home = importlib.import_module(getattr(mod, moved).__module__)
+    assert getattr(mod, moved) is getattr(home, moved)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        mod.no_such_name  # noqa: B018

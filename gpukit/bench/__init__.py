@@ -16,9 +16,8 @@ The main entry points are importable from here: `from gpukit.bench import run_co
 Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpukit bench`, `gpukit calibrate`.
 """
 
-from importlib import import_module
-
 from gpukit.bench.envinfo import BENCH_VERSION
+from gpukit.lazy import reexports
 
 _LAZY = {"matmul_bench": "matmul", "harness_check": "matmul", "memory_bandwidth": "membw",
          "run_collectives": "collectives", "fit_and_holdout": "collectives", "bare_loop_busbw": "collectives",
@@ -27,7 +26,6 @@ _LAZY = {"matmul_bench": "matmul", "harness_check": "matmul", "memory_bandwidth"
 __all__ = ["BENCH_VERSION", *_LAZY]
 
 
-def __getattr__(name):  # PEP 562: import the submodule on first use, so `import gpukit.bench` stays light
-    if name in _LAZY:
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# PEP 562: import the submodule on first use, so `import gpukit.bench` stays light
+__getattr__, __dir__ = reexports(__name__, globals(), {f"{__name__}.{sub}": tuple(n for n, s in _LAZY.items() if s == sub)
+                                                       for sub in set(_LAZY.values())})

@@ -27,6 +27,7 @@ import tempfile
 
 from gpukit.bench.ddp_rank import LINK_SIZES, calibrate_kernels, ddp_body  # noqa: F401 (public here too)
 from gpukit.bench.timing import resolve_device
+from gpukit.lazy import reexports
 
 HOOKS = ("none", "fp16", "powersgd", "bf16")
 HOOK_ALIASES = {"fp16_compress": "fp16", "bf16_compress": "bf16", "allreduce": "none"}
@@ -248,12 +249,8 @@ _SWEEP_NAMES = ("SCALINGS", "COLUMNS", "DdpScalingResult", "summarize", "link_fi
                 "cpu_overlap_possible", "predict_row")
 
 
-def __getattr__(name):  # world sizes 1..N live in gpukit.bench.ddp_sweep (it imports this module)
-    if name in _SWEEP_NAMES:
-        from gpukit.bench import ddp_sweep
-
-        return getattr(ddp_sweep, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# world sizes 1..N live in gpukit.bench.ddp_sweep (it imports this module)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.bench.ddp_sweep": _SWEEP_NAMES})
 
 
 if __name__ == "__main__":

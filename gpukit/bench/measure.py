@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from gpukit.bench.envinfo import env_stamp
 from gpukit.errors import require_choice
+from gpukit.lazy import reexports
 from gpukit.memory_eager import (
     CategoryBreakdown,
     EagerSetup,
@@ -360,13 +361,5 @@ _TRICKS_NAMES = ("RunConfig", "RunStats", "TrickResult", "apply_lora", "run_conf
                  "trick_configs", "measure_trick", "results_frame")
 
 
-def __getattr__(name):
-    if name in _VALIDATE_NAMES:
-        from gpukit.bench import measure_validate
-
-        return getattr(measure_validate, name)
-    if name in _TRICKS_NAMES:
-        from gpukit.bench import measure_tricks
-
-        return getattr(measure_tricks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.bench.measure_validate": _VALIDATE_NAMES,
+                                                       "gpukit.bench.measure_tricks": _TRICKS_NAMES})
