@@ -10,7 +10,7 @@ Ultra-Scale Playbook) are named TrainSetup fields. gpukit.memory re-exports ever
 (memory.TrainSetup, memory.PRECISIONS, ...), which is how callers reach them.
 
 Used in: gpukit.memory, gpukit.memory_parts, gpukit.memory_pytorch, gpukit.memory_fit,
-gpukit.parallel, gpukit.tricks, gpukit.plan, gpukit.cli.memory, gpukit.widgets, gpukit.bench.measure,
+gpukit.parallel, gpukit.tricks, gpukit.plan_train, gpukit.cli.memory, gpukit.widgets, gpukit.bench.measure,
 gpukit.audits and notebooks 01, 02, 04, 06 (through gpukit.memory).
 """
 

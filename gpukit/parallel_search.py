@@ -8,7 +8,7 @@ gpukit.parallel's (Narayanan et al. 2021 sec. 3.3 and 5.4; Rajbhandari et al. 20
 ASSUMPTIONS. gpukit.parallel re-exports every name here lazily (this module imports it).
 
 Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel (parallel search), gpukit.widgets.parallel_view,
-gpukit.plan, gpukit.audits.parallel, gpukit.cli.benchreport (make bench), tests/test_parallel.py,
+gpukit.plan_train, gpukit.audits.parallel, gpukit.cli.benchreport (make bench), tests/test_parallel.py,
 tests/test_claims_parallel.py.
 """
 
