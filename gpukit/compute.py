@@ -49,6 +49,7 @@ from gpukit.compute_roofline import (  # noqa: F401 (public here too)
 from gpukit.errors import check_finite as _require_finite
 from gpukit.errors import overflow_error as _overflow
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.lazy import reexports
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
@@ -239,9 +240,5 @@ def achieved_tflops(flops: float, step_time_s: float, n_gpus: int = 1) -> float:
 _TIME_NAMES = ("DEFAULT_MFU", "TrainTime", "time_to_train", "tokens_for_time", "_rate_flops")
 
 
-def __getattr__(name):  # time to train lives in compute_time, which imports this module (flops_per_token)
-    if name in _TIME_NAMES:
-        from gpukit import compute_time
-
-        return getattr(compute_time, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# time to train lives in compute_time, which imports this module (flops_per_token)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.compute_time": _TIME_NAMES})

@@ -4,8 +4,8 @@ lists them too (tab completion in a notebook offers `inference.serve` as before 
 
 Usage, at the end of the split module:
     __getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.serving_plan": ("serve", ...)})
-Used in: gpukit.comm, gpukit.inference, gpukit.memory, gpukit.parallel, gpukit.bench (and its ddp,
-measure).
+Used in: gpukit.comm, gpukit.compute, gpukit.inference, gpukit.memory, gpukit.parallel, gpukit.plan,
+gpukit.audits.cost, gpukit.bench (and its ddp, measure).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from gpukit.catalog import get_gpu
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import pareto_front
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.lazy import reexports
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -380,13 +381,6 @@ _TRAIN_NAMES = ("OFFLOAD_CPU_GBPS",)
 _FRAMEWORK_NAMES = ("article_000_size_rule", "article_000_decision_table", "strategy_table", "frameworks_grid")
 
 
-def __getattr__(name):  # the training candidates and the articles' frameworks live in their own modules
-    if name in _TRAIN_NAMES:  # (both import this one)
-        from gpukit import plan_train
-
-        return getattr(plan_train, name)
-    if name in _FRAMEWORK_NAMES:
-        from gpukit import plan_frameworks
-
-        return getattr(plan_frameworks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the training candidates and the articles' frameworks live in their own modules (both import this one)
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.plan_train": _TRAIN_NAMES,
+                                                       "gpukit.plan_frameworks": _FRAMEWORK_NAMES})

@@ -55,10 +55,11 @@ def _layout(n: int, gpus_per_node: int, tricks) -> str:
     return scale + ("" if not tricks else ", " + ", ".join(tricks))
 
 
-def _offload_slowdown_s(n_params: float, tokens_per_step: float, setup: TrainSetup, gpu, rate_flops: float) -> float:
-    """Extra seconds per step from optimizer offload: 16-bit gradients down and parameters up over
-    PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
-    written at OFFLOAD_CPU_GBPS (an assumption), per step of `tokens_per_step` tokens."""
+def _offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
+    """Extra seconds per optimizer step from optimizer offload: 16-bit gradients down and parameters up
+    over PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
+    written at OFFLOAD_CPU_GBPS (an assumption). Once per step, whatever its tokens: more tokens per
+    step (a larger micro-batch) hide it better."""
     if setup.offload == "none":
         return 0.0
     pcie_gbps = {3: 16.0, 4: 32.0, 5: 64.0}.get(gpu.pcie_gen, 32.0)
@@ -84,7 +85,7 @@ def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, 
         eff = predicted_efficiency(model.n_params, name, n, gpus_per_node=gpus_per_node, inter_link=inter_link,
                                    tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization,
                                    zero_stage=s.zero_stage).efficiency
-    step_s = step_compute / eff + _offload_slowdown_s(model.n_params, tokens_per_gpu, s, g, 0)
+    step_s = step_compute / eff + _offload_slowdown_s(model.n_params, s, g)
     input_bound = False
     if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > loader_tokens_per_s:
         step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)

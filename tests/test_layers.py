@@ -119,7 +119,8 @@ def test_a_missing_command_module_is_an_error(monkeypatch):
 @pytest.mark.parametrize("module, moved", [
     ("gpukit.inference", "serve"), ("gpukit.inference", "validate_published"), ("gpukit.comm", "cluster_network"),
     ("gpukit.memory", "fits"), ("gpukit.parallel", "search"), ("gpukit.bench", "run_collectives"),
-    ("gpukit.bench.ddp", "ddp_scaling"), ("gpukit.bench.measure", "compare"),
+    ("gpukit.bench.ddp", "ddp_scaling"), ("gpukit.bench.measure", "compare"), ("gpukit.compute", "time_to_train"),
+    ("gpukit.plan", "frameworks_grid"), ("gpukit.audits.cost", "spot_60_90"),
 ])
 def test_a_split_module_still_offers_what_moved(module, moved):
     """After a split by reason to change (gpukit.lazy.reexports) the old module still gives every moved

@@ -11,6 +11,7 @@ tests/test_claims_plan_cost.py, gpukit.audits.cost_buy_rent.
 from __future__ import annotations
 
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
+from gpukit.lazy import reexports
 
 _TABLE_000 = ((1, 4.0, 200.0, 800.0), (4, 16.0, 50.0, 800.0), (16, 64.0, 12.5, 800.0), (64, 256.0, 3.1, 794.0))
 P5_PRICE_USD_PER_H, P5_GPUS = 98.32, 8  # article 002: "An 8-GPU p5.48xlarge (8 H100) is $98.32/hour"
@@ -289,14 +290,12 @@ def startup_80k_32gpu_1b_2x(spend_usd: float = 80_000, gpus: int = 32, speedup: 
 
 
 # Article 002's audits register after the ones above (it imports _market_h100 from here).
-from gpukit.audits import cost_buy_rent  # noqa: E402
+from gpukit.audits import cost_buy_rent  # noqa: E402, F401
 
 _BUY_RENT_NAMES = ("h100_30k_retail", "h100_50k_invoice", "cluster_1_2m", "networking_150k", "p4d_p5_prices",
                    "hundred_hours_3277_9832", "rental_6_months_1_4m", "buy_at_90_utilization",
                    "eight_weeks_vs_one_week", "spot_60_90", "inference_90pct_gpu_hours")
 
 
-def __getattr__(name):  # lazily: cost_buy_rent may be the module imported first, and this one inside it
-    if name in _BUY_RENT_NAMES:
-        return getattr(cost_buy_rent, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# lazily: cost_buy_rent may be the module imported first, and this one inside it
+__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.audits.cost_buy_rent": _BUY_RENT_NAMES})
