@@ -8,10 +8,14 @@ result (gpukit.bench.results.BenchResult). CPU and CUDA run the same code.
 Modules: timing (timers, the one percentile), envinfo (the one environment report), results (result
 files, atomic JSON), models (the reference GPT and its one training step), measure (the one memory
 measurement harness), measure_validate (predicted vs measured memory, the grids), measure_tricks
-(the fitting tricks measured and timed), compute_check, matmul, membw, collectives (also a torchrun
-worker: `python -m gpukit.bench.collectives`), launch (spawned local ranks), supervise (the one
-process supervisor and signal routine), article (the seed article's latency loop), ddp, calibrate,
-suite (`bench all`), netlab/ (emulated cluster network).
+(the fitting tricks measured and timed), compute_check, matmul, membw, decode (prefill and decode with
+a KV cache against the roofline), collectives (launchers and command line, also a torchrun worker:
+`python -m gpukit.bench.collectives`) with collectives_measure (what every rank times), launch
+(spawned local ranks), supervise (the one process supervisor and signal routine), article (the seed
+article's latency loop), ddp (launchers) with ddp_rank (what one rank measures), ddp_sweep (world
+sizes 1..N beside the prediction) and ddp_validate, fsdp (FSDP, ZeRO-1, TP and PP on gloo ranks),
+planner (the planner's speed, published costs), calibrate, suite (`bench all`), netlab/ (emulated
+cluster network).
 The main entry points are importable from here: `from gpukit.bench import run_collectives`.
 Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpukit bench`, `gpukit calibrate`.
 """
