@@ -144,7 +144,9 @@ class ServePlan:
                  f"  memory per GPU: {m.total_bytes / GiB:.1f} GiB (weights {m.weights_bytes / GiB:.1f}, KV "
                  f"{m.kv_cache_bytes / GiB:.1f}, activations {m.activations_bytes / GiB:.2f}) of "
                  f"{m.usable_bytes / GiB:.1f} usable -> {'fits' if self.fits else 'DOES NOT FIT'}; max batch "
-                 f"{self.max_batch} at {self.context} tokens",
+                 f"{self.max_batch} at {self.context} tokens"
+                 + (f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
+                    if m.max_batch > self.max_batch else ""),
                  f"  batch {self.batch}: TTFT {self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
                  f"({self.decode.bound}-bound), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
                  f"{self.total_tokens_per_s:.0f} tok/s total",
