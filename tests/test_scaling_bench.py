@@ -157,6 +157,17 @@ def test_ddp_over_netlab_uses_the_lab_interface():
     assert not [ns for ns in netlab.list_namespaces() if ns.startswith(f"gk-{os.getpid()}-")]
 
 
+@_netlab
+def test_ddp_over_netlab_beyond_the_tbf_burst_waits_on_the_rate():
+    """Notebook 05, section 7: a step whose gradients outgrow the token bucket waits on the emulated
+    rate, so the efficiency drops and the prediction (every byte at the fitted rate) applies."""
+    shape = dict(n_layers=1, hidden=64, n_heads=2, seq_len=64, micro_batch=4, steps=3, warmup=2)
+    r = ddp_scaling(2, netlab="200mbit", hook="none", bucket_mb=25.0, timeout_s=300, **shape)
+    two = r.rows[1]
+    assert two["comm_bytes_per_step"] > netlab.tbf_burst_bytes(netlab.parse_rate("200mbit"))
+    assert two["efficiency"] < 0.5 and two["predicted_efficiency"] < 0.5
+    assert abs(two["error"]) < 0.5, two
+
 def _readme_block(after: str) -> str:
     text = (ROOT / "README.md").read_text()
     i = text.index(after)
