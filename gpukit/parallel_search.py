@@ -92,7 +92,7 @@ class SearchResult:
         for i, r in enumerate(self.ranked[:self.top_k], 1):
             e = r.estimate
             lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
-                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB; binding: {r.binding}")
+                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB" + (f"; binding: {r.binding}" if r.binding else ""))
         return "\n".join(lines)
 
 

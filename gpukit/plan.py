@@ -41,10 +41,11 @@ DEFAULT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3 405B's largest batch, 16M tokens (Dubey et al. 2024, sec. 3.4)
 MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spreading wider
 PLAN_MODELS = (
-    "memory: gpukit.memory planning model (ZeRO paper bytes, Korthikanti activations, overhead)",
+    "memory: gpukit.memory planning model (convention \"pytorch\": the peak of an eager step for full training; "
+    "the papers' sum of parts for LoRA/QLoRA), with overhead",
     "time: gpukit.compute 6ND (8ND with full recompute) at peak x MFU",
     "scaling: gpukit.cost.predicted_efficiency, data-parallel all-reduce from gpukit.comm (no overlap: a lower "
-    "bound on efficiency); tensor/pipeline layouts are not searched here",
+    "bound on efficiency); tensor/pipeline layouts only where a 'layout' line below names them",
     "price: gpukit.prices (median market row) or the price given per GPU",
 )
 
@@ -119,7 +120,8 @@ class PlanResult:
         for p in self.plans[:top]:
             mid = (f"{_cell(p.cost_usd, ',.2f', 9)} {_cell(p.usd_per_million_tokens, '.3f', 9)}" if serve else
                    f"{_cell(p.hours, ',.1f', 10)} {_cell(p.cost_usd, ',.0f', 12)}")
-            lines.append(f"{p.gpu:<12} {p.gpus:>5} {p.layout[:34]:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
+            layout = p.layout if len(p.layout) <= 34 else p.layout[:33] + "…"  # cut, and say so
+            lines.append(f"{p.gpu:<12} {p.gpus:>5} {layout:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
                          f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}")
         if len(self.plans) > top:
             lines.append(f"... {len(self.plans) - top} more (--json for all); * = Pareto set (time, cost)")

@@ -123,7 +123,42 @@ def test_article_table_identical_cost_only_at_perfect_scaling():
     assert costs[-1] > 800 * 1.05
 
 
+def test_capacity_blocks_sit_between_aws_on_demand_and_the_specialist_clouds():
+    """Notebook 08 sec. 1: AWS's capacity blocks cut its on-demand H100 price but cost more per GPU-hour
+    than every specialist cloud's on-demand H100 row."""
+    rows = load_prices().for_gpu("h100-sxm")
+    aws = [r.usd_per_gpu_hour for r in rows if r.cloud == "aws"]
+    blocks = [r.usd_per_gpu_hour for r in rows if r.cloud == "aws-capacity-block"]
+    others = [r.usd_per_gpu_hour for r in rows if not r.cloud.startswith("aws")]
+    assert aws and blocks and others
+    assert max(others) < min(blocks) and max(blocks) < min(aws) / 2
+
+
+def test_pareto_set_of_the_notebook_defaults_is_the_h100_at_every_count():
+    """Notebook 08 sec. 4 (llama-2-7b, 100B tokens, median prices): the H100 is dearer per hour than the
+    A100, yet every A100 plan is slower and dearer than an H100 plan; the cheapest plan is one H100."""
+    assert quote("h100-sxm", policy="median").usd_per_gpu_hour > quote("a100-80gb", policy="median").usd_per_gpu_hour
+    counts = [1, 8, 64, 256]
+    t = cost.training_cost(get_model("llama-2-7b"), 100e9, ["h100-sxm", "a100-80gb"], counts)
+    assert sorted((r.gpu, r.gpus) for r in t.pareto_rows) == [("h100-sxm", n) for n in counts]
+    assert min(t.rows, key=lambda r: r.cost_usd).gpus == 1
+
+
 # ------------------------------------------------------------------------------- buy vs rent
+def test_buy_vs_rent_against_each_rent_as_notebook_08_reads_it():
+    """Notebook 08 sec. 5, article 002's cluster at 90% use: against AWS p5 on demand owning pays off at low
+    utilization within months; against the median market row it needs a high utilization and more than a
+    year; against the lowest row hardly at all (break-even near or above 100%, after the 3-year depreciation)."""
+    def bvr(rent):
+        return cost.buy_vs_rent("h100-sxm", 32, 1.2e6, network_usd=150e3, rent_per_gpu_hour=rent, utilization=0.9)
+
+    aws, median, lowest = (bvr(98.32 / 8), bvr(quote("h100-sxm", policy="median").usd_per_gpu_hour),
+                           bvr(quote("h100-sxm", policy="lowest").usd_per_gpu_hour))
+    assert aws.break_even_utilization < 0.25 and aws.break_even_months < 12
+    assert 0.4 < median.break_even_utilization < 0.9 and 12 <= median.break_even_months < 36
+    assert lowest.break_even_utilization > 0.9 and lowest.break_even_months > 36
+
+
 @settings(max_examples=30, deadline=None)
 @given(u=st.floats(0.05, 1.0), years=st.floats(1, 6), rent=st.floats(1, 20), capex=st.floats(1e5, 5e6))
 def test_break_even_utilization_equalizes_cost(u, years, rent, capex):

@@ -53,6 +53,44 @@ def test_every_workload_gives_a_recommendation_with_a_reason(workload):
             "binding"} <= set(r.to_json_dict()["plans"][0])
 
 
+def test_models_lines_say_what_the_plan_used():
+    """Notebook 09 prints `models`: the memory line names the convention the planner's TrainSetups use, and
+    the scaling line does not say 3D layouts go unsearched next to a 'layout' line saying they were searched."""
+    from gpukit.memory import TrainSetup
+
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=72, gpus=["h100-sxm"])
+    assert any(m.startswith("layout: gpukit.parallel search") for m in r.models)
+    assert not any("not searched" in m for m in r.models)
+    assert f'"{TrainSetup().convention}"' in r.models[0] and "ZeRO paper bytes" not in r.models[0]
+
+
+def test_to_text_marks_a_cut_layout():
+    """A layout wider than its column ends in an ellipsis, not mid-word ('none r'); the recommendation
+    line still spells it out."""
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=72, gpus=["h100-sxm"])
+    long = [p for p in r.plans[:12] if len(p.layout) > 34]
+    assert long
+    text = r.to_text(top=12)
+    for p in long:
+        assert p.layout[:33] + "…" in text and p.layout[:34] + " " not in text
+
+
+def test_gpu_counts_of_the_notebook_09_defaults():
+    """Notebook 09 sec. 2 (pretrain llama-2-7b, 20B tokens, 72 h, $5,000, H100): one GPU fits only with
+    optimizer offload at a low efficiency; memory per GPU climbs back where a lighter ZeRO stage fits; the
+    plans the layout search re-estimated cost less than the data-parallel plans on either side."""
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=72, budget_usd=5000, gpus=["h100-sxm"])
+    by_n = sorted(r.plans, key=lambda p: p.gpus)
+    one = by_n[0]
+    assert one.gpus == 1 and "optimizer offload" in one.layout and one.efficiency < 0.2
+    mem = [p.memory_per_gpu_bytes for p in by_n]
+    assert any(b > a * 1.5 for a, b in zip(mem, mem[1:], strict=False))  # not monotone: ZeRO-3 -> ZeRO-1
+    searched = [i for i, p in enumerate(by_n) if "(parallel search)" in p.layout]
+    assert searched and searched[0] > 0 and searched[-1] < len(by_n) - 1
+    cheapest_dp_neighbour = min(by_n[searched[0] - 1].cost_usd, by_n[searched[-1] + 1].cost_usd)
+    assert all(by_n[i].cost_usd < cheapest_dp_neighbour for i in searched)
+
+
 def test_workloads_no_issue_lists():
     # Mistral 7B QLoRA on one 24 GB RTX 4090 (Dettmers et al. 2023: 7B QLoRA fits consumer GPUs)
     r = plan("qlora", get_model("mistral-7b"), tokens=5e7, gpus={"rtx-4090": 0.7}, counts=(1, 2, 4))
@@ -91,6 +129,19 @@ def test_frameworks_grid_rows():
     assert len(rows) >= 6 and {"planner", "article_000_size_rule", "strategy_table"} <= set(rows[0])
     assert article_000_size_rule(0.5e9) == "one GPU" and article_000_size_rule(70e9) == "many nodes"
     assert article_000_decision_table(1e9, 500) == "one GPU" and article_000_decision_table(13e9, None) == "one node"
+
+
+def test_frameworks_grid_disagreements_are_where_notebook_09_says():
+    """Notebook 09 sec. 4: where a rule disagrees with the planner, the planner needs more GPUs than the
+    rule's bucket, or no plan meets the deadline at all ('infeasible'); both rules miss somewhere."""
+    scale = {"one GPU": 0, "one node": 1, "many nodes": 2}
+    rows = frameworks_grid()
+    for rule, agree in (("article_000_size_rule", "agree_size_rule"),
+                        ("article_000_decision_table", "agree_decision_table")):
+        missed = [r for r in rows if not r[agree]]
+        assert missed
+        for r in missed:
+            assert r["planner"] == "infeasible" or scale[r["planner"]] > scale[r[rule]], r
 
 
 def test_bad_input():
