@@ -87,6 +87,15 @@ def fmt_count(n: float) -> str:
     return f"{n:.0f}"
 
 
+def fmt_number(x: float) -> str:
+    """A number in a table for reading: thousands separated from 100 up (19,694), 3 significant digits
+    below (18.6, 0.308); 'n/a' without a finite value."""
+    v = _shown(x)
+    if v is None:
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def fmt_seconds(s: float) -> str:
     """Seconds as us / ms / s / min / h / days."""
     s = _shown(s)

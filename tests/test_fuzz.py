@@ -723,7 +723,8 @@ def test_api_units(x, name):
         assert units.dtype_bytes(name) > 0
     except ValueError:
         pass
-    for fn in (units.fmt_bytes, units.fmt_count, units.fmt_seconds, lambda v: units.fmt_bytes(v, binary=False)):
+    for fn in (units.fmt_bytes, units.fmt_count, units.fmt_seconds, units.fmt_number,
+               lambda v: units.fmt_bytes(v, binary=False)):
         s = fn(x)  # no finite value to show: 'n/a'
         assert isinstance(s, str) and not re.search(r"\bnan\b|\binf\b", s, re.IGNORECASE), (x, s)
     for fn in (units.bytes_to_gib, units.bytes_to_gb, units.gib_to_bytes, units.gb_to_bytes):

@@ -438,3 +438,13 @@ def test_serve_text_names_the_engine_cap_when_it_binds():
     big = inf.serve(get_model("llama-3.1-70b"), H100, gpus=2, precision="fp8")  # memory binds
     assert big.max_batch == big.memory.max_batch < inf.MAX_NUM_SEQS
     assert "max_num_seqs" not in big.to_text()
+
+
+def test_fmt_number_reads_as_the_published_tables_show_it():
+    """gpukit.units.fmt_number (notebooks 07-09's tables): thousands separated from 100 up, 3 significant
+    digits below, n/a without a finite value."""
+    from gpukit.units import fmt_number
+
+    assert [fmt_number(v) for v in (19694.0, 406.77, 99.96, 18.58, 0.3081, -1234.5)] == \
+        ["19,694", "407", "100", "18.6", "0.308", "-1,234"]
+    assert fmt_number(float("nan")) == fmt_number(None) == "n/a"
