@@ -187,7 +187,11 @@ def fsdp_section() -> dict:
     r = run_fsdp(2, steps=5, timeout_s=300)
     print(r.to_text())
     return r.to_json_dict()
+
+
 def serving_section(device: str) -> dict:
+    import pandas as pd
+
     from gpukit.bench import decode
     from gpukit.catalog import get_gpu, get_model
     from gpukit.serving_published import tp_ordering, validate_published
@@ -211,9 +215,8 @@ def serving_section(device: str) -> dict:
     _section("7b. Serving: gpukit.inference vs published figures (goal within 30%)")
     df = validate_published(implied=True)
     for _, row in df.iterrows():
-        share = row["implied_share"]
-        implied = (f"  implied {row['share_field']} {share:.2f}" if share == share and share is not None
-                   else "")  # NaN/None: no share reproduces it, or a throughput (both phases)
+        share = row["implied_share"]  # NaN: no share reproduces it, or a throughput (both phases)
+        implied = f"  implied {row['share_field']} {share:.2f}" if pd.notna(share) else ""
         print(f"  {row['name']:<44} {row['metric']:<17} published {row['published']:9.2f} {row['unit']:<8} "
               f"predicted {row['predicted']:9.2f}  error {row['error']:+.0%}{implied}")
     print(f"  within 30%: {int((df['error'].abs() <= 0.30).sum())} of {len(df)} rows; implied share: the one at "
