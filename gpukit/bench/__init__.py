@@ -23,13 +23,11 @@ Used in: notebooks/03_* (single-GPU speed), notebooks/04_* (collectives), `gpuki
 from gpukit.bench.envinfo import BENCH_VERSION
 from gpukit.lazy import reexports
 
-_LAZY = {"matmul_bench": "matmul", "harness_check": "matmul", "memory_bandwidth": "membw",
-         "run_collectives": "collectives", "fit_and_holdout": "collectives", "bare_loop_busbw": "collectives",
-         "article_latency_snippet": "article", "run_ddp": "ddp", "run_suite": "suite", "BenchResult": "results"}
+# PEP 562: the entry points import their submodule on first use, so `import gpukit.bench` stays light
+_LAZY = {"gpukit.bench.matmul": ("matmul_bench", "harness_check"), "gpukit.bench.membw": ("memory_bandwidth",),
+         "gpukit.bench.collectives": ("run_collectives", "fit_and_holdout", "bare_loop_busbw"),
+         "gpukit.bench.article": ("article_latency_snippet",), "gpukit.bench.ddp": ("run_ddp",),
+         "gpukit.bench.suite": ("run_suite",), "gpukit.bench.results": ("BenchResult",)}
 
-__all__ = ["BENCH_VERSION", *_LAZY]
-
-
-# PEP 562: import the submodule on first use, so `import gpukit.bench` stays light
-__getattr__, __dir__ = reexports(__name__, globals(), {f"{__name__}.{sub}": tuple(n for n, s in _LAZY.items() if s == sub)
-                                                       for sub in set(_LAZY.values())})
+__all__ = ["BENCH_VERSION", *(name for names in _LAZY.values() for name in names)]
+__getattr__, __dir__ = reexports(__name__, globals(), _LAZY)
