@@ -260,12 +260,18 @@ def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int
     size = int(size) if size.is_integer() else size
     nodes = require_positive_int("n_nodes", n_nodes)
     k = require_positive_int("ranks_per_node", ranks_per_node)
-    # whole bytes make whole shards: with S not a multiple of k the largest, ceil(S/k), sets the time
+    return HierarchicalCost(size_bytes=size, n_nodes=nodes, ranks_per_node=k,
+                            phases=hierarchical_phases(size, nodes, k, intra, inter, algorithm))
+
+
+def hierarchical_phases(size, n_nodes: int, k: int, intra, inter, algorithm: str = "ring"):
+    """The three phases of a two-level all-reduce of S (validated): intra reduce-scatter of S over k,
+    inter all-reduce of the S/k shard over n_nodes, intra all-gather of S. Whole bytes make whole
+    shards: with an integer S not a multiple of k the largest, ceil(S/k), sets the time."""
     shard = -(-size // k) if isinstance(size, int) else size / k
-    phases = (collective_time("reduce_scatter", size, k, intra),
-              collective_time("all_reduce", shard, nodes, inter, algorithm),
-              collective_time("all_gather", size, k, intra))
-    return HierarchicalCost(size_bytes=size, n_nodes=nodes, ranks_per_node=k, phases=phases)
+    return (collective_time("reduce_scatter", size, k, intra),
+            collective_time("all_reduce", shard, n_nodes, inter, algorithm),
+            collective_time("all_gather", size, k, intra))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -355,7 +361,8 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
 # The cluster network (gpukit.comm_network) and the size-sweep curves (gpukit.comm_curves) import this
 # module: their names are re-exported lazily.
 _NETWORK_NAMES = ("IDEAL_SOURCE", "ClusterNetwork", "DEFAULT_INTER_LINK", "cluster_network", "NetworkCost",
-                  "network_all_reduce", "network_all_gather", "network_reduce_scatter")
+                  "network_all_reduce", "network_all_gather", "network_reduce_scatter", "TokenBucket",
+                  "token_bucket_refill", "token_bucket_send")
 _CURVES_NAMES = ("SWEEP_SIZES", "NICS", "CURVE_OPS", "CollectiveCurves", "collective_curves")
 
 

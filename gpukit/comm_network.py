@@ -8,7 +8,9 @@ per rank). Times are gpukit.comm's alpha-beta model (s); bandwidth is decimal GB
 
 Hierarchical collectives (Thakur, Rabenseifner & Gropp 2005, "Optimization of collective
 communication operations in MPICH"; NCCL's intra-node ring + inter-node ring/tree); inter-node ports
-per node (REFERENCE.md sec. 6; NVIDIA DGX H100 user guide; AWS p5).
+per node (REFERENCE.md sec. 6; NVIDIA DGX H100 user guide; AWS p5). TokenBucket: a rate limiter
+in front of a link (tc-tbf(8), as netlab's emulated links; cloud network credits), with
+`token_bucket_refill` and `token_bucket_send`.
 
 Used in: gpukit.scaling (the DDP step over a cluster), gpukit.cli.scaling, gpukit.audits.scaling,
 gpukit.parallel (a Cluster over a ClusterNetwork), notebook 05_data_parallel_scaling;
@@ -17,9 +19,10 @@ tests/test_comm_network.py, tests/test_scaling.py. gpukit.comm re-exports every 
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
-from gpukit.comm import CollectiveCost, _link, collective_time
+from gpukit.comm import CollectiveCost, _link, collective_time, hierarchical_phases
 from gpukit.errors import require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
@@ -224,10 +227,9 @@ def network_all_reduce(size_bytes: float, n_gpus: int, net: ClusterNetwork, algo
     if nodes == 1:
         return _net_cost("all_reduce", size, n_gpus, net,
                          [("intra_all_reduce", collective_time("all_reduce", size, k, net.intra_link, algorithm))])
-    return _net_cost("all_reduce", size, n_gpus, net, [
-        ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
-        ("inter_all_reduce", collective_time("all_reduce", size / k, nodes, net.inter_link(k), algorithm)),
-        ("intra_all_gather", collective_time("all_gather", size, k, net.intra_link))])
+    names = ("intra_reduce_scatter", "inter_all_reduce", "intra_all_gather")
+    phases = hierarchical_phases(size, nodes, k, net.intra_link, net.inter_link(k), algorithm)
+    return _net_cost("all_reduce", size, n_gpus, net, list(zip(names, phases, strict=True)))
 
 
 def network_all_gather(size_bytes: float, n_gpus: int, net: ClusterNetwork) -> NetworkCost:
@@ -256,3 +258,40 @@ def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) 
     return _net_cost("reduce_scatter", size, n_gpus, net, [
         ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
         ("inter_reduce_scatter", collective_time("reduce_scatter", size / k, nodes, net.inter_link(k)))])
+
+
+# ---------------------------------------------------------------------------------------------------
+# A rate limiter in front of the link: the token bucket
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TokenBucket:
+    """A token-bucket rate limiter on a link's egress (Linux tc-tbf(8); the network I/O credits of
+    cloud instances rated "up to" a bandwidth work the same way, AWS EC2 instance network
+    bandwidth docs). Tokens (bytes) accrue at `rate_bytes_per_s` while the link is idle, up to
+    `burst_bytes`; bytes covered by tokens leave at `line_bytes_per_s`, the speed of the wire behind
+    the limiter (default: no time at all), the rest at the rate."""
+
+    burst_bytes: float
+    rate_bytes_per_s: float
+    line_bytes_per_s: float = math.inf
+
+    def __post_init__(self):
+        require_positive("burst_bytes", self.burst_bytes, allow_zero=True)
+        require_positive("rate_bytes_per_s", self.rate_bytes_per_s)
+        if not self.line_bytes_per_s >= self.rate_bytes_per_s:
+            raise ValueError(f"line_bytes_per_s must be >= rate_bytes_per_s ({self.rate_bytes_per_s:g}): the "
+                             f"limiter cannot be faster than its wire, got {self.line_bytes_per_s!r}")
+
+
+def token_bucket_refill(tokens: float, idle_s: float, bucket: TokenBucket) -> float:
+    """Tokens after `idle_s` of an idle link: they grow at the rate, capped at the burst."""
+    return min(bucket.burst_bytes, tokens + bucket.rate_bytes_per_s * max(0.0, idle_s))
+
+
+def token_bucket_send(wire_bytes: float, tokens: float, bucket: TokenBucket) -> tuple[float, float]:
+    """Sending `wire_bytes` (per rank, per direction) with `tokens` in the bucket -> (seconds saved
+    against sending every byte at the rate, tokens left). Covered bytes take 1 / line rate each
+    instead of 1 / rate; while the bucket is empty the bytes go at the rate and the tokens that
+    accrue are spent as they come."""
+    free = min(max(0.0, tokens), max(0.0, wire_bytes))
+    return free / bucket.rate_bytes_per_s - free / bucket.line_bytes_per_s, tokens - free

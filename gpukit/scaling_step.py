@@ -20,9 +20,11 @@ tests/test_scaling.py. gpukit.scaling re-exports every public name here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
-from gpukit.comm import collective_time
+from gpukit.comm import busbw_factor, collective_time
+from gpukit.comm_network import TokenBucket, token_bucket_refill, token_bucket_send
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import json_safe as _json_safe
 from gpukit.scaling_buckets import HOOKS, _numel, ddp_buckets, hook_collectives, hook_compute_s
@@ -95,12 +97,17 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
                     allreduce_time, hook: str = "none", bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
                     grad_accum: int = 1, powersgd_rank: int = 1, grad_bytes: int = 4, overlap: bool = True,
                     kernel_s: dict | None = None, input_s: float = 0.0, allreduce_time_1=None,
-                    assumptions: tuple[str, ...] = ()) -> StepPrediction:
+                    token_bucket: TokenBucket | None = None, assumptions: tuple[str, ...] = ()) -> StepPrediction:
     """The step of one rank: K micro-steps of forward + backward, the last one synced. Buckets are
     all-reduced back to back on one channel (`allreduce_time(bytes, n_gpus)` -> seconds), each from
     when it is ready (overlap on) or after the backward (off); the hook's own work (`hook_compute_s`
     with the measured `kernel_s`) runs on the training thread. With one GPU DDP still calls the hook:
-    `allreduce_time_1(bytes)` prices that call (default 0)."""
+    `allreduce_time_1(bytes)` prices that call (default 0). `token_bucket` (a rate limiter on the
+    link, gpukit.comm_network.TokenBucket): each all-reduce's wire bytes per rank (ring: 2(n-1)/n S)
+    covered by tokens cost no wire time (never below the all-reduce's latency nor the one-rank call's
+    own work, `allreduce_time_1`); the tokens refill while
+    the link idles, within the step and from the end of one step's last send to the next step's
+    first (the steady state of a step that repeats)."""
     n = require_positive_int("n_gpus", n_gpus)
     k = require_positive_int("grad_accum", grad_accum)
     require_choice("hook", hook, HOOKS)
@@ -111,23 +118,52 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
     last_fwd_end = (k - 1) * (forward_s + backward_s) + forward_s
     ready = _ready_times(buckets, last_fwd_end, backward_s)
     bwd_end = last_fwd_end + backward_s
-    free, timings, comm_total, hook_total, sent = 0.0, [], 0.0, 0.0, 0
-    for b, r in zip(buckets, ready, strict=True):
-        hook_total += hook_compute_s(b, hook, kernel_s, powersgd_rank)
-        sizes = hook_collectives(b, hook, powersgd_rank, grad_bytes)
-        if n > 1:
-            t = sum(allreduce_time(s, n) for s in sizes)
-        else:
-            t = sum(allreduce_time_1(s) for s in sizes) if allreduce_time_1 else 0.0
-        sent += sum(sizes)
-        comm_total += t
-        start = max(r if overlap else bwd_end, free)
-        free = start + t
-        timings.append(BucketTiming(b.index, sum(sizes), r, start, free))
+    hook_total = sum(hook_compute_s(b, hook, kernel_s, powersgd_rank) for b in buckets)
+    sizes = [hook_collectives(b, hook, powersgd_rank, grad_bytes) for b in buckets]
+    bucket = token_bucket if n > 1 else None
+
+    def schedule(tokens):
+        """Buckets back to back on one channel; with a token bucket, the tokens at the first send."""
+        free, timings, comm_total, last = 0.0, [], 0.0, None
+        for b, r, sz in zip(buckets, ready, sizes, strict=True):
+            start = max(r if overlap else bwd_end, free)
+            if bucket is not None and last is not None:
+                tokens = token_bucket_refill(tokens, start - last, bucket)
+            t = 0.0
+            for s in sz:
+                local = allreduce_time_1(s) if allreduce_time_1 else 0.0  # the call's own work on one rank
+                one = allreduce_time(s, n) if n > 1 else local
+                if bucket is not None:
+                    saved, tokens = token_bucket_send(busbw_factor("all_reduce", n) * s, tokens, bucket)
+                    one = max(allreduce_time(0, n), local, one - saved)
+                t += one
+            comm_total += t
+            free = last = start + t
+            timings.append(BucketTiming(b.index, sum(sz), r, start, free))
+        return free, timings, comm_total, tokens
+
+    tokens = bucket.burst_bytes if bucket is not None else 0.0
+    for _ in range(50 if bucket is not None else 1):  # steady state: the tokens one step leaves the next
+        free, timings, comm_total, left = schedule(tokens)
+        if bucket is None:
+            break
+        step = k * (forward_s + backward_s) + optimizer_s + max(0.0, free - bwd_end) + hook_total + input_s
+        idle = step - free + (timings[0].start_s if timings else 0.0)
+        nxt = token_bucket_refill(left, idle, bucket)
+        if abs(nxt - tokens) <= 1e-9 * max(1.0, bucket.burst_bytes):
+            break
+        tokens = nxt
     exposed = max(0.0, free - bwd_end)
+    if bucket is not None:
+        line = ("no wire time" if math.isinf(bucket.line_bytes_per_s)
+                else f"{bucket.line_bytes_per_s / 1e9:.3g} GB/s")
+        assumptions = (*assumptions, f"token bucket on the link: burst {bucket.burst_bytes:,.0f} B refilled at "
+                                     f"{bucket.rate_bytes_per_s / 1e9:.3g} GB/s while idle (tc-tbf(8)); "
+                                     f"bytes it covers take {line}")
     return StepPrediction(n_gpus=n, forward_s=forward_s, backward_s=backward_s, optimizer_s=optimizer_s,
                           comm_s=comm_total, exposed_comm_s=exposed, hook_compute_s=hook_total, input_s=input_s,
-                          comm_bytes=int(sent), grad_accum=k, buckets=tuple(timings), assumptions=assumptions)
+                          comm_bytes=int(sum(map(sum, sizes))), grad_accum=k, buckets=tuple(timings),
+                          assumptions=assumptions)
 
 
 def input_exposed_s(train_step_s: float, loader_latency_s: float, loader_workers: int = 0, n_ranks: int = 1,
@@ -157,13 +193,15 @@ def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, m
                          link, *, hook: str = "none", bucket_mb: float = 25.0, grad_accum: int = 1,
                          powersgd_rank: int = 1, phases_s=None, kernel_s: dict | None = None, link_1=None,
                          loader_latency_s: float = 0.0, loader_workers: int = 0,
-                         loader_shared: bool = False, overlap: bool = True) -> StepPrediction:
+                         loader_shared: bool = False, overlap: bool = True,
+                         token_bucket: TokenBucket | None = None) -> StepPrediction:
     """The step gpukit.bench.ddp measures, predicted from calibrations of this machine, never from
     the step being predicted: `compute_1_s` = the compute-only step at world size 1 with
     `micro_batch_1` sequences (time scales with the batch), split into forward/backward/optimizer as
     `phases_s` (seconds measured in that step; default 1/3 : 2/3 forward : backward, no optimizer), `link` = (alpha_s, GB/s) of an all-reduce sweep
     (ring, gpukit.comm), `link_1` = (seconds per call, GB/s) of the same sweep on one rank, `kernel_s` =
-    measured per-element times of DDP's copies and the hook's kernels (hook_compute_s)."""
+    measured per-element times of DDP's copies and the hook's kernels (hook_compute_s),
+    `token_bucket` = the link's rate limiter where it has one (netlab's tbf)."""
     compute_1_s = require_positive("compute_1_s", compute_1_s)
     f, b, o_s = (float(x) for x in (phases_s or (1.0, 2.0, 0.0)))
     o = min(0.9, o_s / compute_1_s)
@@ -183,5 +221,5 @@ def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, m
                            allreduce_time=allreduce, hook=hook, bucket_mb=bucket_mb, grad_accum=k,
                            powersgd_rank=powersgd_rank, kernel_s=kernel_s, input_s=inp, overlap=overlap,
                            allreduce_time_1=(lambda size: link_1[0] + size / (link_1[1] * 1e9)) if link_1 else None,
-                           assumptions=("compute and its phase split measured at world size 1 (compute-only steps)",
+                           token_bucket=token_bucket, assumptions=("compute and its phase split measured at world size 1 (compute-only steps)",
                                         "link: alpha-beta fit of an all-reduce sweep in the same run"))

@@ -253,3 +253,73 @@ def test_cli_scaling_profile_calibrates_compute_and_link(tmp_path, capsys):
     text = " ".join(d["assumptions"])
     assert "measured (profile" in text and "calibrated" in text and "IDEAL BOUND" not in text
     assert d["network"]["efficiency"] == pytest.approx(0.8)
+
+
+# ---------------------------------------------------------------------------------------------------
+# A token bucket in front of the link (netlab's tbf; cloud network credits)
+# ---------------------------------------------------------------------------------------------------
+def _bucket_step(burst, compute_s=0.1, rate=125e6, n=2, **kw):
+    from gpukit.comm_network import TokenBucket
+
+    link = (1e-4, rate / 1e9)  # (alpha_s, GB/s): the wire at the limiter's rate
+    tb = TokenBucket(burst, rate) if burst is not None else None
+    return step_prediction(gpt_param_shapes(SPEC), forward_s=compute_s / 3, backward_s=2 * compute_s / 3,
+                           optimizer_s=0.0, n_gpus=n, allreduce_time=lambda s, k: collective_time("all_reduce", s, k, link).time_s,
+                           token_bucket=tb, **kw)
+
+
+def test_token_bucket_primitives():
+    from gpukit.comm_network import TokenBucket, token_bucket_refill, token_bucket_send
+
+    slow_wire = TokenBucket(500_000, 125e6, line_bytes_per_s=500e6)
+    saved, left = token_bucket_send(200_000, 500_000, slow_wire)
+    assert saved == pytest.approx(200_000 / 125e6 - 200_000 / 500e6) and left == 300_000
+    with pytest.raises(ValueError, match="line_bytes_per_s"):
+        TokenBucket(1, 125e6, line_bytes_per_s=1e6)
+
+    tb = TokenBucket(500_000, 125e6)
+    assert token_bucket_refill(0, 1e-3, tb) == pytest.approx(125_000)
+    assert token_bucket_refill(400_000, 1.0, tb) == 500_000  # capped at the burst
+    saved, left = token_bucket_send(200_000, 500_000, tb)
+    assert saved == pytest.approx(200_000 / 125e6) and left == 300_000
+    saved, left = token_bucket_send(800_000, 500_000, tb)
+    assert saved == pytest.approx(500_000 / 125e6) and left == 0
+    with pytest.raises(ValueError, match="rate_bytes_per_s"):
+        TokenBucket(1, 0)
+    with pytest.raises(ValueError, match="burst_bytes"):
+        TokenBucket(-1, 1e6)
+
+
+def test_gradients_within_the_burst_pass_free_and_beyond_it_wait_on_the_rate():
+    """A step whose gradient bytes fit in a bucket that refills during the compute sends at the
+    wire's own speed (only the all-reduce latency is left); beyond the burst, the excess waits on
+    the rate: exactly burst / rate saved per step (tc-tbf(8))."""
+    grad = 4 * SPEC.n_params
+    link = (1e-4, 0.125)
+    plain = _bucket_step(None)
+    assert plain.comm_s == pytest.approx(collective_time("all_reduce", grad, 2, link).time_s)
+    free = _bucket_step(2 * grad)  # refill needs 2 grad / rate = 12 ms < 100 ms of compute
+    assert free.comm_s == pytest.approx(collective_time("all_reduce", 0, 2, link).time_s)
+    assert "token bucket" in " ".join(free.assumptions)
+    half = _bucket_step(grad / 2)
+    assert plain.comm_s - half.comm_s == pytest.approx(grad / 2 / 125e6)
+    assert _bucket_step(0).comm_s == pytest.approx(plain.comm_s)
+
+
+def test_a_bucket_that_cannot_refill_between_steps_saves_only_what_the_idle_time_refills():
+    grad = 4 * SPEC.n_params
+    # compute 2 ms: the idle link refills at most rate x (step - send) between steps
+    short = _bucket_step(10 * grad, compute_s=2e-3, overlap=False)
+    plain = _bucket_step(None, compute_s=2e-3, overlap=False)
+    assert short.comm_s < plain.comm_s
+    refill = 125e6 * (short.step_s - short.comm_s)  # idle between one step's send and the next
+    assert plain.comm_s - short.comm_s == pytest.approx(min(grad, refill) / 125e6, rel=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(burst=st.floats(0, 1e8), compute_s=st.floats(1e-4, 1.0), n=st.integers(2, 64))
+def test_a_token_bucket_never_slows_a_step(burst, compute_s, n):
+    with_tb = _bucket_step(burst, compute_s=compute_s, n=n)
+    without = _bucket_step(None, compute_s=compute_s, n=n)
+    assert with_tb.step_s <= without.step_s + 1e-12
+    assert with_tb.comm_bytes == without.comm_bytes

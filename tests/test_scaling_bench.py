@@ -168,6 +168,24 @@ def test_ddp_over_netlab_beyond_the_tbf_burst_waits_on_the_rate():
     assert two["efficiency"] < 0.5 and two["predicted_efficiency"] < 0.5
     assert abs(two["error"]) < 0.5, two
 
+@_netlab
+def test_ddp_over_netlab_within_the_tbf_burst_is_predicted_with_the_bucket():
+    """Notebook 05, section 7 in QUICK mode: the tiny model's gradients (479 kB) fit in tbf's 500 kB
+    bucket at 1gbit, which refills during the compute, so the all-reduce does not wait on the rate.
+    gpukit.scaling models the bucket (gpukit.comm_network.TokenBucket): its predicted exposed
+    communication and the measured one both stay well under every byte at the rate."""
+    shape = dict(n_layers=1, hidden=64, n_heads=2, seq_len=64, micro_batch=4, steps=3, warmup=2)
+    r = ddp_scaling(2, netlab="1gbit", hook="none", bucket_mb=25.0, timeout_s=300, **shape)
+    two, rate = r.rows[1], netlab.parse_rate("1gbit") / 8
+    at_rate_s = two["comm_bytes_per_step"] / rate
+    assert two["comm_bytes_per_step"] <= r.summary["tbf_burst_bytes"] == netlab.tbf_burst_bytes(8 * rate)
+    assert two["predicted_exposed_comm_s"] < 0.5 * at_rate_s, two
+    assert two["exposed_comm_s"] < 0.8 * at_rate_s, two
+    assert abs(two["error"]) < 0.5, two
+    row = r.netlab_row()
+    assert row["fits in burst"] and row["at the rate ms"] == pytest.approx(1e3 * at_rate_s)
+
+
 def _readme_block(after: str) -> str:
     text = (ROOT / "README.md").read_text()
     i = text.index(after)

@@ -35,6 +35,25 @@ class DdpScalingResult(BenchResult):
         short = {k: v for k, v in self.summary.items() if k not in self.BULKY}
         return BenchResult(self.kind, self.rows, self.env, short, self.columns, self.headers).to_text()
 
+    def netlab_row(self, ranks: int = 2) -> dict:
+        """A run over netlab at world size `ranks` in one row (notebook 05, section 7): efficiency
+        measured and predicted, the step error, how much slower each rank computed than alone, the
+        bytes per step against tbf's burst, the exposed communication measured and predicted (ms)
+        beside every byte charged at the rate, and the interface gloo used."""
+        from gpukit.bench.netlab import parse_rate
+
+        rate = self.summary.get("netlab")
+        if rate is None:
+            raise ValueError("netlab_row needs a run with netlab=RATE")
+        one, row = self.rows[0], next(r for r in self.rows if r["ranks"] == ranks)
+        sent, burst = row["comm_bytes_per_step"], self.summary["tbf_burst_bytes"]
+        return {"rate": rate, "efficiency": row["efficiency"], "predicted_efficiency": row["predicted_efficiency"],
+                "step error": row["error"], "compute n ranks / 1": row["compute_s"] / one["compute_s"],
+                "bytes/step": sent, "tbf burst": burst, "fits in burst": sent <= burst,
+                "exposed ms": 1e3 * row["exposed_comm_s"], "predicted exposed ms": 1e3 * row["predicted_exposed_comm_s"],
+                "at the rate ms": 1e3 * sent / (parse_rate(rate) / 8),
+                "GLOO_SOCKET_IFNAME": self.env.get("gloo_socket_ifname"), "MASTER_ADDR": self.env.get("master_addr")}
+
 
 def summarize(payload: dict, tokens_per_step: int) -> dict:
     """Medians and spreads of one world size's payload."""
@@ -141,6 +160,15 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
                "param_shapes": payloads[0]["param_shapes"], "bucket_mb": kw.get("bucket_mb", 25.0),
                "grad_accum": k_acc}
     if predict:
+        tbf = None
+        if netlab is not None:  # the emulated link's token bucket, as NetLab configures it (tc-tbf(8))
+            from gpukit.bench.netlab import parse_rate, tbf_burst_bytes
+            from gpukit.comm_network import TokenBucket
+
+            # bytes the tokens cover are taken as free (veth speed; the call's latency and one-rank work stay)
+            bps = parse_rate(netlab)
+            tbf = TokenBucket(tbf_burst_bytes(bps), bps / 8)
+            summary["tbf_burst_bytes"] = tbf.burst_bytes
         for r, p in zip(rows, payloads, strict=True):
             lk = link16 if hook == "fp16" else link
             if netlab is not None and r["ranks"] > 1:
@@ -149,8 +177,9 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
                 ov = cpu_overlap_possible(p["env"].get("device", "cpu"), r["ranks"], kw.get("threads", 1))
             # (a) compute measured in the same run (interleaved compute-only steps): the model adds
             #     communication, hooks and input; (b) compute carried over from world size 1 (a priori)
-            pred = predict_row(p, r, r, lk, overlap=ov, link_1=link_1, **kw)
-            pred1 = predict_row(p, rows[0], r, lk, overlap=ov, link_1=link_1, **kw)
+            tb = tbf if netlab is not None and r["ranks"] > 1 else None
+            pred = predict_row(p, r, r, lk, overlap=ov, link_1=link_1, token_bucket=tb, **kw)
+            pred1 = predict_row(p, rows[0], r, lk, overlap=ov, link_1=link_1, token_bucket=tb, **kw)
             r["predicted_step_s"] = pred.step_s
             r["predicted_exposed_comm_s"] = pred.step_s - pred.compute_s
             r["predicted_bytes_per_step"] = pred.comm_bytes
@@ -186,7 +215,8 @@ def cpu_overlap_possible(device: str, ranks_per_host: int, threads: int | None) 
     return cores - ranks_per_host * (threads or 1) >= ranks_per_host
 
 
-def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool = True, link_1=None, **kw):
+def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool = True, link_1=None,
+                token_bucket=None, **kw):
     """gpukit.scaling's prediction of one measured world size from calibrations only: a compute-only
     step (`base_row`: time, batch and phase split), the memory-pass rate and the all-reduce link fit."""
     from gpukit.scaling import predict_measured_ddp
@@ -198,4 +228,4 @@ def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool
                                 kernel_s=payload["kernel_s"], overlap=overlap, link_1=link_1,
                                 loader_latency_s=kw.get("loader_latency_ms", 0.0) / 1e3,
                                 loader_workers=kw.get("loader_workers", 0),
-                                loader_shared=kw.get("loader_shared", False))
+                                loader_shared=kw.get("loader_shared", False), token_bucket=token_bucket)
