@@ -162,11 +162,12 @@ def decision_single_budget_1k(budget_usd: float = 1000.0, n_params: float = 3e9)
         key="decision_single_budget_1k", topic="cost", article="000",
         text="Stay on one GPU when the training budget is under $1K per experiment",
         quote="Training budget < $1K per experiment",
-        claimed=budget_usd, claimed_unit="USD", computed=gpu_hours, unit="GPU-hours",
+        claimed=budget_usd, claimed_unit="USD", computed=day_usd, unit="USD",
         verdict="plausible",
-        check=(f"At the median ${med:.2f}/H100-hour, $1K buys {gpu_hours:,.0f} GPU-hours = {gpu_hours / 24:.0f} days of "
-               f"one GPU; the same rule's 'hours to a day' costs at most ${day_usd:,.0f}. The budget line is loose but "
-               f"consistent: {tokens / 1e9:.0f}B tokens of a 3B model (a compute-optimal 3B run needs "
+        check=(f"Computed: what the same rule's other line, 'hours to a day' on one GPU, costs at the median "
+               f"${med:.2f}/H100-hour: at most ${day_usd:,.0f}. $1K buys {gpu_hours:,.0f} GPU-hours = "
+               f"{gpu_hours / 24:.0f} days of one GPU, so the budget line is the looser of the two, but consistent "
+               f"with staying on one GPU: {tokens / 1e9:.0f}B tokens of a 3B model (a compute-optimal 3B run needs "
                f"{20 * n_params / 1e9:.0f}B)."),
         assumptions=("median market H100 price", "6N FLOPs per token at 40% MFU"),
         figures=(("GPU-hours for $1K", gpu_hours, "GPU-hours"), ("one GPU-day", day_usd, "USD"),

@@ -73,7 +73,8 @@ def seventy_b_16_a100_tp4_pp4(model: str = "llama-2-70b", gpu: str = "a100-80gb"
         text="A 70B model on 16 A100s trains fastest with 4-way tensor x 4-way pipeline x 1-way data parallelism",
         quote=("for a 70B model on 16 A100s, they found 4-way tensor parallelism + 4-way pipeline parallelism + 1-way "
                "data parallelism gave the best throughput."),
-        claimed=1.0, claimed_unit="rank", computed=float(rank or 0), unit="rank", verdict=verdict,
+        claimed=1.0, claimed_unit="x the best layout's tokens/s", computed=ratio,
+        unit="x the best layout's tokens/s", verdict=verdict,
         check=(f"{res.enumerated} layouts of {get_model(model).name} on {gpus} x {gpu} ({gpus_per_node} per node), "
                f"global batch {global_batch} x {seq_len}; {res.fitting} fit in 80 GB. Best: {best.config.label()}, "
                f"{best.tokens_per_s:,.0f} tok/s (MFU {best.mfu:.0%}). TP4 x PP4 x DP1 at its best ("
@@ -102,7 +103,8 @@ def seventy_b_sensitivity(global_batches=(16, 64, 256), networks=(("ib-hdr", Non
             best = c.check.split("Best: ", 1)[1].split(", ", 1)[0] if "Best: " in c.check else ""
             rows.append({"inter_link": link, "ports_per_node": ports or "one per GPU", "global_batch": g,
                          "best layout": best,
-                         "rank of TP4xPP4xDP1": int(c.computed), "TP4xPP4xDP1 / best": c.figure("TP4xPP4xDP1 / best"),
+                         "rank of TP4xPP4xDP1": int(c.figure("rank of TP4xPP4xDP1")),
+                         "TP4xPP4xDP1 / best": c.computed,
                          "verdict": c.verdict})
     return pd.DataFrame(rows)
 
