@@ -105,9 +105,9 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
     `allreduce_time_1(bytes)` prices that call (default 0). `token_bucket` (a rate limiter on the
     link, gpukit.comm_network.TokenBucket): each all-reduce's wire bytes per rank (ring: 2(n-1)/n S)
     covered by tokens cost no wire time (never below the all-reduce's latency nor the one-rank call's
-    own work, `allreduce_time_1`); the tokens refill while
-    the link idles, within the step and from the end of one step's last send to the next step's
-    first (the steady state of a step that repeats)."""
+    own work, `allreduce_time_1`); the tokens refill while the link idles, within the step and from
+    the end of one step's last send to the next step's first (the steady state of a step that
+    repeats)."""
     n = require_positive_int("n_gpus", n_gpus)
     k = require_positive_int("grad_accum", grad_accum)
     require_choice("hook", hook, HOOKS)
