@@ -128,6 +128,8 @@ class PlanResult:
         lines.append(f"RECOMMENDATION: {self.recommendation}")
         lines += [f"change: {c}" for c in self.changes]
         lines += [f"skipped: {s}" for s in self.skipped]
+        lines += [f"assumes: {a}" for a in self.assumptions]
+        lines += [f"model: {m}" for m in self.models]
         return "\n".join(lines)
 
 
@@ -288,12 +290,17 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         raise ValueError("counts must list at least one GPU count")
     if loader_tokens_per_s is not None:
         loader_tokens_per_s = require_positive("loader_tokens_per_s", loader_tokens_per_s)
+    if seq_len is not None:  # 0 is an error, not "the default"
+        seq_len = require_positive_int("seq_len", seq_len)
     if workload == "serve":
         if rate is None:
             raise ValueError("workload serve needs rate (requests per second)")
         rate = require_positive("rate", rate)
         input_tokens = require_positive_int("input_tokens", input_tokens)
         output_tokens = require_positive_int("output_tokens", output_tokens)
+        if input_tokens + output_tokens > model.max_seq:  # else every GPU reads "does not fit"
+            raise ValueError(f"input_tokens + output_tokens must be <= {model.name}'s max_seq {model.max_seq}, "
+                             f"got {input_tokens} + {output_tokens}")
     else:
         if tokens is None:
             raise ValueError(f"workload {workload} needs tokens (training tokens)")
@@ -329,8 +336,8 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
 
         plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
                                        gpus_per_node, budget_usd, max(counts))
-        models_used = (*PLAN_MODELS[:1], "serving: gpukit.inference (prefill and decode from the roofline, KV "
-                       "cache, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
+        models_used = ("serving: gpukit.inference (memory per GPU with the KV cache, prefill and decode from the "
+                       "roofline, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
     else:
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
                              profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
@@ -363,10 +370,15 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                 b = alt.best
                 changes = (*changes, f"QLoRA instead of {workload}: {b.gpus} x {b.gpu}, {b.hours:,.1f} h, "
                                      f"${b.cost_usd:,.0f} meets the constraints")
-    assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
-                   if profile is None else f"profile {getattr(profile, 'source', '')}",
-                   f"{gpus_per_node} GPUs per node, "
-                   f"{inter_link or 'one InfiniBand port per GPU of its era (catalog.inter_node_link)'} between nodes"]
+    if workload == "serve":  # serving times come from gpukit.inference's stated shares, not the MFU
+        assumptions = [*inference.Assumptions().lines()[:1], f"{gpus_per_node} GPUs per node"]
+        if deadline_hours is not None:
+            assumptions.append(f"deadline {deadline_hours:g} h not used: a serving plan has a rate, not a run length")
+    else:
+        assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
+                       if profile is None else f"profile {getattr(profile, 'source', '')}",
+                       f"{gpus_per_node} GPUs per node, "
+                       f"{inter_link or 'one InfiniBand port per GPU of its era (catalog.inter_node_link)'} between nodes"]
     if workload != "serve":
         assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
                            f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "

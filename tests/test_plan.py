@@ -223,3 +223,38 @@ def test_plans_that_do_not_fit_print_n_a(capsys):
                  "--gpu", "t4:0.3"]) == 0
     out = capsys.readouterr().out
     assert "n/a" in out and " inf" not in out
+
+
+def test_plan_text_prints_the_assumptions_and_models(capsys):
+    """The text printed no assumption (MFU 0.40 assumed, seq_len, the serve lengths) though the JSON
+    had them; a serve plan stated 'MFU 0.40 (assumed)', a figure serving does not use."""
+    assert main(["plan", "--workload", "pretrain", "--model", "gpt2", "--tokens", "1B", "--gpu", "h100-sxm:3",
+                 "--gpus", "1,8"]) == 0
+    out = capsys.readouterr().out
+    assert "assumes: MFU 0.40 (assumed)" in out and "assumes: seq_len 1024" in out and "model: time:" in out
+    r = plan("serve", get_model("llama-3-8b"), rate=5, gpus={"h100-sxm": 3.0})
+    assert not any("MFU" in a for a in r.assumptions)
+    assert any("512 input + 256 output tokens" in a for a in r.assumptions)
+    assert not any("gpukit.memory planning" in m for m in r.models)
+    assert "assumes: rate 5 req/s, 512 input + 256 output tokens" in r.to_text()
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--workload", "pretrain", "--tokens", "1B", "--seq-len", "0"], "--seq-len"),
+    (["--workload", "pretrain", "--tokens", "1B", "--input-tokens", "100"], "--input-tokens applies to --workload serve"),
+    (["--workload", "pretrain", "--tokens", "1B", "--output-tokens", "100"], "--output-tokens applies"),
+    (["--workload", "serve", "--rate", "1", "--seq-len", "2048"], "--seq-len applies to training"),
+    (["--workload", "serve", "--rate", "1", "--micro-batch", "2"], "--micro-batch applies to training"),
+    (["--workload", "serve", "--rate", "1", "--deadline-hours", "5"], "--deadline-hours applies to training"),
+    (["--workload", "serve", "--rate", "1", "--mfu", "0.5"], "--mfu applies to training"),
+    (["--workload", "serve", "--rate", "1", "--input-tokens", "100000"], "max_seq 8192"),
+])
+def test_plan_flags_that_would_change_nothing_are_errors(argv, msg, capsys):
+    """Before: --seq-len 0 ran as the default 4096, the serve flags were ignored by training workloads
+    and the training flags by serve, and a prompt longer than the context window printed 'Nothing
+    fits ... LoRA/QLoRA instead of full training'."""
+    assert main(["plan", "--model", "llama-3-8b", "--gpu", "h100-sxm:3", "--gpus", "1,8", *argv]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match="seq_len must be a positive integer"):
+        plan("pretrain", get_model("gpt2"), tokens=1e9, seq_len=0, gpus={"h100-sxm": 3.0})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
+from gpukit.cli.compute import _positive_int
 from gpukit.cli.cost import _count, _fraction, _int_list, _positive
 from gpukit.plan import DEFAULT_COUNTS, WORKLOADS
 
@@ -68,14 +69,27 @@ def _plan(args):
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
-    if args.workload == "serve" and args.tokens is not None:
-        raise ValueError("--tokens applies to training workloads; serve takes --rate, --input-tokens, --output-tokens")
-    if args.workload != "serve" and args.rate is not None:
-        raise ValueError(f"--rate applies to --workload serve, not {args.workload}")
-    return plan(args.workload, model, tokens=args.tokens, rate=args.rate, input_tokens=args.input_tokens,
-                output_tokens=args.output_tokens, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
+    # a flag the workload does not use is an error, never ignored (docs/CONTRACTS.md)
+    if args.workload == "serve":
+        unused = [f for f, v in (("--tokens", args.tokens), ("--deadline-hours", args.deadline_hours),
+                                 ("--seq-len", args.seq_len), ("--micro-batch", args.micro_batch),
+                                 ("--mfu", args.mfu), ("--profile", args.profile),
+                                 ("--loader-tokens-per-s", args.loader_tokens_per_s)) if v is not None]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to training workloads; serve takes --rate, --input-tokens, "
+                             "--output-tokens and --budget-usd (USD per hour)")
+    else:
+        unused = [f for f, v in (("--rate", args.rate), ("--input-tokens", args.input_tokens),
+                                 ("--output-tokens", args.output_tokens)) if v is not None]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to --workload serve, "
+                             f"not {args.workload}")
+    serve_kw = {k: v for k, v in (("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens))
+                if v is not None}
+    return plan(args.workload, model, tokens=args.tokens, rate=args.rate, **serve_kw,
+                deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                 gpus=gpus, counts=args.gpus or DEFAULT_COUNTS, prices=prices, mfu=args.mfu, profile=profile,
-                seq_len=args.seq_len, micro_batch=args.micro_batch, gpus_per_node=args.gpus_per_node,
+                seq_len=args.seq_len, micro_batch=args.micro_batch or 1, gpus_per_node=args.gpus_per_node,
                 inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s)
 
 
@@ -90,12 +104,12 @@ def register(subparsers) -> None:
     p.add_argument("--kv-heads", type=int)
     p.add_argument("--ffn-hidden", type=int)
     p.add_argument("--vocab", type=int)
-    p.add_argument("--seq-len", type=int, help="training sequence length (default min(max_seq, 4096))")
-    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument("--seq-len", type=_positive_int, help="training sequence length (default min(max_seq, 4096))")
+    p.add_argument("--micro-batch", type=_positive_int, help="training sequences per GPU per micro-step (default 1)")
     p.add_argument("--tokens", type=_count, help="training tokens (pretrain, finetune, lora, qlora)")
     p.add_argument("--rate", type=_positive, help="serve: requests per second")
-    p.add_argument("--input-tokens", type=int, default=512, help="serve: prompt tokens per request")
-    p.add_argument("--output-tokens", type=int, default=256, help="serve: generated tokens per request")
+    p.add_argument("--input-tokens", type=_positive_int, help="serve: prompt tokens per request (default 512)")
+    p.add_argument("--output-tokens", type=_positive_int, help="serve: generated tokens per request (default 256)")
     p.add_argument("--deadline-hours", type=_positive)
     p.add_argument("--budget-usd", type=_count, help="USD for the run (serve: USD per hour)")
     p.add_argument("--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)")
