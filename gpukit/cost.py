@@ -227,11 +227,17 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     counts = [require_positive_int("gpus", c) for c in counts]
     tokens = require_positive("tokens", tokens)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
-    rows, util_source, eff_models = [], "", []
+    rows, util_source, eff_models, flops_line = [], "", [], ""
     for name in gpu_names:
         g = get_gpu(name)
         t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype)
         util_source = t1.utilization_source
+        # what the FLOPs are (gpukit.compute.flops_per_token): 6N of the non-embedding weights plus causal
+        # attention at seq_len for a model; 6N of the count given otherwise
+        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: 6N with N = {t1.n_params / 1e9:.3g}B non-embedding "
+                      f"parameters, plus causal attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
+                      if t1.seq_len is not None else
+                      f"6N FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
         usd, src = _price(name, price_per_gpu_hour, prices)
         for n in counts:
             if efficiency is None:
@@ -262,7 +268,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                                 price_source=src, spot=spot_est))
     flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
     rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
-    assumptions = (f"{tokens:,.0f} tokens, 6N FLOPs per token (training FLOPs from gpukit.compute)",
+    assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
                    f"{gpus_per_node} GPUs per node, {inter_link or 'one InfiniBand port per GPU of its era'} between nodes")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions)

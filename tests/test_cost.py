@@ -216,6 +216,29 @@ def test_cost_train_cli_json(capsys):
                  "--spot"]) == 2
 
 
+def test_cost_train_states_the_flops_it_used():
+    """The text said '6N FLOPs per token' while a catalog model's hours came from 6N of the
+    non-embedding weights plus causal attention at train_seq_len (llama-2-7b: 4.21e10 per token, 6N
+    of its 6.74B parameters is 4.04e10): the line now states the figure and where seq_len came from."""
+    m = get_model("llama-2-7b")
+    t = cost.training_cost(m, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0)
+    line = t.assumptions[0]
+    t1 = cost.time_to_train(m, 1e9, "h100-sxm", 1)
+    assert f"{t1.flops / 1e9:.3g} FLOPs per token" in line and "seq_len 4096" in line and "train_seq_len" in line
+    assert t.rows[0].hours == pytest.approx(t1.flops / (989.4e12 * 0.4) / 3600, rel=1e-9)
+    assert "no attention term" in cost.training_cost(7e9, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0).assumptions[0]
+
+
+@pytest.mark.parametrize("flag, value", [("--restart-minutes", "5"), ("--spot-price-per-gpu-hour", "1"),
+                                         ("--checkpoint-minutes", "5")])
+def test_cost_train_spot_flags_without_spot_are_errors(flag, value, capsys):
+    """--restart-minutes and --spot-price-per-gpu-hour without --spot were ignored without a word."""
+    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
+                 "--price-per-gpu-hour", "3", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} applies with --spot" in err and err.count("\n") == 1
+
+
 # ------------------------------------------------------------------------------- published runs
 def test_deepseek_v3_cost_reproduced():
     """DeepSeek-V3 Technical Report (arXiv 2412.19437) Table 1: 2.788M H800 GPU-hours x $2 = $5.576M."""

@@ -54,9 +54,15 @@ def _train(args):
         if missing:
             raise ValueError(f"--spot needs {' and '.join(missing)}")
         spot = {"preemptions_per_day": args.preemptions_per_day, "checkpoint_minutes": args.checkpoint_minutes,
-                "restart_minutes": args.restart_minutes, "spot_price_per_gpu_hour": args.spot_price_per_gpu_hour}
-    elif args.preemptions_per_day is not None or args.checkpoint_minutes is not None:
-        raise ValueError("--preemptions-per-day and --checkpoint-minutes apply with --spot")
+                "restart_minutes": 10.0 if args.restart_minutes is None else args.restart_minutes,
+                "spot_price_per_gpu_hour": args.spot_price_per_gpu_hour}
+    else:
+        unused = [f for f, v in (("--preemptions-per-day", args.preemptions_per_day),
+                                 ("--checkpoint-minutes", args.checkpoint_minutes),
+                                 ("--restart-minutes", args.restart_minutes),
+                                 ("--spot-price-per-gpu-hour", args.spot_price_per_gpu_hour)) if v is not None]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} with --spot")
     model = get_model(args.model) if args.model else args.params
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
                       price_per_gpu_hour=args.price_per_gpu_hour, prices=_prices(args),
@@ -115,7 +121,7 @@ def register(subparsers) -> None:
     t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
     t.add_argument("--preemptions-per-day", type=_positive, help="with --spot: interruptions of the job per day")
     t.add_argument("--checkpoint-minutes", type=_positive, help="with --spot: time to write one checkpoint")
-    t.add_argument("--restart-minutes", type=_positive, default=10.0, help="with --spot: time to resume (default 10)")
+    t.add_argument("--restart-minutes", type=_positive, help="with --spot: time to resume (default 10)")
     t.add_argument("--spot-price-per-gpu-hour", type=_positive, help="with --spot (default: the price file's SpotPrice)")
     add_json_flag(t)
     t.set_defaults(func=_train)
