@@ -224,6 +224,13 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if tp > gpn:
         raise ValueError(f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}")
     pp = gpus // tp
+    if simulate_requests:  # checked before any work (the simulation is the slow part)
+        from gpukit.serving_sim import MAX_REQUESTS
+
+        simulate_requests = require_positive_int("simulate_requests", simulate_requests)
+        if simulate_requests > MAX_REQUESTS:
+            raise ValueError(f"simulate_requests must be <= {MAX_REQUESTS:,} (about 30 s of simulation), "
+                             f"got {simulate_requests:,}")
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     if rate is not None:

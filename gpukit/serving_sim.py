@@ -16,6 +16,8 @@ from gpukit.results import json_safe as _json_safe
 from gpukit.timing_stats import percentile
 
 MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
+# about 0.3 ms of simulation per request on one core here: 100,000 requests take about 30 s
+MAX_REQUESTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     max_batch = require_positive_int("max_batch", max_batch)
     max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
     n_requests = require_positive_int("n_requests", n_requests)
+    if n_requests > MAX_REQUESTS:
+        raise ValueError(f"n_requests must be <= {MAX_REQUESTS:,} (about 30 s of simulation), got {n_requests:,}")
     i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
     rng = random.Random(seed)
     env = simpy.Environment()

@@ -361,6 +361,13 @@ def test_cli_serve_link_choice(capsys):
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "-2"], "price"),
     (["--model", "nope", "--gpu", "h100-sxm"], "unknown model"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "--batch"),
+    # flags that changed nothing (a link with no TP / no pipeline stage, a simulation without a rate) and a
+    # simulation size that ran for hours: errors before any work
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--link", "nvlink4"], "--link is the link of the tensor-parallel"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--inter-link", "ib-ndr"], "--inter-link is"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--simulate-requests", "100"], "give --rate"),
+    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "1", "--simulate-requests", "100000000"],
+     "simulate_requests must be <= 100,000"),
 ])
 def test_cli_serve_bad_input_exit_2(argv, msg, capsys):
     assert main(["serve", *argv]) == 2
@@ -381,7 +388,7 @@ SERVE_ARGV = st.tuples(
     _opt("--output-tokens", st.integers(1, 5000)), _opt("--rate", st.floats(1e-3, 1e5)),
     _opt("--price-per-gpu-hour", st.floats(0, 100)), st.booleans(),
 ).map(lambda t: ["serve", "--model", t[0], "--gpu", t[1], *[x for part in t[2:12] for x in part],
-                 "--simulate-requests", "40", *(["--json"] if t[12] else [])])
+                 *(["--simulate-requests", "40"] if t[10] else []), *(["--json"] if t[12] else [])])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -448,3 +455,18 @@ def test_fmt_number_reads_as_the_published_tables_show_it():
     assert [fmt_number(v) for v in (19694.0, 406.77, 99.96, 18.58, 0.3081, -1234.5)] == \
         ["19,694", "407", "100", "18.6", "0.308", "-1,234"]
     assert fmt_number(float("nan")) == fmt_number(None) == "n/a"
+
+
+def test_simulation_size_is_capped_before_the_work():
+    """serve(simulate_requests=10**8) and simulate(n_requests=10**8) ran for hours (0.3 ms a request):
+    both raise at once, naming the limit."""
+    import time
+
+    m, g = get_model("llama-3-8b"), get_gpu("h100-sxm")
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="simulate_requests must be <= 100,000"):
+        inf.serve(m, g, rate=1.0, simulate_requests=10**8)
+    with pytest.raises(ValueError, match="n_requests must be <= 100,000"):
+        inf.simulate(lambda n, c: 0.01, lambda n: 0.02, rate=1.0, input_tokens=10, output_tokens=10, max_batch=4,
+                     n_requests=10**8)
+    assert time.perf_counter() - t0 < 5

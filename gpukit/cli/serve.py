@@ -24,14 +24,24 @@ def _serve(args):
     from gpukit.inference import Assumptions, serve
 
     model, gpu = get_model(args.model), get_gpu(args.gpu)
-    link = get_interconnect(args.link) if args.link else None
-    inter = get_interconnect(args.inter_link) if args.inter_link else None
+    link = get_interconnect(args.link) if args.link is not None else None
+    inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
+    # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
+    gpus = args.gpus or args.tp or 1
+    tp = args.tp if args.tp is not None else min(gpus, 8)
+    if link is not None and tp == 1:
+        raise ValueError("--link is the link of the tensor-parallel all-reduces: it needs --tp 2 or more")
+    if inter is not None and gpus <= tp:
+        raise ValueError("--inter-link is the link between pipeline stages: it needs --gpus above --tp (pp = gpus / tp)")
+    if args.simulate_requests is not None and args.rate is None:
+        raise ValueError("--simulate-requests sizes the queueing simulation of --rate: give --rate")
     a = Assumptions(hbm_share=args.hbm_share, flops_share=args.flops_share, reserve_fraction=args.reserve,
                     non_gpu_s=args.non_gpu_ms / 1e3 if args.non_gpu_ms else 0.0)
     return serve(model, gpu, gpus=args.gpus, tp=args.tp, precision=args.precision, kv_dtype=args.kv_dtype,
                  batch=args.batch, context=args.context, input_tokens=args.input_tokens,
                  output_tokens=args.output_tokens, rate=args.rate, price_per_gpu_hour=args.price_per_gpu_hour,
-                 link=link, pp_link=inter, assumptions=a, simulate_requests=args.simulate_requests)
+                 link=link, pp_link=inter, assumptions=a,
+                 simulate_requests=400 if args.simulate_requests is None else args.simulate_requests)
 
 
 def register(subparsers) -> None:
@@ -64,7 +74,7 @@ def register(subparsers) -> None:
     p.add_argument("--reserve", type=_positive, default=0.9,
                    help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)")
     p.add_argument("--non-gpu-ms", type=_positive, help="per-request time outside the GPUs, ms")
-    p.add_argument("--simulate-requests", type=_positive_int, default=400,
-                   help="requests in the queueing simulation with --rate (default 400)")
+    p.add_argument("--simulate-requests", type=_positive_int,
+                   help="requests in the queueing simulation with --rate (default 400, at most 100,000)")
     add_json_flag(p)
     p.set_defaults(func=_serve)
