@@ -181,7 +181,7 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                               binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
             continue
         usd_h, n, prec, tp, replicas, p = best
-        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else "memory-bandwidth-bound"
+        binding = "over budget" if budget_usd is not None and usd_h > budget_usd else _serve_binding(p)
         plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
                           layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch up to {p.max_batch}",
                           memory_per_gpu_bytes=int(p.memory.total_bytes), hours=None, cost_usd=usd_h, efficiency=1.0,
@@ -189,6 +189,25 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                           tricks=(prec,) if prec != "bf16" else (),
                           usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
     return plans
+
+
+def _serve_binding(p) -> str:
+    """What bounds a replica at capacity: its GPU seconds per request (gpukit.serving_plan.replica_capacity:
+    prefill / pp + O x decode step / batch) split into the parts limited by FLOPs (prefill, and the
+    decode matmuls past the ridge batch) and by HBM bandwidth (decode attention over the KV cache, and
+    the matmuls below the ridge batch); the larger share names the binding. TP/PP messages count for
+    neither. Was always "memory-bandwidth-bound": llama-3-8b on one H100 at batch 256 spends 22 ms of
+    its 32 ms per request in compute-bound prefill and matmuls."""
+    pre, dec = p.prefill, p.decode_at_max
+    per_token = p.output_tokens / p.max_batch
+    compute_s = memory_s = 0.0
+    for part_s, bound, scale in ((pre.dense_s, pre.bound, 1.0 / p.pp), (pre.attn_s, "compute", 1.0 / p.pp),
+                                 (dec.dense_s, dec.bound, per_token), (dec.attn_s, "memory", per_token)):
+        if bound == "compute":
+            compute_s += part_s * scale
+        else:
+            memory_s += part_s * scale
+    return "compute-bound" if compute_s > memory_s else "memory-bandwidth-bound"
 
 
 def _cell(v, spec: str, width: int) -> str:

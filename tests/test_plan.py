@@ -258,3 +258,18 @@ def test_plan_flags_that_would_change_nothing_are_errors(argv, msg, capsys):
     assert msg in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="seq_len must be a positive integer"):
         plan("pretrain", get_model("gpt2"), tokens=1e9, seq_len=0, gpus={"h100-sxm": 3.0})
+
+
+def test_serve_binding_follows_the_roofline():
+    """Every serve plan read 'memory-bandwidth-bound'. At capacity (batch 256) llama-3-8b on one H100
+    in bf16 spends more of a request in compute-bound prefill and matmuls than in KV-cache reads;
+    with short prompts and long answers on the same GPU the KV-cache reads dominate."""
+    from gpukit import inference as inf
+
+    m, g = get_model("llama-3-8b"), get_gpu("h100-sxm")
+    short = plan("serve", m, rate=5, gpus={"h100-sxm": 3.0})
+    assert short.plans[0].binding == "compute-bound"
+    p = inf.serve(m, g, input_tokens=512, output_tokens=256, precision="bf16")
+    assert p.prefill.bound == p.decode_at_max.bound == "compute"  # the roofline itself says so
+    long = plan("serve", m, rate=5, input_tokens=100, output_tokens=2000, gpus={"h100-sxm": 3.0})
+    assert long.plans[0].binding == "memory-bandwidth-bound"
