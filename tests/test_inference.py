@@ -470,3 +470,16 @@ def test_simulation_size_is_capped_before_the_work():
         inf.simulate(lambda n, c: 0.01, lambda n: 0.02, rate=1.0, input_tokens=10, output_tokens=10, max_batch=4,
                      n_requests=10**8)
     assert time.perf_counter() - t0 < 5
+
+
+def test_vllm_figure1_opt13b_on_a100_40gb():
+    """vLLM (Kwon et al. 2023, SOSP), Figure 1 (left): serving a 13B model on an A100-40GB, the
+    parameters take 26 GB (65%) and the KV cache over 30% of the memory; sec. 3: 800 KB of KV cache
+    per OPT-13B token. The serving path (serving_memory, vLLM's 0.9 pre-allocation) gives the same.
+    The figure's shares are of '40 GB' read as decimal (26 GB / 40 GB = 65%), so both are here."""
+    m, g = get_model("opt-13b"), get_gpu("a100-40gb")
+    assert inf.kv_bytes_per_token(m, "fp16") == 800 * 1024
+    mem = inf.serving_memory(m, g, precision="fp16", kv_dtype="fp16", context=2048)
+    assert mem.weights_bytes / GB == pytest.approx(26, rel=0.03)
+    assert mem.weights_bytes / (40 * GB) == pytest.approx(0.65, abs=0.02)
+    assert 0.30 < mem.kv_budget_bytes / (40 * GB) < 0.35
