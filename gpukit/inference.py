@@ -416,7 +416,7 @@ def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
 
 
 _PLAN_NAMES = ("MAX_NUM_SEQS", "DEFAULT_GPUS_PER_NODE", "DEFAULT_INPUT_TOKENS", "DEFAULT_OUTPUT_TOKENS",
-               "serving_cost_per_million_tokens", "ServePlan", "default_link", "default_precision", "default_lengths",
+               "serving_cost_per_million_tokens", "ServePlan", "default_link", "default_pp_link", "default_precision", "default_lengths",
                "serve", "replica_capacity", "replicas_for_rate", "system_capacity", "LayoutRow", "tp_vs_replicas",
                "layouts_frame", "min_gpus_to_fit", "load_sweep")
 _PUBLISHED_NAMES = ("PUBLISHED_FILE", "TP_ORDERING_SOURCE", "SHARE_OF_METRIC", "published_serving",

@@ -171,6 +171,16 @@ def default_link(gpu, tp: int):
     return None if tp == 1 else intra_node_link(gpu, tp)
 
 
+def default_pp_link(gpu, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE):
+    """The link between pipeline stages: the node's own link (catalog.intra_node_link) when the whole
+    replica sits in one node, else the network between nodes of this GPU's era (catalog.inter_node_link:
+    one InfiniBand port per GPU, as gpukit.cost assumes). Was InfiniBand NDR for every layout, also
+    for two stages in one NVLink node."""
+    from gpukit.catalog import inter_node_link, intra_node_link
+
+    return intra_node_link(gpu, gpus) if gpus <= gpus_per_node else inter_node_link(gpu)
+
+
 DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS = 1000, 200
 
 
@@ -237,9 +247,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         rate = require_positive("rate", rate)
     link = link if link is not None else default_link(gpu, tp)
     if pp > 1 and pp_link is None:
-        from gpukit.catalog import get_interconnect
-
-        pp_link = get_interconnect("ib-ndr")
+        pp_link = default_pp_link(gpu, gpus, gpn)
     notes = []
     if pp > 1:
         notes.append(f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages")
@@ -390,12 +398,13 @@ def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
     plan = serve(model, gpu, **serve_kw)
     if plan.capacity_req_per_s <= 0:
         raise ValueError(f"{model.name} does not fit {plan.tp}x{gpu.name} in {plan.precision}: nothing to simulate")
+    link = serve_kw.get("link")
     kw = dict(precision=plan.precision, kv_dtype=plan.kv_dtype, tp=plan.tp, pp=plan.pp,
-              link=default_link(gpu, plan.tp), assumptions=plan.assumptions)
+              link=link if link is not None else default_link(gpu, plan.tp), assumptions=plan.assumptions)
     if plan.pp > 1:
-        from gpukit.catalog import get_interconnect
-
-        kw["pp_link"] = get_interconnect("ib-ndr")
+        pp_link = serve_kw.get("pp_link")
+        kw["pp_link"] = pp_link if pp_link is not None else default_pp_link(
+            gpu, plan.gpus_per_replica, serve_kw.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
     rows = []
     for load in loads:
         r = require_positive("load", load) * plan.capacity_req_per_s

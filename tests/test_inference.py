@@ -483,3 +483,13 @@ def test_vllm_figure1_opt13b_on_a100_40gb():
     assert mem.weights_bytes / GB == pytest.approx(26, rel=0.03)
     assert mem.weights_bytes / (40 * GB) == pytest.approx(0.65, abs=0.02)
     assert 0.30 < mem.kv_budget_bytes / (40 * GB) < 0.35
+
+
+def test_pipeline_stages_default_to_the_link_they_sit_on():
+    """Pipeline stages talked over InfiniBand NDR in every layout, also two stages inside one NVLink
+    node (llama-3-8b, --gpus 2 --tp 1: 2.9 us per send instead of 0.6) and A100 nodes (HDR era)."""
+    p = inf.serve(get_model("llama-3-8b"), get_gpu("h100-sxm"), gpus=2, tp=1)
+    assert p.pp == 2 and any("over nvlink4" in n for n in p.notes)
+    p = inf.serve(get_model("llama-3.1-405b"), get_gpu("a100-80gb"), gpus=32)
+    assert p.pp == 4 and any("over ib-hdr" in n for n in p.notes)
+    assert inf.default_pp_link(get_gpu("h100-sxm"), 16).name == "ib-ndr"

@@ -55,7 +55,8 @@ def register(subparsers) -> None:
     p.add_argument("--tp", type=_positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
     p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
                                    "NVLink, else its PCIe)")
-    p.add_argument("--inter-link", help="link between pipeline stages on different nodes (default ib-ndr)")
+    p.add_argument("--inter-link", help="link between pipeline stages (default: the node's NVLink/PCIe when the replica fits "
+                                         "one node of 8, else one InfiniBand port per GPU of its era)")
     p.add_argument("--precision", choices=PRECISIONS, default=None,
                    help="weight precision (default bf16, fp16 on GPUs without bf16)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
