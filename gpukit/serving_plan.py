@@ -263,6 +263,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     mem = serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
                          context=context, assumptions=a)
     max_batch = min(mem.max_batch, MAX_NUM_SEQS)
+    if batch > MAX_NUM_SEQS:
+        notes.append(f"batch {batch} is above the engine's default cap of {MAX_NUM_SEQS} sequences (vLLM max_num_seqs): "
+                     "the batch line needs it raised; capacity is at the cap")
     if not mem.fits:
         try:
             need_tp, need_pp = min_gpus_to_fit(model, gpu, precision, context=context, batch=batch,
