@@ -227,6 +227,11 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     counts = [require_positive_int("gpus", c) for c in counts]
     tokens = require_positive("tokens", tokens)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
+    tokens_per_gpu = require_positive("tokens_per_gpu", tokens_per_gpu)
+    too_many = [n for n in counts if n * tokens_per_gpu > tokens]
+    if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
+        raise ValueError(f"gpus must be at most tokens / tokens_per_gpu = {tokens / tokens_per_gpu:,.0f} (one optimizer "
+                         f"step of {tokens_per_gpu:,.0f} tokens per GPU), got {too_many[0]:,}")
     rows, util_source, eff_models, flops_line = [], "", [], ""
     for name in gpu_names:
         g = get_gpu(name)

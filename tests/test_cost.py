@@ -259,3 +259,14 @@ def test_published_implied_mfu_plausible():
     for r in cost.PUBLISHED_RUNS:
         c = cost.published_check(r.key)
         assert 0.1 < c.implied_mfu < 0.6, (r.key, c.implied_mfu)
+
+
+def test_cost_train_counts_beyond_one_step_are_errors(capsys):
+    """7B on 1T tokens at 1e11 GPUs printed 0.0 hours, 0.0% efficiency and $7.1B as a Pareto row: one
+    optimizer step (8,192 tokens a GPU) of that many GPUs is 800x the run. Now an error naming the limit."""
+    with pytest.raises(ValueError, match="gpus must be at most tokens / tokens_per_gpu = 122,070,312"):
+        cost.training_cost(7e9, 1e12, "h100-sxm", [8, 10**11], price_per_gpu_hour=3.0)
+    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,99999999999",
+                 "--price-per-gpu-hour", "3"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert cost.training_cost(7e9, 1e12, "h100-sxm", [8, 100_000], price_per_gpu_hour=3.0).rows[-1].gpus == 100_000
