@@ -270,3 +270,21 @@ def test_cost_train_counts_beyond_one_step_are_errors(capsys):
                  "--price-per-gpu-hour", "3"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert cost.training_cost(7e9, 1e12, "h100-sxm", [8, 100_000], price_per_gpu_hour=3.0).rows[-1].gpus == 100_000
+
+
+def test_serving_cost_counts_the_prefill_of_the_batch():
+    """serving_cost's throughput was batch / ITL (decode alone) while its text and notebook 08 said
+    prefill and decode: llama-3-8b at batch 64, 1024 + 1024 tokens, read 4996 tok/s on an H100. It is
+    now batch x O / (prefill of the batch's prompts + (O - 1) x ITL), each step from gpukit.inference."""
+    from gpukit import inference as inf
+    from gpukit.catalog import get_gpu
+
+    m, g = get_model("llama-3-8b"), get_gpu("h100-sxm")
+    r = cost.serving_cost("llama-3-8b", "h100-sxm", batch=64, usd_per_gpu_hour=3.0)
+    p = inf.serve(m, g, batch=64, input_tokens=1024, output_tokens=1024)
+    pre = inf.prefill_step(m, g, prompt_tokens=1024, batch=64)
+    assert r.total_tokens_per_s == pytest.approx(64 * 1024 / (pre.time_s + 1023 * p.itl_s), rel=1e-9)
+    assert r.total_tokens_per_s < 0.9 * p.total_tokens_per_s  # the prefill of 64 prompts is not free
+    one = cost.serving_cost("llama-3-8b", "h100-sxm", batch=1, usd_per_gpu_hour=3.0)
+    p1 = inf.serve(m, g, batch=1, input_tokens=1024, output_tokens=1024)
+    assert one.total_tokens_per_s == pytest.approx(p1.decode_tokens_per_s, rel=0.01)  # batch 1: decode dominates
