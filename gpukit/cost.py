@@ -226,6 +226,10 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
         raise ValueError("gpu and gpus must name at least one GPU type and one count")
     counts = [require_positive_int("gpus", c) for c in counts]
     tokens = require_positive("tokens", tokens)
+    if isinstance(model, str):  # a catalog name
+        from gpukit.catalog import as_model
+
+        model = as_model(model)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
     tokens_per_gpu = require_positive("tokens_per_gpu", tokens_per_gpu)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]

@@ -52,6 +52,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from gpukit import quant
+from gpukit.catalog import as_gpu, as_model
 from gpukit.comm import collective_time
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
@@ -252,6 +253,7 @@ def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: 
                    tp: int = 1, pp: int = 1, batch: int = 1, context: int = 2048,
                    assumptions: Assumptions = Assumptions()) -> ServingMemory:  # noqa: B008 (frozen)
     """Memory on the fullest GPU of one instance (module docstring) and the largest batch that fits."""
+    model, gpu = as_model(model), as_gpu(gpu)  # catalog names or specs
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)
@@ -347,6 +349,7 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     the batch-wide GEMM of the dense part; None takes the dense rate (a GPU's decode attention is
     bandwidth-bound either way). A CPU's one-row product runs far below its GEMM rate
     (gpukit.bench.decode measures it)."""
+    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)
@@ -378,6 +381,7 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
                  peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
     """Prefill of `batch` prompts of `prompt_tokens` tokens: causal attention (half the score FLOPs),
     LM head for the last position only; compute-bound unless the prompt is a few tokens."""
+    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
     s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     kv_dtype = kv_dtype or default_kv_dtype(gpu)

@@ -298,6 +298,10 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     from gpukit.plan_train import _refine_with_parallel, _train_plans  # it imports Plan from here
 
     require_choice("workload", workload, WORKLOADS)
+    if isinstance(model, str):  # a catalog name
+        from gpukit.catalog import as_model
+
+        model = as_model(model)
     if not isinstance(model, ModelSpec):
         raise ValueError(f"model must be a ModelSpec (catalog.get_model(name) or specs.ModelSpec), got {type(model).__name__}")
     if deadline_hours is not None:

@@ -208,7 +208,11 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
     to min(gpus, gpus_per_node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
     p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
-    output tokens None: default_lengths (fitted to the model's context window)."""
+    output tokens None: default_lengths (fitted to the model's context window). model, gpu, link and
+    pp_link take catalog names too."""
+    from gpukit.catalog import as_gpu, as_link, as_model
+
+    model, gpu, link, pp_link = as_model(model), as_gpu(gpu), as_link(link), as_link(pp_link)
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
     precision = require_choice("precision", precision or default_precision(gpu), PRECISIONS)
@@ -351,6 +355,9 @@ def tp_vs_replicas(model: ModelSpec, gpu, gpus: int = 8, *, precision: str = "bf
                    output_tokens: int = 200, assumptions: Assumptions = Assumptions()) -> tuple[LayoutRow, ...]:  # noqa: B008
     """The same `gpus` GPUs as tp x replicas for every power-of-two tp: per-user latency (batch 1)
     against output tokens/s per GPU at capacity."""
+    from gpukit.catalog import as_gpu, as_model
+
+    model, gpu = as_model(model), as_gpu(gpu)
     gpus = require_positive_int("gpus", gpus)
     rows = []
     tp = 1
@@ -378,6 +385,9 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
                     assumptions: Assumptions = Assumptions()) -> tuple[int, int]:  # noqa: B008
     """(tp, pp) of the smallest instance that holds the weights and `batch` x `context` of KV cache:
     tp inside a node first (1, 2, 4, 8), then pipeline stages across nodes. ValueError if none."""
+    from gpukit.catalog import as_gpu, as_model
+
+    model, gpu = as_model(model), as_gpu(gpu)
     context = min(context, model.max_seq)
     for gpus in range(1, max_gpus + 1):
         tp = min(gpus, gpus_per_node)
@@ -398,6 +408,9 @@ def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
     Returns (ServePlan, pandas DataFrame with load, rate, p50/p99 latency and TTFT, mean batch)."""
     import pandas as pd
 
+    from gpukit.catalog import as_gpu, as_model
+
+    model, gpu = as_model(model), as_gpu(gpu)
     plan = serve(model, gpu, **serve_kw)
     if plan.capacity_req_per_s <= 0:
         raise ValueError(f"{model.name} does not fit {plan.tp}x{gpu.name} in {plan.precision}: nothing to simulate")

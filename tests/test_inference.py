@@ -501,3 +501,24 @@ def test_batch_above_the_engine_cap_is_noted():
     p = inf.serve(get_model("gpt2"), get_gpu("t4"), batch=400)
     assert p.max_batch == inf.MAX_NUM_SEQS and any("above the engine's default cap of 256" in n for n in p.notes)
     assert not any("engine's default cap" in n for n in inf.serve(get_model("gpt2"), get_gpu("t4"), batch=256).notes)
+
+
+def test_serving_api_takes_catalog_names():
+    """docs/CONTRACTS.md: the API takes catalog names wherever it takes a spec. serve('llama-3-8b',
+    'h100-sxm') raised AttributeError ('str' object has no attribute 'arch'), as did serving_memory,
+    decode_step, prefill_step; cost.training_cost and plan.plan refused a model name."""
+    from gpukit import cost
+    from gpukit.plan import plan
+
+    m, g = get_model("llama-3-8b"), get_gpu("h100-sxm")
+    assert inf.serve("llama-3-8b", "h100-sxm", tp=2, link="nvlink4") == inf.serve(
+        m, g, tp=2, link=get_interconnect("nvlink4"))
+    assert inf.serving_memory("llama-3-8b", "h100-sxm") == inf.serving_memory(m, g)
+    assert inf.decode_step("llama-3-8b", "h100-sxm") == inf.decode_step(m, g)
+    assert inf.prefill_step("llama-3-8b", "h100-sxm") == inf.prefill_step(m, g)
+    assert inf.min_gpus_to_fit("llama-3.1-70b", "h100-sxm") == (2, 1)
+    assert cost.training_cost("llama-2-7b", 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows == cost.training_cost(
+        get_model("llama-2-7b"), 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows
+    assert plan("serve", "llama-3-8b", rate=1, gpus={"h100-sxm": 3.0}).model == "llama-3-8b"
+    with pytest.raises(ValueError, match="model must be a catalog model name"):
+        inf.serve(5, "h100-sxm")
