@@ -256,7 +256,7 @@ def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: 
     model, gpu = as_model(model), as_gpu(gpu)  # catalog names or specs
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
-    kv_dtype = kv_dtype or default_kv_dtype(gpu)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     _split(model, tp, pp)
     w = weights_per_gpu(model, precision, tp, pp)
     kvt = kv_bytes_per_token(model, kv_dtype, tp, pp)
@@ -352,7 +352,7 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
-    kv_dtype = kv_dtype or default_kv_dtype(gpu)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     _split(model, tp, pp)
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
     f = flops_per_token(model, seq_len=context, mode="decode", context=context, include_embeddings=True)
@@ -384,7 +384,7 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
     model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
     s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
-    kv_dtype = kv_dtype or default_kv_dtype(gpu)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     _split(model, tp, pp)
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
     f = flops_per_token(model, seq_len=s, mode="prefill", causal=True)

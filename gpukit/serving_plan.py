@@ -215,8 +215,8 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     model, gpu, link, pp_link = as_model(model), as_gpu(gpu), as_link(link), as_link(pp_link)
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
-    precision = require_choice("precision", precision or default_precision(gpu), PRECISIONS)
-    kv_dtype = kv_dtype or default_kv_dtype(gpu)
+    precision = require_choice("precision", default_precision(gpu) if precision is None else precision, PRECISIONS)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
     if context is not None:
         context = require_positive_int("context", context)

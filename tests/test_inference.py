@@ -522,3 +522,13 @@ def test_serving_api_takes_catalog_names():
     assert plan("serve", "llama-3-8b", rate=1, gpus={"h100-sxm": 3.0}).model == "llama-3-8b"
     with pytest.raises(ValueError, match="model must be a catalog model name"):
         inf.serve(5, "h100-sxm")
+
+
+@pytest.mark.parametrize("kw, field", [({"kv_dtype": ""}, "kv_dtype"), ({"precision": ""}, "precision")])
+def test_empty_dtype_is_an_error_not_the_default(kw, field):
+    """serve(kv_dtype='') ran with the GPU's default KV dtype (an empty string read as 'not given')."""
+    with pytest.raises(ValueError, match=f"{field} must be one of"):
+        inf.serve(get_model("llama-3-8b"), get_gpu("h100-sxm"), **kw)
+    if field == "kv_dtype":
+        with pytest.raises(ValueError, match="kv_dtype must be one of"):
+            inf.decode_step(get_model("llama-3-8b"), get_gpu("h100-sxm"), kv_dtype="")
