@@ -93,9 +93,10 @@ class PriceTable:
                 out.append(r)
         return tuple(out)
 
-    def gpus_priced(self) -> tuple[str, ...]:
-        """Catalog GPUs with at least one market (non-article) on-demand price."""
-        return tuple(sorted({r.gpu for r in self.rows if r.gpu and not r.is_article and r.price_usd_per_h}))
+    def gpus_priced(self, spot: bool = False) -> tuple[str, ...]:
+        """Catalog GPUs with at least one market (non-article) on-demand (or spot) price."""
+        return tuple(sorted({r.gpu for r in self.rows if r.gpu and not r.is_article
+                             and (r.spot_usd_per_h if spot else r.price_usd_per_h)}))
 
     def to_frame(self):
         import pandas as pd
@@ -220,8 +221,9 @@ def quote(gpu: str, prices: PriceTable | None = None, *, policy: str = "lowest",
     rows = table.for_gpu(gpu, spot=spot, articles=articles)
     if not rows:
         kind = "spot" if spot else "on-demand"
-        have = ", ".join(table.gpus_priced()) or "none"
-        raise ValueError(f"gpu {gpu!r} has no {kind} price in {table.path} (priced: {have}); give a price per GPU-hour")
+        have = ", ".join(table.gpus_priced(spot=spot)) or "none"
+        raise ValueError(f"gpu {gpu!r} has no {kind} price in {table.path} ({kind} prices for: {have}); give a "
+                         f"{kind} price per GPU-hour")
     key = (lambda r: r.spot_usd_per_gpu_hour) if spot else (lambda r: r.usd_per_gpu_hour)
     ordered = sorted(rows, key=key)
     row = {"lowest": ordered[0], "highest": ordered[-1], "median": ordered[(len(ordered) - 1) // 2]}[policy]

@@ -288,3 +288,14 @@ def test_serving_cost_counts_the_prefill_of_the_batch():
     one = cost.serving_cost("llama-3-8b", "h100-sxm", batch=1, usd_per_gpu_hour=3.0)
     p1 = inf.serve(m, g, batch=1, input_tokens=1024, output_tokens=1024)
     assert one.total_tokens_per_s == pytest.approx(p1.decode_tokens_per_s, rel=0.01)  # batch 1: decode dominates
+
+
+def test_missing_spot_price_lists_the_gpus_with_a_spot_price():
+    """h100-sxm with --spot said 'no spot price ... (priced: a100-40gb, a100-80gb, ..., h100-sxm, ...)',
+    listing the on-demand prices, the GPU itself among them; it now lists the GPUs with a spot price."""
+    with pytest.raises(ValueError) as e:
+        quote("h100-sxm", load_prices(), spot=True)
+    msg = str(e.value)
+    assert "no spot price" in msg and "spot prices for: a100-80gb)" in msg and "h100-sxm," not in msg
+    with pytest.raises(ValueError, match=r"on-demand prices for: .*h100-sxm"):
+        quote("l4", load_prices())
