@@ -255,9 +255,14 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     notes = []
     if pp > 1:
         notes.append(f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages")
-    if (input_tokens is None and i != DEFAULT_INPUT_TOKENS) or (output_tokens is None and o != DEFAULT_OUTPUT_TOKENS):
-        notes.append(f"default lengths {i} + {o} tokens: 1000 + 200 do not fit {model.name}'s "
-                     f"{context or model.max_seq}-token context")
+    shortened = [w for w, given, got, default in (("prompt", input_tokens, i, DEFAULT_INPUT_TOKENS),
+                                                  ("output", output_tokens, o, DEFAULT_OUTPUT_TOKENS))
+                 if given is None and got != default]
+    if shortened:  # name what was shortened from what: the user's own length is kept as given
+        want_i = DEFAULT_INPUT_TOKENS if input_tokens is None else i
+        want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
+        notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
+                     f"do not fit {model.name}'s {context}-token context")
     if precision == "bf16" and not gpu.has("bf16"):
         notes.append(f"{gpu.name} has no bf16 units: 16-bit weights run as fp16 (same bytes, the fp16 peak)")
     if precision == "fp8" and not gpu.has("fp8"):

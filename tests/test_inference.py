@@ -425,7 +425,7 @@ def test_default_lengths_fit_every_decoder(name):
     p = inf.serve(m, H100)
     assert p.context <= m.max_seq and p.input_tokens >= 1 and p.output_tokens >= 1
     shrunk = (p.input_tokens, p.output_tokens) != (inf.DEFAULT_INPUT_TOKENS, inf.DEFAULT_OUTPUT_TOKENS)
-    assert shrunk == (m.max_seq < 1200) == any("default lengths" in n for n in p.notes)
+    assert shrunk == (m.max_seq < 1200) == any("length shortened" in n for n in p.notes)
     assert inf.serve(m, H100, context=64).input_tokens + inf.serve(m, H100, context=64).output_tokens <= 64
     with pytest.raises(ValueError, match="max_seq"):
         inf.serve(m, H100, input_tokens=m.max_seq, output_tokens=1)
@@ -532,3 +532,11 @@ def test_empty_dtype_is_an_error_not_the_default(kw, field):
     if field == "kv_dtype":
         with pytest.raises(ValueError, match="kv_dtype must be one of"):
             inf.decode_step(get_model("llama-3-8b"), get_gpu("h100-sxm"), kv_dtype="")
+
+
+def test_shortened_length_note_names_what_was_shortened():
+    """--context 600 --output-tokens 500 on llama-3-8b said '1000 + 200 do not fit', the 200 being a
+    default the user had replaced with 500; the note now says the prompt was shortened from 1000 + 500."""
+    p = inf.serve(get_model("llama-3-8b"), get_gpu("h100-sxm"), context=600, output_tokens=500)
+    (note,) = [n for n in p.notes if "shortened" in n]
+    assert note == "default prompt length shortened: 100 + 500 tokens, as 1000 + 500 do not fit llama-3-8b's 600-token context"
