@@ -31,6 +31,7 @@ from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import pareto_front
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.lazy import reexports
+from gpukit.results import json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -102,9 +103,11 @@ class PlanResult:
         return tuple(p for p in self.plans if p.feasible)
 
     def to_json_dict(self) -> dict:
-        return {"workload": self.workload, "model": self.model, "plans": [p.to_json_dict() for p in self.plans],
-                "recommendation": self.recommendation, "changes": list(self.changes), "skipped": list(self.skipped),
-                "models": list(self.models), "assumptions": list(self.assumptions)}
+        # a plan that does not fit has no hours or cost: null, never Infinity (not JSON; docs/CONTRACTS.md)
+        return json_safe({"workload": self.workload, "model": self.model,
+                          "plans": [p.to_json_dict() for p in self.plans], "recommendation": self.recommendation,
+                          "changes": list(self.changes), "skipped": list(self.skipped), "models": list(self.models),
+                          "assumptions": list(self.assumptions)})
 
     def to_frame(self):
         import pandas as pd

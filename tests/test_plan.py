@@ -273,3 +273,16 @@ def test_serve_binding_follows_the_roofline():
     assert p.prefill.bound == p.decode_at_max.bound == "compute"  # the roofline itself says so
     long = plan("serve", m, rate=5, input_tokens=100, output_tokens=2000, gpus={"h100-sxm": 3.0})
     assert long.plans[0].binding == "memory-bandwidth-bound"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--workload", "serve", "--model", "llama-3.1-405b", "--rate", "1", "--gpu", "t4:0.3", "--gpus", "1,8"],
+    ["--workload", "pretrain", "--model", "llama-3.1-405b", "--tokens", "1T", "--gpu", "t4:0.3", "--gpus", "1,8"],
+])
+def test_plan_json_of_plans_that_do_not_fit_is_valid_json(argv, capsys):
+    """A plan that does not fit printed "cost_usd": Infinity (and "hours": Infinity), which is not
+    JSON (strict parsers reject it); docs/CONTRACTS.md says null."""
+    assert main(["plan", *argv, "--json"]) == 0
+    out = capsys.readouterr().out
+    d = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert any(p["binding"] == "does not fit" and p["cost_usd"] is None for p in d["plans"])
