@@ -299,3 +299,16 @@ def test_missing_spot_price_lists_the_gpus_with_a_spot_price():
     assert "no spot price" in msg and "spot prices for: a100-80gb)" in msg and "h100-sxm," not in msg
     with pytest.raises(ValueError, match=r"on-demand prices for: .*h100-sxm"):
         quote("l4", load_prices())
+
+
+def test_spot_that_never_finishes_says_so(capsys):
+    """1000 interruptions a day against 60-minute checkpoints printed 'expected
+    4,359,305,653,684,582,574,194,688.0 h ... (-159907356461171531055104% saved)'; the text now says the
+    job never finishes in practice (the JSON keeps Daly's figures)."""
+    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "a100-80gb", "--gpus", "8",
+            "--spot", "--preemptions-per-day", "1000", "--checkpoint-minutes", "60"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "never finishes in practice" in out and "% saved" not in out
+    assert main(argv[:-4] + ["--preemptions-per-day", "2", "--checkpoint-minutes", "5"]) == 0
+    assert "48% saved" in capsys.readouterr().out

@@ -69,11 +69,24 @@ def _train(args):
                       gpus_per_node=args.gpus_per_node, inter_link=args.inter_link, spot=spot)
     text = t.to_text()
     if spot:
-        text += "\nspot (Daly-optimal checkpoints):" + "".join(
-            f"\n  {r.gpu} x{r.gpus}: checkpoint every {r.spot['daly_interval_hours']:.2f} h, expected "
-            f"{r.spot['expected_hours']:,.1f} h, ${r.spot['spot_cost_usd']:,.0f} vs ${r.spot['on_demand_cost_usd']:,.0f} "
-            f"on demand ({r.spot['savings']:.0%} saved)" for r in t.rows)
+        text += "\nspot (Daly-optimal checkpoints):" + "".join(f"\n  {_spot_line(r)}" for r in t.rows)
     return Report(t.to_json_dict(), text)
+
+
+SPOT_NEVER = 100  # expected spot time over on-demand time beyond which the text says "never finishes"
+
+
+def _spot_line(r) -> str:
+    """One row's spot estimate in words; a job that restarts before it can checkpoint is said to never
+    finish instead of printing Daly's 1e24 hours (1000 interruptions a day, 60-minute checkpoints)."""
+    s = r.spot
+    hours, work = s["expected_hours"], s["work_hours"]
+    if hours is None or hours > SPOT_NEVER * work:
+        return (f"{r.gpu} x{r.gpus}: never finishes in practice: {s['preemptions_per_day']:g} interruptions a day "
+                f"(one every {1440 / s['preemptions_per_day']:.3g} min) against {s['checkpoint_minutes']:g}-min "
+                f"checkpoints (expected time over {SPOT_NEVER}x the on-demand {work:,.1f} h); run on demand")
+    return (f"{r.gpu} x{r.gpus}: checkpoint every {s['daly_interval_hours']:.2f} h, expected {hours:,.1f} h, "
+            f"${s['spot_cost_usd']:,.0f} vs ${s['on_demand_cost_usd']:,.0f} on demand ({s['savings']:.0%} saved)")
 
 
 def _buy(args):
