@@ -140,7 +140,8 @@ def _map_gpu(accelerator: str, instance_type: str) -> str:
 
 def read_prices(path) -> PriceTable:
     """Parse a price CSV by header name: the shipped file (provenance required) or a SkyPilot
-    catalog (vms.csv; cloud taken from the folder name, rows without a GPU or price skipped)."""
+    catalog (vms.csv; cloud taken from the folder name, rows without a GPU or price skipped, and rows
+    with a fraction of a GPU, whose price is not per whole GPU)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"price file {path} not found")
@@ -173,6 +174,8 @@ def read_prices(path) -> PriceTable:
         count_raw = _float(path, lineno, row, "AcceleratorCount")
         if not shipped and (not acc or not count_raw or (price is None and spot is None)):
             continue  # CPU instances, or no price in this region
+        if not shipped and not float(count_raw).is_integer():
+            continue  # a share of one GPU (Azure's fractional A10 sizes): not a price per whole GPU-hour
         if not count_raw or not float(count_raw).is_integer():
             raise ValueError(f"{path}:{lineno}: 'AcceleratorCount' must be a positive whole number, got "
                              f"{row['AcceleratorCount']!r}")

@@ -312,3 +312,17 @@ def test_spot_that_never_finishes_says_so(capsys):
     assert "never finishes in practice" in out and "% saved" not in out
     assert main(argv[:-4] + ["--preemptions-per-day", "2", "--checkpoint-minutes", "5"]) == 0
     assert "48% saved" in capsys.readouterr().out
+
+
+def test_skypilot_catalog_with_a_fraction_of_a_gpu(tmp_path):
+    """A catalog row with a share of one GPU (AcceleratorCount 0.5) made read_prices reject the whole
+    file ('must be a positive whole number'); such rows are skipped like CPU rows (their price is not
+    per whole GPU-hour), the others are read. The shipped file stays strict."""
+    d = tmp_path / "azure"
+    d.mkdir()
+    f = d / "vms.csv"
+    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,Region,SpotPrice\n"
+                 "Standard_NV18ads_A10_v5,A10,0.5,1.60,eastus,\n"
+                 "Standard_NC24ads_A100_v4,A100-80GB,1.0,3.67,eastus,\n")
+    t = read_prices(f)
+    assert [r.instance_type for r in t.rows] == ["Standard_NC24ads_A100_v4"] and t.rows[0].cloud == "azure"
