@@ -174,6 +174,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     box has no NVLink), `inter_link` catalog.inter_node_link (one InfiniBand port per GPU of its era)
     when `link` cannot leave a node.
     speedup = n x tokens per GPU x t_step(1) / (tokens per GPU at 1 x t_step(n)); efficiency = speedup / n.
+    When the smallest count n0 given is not 1, both are relative to n0: speedup = throughput(n) /
+    throughput(n0), efficiency = speedup / (n / n0) (100 % at n0).
     """
     from gpukit.catalog import get_model
     from gpukit.units import dtype_bytes
@@ -221,9 +223,9 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         thr_per_tok = p.step_s / (t * grad_accum)  # seconds per token per GPU
         if base is None:
             base = (thr_per_tok, n)
-        speed = base[0] * n / thr_per_tok / base[1]
+        speed = base[0] * n / thr_per_tok / base[1]  # throughput over the smallest count's
         rows.append(ScalingRow(gpus=n, compute_s=p.compute_s, comm_s=p.comm_s, exposed_comm_s=p.exposed_comm_s,
-                               step_s=p.step_s, speedup=speed, efficiency=speed / n,
+                               step_s=p.step_s, speedup=speed, efficiency=speed / (n / base[1]),
                                comm_bytes_per_step=p.comm_bytes, tokens_per_gpu=t))
     top = counts[-1]
     full = sum(allreduce(s, top) for s in (n_par * gb,)) if top > 1 else 0.0

@@ -129,6 +129,21 @@ def test_ideal_bound_is_labelled():
     assert r2.rows[-1].efficiency < r.rows[-1].efficiency
 
 
+
+def test_efficiency_is_relative_to_the_smallest_count_given():
+    """gpus 8,16,32 (strong scaling, 4M tokens): the 8-GPU row is the baseline, so its efficiency is
+    100 %, not speedup / n = 1/8 = 12.5 % (the bug); and a count's efficiency does not depend on
+    whether 1 GPU is in the list: 16 vs 32 from 8 equals the ratio of their efficiencies from 1."""
+    kw = dict(n_params=7e9, global_batch_tokens=4e6, inter_link="eth-100g", ports_per_node=1)
+    r = scaling(gpus=[8, 16, 32], **kw)
+    assert r.rows[0].efficiency == pytest.approx(1.0)
+    for row in r.rows:
+        assert row.efficiency == pytest.approx(row.speedup / (row.gpus / 8))
+    from_one = {row.gpus: row.efficiency for row in scaling(gpus=[1, 8, 16, 32], **kw).rows}
+    for row in r.rows[1:]:
+        assert row.efficiency == pytest.approx(from_one[row.gpus] / from_one[8])
+
+
 @pytest.mark.parametrize("kw, field", [
     (dict(n_params=-1, tokens_per_gpu=1), "n_params"), (dict(n_params=1e9), "tokens_per_gpu"),
     (dict(n_params=1e9, tokens_per_gpu=1, hook="topk"), "hook"),
