@@ -230,7 +230,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     top = counts[-1]
     full = sum(allreduce(s, top) for s in (n_par * gb,)) if top > 1 else 0.0
     threshold = overlap_threshold_tokens(n_par, rate, full) if overlap else math.inf
-    assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}",
+    assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}"
+                   + (f" rank {powersgd_rank} (PyTorch's default is 1)" if hook == "powersgd" else ""),
                    "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
                    "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
                    if kernels else "DDP's bucket copies and hook kernels left out",

@@ -130,6 +130,12 @@ def test_ideal_bound_is_labelled():
 
 
 
+def test_powersgd_rank_is_named_in_the_assumptions():
+    """The rank is an assumption (PyTorch's powerSGD_hook defaults to matrix_approximation_rank=1)."""
+    r = scaling(n_params=7e9, gpus=[1, 16], tokens_per_gpu=4096, hook="powersgd", powersgd_rank=2)
+    assert any("hook powersgd rank 2" in a for a in r.assumptions)
+
+
 def test_efficiency_is_relative_to_the_smallest_count_given():
     """gpus 8,16,32 (strong scaling, 4M tokens): the 8-GPU row is the baseline, so its efficiency is
     100 %, not speedup / n = 1/8 = 12.5 % (the bug); and a count's efficiency does not depend on
@@ -173,7 +179,11 @@ def test_cli_scaling_json(capsys):
     (["scaling", "--params", "7B", "--model", "llama-2-7b", "--tokens-per-gpu", "1"], "--model"),
     (["scaling", "--params", "7B", "--gpus", "1,x", "--tokens-per-gpu", "1"], "--gpus"),
     (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--efficiency", "2"], "efficiency"),
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook")])
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook"),
+    # named the internal "peers", not the flag
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--gpus-per-node", "0"], "--gpus-per-node"),
+    # changed nothing without --hook powersgd
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--powersgd-rank", "2"], "--powersgd-rank")])
 def test_cli_bad_input(argv, word, capsys):
     from gpukit.cli import main
 
