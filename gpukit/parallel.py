@@ -223,6 +223,12 @@ def _model(model) -> ModelSpec:
     return get_model(model) if isinstance(model, str) else model
 
 
+def default_seq_len_note(model: ModelSpec) -> str:
+    """What a layout question assumes when no seq_len is given: the pretraining length, not the window."""
+    return (f"seq_len not given: {model.train_seq_len} tokens, {model.name}'s pretraining sequence length "
+            f"train_seq_len (context window max_seq {model.max_seq})")
+
+
 @lru_cache(maxsize=4096)
 def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float:
     if tp == 1:
@@ -266,19 +272,25 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
 
     attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
     s x s scores stored and computed). dropout defaults to the model family (GPT-style True, Llama-style
-    False). conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
+    False). seq_len defaults to model.train_seq_len (the pretraining length,
+    not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
     optimizer).
     """
     model = _model(model)
     if not isinstance(config, ParallelConfig):
         raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
     G = require_positive_int("global_batch", global_batch)
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     require_choice("attention", attention, mem.ATTENTION)
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
     dropout = model.mlp == "gelu" if dropout is None else dropout
     notes = list(config.validate(model, global_batch=G))
+    if seq_len is None:
+        notes.append(default_seq_len_note(model))
+    if window:
+        notes.append(window)
     if config.tp > 1 and cluster.gpus_per_node % config.tp:
         notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
                      "the network")

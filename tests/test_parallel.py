@@ -182,6 +182,27 @@ def test_memory_never_rises_with_more_sharding(dp_pow, z):
     assert hi_stage <= lo and more_dp <= lo
 
 
+def test_default_seq_len_is_the_pretraining_length_and_said():
+    """Without seq_len, a layout of llama-2-7b ran at min(max_seq, 2048) = 2048 tokens, half its
+    pretraining length (Touvron et al. 2023: 4096), without saying it was a default."""
+    m = get_model("llama-2-7b")
+    e = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8)
+    assert e.seq_len == m.train_seq_len == 4096
+    assert any("seq_len not given: 4096" in n for n in e.notes)
+    given = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+    assert not any("not given" in n for n in given.notes)
+    r = par.search("llama-2-7b", "h100-sxm", 8, global_batch=8, max_micro_batch=1)
+    assert r.seq_len == 4096 and "seq_len not given" in r.to_text() and r.to_json_dict()["notes"]
+
+
+def test_seq_len_beyond_a_learned_position_table_is_an_error():
+    """gpt2 has 1024 learned positions: seq_len 4096 was estimated without a word."""
+    with pytest.raises(ValueError, match="context window 1024"):
+        par.estimate("gpt2", par.ParallelConfig(), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+    with pytest.raises(ValueError, match="context window 1024"):
+        par.search("gpt2", "h100-sxm", 8, global_batch=8, seq_len=4096)
+
+
 # ---- search ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

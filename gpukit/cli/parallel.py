@@ -35,7 +35,7 @@ def _cluster_args(p, search: bool) -> None:
     c.add_argument("--inter-link", dest="inter_link", help="inter-node link per port (default: InfiniBand of the GPU's era)")
     c.add_argument("--ports-per-node", dest="ports_per_node", type=int, help="inter-node ports per node (default: one per GPU)")
     c.add_argument("--profile", help="calibrated profile JSON (gpukit calibrate): its bf16 matmul rate sets the efficiency")
-    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default min(max_seq, 2048))")
+    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default: the model's pretraining length train_seq_len; the output says so)")
     c.add_argument("--global-batch", dest="global_batch", type=int, required=not search,
                    help="sequences per optimizer step (search default: max(gpus, 512))")
     c.add_argument("--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)")
