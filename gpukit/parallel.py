@@ -271,8 +271,8 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     """Memory, communication and step time of `config` (formulas in the module docstring).
 
     attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
-    s x s scores stored and computed). dropout defaults to the model family (GPT-style True, Llama-style
-    False). seq_len defaults to model.train_seq_len (the pretraining length,
+    s x s scores stored and computed). dropout defaults to the model row's `dropout` (GPT-style True,
+    Llama- and Falcon-style False). seq_len defaults to model.train_seq_len (the pretraining length,
     not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
     optimizer).
     """
@@ -285,7 +285,7 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     require_choice("attention", attention, mem.ATTENTION)
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
-    dropout = model.mlp == "gelu" if dropout is None else dropout
+    dropout = model.dropout if dropout is None else dropout  # the model row's recipe (data/models.csv)
     notes = list(config.validate(model, global_batch=G))
     if seq_len is None:
         notes.append(default_seq_len_note(model))

@@ -203,6 +203,18 @@ def test_seq_len_beyond_a_learned_position_table_is_an_error():
         par.search("gpt2", "h100-sxm", 8, global_batch=8, seq_len=4096)
 
 
+def test_dropout_follows_the_model_row():
+    """falcon-7b has a GeLU MLP but trains without dropout (data/models.csv): its masks were charged
+    because the default was `mlp == "gelu"`; gpukit.memory follows the row's dropout."""
+    m = get_model("falcon-7b")
+    assert m.mlp == "gelu" and not m.dropout
+    cfg, cl = par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8)
+    default = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048)
+    off = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=False)
+    on = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=True)
+    assert default.memory_per_gpu_bytes == off.memory_per_gpu_bytes < on.memory_per_gpu_bytes
+
+
 # ---- search ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
