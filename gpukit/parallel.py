@@ -128,6 +128,9 @@ class ParallelConfig:
             raise ValueError(f"tp must divide n_heads {model.n_heads}, got tp {self.tp}")
         if model.n_kv_heads % self.tp and self.tp % model.n_kv_heads:
             raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got tp {self.tp}")
+        if self.zero_stage and self.dp == 1:  # it would change nothing without a word
+            notes.append(f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
+                         "with ZeRO-0")
         chunks = self.pp * self.virtual_stages
         if chunks > model.n_layers:
             raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
