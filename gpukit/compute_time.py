@@ -156,6 +156,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     else:
         util = DEFAULT_MFU
         source = f"assumed utilization {DEFAULT_MFU:.2f} (no mfu or profile given)"
+    if recompute != "none" and profile is None:  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
+        source += (f" on the executed FLOPs, {recompute} recompute included: it is the HFU, the MFU is lower "
+                   f"({fpt.model_flops / fpt.hardware_flops:.3f} x)")
     try:
         flops = tokens * fpt.hardware_flops
         seconds = flops / (n_gpus * peak * 1e12 * util)

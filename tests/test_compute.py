@@ -168,6 +168,20 @@ def test_time_to_train_validation_and_sources():
     assert spec.model_flops > 6 * layer_matmul_params(GPT3) * 300e9
 
 
+def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
+    """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
+    applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
+    t = time_to_train(1e9, 1e9, A100, 8, mfu=0.4, recompute="full")
+    assert t.hfu == pytest.approx(0.4) and t.mfu == pytest.approx(0.3)
+    assert "it is the HFU" in t.utilization_source and "0.750 x" in t.utilization_source
+    assert "HFU" not in time_to_train(1e9, 1e9, A100, 8, mfu=0.4).utilization_source
+    from gpukit.cli import main
+
+    assert main(["train-time", "--model", "gpt2", "--tokens", "1e9", "--gpu", "a100-80gb", "--gpus", "1",
+                 "--recompute", "full", "--mfu", "0.4"]) == 0
+    assert "it is the HFU" in capsys.readouterr().out
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.floats(1e6, 1e12), tokens=st.floats(1e6, 1e13), gpus=st.integers(1, 4096), u=st.floats(0.05, 1.0))
 def test_time_to_train_scales_inversely(n, tokens, gpus, u):

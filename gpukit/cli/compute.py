@@ -168,7 +168,7 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=_positive_int, required=True, help="number of GPUs")
     u = p.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=_fraction, help="share of peak sustained, in (0, 1] (default 0.40, assumed)")
+    u.add_argument("--mfu", type=_fraction, help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower")
     u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
     p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
