@@ -26,6 +26,7 @@ from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 
+TRAIN_INT_DTYPES = ("int8", "int4", "nf4")  # quantized formats: no training FLOP/s
 DEFAULT_MFU = 0.40  # assumption when neither mfu nor a profile is given; see time_to_train
 
 
@@ -136,6 +137,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     dtype = dtype or gpu.half_dtype  # bf16, fp16 on GPUs without bf16 units (V100, T4)
+    if dtype in TRAIN_INT_DTYPES:  # the catalog's int8 column is TOPS of inference kernels, not training FLOP/s
+        raise ValueError(f"dtype must be a floating-point format for training (fp32, tf32, bf16, fp16, fp8), got "
+                         f"{dtype}: integer formats are for inference")
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
         util = require_positive("mfu", mfu)

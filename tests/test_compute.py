@@ -168,6 +168,13 @@ def test_time_to_train_validation_and_sources():
     assert spec.model_flops > 6 * layer_matmul_params(GPT3) * 300e9
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int4", "nf4"])
+def test_time_to_train_refuses_integer_dtypes(dtype):
+    """--dtype int8 timed a training run at the catalog's int8 TOPS (H100: 1978.9) as if they were FLOP/s."""
+    with pytest.raises(ValueError, match="dtype must be a floating-point format"):
+        time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, dtype=dtype)
+
+
 def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
     """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
     applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
