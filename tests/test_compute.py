@@ -112,6 +112,24 @@ def test_bad_inputs_are_one_line_value_errors():
         assert "\n" not in str(e.value)
 
 
+def test_flags_that_would_be_ignored_are_errors(capsys):
+    """With a model, n_layers/hidden were ignored; context outside decode was ignored; a decode
+    context beyond gpt2's 1024 learned positions was computed (only seq_len was checked)."""
+    with pytest.raises(ValueError, match="n_layers and hidden go with n_params"):
+        flops_per_token(GPT3, seq_len=8, n_layers=4, hidden=64)
+    with pytest.raises(ValueError, match="context applies to mode decode"):
+        flops_per_token(GPT3, seq_len=8, context=4)
+    from gpukit.cli import main
+
+    for argv, word in ((["--seq-len", "1024", "--layers", "4", "--hidden", "64"], "--layers"),
+                       (["--seq-len", "1024", "--context", "512"], "--context"),
+                       (["--seq-len", "1024", "--mode", "decode", "--context", "2048"], "context window 1024"),
+                       (["--seq-len", "1024", "--mode", "decode", "--no-causal"], "--no-causal")):
+        assert main(["flops", "--model", "gpt2", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and word in err, err
+
+
 def test_palm_540b_mfu_matches_the_paper():
     """PaLM sec. 4.1: 238.3K tokens/s on 6144 TPU v4 (275 TFLOP/s bf16 peak each); 'The MFU of PaLM 540B
     is 45.7% without self-attention or 46.2% with it.' Appendix B: 6N + 12LHQT, N = 540.35B."""

@@ -93,8 +93,15 @@ def _train_time(args):
 
 def _flops(args):
     model = _resolve_model(args)
+    if model is not None and (args.n_layers is not None or args.hidden is not None):
+        raise ValueError("--layers and --hidden go with --params (the attention term); --model has its own")
+    if args.mode != "decode" and args.context is not None:
+        raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
+    if args.mode == "decode" and args.no_causal:
+        raise ValueError("--no-causal applies to train and prefill: a decoded token attends to all --context keys")
     window = model.window_note(args.seq_len, "--seq-len") if model is not None else None
-    if window and args.mode == "decode" and args.context is not None:
+    if model is not None and args.mode == "decode" and args.context is not None:
+        # the KV length decides the attention term; a context beyond the window is the question to flag
         window = model.window_note(args.context, "--context") or window
     kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
     f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
