@@ -130,6 +130,20 @@ def test_flags_that_would_be_ignored_are_errors(capsys):
         assert len(err.splitlines()) == 1 and word in err, err
 
 
+def test_cli_roofline_layer_context_and_attention_assumption(capsys):
+    """roofline --model: --context outside decode was ignored and a decode --context past gpt2's 1024
+    learned positions was computed; prefill names its eager-attention assumption (scores via HBM)."""
+    from gpukit.cli import main
+
+    base = ["roofline", "--gpu", "h100-sxm", "--model", "gpt2", "--seq-len", "512"]
+    for extra, word in ((["--context", "4096"], "--context applies to --mode decode"),
+                        (["--mode", "decode", "--context", "4096"], "context window 1024")):
+        assert main(base + extra) == 2
+        assert word in capsys.readouterr().err
+    assert main(base) == 0
+    assert "assumes: attn_scores and attn_values are separate matmuls" in capsys.readouterr().out
+
+
 def test_palm_540b_mfu_matches_the_paper():
     """PaLM sec. 4.1: 238.3K tokens/s on 6144 TPU v4 (275 TFLOP/s bf16 peak each); 'The MFU of PaLM 540B
     is 45.7% without self-attention or 46.2% with it.' Appendix B: 6N + 12LHQT, N = 540.35B."""

@@ -141,7 +141,11 @@ def _roofline(args):
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
+        if args.mode != "decode" and args.context is not None:
+            raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
         window = get_model(args.model).window_note(args.seq_len, "--seq-len")
+        if args.mode == "decode" and args.context is not None:
+            window = get_model(args.model).window_note(args.context, "--context") or window
         r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
                            context=args.context)
         lines = [format_table([(o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
@@ -149,9 +153,14 @@ def _roofline(args):
                               formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"})]
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
+        attention = ("attn_scores and attn_values are separate matmuls whose s x s scores cross HBM (eager "
+                     "attention); FlashAttention keeps them on chip, so its attention is more compute-bound")
+        assumptions = [attention] if args.mode == "prefill" else []  # decode: one query row, no s x s scores
+        lines += [f"assumes: {a}" for a in assumptions]
         if window:
             lines.append(f"note: {window}")
-        return Report(r.to_json_dict() | ({"window_note": window} if window else {}), "\n".join(lines))
+        return Report(r.to_json_dict() | {"assumptions": assumptions} | ({"window_note": window} if window else {}),
+                      "\n".join(lines))
     if args.dims is not None:
         if any(getattr(args, x) is not None for x in ("m", "n", "k")):
             raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")
