@@ -92,6 +92,8 @@ class TrainTime:
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
         if self.seq_len and self.seq_len_source:
             seq += f" ({self.seq_len_source})"
+        elif not self.seq_len:  # n_params alone: say what was counted
+            seq = f", {6 + 2 * (self.recompute == 'full')}N per token, {self.seq_len_source}"
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
                 f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
                 f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
@@ -134,6 +136,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         if seq_len is not None:  # it would be ignored without a word: the 6N/8N count has no attention term
             raise ValueError("seq_len needs a model (the attention FLOPs need its layers and width); with "
                              "n_params alone there is no attention term")
+        if recompute == "selective":  # it would change nothing: the replayed attention is not counted
+            raise ValueError("recompute selective replays the attention, which n_params alone does not count (6N): "
+                             "give a model, or recompute none or full")
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     dtype = dtype or gpu.half_dtype  # bf16, fp16 on GPUs without bf16 units (V100, T4)
@@ -160,7 +165,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     else:
         util = DEFAULT_MFU
         source = f"assumed utilization {DEFAULT_MFU:.2f} (no mfu or profile given)"
-    if recompute != "none" and profile is None:  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
+    if recompute != "none" and profile is None and fpt.hardware_flops > fpt.model_flops:  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
         source += (f" on the executed FLOPs, {recompute} recompute included: it is the HFU, the MFU is lower "
                    f"({fpt.model_flops / fpt.hardware_flops:.3f} x)")
     try:

@@ -207,6 +207,18 @@ def test_time_to_train_refuses_integer_dtypes(dtype):
         time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, dtype=dtype)
 
 
+def test_train_time_with_n_params_says_what_it_counts(capsys):
+    """--params: the text did not say that it counts 6N (8N with full recompute) and no attention (the
+    JSON did); selective recompute, which replays only attention, changed nothing and is an error."""
+    from gpukit.cli import main
+
+    assert main(["train-time", "--params", "70B", "--tokens", "1.4T", "--gpu", "a100-80gb", "--gpus", "1024"]) == 0
+    assert "6N per token, n_params only: no attention term" in capsys.readouterr().out
+    assert "8N per token" in time_to_train(70e9, 1.4e12, A100, 1024, recompute="full").to_text()
+    with pytest.raises(ValueError, match="recompute selective replays the attention"):
+        time_to_train(70e9, 1.4e12, A100, 1024, recompute="selective")
+
+
 def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
     """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
     applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
