@@ -103,6 +103,13 @@ def test_simulated_schedule_reproduces_the_bubble_formula(p, m, v):
             assert len(fwd) == 1 and fwd[0].end <= t.start
 
 
+def test_schedule_refuses_sizes_it_would_hang_on():
+    """schedule(10**6, 10**6) simulated 10^12 tasks (still running after 30 s): checked before the work."""
+    with pytest.raises(ValueError, match="pp x microbatches x virtual_stages must be at most"):
+        par.schedule(10**6, 10**6)
+    par.schedule(16, 64, 4)  # the widget's largest
+
+
 def test_one_f_one_b_keeps_at_most_p_microbatches_in_flight():
     s = par.schedule(4, 16)
     for stage in range(4):
