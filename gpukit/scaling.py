@@ -166,8 +166,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
             hook_kernels: bool = True) -> ScalingResult:
     """Predicted DDP step, speedup and efficiency for each GPU count in `gpus`.
 
-    Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (split
-    over the GPUs). Compute 6 N T / (peak x MFU) or the profile's measured rate; 1/3 forward, 2/3
+    Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (per
+    optimizer step, split over the GPUs and the grad_accum micro-steps). Compute 6 N T / (peak x MFU) or the profile's measured rate; 1/3 forward, 2/3
     backward (Kaplan et al. 2020), optimizer time left out. Communication: bucket all-reduces over
     the ClusterNetwork (hierarchical across nodes), overlapped with the backward when `overlap`.
     Links default by GPU: `link` catalog.intra_node_link (NVLink of its generation, else PCIe; a T4
@@ -214,7 +214,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         return network_all_reduce(size, n, net).time_s
     rows, base = [], None
     for n in counts:
-        t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / n
+        # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
+        t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / (n * grad_accum)
         require_positive("tokens", t)
         fwd, bwd = 2 * n_par * t / rate, 4 * n_par * t / rate
         p = step_prediction(shapes, forward_s=fwd, backward_s=bwd, optimizer_s=0.0, n_gpus=n, allreduce_time=allreduce,

@@ -136,6 +136,16 @@ def test_powersgd_rank_is_named_in_the_assumptions():
     assert any("hook powersgd rank 2" in a for a in r.assumptions)
 
 
+def test_global_batch_is_per_optimizer_step_with_accumulation():
+    """--global-batch-tokens 4M --grad-accum 4 on 8 GPUs ran 4 micro-steps of 500K tokens per GPU,
+    16M tokens per step (compute 212 s instead of 53 s); the global batch is the optimizer step's."""
+    kw = dict(n_params=7e9, gpus=[8], global_batch_tokens=4e6)
+    one = scaling(grad_accum=1, **kw).rows[0]
+    four = scaling(grad_accum=4, **kw).rows[0]
+    assert four.tokens_per_gpu == pytest.approx(4e6 / 8 / 4)
+    assert four.compute_s == pytest.approx(one.compute_s)  # same tokens per step, same FLOPs
+
+
 def test_efficiency_is_relative_to_the_smallest_count_given():
     """gpus 8,16,32 (strong scaling, 4M tokens): the 8-GPU row is the baseline, so its efficiency is
     100 %, not speedup / n = 1/8 = 12.5 % (the bug); and a count's efficiency does not depend on

@@ -66,7 +66,7 @@ def register(subparsers) -> None:
     p.add_argument("--ports-per-node", type=positive_int, help="inter-node ports per node (default: one per GPU, rail)")
     p.add_argument("--efficiency", type=positive_float_arg, help="share of the inter-node line rate reached (assumption)")
     p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
-    p.add_argument("--global-batch-tokens", help="tokens per step over all GPUs (strong scaling)")
+    p.add_argument("--global-batch-tokens", help="tokens per optimizer step over all GPUs, split over --grad-accum micro-steps (strong scaling)")
     p.add_argument("--grad-dtype", help="fp32, bf16, fp16 (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
     p.add_argument("--powersgd-rank", type=positive_int, help="with --hook powersgd: rank of the factors (default 4)")
