@@ -107,12 +107,13 @@ class ScalingResult:
     threshold_tokens_per_gpu: float
     network: dict
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # warnings about the question itself (memory)
 
     def to_json_dict(self) -> dict:
         return _json_safe({"model": self.model, "n_params": self.n_params, "gpu": self.gpu,
                            "rows": [r.to_json_dict() for r in self.rows],
                            "threshold_tokens_per_gpu": self.threshold_tokens_per_gpu, "network": self.network,
-                           "assumptions": list(self.assumptions)})
+                           "assumptions": list(self.assumptions), "notes": list(self.notes)})
 
     def to_frame(self):
         import pandas as pd
@@ -129,6 +130,7 @@ class ScalingResult:
         lines.append(f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
                      f"per step (at the largest GPU count)")
         lines += [f"assumes: {a}" for a in self.assumptions]
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -241,7 +243,26 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         assumptions += ("the inter-node figures are an IDEAL BOUND (line rate): calibrate with --profile or give "
                         "--efficiency",)
     return ScalingResult(model=name, n_params=n_par, gpu=gpu, rows=tuple(rows), threshold_tokens_per_gpu=threshold,
-                         network=net.to_json_dict(), assumptions=assumptions)
+                         network=net.to_json_dict(), assumptions=assumptions, notes=_replica_note(n_par, gpu))
+
+
+DDP_STATE_BYTES_PER_PARAM = 16  # 16-bit weights and gradients + fp32 Adam master, m, v (ZeRO paper, K = 12)
+
+
+def _replica_note(n_params: float, gpu) -> tuple[str, ...]:
+    """DDP keeps a whole replica per GPU: say so when its model states alone exceed the GPU's memory
+    (2 + 2 + 12 bytes per parameter with mixed-precision Adam, Rajbhandari et al. 2019 sec. 3.1)."""
+    from gpukit.catalog import as_gpu
+    from gpukit.units import GiB
+
+    g = as_gpu(gpu)
+    need = n_params * DDP_STATE_BYTES_PER_PARAM
+    if need <= g.memory_bytes:
+        return ()
+    return (f"DDP keeps a full replica on every GPU: weights, gradients and Adam states alone take "
+            f"{DDP_STATE_BYTES_PER_PARAM} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
+            f"{g.memory_bytes / GiB:.0f} GiB, so this layout cannot train as is; the times above are the DDP "
+            "step model only (gpukit memory, gpukit parallel search: ZeRO, TP, PP)",)
 
 
 def _catalog_shapes(spec):

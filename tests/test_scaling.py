@@ -146,6 +146,16 @@ def test_global_batch_is_per_optimizer_step_with_accumulation():
     assert four.compute_s == pytest.approx(one.compute_s)  # same tokens per step, same FLOPs
 
 
+def test_a_replica_that_cannot_fit_is_said():
+    """llama-2-7b under DDP on an 80 GB H100: 6.74B x 16 B (ZeRO paper: 2 + 2 + 12) = 100 GiB of model
+    states on every GPU; the speedups were printed without a word that the layout cannot train."""
+    r = scaling("llama-2-7b", gpus=[1, 8], tokens_per_gpu=4096)
+    assert len(r.notes) == 1 and "100 GiB, more than h100-sxm's 80 GiB" in r.notes[0]
+    assert "note: DDP keeps a full replica" in r.to_text() and r.to_json_dict()["notes"] == list(r.notes)
+    assert scaling("llama-2-7b", gpu="h200", gpus=[1, 8], tokens_per_gpu=4096).notes == ()
+    assert scaling("gpt2", gpus=[1, 8], tokens_per_gpu=4096).notes == ()
+
+
 def test_efficiency_is_relative_to_the_smallest_count_given():
     """gpus 8,16,32 (strong scaling, 4M tokens): the 8-GPU row is the baseline, so its efficiency is
     100 %, not speedup / n = 1/8 = 12.5 % (the bug); and a count's efficiency does not depend on
