@@ -144,6 +144,16 @@ def test_cli_roofline_layer_context_and_attention_assumption(capsys):
     assert "assumes: attn_scores and attn_values are separate matmuls" in capsys.readouterr().out
 
 
+def test_cli_flops_text_says_what_n_counts(capsys):
+    """The text showed 4.83e10 for llama-3-8b (8.03B parameters) without saying that N is the 6.98B
+    layer matmul weights, the LM head left out and attention causal; the JSON alone had n_params."""
+    from gpukit.cli import main
+
+    assert main(["flops", "--model", "llama-3-8b", "--seq-len", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "N = 6.979e+09 matmul weights" in out and "LM head is not counted" in out and "causal" in out
+
+
 def test_palm_540b_mfu_matches_the_paper():
     """PaLM sec. 4.1: 238.3K tokens/s on 6144 TPU v4 (275 TFLOP/s bf16 peak each); 'The MFU of PaLM 540B
     is 45.7% without self-attention or 46.2% with it.' Appendix B: 6N + 12LHQT, N = 540.35B."""

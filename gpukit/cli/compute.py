@@ -111,6 +111,12 @@ def _flops(args):
     lines = [f"{k:<28} {v:.4g}" for k, v in f.breakdown]
     lines += [f"{'model_flops per token':<28} {f.model_flops:.4g}", f"{'hardware_flops per token':<28} "
               f"{f.hardware_flops:.4g}"]
+    counted = (f"N = {f.n_params:.4g} " + ("matmul weights of the layers (embeddings are lookups; the LM head "
+               + (f"{f.lm_head_params:.4g} is counted)" if f.lm_head_params else "is not counted: "
+                  "--include-embeddings)") if model is not None else "as given"))
+    if any(k.startswith("attention") for k, _ in f.breakdown) and f.mode != "decode":
+        counted += "; attention " + ("causal (half of full)" if f.causal else "full (--no-causal)")
+    lines.append(f"counts: {counted}")
     if f.note:
         lines.append(f"note: {f.note}")
     if window:
