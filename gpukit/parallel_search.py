@@ -247,5 +247,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
             binding, reasons = "", ()
         ranked.append(Ranked(e, binding, reasons))
     notes = ((default_seq_len_note(model),) if seq_len is None else ()) + ((window,) if window else ())
+    if global_batch is None:
+        notes += (f"global_batch not given: max(gpus, 512) = {G} sequences ({G * s:,} tokens per step)",)
     return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k,
                         notes)

@@ -200,6 +200,9 @@ def test_default_seq_len_is_the_pretraining_length_and_said():
     assert not any("not given" in n for n in given.notes)
     r = par.search("llama-2-7b", "h100-sxm", 8, global_batch=8, max_micro_batch=1)
     assert r.seq_len == 4096 and "seq_len not given" in r.to_text() and r.to_json_dict()["notes"]
+    default_batch = par.search("llama-2-7b", "h100-sxm", 8, seq_len=4096, max_micro_batch=1)
+    assert default_batch.notes == ("global_batch not given: max(gpus, 512) = 512 sequences (2,097,152 tokens per "
+                                   "step)",)
 
 
 def test_seq_len_beyond_a_learned_position_table_is_an_error():
