@@ -51,6 +51,7 @@ class TrainTime:
     flops: float  # executed FLOPs, incl. recompute
     seconds: float
     seq_len_source: str = ""  # where seq_len came from: given, or the model's pretraining length
+    lm_head_params: float = 0.0  # the part of n_params that is the LM head (counted with a model by default)
 
     @property
     def days(self) -> float:
@@ -94,6 +95,9 @@ class TrainTime:
             seq += f" ({self.seq_len_source})"
         elif not self.seq_len:  # n_params alone: say what was counted
             seq = f", {6 + 2 * (self.recompute == 'full')}N per token, {self.seq_len_source}"
+        if self.seq_len:  # a model: say what N counts
+            seq += (f"; N {self.n_params:.4g} = layer matmuls" + (f" + LM head {self.lm_head_params:.4g}"
+                    if self.lm_head_params else " (LM head not counted)"))
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
                 f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
                 f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
@@ -103,7 +107,7 @@ class TrainTime:
 def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
                   efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
                   seq_len: int | None = None, causal: bool = True,
-                  include_embeddings: bool = False) -> TrainTime:
+                  include_embeddings: bool = True) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
     8TP/(nX) with full recompute, X the per-GPU throughput on executed FLOPs).
 
@@ -114,7 +118,10 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     speed); else DEFAULT_MFU = 0.40 (assumed: Llama 3 reports 38-43 % BF16 MFU on H100, Dubey et al.
     2024 table 4; PaLM 46 %). seq_len defaults to model.train_seq_len, the pretraining sequence
     length, not the context window max_seq (Llama 3.1: pretrained at 8192, window 131072); the
-    result's seq_len_source says which was used.
+    result's seq_len_source says which was used. With a model, the LM head's h x V matmul is counted
+    (include_embeddings=True, as Megatron's eq. 3 V/(16lh) term and PaLM's N do, and as
+    gpukit.parallel.estimate does): it is executed every token (gpt2: 29% of its training FLOPs,
+    llama-3-8b: 6%); the result's lm_head_params says how much of n_params it is.
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
@@ -179,7 +186,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
                      utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds,
-                     seq_len_source=seq_source)
+                     seq_len_source=seq_source, lm_head_params=fpt.lm_head_params)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -229,6 +229,22 @@ def test_train_time_with_n_params_says_what_it_counts(capsys):
         time_to_train(70e9, 1.4e12, A100, 1024, recompute="selective")
 
 
+def test_time_to_train_counts_the_lm_head_like_parallel_estimate():
+    """The LM head is a real h x V matmul every token (Narayanan et al. 2021 eq. 3's V/(16lh) term; PaLM's
+    N includes it). train-time left it out by default: gpt2 5.662e17 FLOPs per 1B tokens instead of
+    7.978e17 (29% of the work), while gpukit.parallel.estimate counted it for the same model."""
+    from gpukit import parallel as par
+
+    t = time_to_train("gpt2", 1e9, A100, 1)
+    with_head = flops_per_token("gpt2", seq_len=1024, include_embeddings=True)
+    assert t.model_flops == pytest.approx(1e9 * with_head.model_flops)
+    assert t.lm_head_params == 50257 * 768 and "LM head 3.86e+07" in t.to_text()
+    e = par.estimate("gpt2", par.ParallelConfig(), par.make_cluster("a100-80gb", 8), global_batch=8, seq_len=1024)
+    assert e.tflops_per_gpu * 1e12 * e.step_time_s / (8 * 1024) == pytest.approx(with_head.model_flops)
+    without = time_to_train("gpt2", 1e9, A100, 1, include_embeddings=False)
+    assert "LM head not counted" in without.to_text() and without.model_flops < 0.75 * t.model_flops
+
+
 def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
     """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
     applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
