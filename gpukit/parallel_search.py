@@ -48,7 +48,8 @@ class Ranked:
                            "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
                            "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
                            "binding": self.binding, "reasons": list(self.reasons),
-                           "breakdown": dict(e.breakdown)})
+                           "breakdown": dict(e.breakdown), "seq_len": e.seq_len, "global_batch": e.global_batch,
+                           "notes": list(e.notes)})
 
 
 @dataclass(frozen=True)

@@ -357,6 +357,12 @@ def test_cli_search_keys(capsys):
     for row in d:
         assert all(k in row for k in keys)
     assert [r["tokens_per_s"] for r in d] == sorted((r["tokens_per_s"] for r in d), reverse=True)
+    # the defaults the search picked were in the text only
+    assert all(r["seq_len"] == 2048 and r["global_batch"] == 64 for r in d)
+    d = _json(capsys, ["parallel", "search", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8",
+                       "--gpus-per-node", "8", "--top", "1", "--json"])
+    assert d[0]["seq_len"] == 4096 and any("seq_len not given" in n for n in d[0]["notes"])
+    assert any("global_batch not given" in n for n in d[0]["notes"])
 
 
 @pytest.mark.parametrize("argv,msg", [

@@ -94,7 +94,9 @@ class _RankedList(list):
     """--json prints the ranked list; text prints the search's table."""
 
     def __init__(self, result):
-        super().__init__(r.to_json_dict() for r in result.ranked[:result.top_k])
+        # each row carries the search's own notes (the defaults it picked): --json says what the text says
+        super().__init__(r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]}
+                         for r in result.ranked[:result.top_k])
         self.result = result
 
     def to_json_dict(self):
