@@ -192,12 +192,20 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
 # ---------------------------------------------------------------------------------------------------
 # Tokens a time budget buys
 # ---------------------------------------------------------------------------------------------------
-def _rate_flops(gpu: str, mfu: float, dtype: str = "bf16") -> float:
-    """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU)."""
-    return as_gpu(gpu).peak_tflops(dtype) * 1e12 * require_positive("mfu", mfu)
+def _rate_flops(gpu: str, mfu: float, dtype: str | None = None) -> float:
+    """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU); dtype
+    defaults to the GPU's 16-bit format (bf16, fp16 on V100/T4)."""
+    g = as_gpu(gpu)
+    m = require_positive("mfu", mfu)
+    if m > 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    return g.peak_tflops(dtype or g.half_dtype) * 1e12 * m
 
 
 def tokens_for_time(seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1,
                     flops_per_param: float = 6.0) -> float:
     """Tokens trainable in `seconds`: seconds x n_gpus x peak x MFU / (6N) (Kaplan et al. 2020: C = 6ND)."""
-    return seconds * n_gpus * _rate_flops(gpu, mfu) / (flops_per_param * require_positive("n_params", n_params))
+    seconds = require_positive("seconds", seconds)
+    n_gpus = require_positive_int("n_gpus", n_gpus)
+    per_token = require_positive("flops_per_param", flops_per_param) * require_positive("n_params", n_params)
+    return seconds * n_gpus * _rate_flops(gpu, mfu) / per_token

@@ -245,6 +245,28 @@ def test_time_to_train_counts_the_lm_head_like_parallel_estimate():
     assert "LM head not counted" in without.to_text() and without.model_flops < 0.75 * t.model_flops
 
 
+@pytest.mark.parametrize("args, field", [((-1, 1e9, "h100-sxm", 0.4), "seconds"),
+                                         ((float("nan"), 1e9, "h100-sxm", 0.4), "seconds"),
+                                         ((3600, 1e9, "h100-sxm", 1.5), "mfu"),
+                                         ((3600, 1e9, "h100-sxm", 0.4, 0), "n_gpus"),
+                                         ((3600, 1e9, "h100-sxm", 0.4, 1, 0), "flops_per_param")])
+def test_tokens_for_time_bad_input(args, field):
+    """Negative seconds gave negative tokens, mfu 1.5 was taken, flops_per_param 0 a ZeroDivisionError."""
+    from gpukit.compute import tokens_for_time
+
+    with pytest.raises(ValueError, match=field):
+        tokens_for_time(*args)
+
+
+def test_tokens_for_time_uses_the_gpus_16_bit_format():
+    """V100 has no bf16 peak: tokens_for_time raised; it uses fp16 there, as time_to_train does."""
+    from gpukit.compute import tokens_for_time
+
+    t = tokens_for_time(3600, 1e9, "v100-32gb", 0.4)
+    assert t == pytest.approx(3600 * 125e12 * 0.4 / 6e9)
+    assert time_to_train(1e9, t, "v100-32gb", 1, mfu=0.4).seconds == pytest.approx(3600)
+
+
 def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
     """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
     applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
