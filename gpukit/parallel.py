@@ -367,12 +367,17 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
                     breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb)
 
 
-def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int = 2048,
+def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None,
                 grad_bytes: float = 2.0) -> dict:
     """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
     traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
-    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send."""
+    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
+    defaults to model.train_seq_len, as in estimate."""
     model = _model(model)
+    global_batch = require_positive_int("global_batch", global_batch)
+    seq_len = require_positive_int("seq_len", model.train_seq_len if seq_len is None else seq_len)
+    model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
+    grad_bytes = require_positive("grad_bytes", grad_bytes)
     config.validate(model, global_batch=global_batch)
     c = config
     m = global_batch // (c.dp * c.micro_batch)

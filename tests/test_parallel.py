@@ -131,6 +131,16 @@ def test_zero3_traffic_is_one_and_a_half_dp():
     assert z1["dp_bytes"] == dp["dp_bytes"]
 
 
+@pytest.mark.parametrize("kw, field", [(dict(global_batch=0), "global_batch"), (dict(seq_len=0), "seq_len"),
+                                       (dict(seq_len=-5), "seq_len"), (dict(seq_len=100000), "context window"),
+                                       (dict(grad_bytes=0), "grad_bytes")])
+def test_comm_volume_bad_input(kw, field):
+    """global_batch 0, seq_len 0 or -5 and gpt2 at 100000 tokens (1024 learned positions) returned
+    numbers (-0.0 TP bytes for seq_len -5)."""
+    with pytest.raises(ValueError, match=field):
+        par.comm_volume("gpt2", par.ParallelConfig(dp=2, tp=2), **({"global_batch": 8, "seq_len": 1024} | kw))
+
+
 def test_sequence_parallelism_keeps_tp_volume_and_time():
     a = par.estimate(GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full"), A100, global_batch=64)
     b = par.estimate(GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full", sp=True), A100, global_batch=64)
