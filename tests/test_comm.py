@@ -248,6 +248,13 @@ def test_cli_comm_hierarchical_names_its_port_assumption(catalog_dir, capsys):
     assert "change nothing" in json.loads(out)["assumptions"][0]
 
 
+def test_cli_comm_says_all_gather_size_is_the_total(catalog_dir, capsys):
+    """--bytes is the total for all_gather (nccl-tests); the text read like a per-GPU size."""
+    rc, out, err = _run(capsys, "comm", "--op", "all_gather", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    assert rc == 0, err
+    assert "1.00 GB in total (125.00 MB per GPU" in out
+
+
 def test_cli_comm_uses_profile_links(catalog_dir, capsys, tmp_path):
     prof = tmp_path / "p.json"
     prof.write_text(json.dumps({"version": 1, "device": {"name": "cpu"}, "matmul_tflops": {"fp32": 0.1},

@@ -71,6 +71,8 @@ def _comm(args):
     size = f"{fmt_bytes(args.bytes, binary=False)}"
     if args.gpus_per_node is None and args.inter_link is None:
         cost = collective_time(args.op, args.bytes, args.gpus, link, args.algorithm)
+        if args.op in ("all_gather", "reduce_scatter", "all_to_all"):  # nccl-tests: S is the total size
+            size += f" in total ({fmt_bytes(args.bytes / args.gpus, binary=False)} per GPU, nccl-tests' convention)"
         return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
                        (link_source(args.link, profile),) if profile is not None else ())
     if args.gpus_per_node is None or args.inter_link is None:
