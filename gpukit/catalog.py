@@ -320,9 +320,11 @@ def get_interconnect(name: str) -> Interconnect:
 
 
 # One InfiniBand port per GPU of the GPU's era between nodes (DGX A100: HDR, DGX H100/H200: NDR, DGX
-# B200: XDR; NVIDIA DGX user guides); other GPUs get 100 Gb/s Ethernet.
+# B200: NDR too, 8 x ConnectX-7 "up to 400Gbps", docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-
+# dgxb200.html; XDR's 800 Gb/s ConnectX-8 comes with B300; NVIDIA DGX user guides); other GPUs get
+# 100 Gb/s Ethernet.
 _INTER_NODE = {"a100-40gb": "ib-hdr", "a100-80gb": "ib-hdr", "h100-sxm": "ib-ndr", "h200": "ib-ndr",
-               "b200": "ib-xdr", "v100-32gb": "ib-hdr"}
+               "b200": "ib-ndr", "v100-32gb": "ib-hdr"}
 
 
 def inter_node_link(gpu) -> Interconnect:

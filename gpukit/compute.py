@@ -135,6 +135,11 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
         raise ValueError(f"recompute must be none for mode {mode} (recompute is a training trick), got {recompute}")
     if (model is None) == (n_params is None):
         raise ValueError("give exactly one of model or n_params")
+    if model is not None and (n_layers is not None or hidden is not None):  # they would be ignored
+        raise ValueError("n_layers and hidden go with n_params (for the attention term); a model has its own")
+    if mode != "decode" and context is not None:  # it would be ignored
+        raise ValueError(f"context applies to mode decode (the KV length a generated token attends to); mode {mode} "
+                         "uses seq_len")
     if model is not None:
         model = as_model(model)  # a catalog name or a ModelSpec
         try:

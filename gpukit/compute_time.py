@@ -26,6 +26,7 @@ from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 
+TRAIN_INT_DTYPES = ("int8", "int4", "nf4")  # quantized formats: no training FLOP/s
 DEFAULT_MFU = 0.40  # assumption when neither mfu nor a profile is given; see time_to_train
 
 
@@ -50,6 +51,7 @@ class TrainTime:
     flops: float  # executed FLOPs, incl. recompute
     seconds: float
     seq_len_source: str = ""  # where seq_len came from: given, or the model's pretraining length
+    lm_head_params: float = 0.0  # the part of n_params that is the LM head (counted with a model by default)
 
     @property
     def days(self) -> float:
@@ -91,6 +93,11 @@ class TrainTime:
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
         if self.seq_len and self.seq_len_source:
             seq += f" ({self.seq_len_source})"
+        elif not self.seq_len:  # n_params alone: say what was counted
+            seq = f", {6 + 2 * (self.recompute == 'full')}N per token, {self.seq_len_source}"
+        if self.seq_len:  # a model: say what N counts
+            seq += (f"; N {self.n_params:.4g} = layer matmuls" + (f" + LM head {self.lm_head_params:.4g}"
+                    if self.lm_head_params else " (LM head not counted)"))
         return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
                 f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
                 f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
@@ -100,7 +107,7 @@ class TrainTime:
 def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
                   efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
                   seq_len: int | None = None, causal: bool = True,
-                  include_embeddings: bool = False) -> TrainTime:
+                  include_embeddings: bool = True) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
     8TP/(nX) with full recompute, X the per-GPU throughput on executed FLOPs).
 
@@ -111,7 +118,10 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     speed); else DEFAULT_MFU = 0.40 (assumed: Llama 3 reports 38-43 % BF16 MFU on H100, Dubey et al.
     2024 table 4; PaLM 46 %). seq_len defaults to model.train_seq_len, the pretraining sequence
     length, not the context window max_seq (Llama 3.1: pretrained at 8192, window 131072); the
-    result's seq_len_source says which was used.
+    result's seq_len_source says which was used. With a model, the LM head's h x V matmul is counted
+    (include_embeddings=True, as Megatron's eq. 3 V/(16lh) term and PaLM's N do, and as
+    gpukit.parallel.estimate does): it is executed every token (gpt2: 29% of its training FLOPs,
+    llama-3-8b: 6%); the result's lm_head_params says how much of n_params it is.
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
@@ -133,9 +143,15 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         if seq_len is not None:  # it would be ignored without a word: the 6N/8N count has no attention term
             raise ValueError("seq_len needs a model (the attention FLOPs need its layers and width); with "
                              "n_params alone there is no attention term")
+        if recompute == "selective":  # it would change nothing: the replayed attention is not counted
+            raise ValueError("recompute selective replays the attention, which n_params alone does not count (6N): "
+                             "give a model, or recompute none or full")
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     dtype = dtype or gpu.half_dtype  # bf16, fp16 on GPUs without bf16 units (V100, T4)
+    if dtype in TRAIN_INT_DTYPES:  # the catalog's int8 column is TOPS of inference kernels, not training FLOP/s
+        raise ValueError(f"dtype must be a floating-point format for training (fp32, tf32, bf16, fp16, fp8), got "
+                         f"{dtype}: integer formats are for inference")
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
         util = require_positive("mfu", mfu)
@@ -156,6 +172,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     else:
         util = DEFAULT_MFU
         source = f"assumed utilization {DEFAULT_MFU:.2f} (no mfu or profile given)"
+    if recompute != "none" and profile is None and fpt.hardware_flops > fpt.model_flops:  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
+        source += (f" on the executed FLOPs, {recompute} recompute included: it is the HFU, the MFU is lower "
+                   f"({fpt.model_flops / fpt.hardware_flops:.3f} x)")
     try:
         flops = tokens * fpt.hardware_flops
         seconds = flops / (n_gpus * peak * 1e12 * util)
@@ -167,18 +186,26 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
                      dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
                      utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds,
-                     seq_len_source=seq_source)
+                     seq_len_source=seq_source, lm_head_params=fpt.lm_head_params)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Tokens a time budget buys
 # ---------------------------------------------------------------------------------------------------
-def _rate_flops(gpu: str, mfu: float, dtype: str = "bf16") -> float:
-    """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU)."""
-    return as_gpu(gpu).peak_tflops(dtype) * 1e12 * require_positive("mfu", mfu)
+def _rate_flops(gpu: str, mfu: float, dtype: str | None = None) -> float:
+    """Sustained FLOP/s of one GPU: catalog dense peak x utilization (PaLM sec. 4.1 MFU); dtype
+    defaults to the GPU's 16-bit format (bf16, fp16 on V100/T4)."""
+    g = as_gpu(gpu)
+    m = require_positive("mfu", mfu)
+    if m > 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    return g.peak_tflops(dtype or g.half_dtype) * 1e12 * m
 
 
 def tokens_for_time(seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1,
                     flops_per_param: float = 6.0) -> float:
     """Tokens trainable in `seconds`: seconds x n_gpus x peak x MFU / (6N) (Kaplan et al. 2020: C = 6ND)."""
-    return seconds * n_gpus * _rate_flops(gpu, mfu) / (flops_per_param * require_positive("n_params", n_params))
+    seconds = require_positive("seconds", seconds)
+    n_gpus = require_positive_int("n_gpus", n_gpus)
+    per_token = require_positive("flops_per_param", flops_per_param) * require_positive("n_params", n_params)
+    return seconds * n_gpus * _rate_flops(gpu, mfu) / per_token

@@ -128,6 +128,9 @@ class ParallelConfig:
             raise ValueError(f"tp must divide n_heads {model.n_heads}, got tp {self.tp}")
         if model.n_kv_heads % self.tp and self.tp % model.n_kv_heads:
             raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got tp {self.tp}")
+        if self.zero_stage and self.dp == 1:  # it would change nothing without a word
+            notes.append(f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
+                         "with ZeRO-0")
         chunks = self.pp * self.virtual_stages
         if chunks > model.n_layers:
             raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
@@ -223,6 +226,12 @@ def _model(model) -> ModelSpec:
     return get_model(model) if isinstance(model, str) else model
 
 
+def default_seq_len_note(model: ModelSpec) -> str:
+    """What a layout question assumes when no seq_len is given: the pretraining length, not the window."""
+    return (f"seq_len not given: {model.train_seq_len} tokens, {model.name}'s pretraining sequence length "
+            f"train_seq_len (context window max_seq {model.max_seq})")
+
+
 @lru_cache(maxsize=4096)
 def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float:
     if tp == 1:
@@ -265,20 +274,26 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     """Memory, communication and step time of `config` (formulas in the module docstring).
 
     attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
-    s x s scores stored and computed). dropout defaults to the model family (GPT-style True, Llama-style
-    False). conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
+    s x s scores stored and computed). dropout defaults to the model row's `dropout` (GPT-style True,
+    Llama- and Falcon-style False). seq_len defaults to model.train_seq_len (the pretraining length,
+    not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
     optimizer).
     """
     model = _model(model)
     if not isinstance(config, ParallelConfig):
         raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
     G = require_positive_int("global_batch", global_batch)
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     require_choice("attention", attention, mem.ATTENTION)
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
-    dropout = model.mlp == "gelu" if dropout is None else dropout
+    dropout = model.dropout if dropout is None else dropout  # the model row's recipe (data/models.csv)
     notes = list(config.validate(model, global_batch=G))
+    if seq_len is None:
+        notes.append(default_seq_len_note(model))
+    if window:
+        notes.append(window)
     if config.tp > 1 and cluster.gpus_per_node % config.tp:
         notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
                      "the network")
@@ -352,12 +367,17 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
                     breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb)
 
 
-def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int = 2048,
+def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None,
                 grad_bytes: float = 2.0) -> dict:
     """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
     traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
-    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send."""
+    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
+    defaults to model.train_seq_len, as in estimate."""
     model = _model(model)
+    global_batch = require_positive_int("global_batch", global_batch)
+    seq_len = require_positive_int("seq_len", model.train_seq_len if seq_len is None else seq_len)
+    model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
+    grad_bytes = require_positive("grad_bytes", grad_bytes)
     config.validate(model, global_batch=global_batch)
     c = config
     m = global_batch // (c.dp * c.micro_batch)

@@ -132,6 +132,9 @@ def _stage_orders(p: int, m: int, v: int) -> list[list[tuple[str, int, int]]]:
     return orders
 
 
+MAX_SCHEDULE_TASKS = 100_000  # forward tasks (p x m x v) the simulation visits, about 1-2 s here
+
+
 def schedule(pp: int, microbatches: int, virtual_stages: int = 1, t_forward: float = 1.0,
              t_backward: float = 2.0) -> Schedule:
     """Simulate 1F1B (v = 1) or interleaved 1F1B (v > 1): each stage runs its tasks in order, a task
@@ -143,6 +146,9 @@ def schedule(pp: int, microbatches: int, virtual_stages: int = 1, t_forward: flo
     v = require_positive_int("virtual_stages", virtual_stages)
     tf, tb = require_positive("t_forward", t_forward) / v, require_positive("t_backward", t_backward) / v
     bubble(p, m, v)  # same validation
+    if p * m * v > MAX_SCHEDULE_TASKS:  # checked before the simulation, which visits every task
+        raise ValueError(f"pp x microbatches x virtual_stages must be at most {MAX_SCHEDULE_TASKS:,} to simulate "
+                         f"every task, got {p}x{m}x{v}={p * m * v:,}; bubble(pp, microbatches, v) gives the formula")
     orders = _stage_orders(p, m, v)
     done: dict[tuple[str, int, int, int], float] = {}  # (kind, mb, chunk, stage) -> end time
     free = [0.0] * p

@@ -26,6 +26,7 @@ from gpukit.parallel import (
     ParallelConfig,
     _model,
     _setup,
+    default_seq_len_note,
     estimate,
 )
 from gpukit.parallel_cluster import Cluster, make_cluster
@@ -47,7 +48,8 @@ class Ranked:
                            "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
                            "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
                            "binding": self.binding, "reasons": list(self.reasons),
-                           "breakdown": dict(e.breakdown)})
+                           "breakdown": dict(e.breakdown), "seq_len": e.seq_len, "global_batch": e.global_batch,
+                           "notes": list(e.notes)})
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class SearchResult:
     fitting: int
     ranked: tuple[Ranked, ...]  # best first, all fitting layouts
     top_k: int = 10
+    notes: tuple[str, ...] = ()  # defaults the search picked (seq_len)
 
     @property
     def best(self) -> Ranked | None:
@@ -70,7 +73,7 @@ class SearchResult:
         return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
                 "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
                 "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
-                "assumptions": list(ASSUMPTIONS)}
+                "notes": list(self.notes), "assumptions": list(ASSUMPTIONS)}
 
     def to_frame(self):
         import pandas as pd
@@ -87,6 +90,7 @@ class SearchResult:
     def to_text(self) -> str:
         lines = [f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
                  f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"]
+        lines += [f"note: {n}" for n in self.notes]
         if not self.ranked:
             return "\n".join(lines + ["no layout fits in memory"])
         for i, r in enumerate(self.ranked[:self.top_k], 1):
@@ -187,7 +191,8 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
     if n % cl.gpus_per_node and n > cl.gpus_per_node:
         raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else min(model.max_seq, 2048))
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
     configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
@@ -198,7 +203,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
                                                           if k in ("precision", "optimizer", "grad_dtype",
                                                                    "grad_accum_buffer")}))
     layer_elems = model.layer_params() * model.n_layers
-    dropout = conventions.pop("dropout", model.mlp == "gelu")
+    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (data/models.csv)
 
     def est_of(c: ParallelConfig):
         """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
@@ -242,4 +247,8 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
         else:
             binding, reasons = "", ()
         ranked.append(Ranked(e, binding, reasons))
-    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k)
+    notes = ((default_seq_len_note(model),) if seq_len is None else ()) + ((window,) if window else ())
+    if global_batch is None:
+        notes += (f"global_batch not given: max(gpus, 512) = {G} sequences ({G * s:,} tokens per step)",)
+    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k,
+                        notes)

@@ -107,12 +107,13 @@ class ScalingResult:
     threshold_tokens_per_gpu: float
     network: dict
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # warnings about the question itself (memory)
 
     def to_json_dict(self) -> dict:
         return _json_safe({"model": self.model, "n_params": self.n_params, "gpu": self.gpu,
                            "rows": [r.to_json_dict() for r in self.rows],
                            "threshold_tokens_per_gpu": self.threshold_tokens_per_gpu, "network": self.network,
-                           "assumptions": list(self.assumptions)})
+                           "assumptions": list(self.assumptions), "notes": list(self.notes)})
 
     def to_frame(self):
         import pandas as pd
@@ -129,6 +130,7 @@ class ScalingResult:
         lines.append(f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
                      f"per step (at the largest GPU count)")
         lines += [f"assumes: {a}" for a in self.assumptions]
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -166,14 +168,16 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
             hook_kernels: bool = True) -> ScalingResult:
     """Predicted DDP step, speedup and efficiency for each GPU count in `gpus`.
 
-    Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (split
-    over the GPUs). Compute 6 N T / (peak x MFU) or the profile's measured rate; 1/3 forward, 2/3
+    Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (per
+    optimizer step, split over the GPUs and the grad_accum micro-steps). Compute 6 N T / (peak x MFU) or the profile's measured rate; 1/3 forward, 2/3
     backward (Kaplan et al. 2020), optimizer time left out. Communication: bucket all-reduces over
     the ClusterNetwork (hierarchical across nodes), overlapped with the backward when `overlap`.
     Links default by GPU: `link` catalog.intra_node_link (NVLink of its generation, else PCIe; a T4
     box has no NVLink), `inter_link` catalog.inter_node_link (one InfiniBand port per GPU of its era)
     when `link` cannot leave a node.
     speedup = n x tokens per GPU x t_step(1) / (tokens per GPU at 1 x t_step(n)); efficiency = speedup / n.
+    When the smallest count n0 given is not 1, both are relative to n0: speedup = throughput(n) /
+    throughput(n0), efficiency = speedup / (n / n0) (100 % at n0).
     """
     from gpukit.catalog import get_model
     from gpukit.units import dtype_bytes
@@ -212,7 +216,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         return network_all_reduce(size, n, net).time_s
     rows, base = [], None
     for n in counts:
-        t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / n
+        # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
+        t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / (n * grad_accum)
         require_positive("tokens", t)
         fwd, bwd = 2 * n_par * t / rate, 4 * n_par * t / rate
         p = step_prediction(shapes, forward_s=fwd, backward_s=bwd, optimizer_s=0.0, n_gpus=n, allreduce_time=allreduce,
@@ -221,14 +226,15 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         thr_per_tok = p.step_s / (t * grad_accum)  # seconds per token per GPU
         if base is None:
             base = (thr_per_tok, n)
-        speed = base[0] * n / thr_per_tok / base[1]
+        speed = base[0] * n / thr_per_tok / base[1]  # throughput over the smallest count's
         rows.append(ScalingRow(gpus=n, compute_s=p.compute_s, comm_s=p.comm_s, exposed_comm_s=p.exposed_comm_s,
-                               step_s=p.step_s, speedup=speed, efficiency=speed / n,
+                               step_s=p.step_s, speedup=speed, efficiency=speed / (n / base[1]),
                                comm_bytes_per_step=p.comm_bytes, tokens_per_gpu=t))
     top = counts[-1]
     full = sum(allreduce(s, top) for s in (n_par * gb,)) if top > 1 else 0.0
     threshold = overlap_threshold_tokens(n_par, rate, full) if overlap else math.inf
-    assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}",
+    assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}"
+                   + (f" rank {powersgd_rank} (PyTorch's default is 1)" if hook == "powersgd" else ""),
                    "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
                    "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
                    if kernels else "DDP's bucket copies and hook kernels left out",
@@ -237,7 +243,26 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         assumptions += ("the inter-node figures are an IDEAL BOUND (line rate): calibrate with --profile or give "
                         "--efficiency",)
     return ScalingResult(model=name, n_params=n_par, gpu=gpu, rows=tuple(rows), threshold_tokens_per_gpu=threshold,
-                         network=net.to_json_dict(), assumptions=assumptions)
+                         network=net.to_json_dict(), assumptions=assumptions, notes=_replica_note(n_par, gpu))
+
+
+DDP_STATE_BYTES_PER_PARAM = 16  # 16-bit weights and gradients + fp32 Adam master, m, v (ZeRO paper, K = 12)
+
+
+def _replica_note(n_params: float, gpu) -> tuple[str, ...]:
+    """DDP keeps a whole replica per GPU: say so when its model states alone exceed the GPU's memory
+    (2 + 2 + 12 bytes per parameter with mixed-precision Adam, Rajbhandari et al. 2019 sec. 3.1)."""
+    from gpukit.catalog import as_gpu
+    from gpukit.units import GiB
+
+    g = as_gpu(gpu)
+    need = n_params * DDP_STATE_BYTES_PER_PARAM
+    if need <= g.memory_bytes:
+        return ()
+    return (f"DDP keeps a full replica on every GPU: weights, gradients and Adam states alone take "
+            f"{DDP_STATE_BYTES_PER_PARAM} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
+            f"{g.memory_bytes / GiB:.0f} GiB, so this layout cannot train as is; the times above are the DDP "
+            "step model only (gpukit memory, gpukit parallel search: ZeRO, TP, PP)",)
 
 
 def _catalog_shapes(spec):

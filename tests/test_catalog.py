@@ -387,3 +387,11 @@ def test_intra_node_link_one_rule_for_every_gpu(gpu, peers, link):
 def test_intra_node_link_bad_peers():
     with pytest.raises(ValueError, match="peers must be a positive integer"):
         catalog.intra_node_link("h100-sxm", 0)
+
+
+@pytest.mark.parametrize("gpu, link", [("a100-80gb", "ib-hdr"), ("h100-sxm", "ib-ndr"), ("h200", "ib-ndr"),
+                                       ("b200", "ib-ndr"), ("l4", "eth-100g")])
+def test_inter_node_link_of_the_gpus_era(gpu, link):
+    """DGX B200 has 8 x ConnectX-7, InfiniBand 'up to 400Gbps' (NDR; NVIDIA DGX B200 user guide,
+    Hardware Overview); the default was XDR (800 Gb/s, ConnectX-8), twice the node's network."""
+    assert catalog.inter_node_link(gpu).name == link

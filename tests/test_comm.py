@@ -235,6 +235,26 @@ def test_cli_comm_json(catalog_dir, capsys):
     assert rc == 0 and "busbw" in out
 
 
+def test_cli_comm_hierarchical_names_its_port_assumption(catalog_dir, capsys):
+    """Across nodes each GPU's shard gets its own inter-node port (rail): 8 ports per node, which
+    commodity nodes rarely have; it was not said. On one node the inter link is not used: said too."""
+    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4",
+                        "--gpus-per-node", "8", "--inter-link", "ib-ndr")
+    assert rc == 0, err
+    assert "assumes: one ib-ndr port per GPU" in out
+    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4",
+                        "--gpus-per-node", "8", "--inter-link", "ib-ndr", "--algorithm", "tree", "--json")
+    assert rc == 0, err
+    assert "change nothing" in json.loads(out)["assumptions"][0]
+
+
+def test_cli_comm_says_all_gather_size_is_the_total(catalog_dir, capsys):
+    """--bytes is the total for all_gather (nccl-tests); the text read like a per-GPU size."""
+    rc, out, err = _run(capsys, "comm", "--op", "all_gather", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    assert rc == 0, err
+    assert "1.00 GB in total (125.00 MB per GPU" in out
+
+
 def test_cli_comm_uses_profile_links(catalog_dir, capsys, tmp_path):
     prof = tmp_path / "p.json"
     prof.write_text(json.dumps({"version": 1, "device": {"name": "cpu"}, "matmul_tflops": {"fp32": 0.1},

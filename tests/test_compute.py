@@ -112,6 +112,48 @@ def test_bad_inputs_are_one_line_value_errors():
         assert "\n" not in str(e.value)
 
 
+def test_flags_that_would_be_ignored_are_errors(capsys):
+    """With a model, n_layers/hidden were ignored; context outside decode was ignored; a decode
+    context beyond gpt2's 1024 learned positions was computed (only seq_len was checked)."""
+    with pytest.raises(ValueError, match="n_layers and hidden go with n_params"):
+        flops_per_token(GPT3, seq_len=8, n_layers=4, hidden=64)
+    with pytest.raises(ValueError, match="context applies to mode decode"):
+        flops_per_token(GPT3, seq_len=8, context=4)
+    from gpukit.cli import main
+
+    for argv, word in ((["--seq-len", "1024", "--layers", "4", "--hidden", "64"], "--layers"),
+                       (["--seq-len", "1024", "--context", "512"], "--context"),
+                       (["--seq-len", "1024", "--mode", "decode", "--context", "2048"], "context window 1024"),
+                       (["--seq-len", "1024", "--mode", "decode", "--no-causal"], "--no-causal")):
+        assert main(["flops", "--model", "gpt2", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and word in err, err
+
+
+def test_cli_roofline_layer_context_and_attention_assumption(capsys):
+    """roofline --model: --context outside decode was ignored and a decode --context past gpt2's 1024
+    learned positions was computed; prefill names its eager-attention assumption (scores via HBM)."""
+    from gpukit.cli import main
+
+    base = ["roofline", "--gpu", "h100-sxm", "--model", "gpt2", "--seq-len", "512"]
+    for extra, word in ((["--context", "4096"], "--context applies to --mode decode"),
+                        (["--mode", "decode", "--context", "4096"], "context window 1024")):
+        assert main(base + extra) == 2
+        assert word in capsys.readouterr().err
+    assert main(base) == 0
+    assert "assumes: attn_scores and attn_values are separate matmuls" in capsys.readouterr().out
+
+
+def test_cli_flops_text_says_what_n_counts(capsys):
+    """The text showed 4.83e10 for llama-3-8b (8.03B parameters) without saying that N is the 6.98B
+    layer matmul weights, the LM head left out and attention causal; the JSON alone had n_params."""
+    from gpukit.cli import main
+
+    assert main(["flops", "--model", "llama-3-8b", "--seq-len", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "N = 6.979e+09 matmul weights" in out and "LM head is not counted" in out and "causal" in out
+
+
 def test_palm_540b_mfu_matches_the_paper():
     """PaLM sec. 4.1: 238.3K tokens/s on 6144 TPU v4 (275 TFLOP/s bf16 peak each); 'The MFU of PaLM 540B
     is 45.7% without self-attention or 46.2% with it.' Appendix B: 6N + 12LHQT, N = 540.35B."""
@@ -166,6 +208,77 @@ def test_time_to_train_validation_and_sources():
     # with a ModelSpec the attention and LM-head terms come in: more FLOPs than 6N
     spec = time_to_train(GPT3, 300e9, A100, 1024, mfu=0.45)
     assert spec.model_flops > 6 * layer_matmul_params(GPT3) * 300e9
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int4", "nf4"])
+def test_time_to_train_refuses_integer_dtypes(dtype):
+    """--dtype int8 timed a training run at the catalog's int8 TOPS (H100: 1978.9) as if they were FLOP/s."""
+    with pytest.raises(ValueError, match="dtype must be a floating-point format"):
+        time_to_train("llama-2-7b", 2e12, "h100-sxm", 8, dtype=dtype)
+
+
+def test_train_time_with_n_params_says_what_it_counts(capsys):
+    """--params: the text did not say that it counts 6N (8N with full recompute) and no attention (the
+    JSON did); selective recompute, which replays only attention, changed nothing and is an error."""
+    from gpukit.cli import main
+
+    assert main(["train-time", "--params", "70B", "--tokens", "1.4T", "--gpu", "a100-80gb", "--gpus", "1024"]) == 0
+    assert "6N per token, n_params only: no attention term" in capsys.readouterr().out
+    assert "8N per token" in time_to_train(70e9, 1.4e12, A100, 1024, recompute="full").to_text()
+    with pytest.raises(ValueError, match="recompute selective replays the attention"):
+        time_to_train(70e9, 1.4e12, A100, 1024, recompute="selective")
+
+
+def test_time_to_train_counts_the_lm_head_like_parallel_estimate():
+    """The LM head is a real h x V matmul every token (Narayanan et al. 2021 eq. 3's V/(16lh) term; PaLM's
+    N includes it). train-time left it out by default: gpt2 5.662e17 FLOPs per 1B tokens instead of
+    7.978e17 (29% of the work), while gpukit.parallel.estimate counted it for the same model."""
+    from gpukit import parallel as par
+
+    t = time_to_train("gpt2", 1e9, A100, 1)
+    with_head = flops_per_token("gpt2", seq_len=1024, include_embeddings=True)
+    assert t.model_flops == pytest.approx(1e9 * with_head.model_flops)
+    assert t.lm_head_params == 50257 * 768 and "LM head 3.86e+07" in t.to_text()
+    e = par.estimate("gpt2", par.ParallelConfig(), par.make_cluster("a100-80gb", 8), global_batch=8, seq_len=1024)
+    assert e.tflops_per_gpu * 1e12 * e.step_time_s / (8 * 1024) == pytest.approx(with_head.model_flops)
+    without = time_to_train("gpt2", 1e9, A100, 1, include_embeddings=False)
+    assert "LM head not counted" in without.to_text() and without.model_flops < 0.75 * t.model_flops
+
+
+@pytest.mark.parametrize("args, field", [((-1, 1e9, "h100-sxm", 0.4), "seconds"),
+                                         ((float("nan"), 1e9, "h100-sxm", 0.4), "seconds"),
+                                         ((3600, 1e9, "h100-sxm", 1.5), "mfu"),
+                                         ((3600, 1e9, "h100-sxm", 0.4, 0), "n_gpus"),
+                                         ((3600, 1e9, "h100-sxm", 0.4, 1, 0), "flops_per_param")])
+def test_tokens_for_time_bad_input(args, field):
+    """Negative seconds gave negative tokens, mfu 1.5 was taken, flops_per_param 0 a ZeroDivisionError."""
+    from gpukit.compute import tokens_for_time
+
+    with pytest.raises(ValueError, match=field):
+        tokens_for_time(*args)
+
+
+def test_tokens_for_time_uses_the_gpus_16_bit_format():
+    """V100 has no bf16 peak: tokens_for_time raised; it uses fp16 there, as time_to_train does."""
+    from gpukit.compute import tokens_for_time
+
+    t = tokens_for_time(3600, 1e9, "v100-32gb", 0.4)
+    assert t == pytest.approx(3600 * 125e12 * 0.4 / 6e9)
+    assert time_to_train(1e9, t, "v100-32gb", 1, mfu=0.4).seconds == pytest.approx(3600)
+
+
+def test_mfu_with_recompute_is_said_to_be_the_hfu(capsys):
+    """`--mfu 0.4 --recompute full` printed 'given utilization 0.400 ... MFU 30.0%': the utilization is
+    applied to the executed FLOPs (Narayanan et al. 2021 eq. 4's X), so it is the HFU; the text says so."""
+    t = time_to_train(1e9, 1e9, A100, 8, mfu=0.4, recompute="full")
+    assert t.hfu == pytest.approx(0.4) and t.mfu == pytest.approx(0.3)
+    assert "it is the HFU" in t.utilization_source and "0.750 x" in t.utilization_source
+    assert "HFU" not in time_to_train(1e9, 1e9, A100, 8, mfu=0.4).utilization_source
+    from gpukit.cli import main
+
+    assert main(["train-time", "--model", "gpt2", "--tokens", "1e9", "--gpu", "a100-80gb", "--gpus", "1",
+                 "--recompute", "full", "--mfu", "0.4"]) == 0
+    assert "it is the HFU" in capsys.readouterr().out
 
 
 @settings(max_examples=30, deadline=None)

@@ -103,6 +103,13 @@ def test_simulated_schedule_reproduces_the_bubble_formula(p, m, v):
             assert len(fwd) == 1 and fwd[0].end <= t.start
 
 
+def test_schedule_refuses_sizes_it_would_hang_on():
+    """schedule(10**6, 10**6) simulated 10^12 tasks (still running after 30 s): checked before the work."""
+    with pytest.raises(ValueError, match="pp x microbatches x virtual_stages must be at most"):
+        par.schedule(10**6, 10**6)
+    par.schedule(16, 64, 4)  # the widget's largest
+
+
 def test_one_f_one_b_keeps_at_most_p_microbatches_in_flight():
     s = par.schedule(4, 16)
     for stage in range(4):
@@ -122,6 +129,16 @@ def test_zero3_traffic_is_one_and_a_half_dp():
     z1 = par.comm_volume(GPT175, par.ParallelConfig(dp=8, micro_batch=1, zero_stage=1), **kw)
     assert z3["zero3_bytes"] == pytest.approx(1.5 * dp["dp_bytes"])  # ZeRO sec. 7: 3 psi vs 2 psi
     assert z1["dp_bytes"] == dp["dp_bytes"]
+
+
+@pytest.mark.parametrize("kw, field", [(dict(global_batch=0), "global_batch"), (dict(seq_len=0), "seq_len"),
+                                       (dict(seq_len=-5), "seq_len"), (dict(seq_len=100000), "context window"),
+                                       (dict(grad_bytes=0), "grad_bytes")])
+def test_comm_volume_bad_input(kw, field):
+    """global_batch 0, seq_len 0 or -5 and gpt2 at 100000 tokens (1024 learned positions) returned
+    numbers (-0.0 TP bytes for seq_len -5)."""
+    with pytest.raises(ValueError, match=field):
+        par.comm_volume("gpt2", par.ParallelConfig(dp=2, tp=2), **({"global_batch": 8, "seq_len": 1024} | kw))
 
 
 def test_sequence_parallelism_keeps_tp_volume_and_time():
@@ -180,6 +197,51 @@ def test_memory_never_rises_with_more_sharding(dp_pow, z):
     more_dp = par.estimate(LLAMA70, par.ParallelConfig(dp=2 * dp, zero_stage=z, **base), A100,
                            global_batch=64 * dp, seq_len=4096).memory_per_gpu_bytes
     assert hi_stage <= lo and more_dp <= lo
+
+
+def test_default_seq_len_is_the_pretraining_length_and_said():
+    """Without seq_len, a layout of llama-2-7b ran at min(max_seq, 2048) = 2048 tokens, half its
+    pretraining length (Touvron et al. 2023: 4096), without saying it was a default."""
+    m = get_model("llama-2-7b")
+    e = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8)
+    assert e.seq_len == m.train_seq_len == 4096
+    assert any("seq_len not given: 4096" in n for n in e.notes)
+    given = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+    assert not any("not given" in n for n in given.notes)
+    r = par.search("llama-2-7b", "h100-sxm", 8, global_batch=8, max_micro_batch=1)
+    assert r.seq_len == 4096 and "seq_len not given" in r.to_text() and r.to_json_dict()["notes"]
+    default_batch = par.search("llama-2-7b", "h100-sxm", 8, seq_len=4096, max_micro_batch=1)
+    assert default_batch.notes == ("global_batch not given: max(gpus, 512) = 512 sequences (2,097,152 tokens per "
+                                   "step)",)
+
+
+def test_seq_len_beyond_a_learned_position_table_is_an_error():
+    """gpt2 has 1024 learned positions: seq_len 4096 was estimated without a word."""
+    with pytest.raises(ValueError, match="context window 1024"):
+        par.estimate("gpt2", par.ParallelConfig(), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+    with pytest.raises(ValueError, match="context window 1024"):
+        par.search("gpt2", "h100-sxm", 8, global_batch=8, seq_len=4096)
+
+
+def test_dropout_follows_the_model_row():
+    """falcon-7b has a GeLU MLP but trains without dropout (data/models.csv): its masks were charged
+    because the default was `mlp == "gelu"`; gpukit.memory follows the row's dropout."""
+    m = get_model("falcon-7b")
+    assert m.mlp == "gelu" and not m.dropout
+    cfg, cl = par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8)
+    default = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048)
+    off = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=False)
+    on = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=True)
+    assert default.memory_per_gpu_bytes == off.memory_per_gpu_bytes < on.memory_per_gpu_bytes
+
+
+def test_zero_with_dp_1_is_said_to_shard_nothing():
+    """--zero 3 with --dp 1 changes nothing (CONTRACTS: such a flag is an error or a stated note)."""
+    cl = par.make_cluster("h100-sxm", 8)
+    z3 = par.estimate("llama-2-7b", par.ParallelConfig(zero_stage=3), cl, global_batch=8, seq_len=4096)
+    z0 = par.estimate("llama-2-7b", par.ParallelConfig(), cl, global_batch=8, seq_len=4096)
+    assert any("ZeRO-3 with dp 1 shards nothing" in n for n in z3.notes)
+    assert z3.memory_per_gpu_bytes >= z0.memory_per_gpu_bytes and not any("shards nothing" in n for n in z0.notes)
 
 
 # ---- search ------------------------------------------------------------------------------------------
@@ -305,6 +367,12 @@ def test_cli_search_keys(capsys):
     for row in d:
         assert all(k in row for k in keys)
     assert [r["tokens_per_s"] for r in d] == sorted((r["tokens_per_s"] for r in d), reverse=True)
+    # the defaults the search picked were in the text only
+    assert all(r["seq_len"] == 2048 and r["global_batch"] == 64 for r in d)
+    d = _json(capsys, ["parallel", "search", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8",
+                       "--gpus-per-node", "8", "--top", "1", "--json"])
+    assert d[0]["seq_len"] == 4096 and any("seq_len not given" in n for n in d[0]["notes"])
+    assert any("global_batch not given" in n for n in d[0]["notes"])
 
 
 @pytest.mark.parametrize("argv,msg", [

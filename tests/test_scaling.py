@@ -129,6 +129,47 @@ def test_ideal_bound_is_labelled():
     assert r2.rows[-1].efficiency < r.rows[-1].efficiency
 
 
+
+def test_powersgd_rank_is_named_in_the_assumptions():
+    """The rank is an assumption (PyTorch's powerSGD_hook defaults to matrix_approximation_rank=1)."""
+    r = scaling(n_params=7e9, gpus=[1, 16], tokens_per_gpu=4096, hook="powersgd", powersgd_rank=2)
+    assert any("hook powersgd rank 2" in a for a in r.assumptions)
+
+
+def test_global_batch_is_per_optimizer_step_with_accumulation():
+    """--global-batch-tokens 4M --grad-accum 4 on 8 GPUs ran 4 micro-steps of 500K tokens per GPU,
+    16M tokens per step (compute 212 s instead of 53 s); the global batch is the optimizer step's."""
+    kw = dict(n_params=7e9, gpus=[8], global_batch_tokens=4e6)
+    one = scaling(grad_accum=1, **kw).rows[0]
+    four = scaling(grad_accum=4, **kw).rows[0]
+    assert four.tokens_per_gpu == pytest.approx(4e6 / 8 / 4)
+    assert four.compute_s == pytest.approx(one.compute_s)  # same tokens per step, same FLOPs
+
+
+def test_a_replica_that_cannot_fit_is_said():
+    """llama-2-7b under DDP on an 80 GB H100: 6.74B x 16 B (ZeRO paper: 2 + 2 + 12) = 100 GiB of model
+    states on every GPU; the speedups were printed without a word that the layout cannot train."""
+    r = scaling("llama-2-7b", gpus=[1, 8], tokens_per_gpu=4096)
+    assert len(r.notes) == 1 and "100 GiB, more than h100-sxm's 80 GiB" in r.notes[0]
+    assert "note: DDP keeps a full replica" in r.to_text() and r.to_json_dict()["notes"] == list(r.notes)
+    assert scaling("llama-2-7b", gpu="h200", gpus=[1, 8], tokens_per_gpu=4096).notes == ()
+    assert scaling("gpt2", gpus=[1, 8], tokens_per_gpu=4096).notes == ()
+
+
+def test_efficiency_is_relative_to_the_smallest_count_given():
+    """gpus 8,16,32 (strong scaling, 4M tokens): the 8-GPU row is the baseline, so its efficiency is
+    100 %, not speedup / n = 1/8 = 12.5 % (the bug); and a count's efficiency does not depend on
+    whether 1 GPU is in the list: 16 vs 32 from 8 equals the ratio of their efficiencies from 1."""
+    kw = dict(n_params=7e9, global_batch_tokens=4e6, inter_link="eth-100g", ports_per_node=1)
+    r = scaling(gpus=[8, 16, 32], **kw)
+    assert r.rows[0].efficiency == pytest.approx(1.0)
+    for row in r.rows:
+        assert row.efficiency == pytest.approx(row.speedup / (row.gpus / 8))
+    from_one = {row.gpus: row.efficiency for row in scaling(gpus=[1, 8, 16, 32], **kw).rows}
+    for row in r.rows[1:]:
+        assert row.efficiency == pytest.approx(from_one[row.gpus] / from_one[8])
+
+
 @pytest.mark.parametrize("kw, field", [
     (dict(n_params=-1, tokens_per_gpu=1), "n_params"), (dict(n_params=1e9), "tokens_per_gpu"),
     (dict(n_params=1e9, tokens_per_gpu=1, hook="topk"), "hook"),
@@ -158,7 +199,11 @@ def test_cli_scaling_json(capsys):
     (["scaling", "--params", "7B", "--model", "llama-2-7b", "--tokens-per-gpu", "1"], "--model"),
     (["scaling", "--params", "7B", "--gpus", "1,x", "--tokens-per-gpu", "1"], "--gpus"),
     (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--efficiency", "2"], "efficiency"),
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook")])
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook"),
+    # named the internal "peers", not the flag
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--gpus-per-node", "0"], "--gpus-per-node"),
+    # changed nothing without --hook powersgd
+    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--powersgd-rank", "2"], "--powersgd-rank")])
 def test_cli_bad_input(argv, word, capsys):
     from gpukit.cli import main
 

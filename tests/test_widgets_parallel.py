@@ -54,3 +54,19 @@ def test_conventions_view_uses_the_issue_names():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_conventions_compute_dropout_follows_the_model_row():
+    """falcon-7b: GeLU MLP, trained without dropout (data/models.csv); masks were charged because the
+    widget read dropout from `mlp == "gelu"`."""
+    from gpukit import catalog
+    from gpukit import memory as mem
+    from gpukit.widgets.parallel_view import conventions_compute
+
+    kw = dict(convention="megatron", grad_dtype="bf16", grad_accum_buffer="none", zero_stage=1, dp=8, tp=1, pp=4,
+              sp=False, virtual_stages=1, grad_accum=16, seq_len=2048, recompute="selective")
+    got = conventions_compute(model="falcon-7b", gpu="h100-sxm", tp=1, seq_len=2048)  # 71 heads: tp 1
+    spec, gpu = catalog.get_model("falcon-7b"), catalog.get_gpu("h100-sxm")
+    off = mem.estimate_memory(spec, setup=mem.TrainSetup(dropout=False, **kw), gpu=gpu)
+    on = mem.estimate_memory(spec, setup=mem.TrainSetup(dropout=True, **kw), gpu=gpu)
+    assert got.total_bytes == off.total_bytes < on.total_bytes

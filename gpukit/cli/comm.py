@@ -41,14 +41,16 @@ def link_source(name: str, profile=None) -> str:
 
 
 class _Report:
-    def __init__(self, cost, describe: str, sources: tuple[str, ...] = ()):
-        self.cost, self.describe, self.sources = cost, describe, sources
+    def __init__(self, cost, describe: str, sources: tuple[str, ...] = (), assumptions: tuple[str, ...] = ()):
+        self.cost, self.describe, self.sources, self.assumptions = cost, describe, sources, assumptions
 
     def to_json_dict(self) -> dict:
-        return self.cost.to_json_dict() | ({"link_sources": list(self.sources)} if self.sources else {})
+        return (self.cost.to_json_dict() | ({"link_sources": list(self.sources)} if self.sources else {})
+                | ({"assumptions": list(self.assumptions)} if self.assumptions else {}))
 
     def to_text(self) -> str:
-        return self._text() + (f"\nlinks: {'; '.join(self.sources)}" if self.sources else "")
+        return (self._text() + (f"\nlinks: {'; '.join(self.sources)}" if self.sources else "")
+                + "".join(f"\nassumes: {a}" for a in self.assumptions))
 
     def _text(self) -> str:
         c = self.cost
@@ -69,6 +71,8 @@ def _comm(args):
     size = f"{fmt_bytes(args.bytes, binary=False)}"
     if args.gpus_per_node is None and args.inter_link is None:
         cost = collective_time(args.op, args.bytes, args.gpus, link, args.algorithm)
+        if args.op in ("all_gather", "reduce_scatter", "all_to_all"):  # nccl-tests: S is the total size
+            size += f" in total ({fmt_bytes(args.bytes / args.gpus, binary=False)} per GPU, nccl-tests' convention)"
         return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
                        (link_source(args.link, profile),) if profile is not None else ())
     if args.gpus_per_node is None or args.inter_link is None:
@@ -81,9 +85,13 @@ def _comm(args):
     cost = hierarchical_all_reduce(args.bytes, nodes, args.gpus_per_node, link,
                                    resolve_link(args.inter_link, profile), args.algorithm)
     return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.gpus_per_node} GPUs "
-                         f"({args.link} inside, {args.inter_link} across, {args.algorithm})",
+                         f"({args.link} inside, ring; {args.inter_link} across, {args.algorithm})",
                    (link_source(args.link, profile), link_source(args.inter_link, profile))
-                   if profile is not None else ())
+                   if profile is not None else (),
+                   (f"one {args.inter_link} port per GPU (rail-optimized): the {args.gpus_per_node} shards cross "
+                    f"the network in parallel; a node with fewer ports is slower (gpukit scaling --ports-per-node)",)
+                   if nodes > 1 else (f"one node: the all-reduce never leaves it, so --inter-link {args.inter_link} "
+                                      f"and --algorithm (the inter-node step's) change nothing",))
 
 
 def register(subparsers) -> None:

@@ -93,8 +93,15 @@ def _train_time(args):
 
 def _flops(args):
     model = _resolve_model(args)
+    if model is not None and (args.n_layers is not None or args.hidden is not None):
+        raise ValueError("--layers and --hidden go with --params (the attention term); --model has its own")
+    if args.mode != "decode" and args.context is not None:
+        raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
+    if args.mode == "decode" and args.no_causal:
+        raise ValueError("--no-causal applies to train and prefill: a decoded token attends to all --context keys")
     window = model.window_note(args.seq_len, "--seq-len") if model is not None else None
-    if window and args.mode == "decode" and args.context is not None:
+    if model is not None and args.mode == "decode" and args.context is not None:
+        # the KV length decides the attention term; a context beyond the window is the question to flag
         window = model.window_note(args.context, "--context") or window
     kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
     f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
@@ -104,6 +111,12 @@ def _flops(args):
     lines = [f"{k:<28} {v:.4g}" for k, v in f.breakdown]
     lines += [f"{'model_flops per token':<28} {f.model_flops:.4g}", f"{'hardware_flops per token':<28} "
               f"{f.hardware_flops:.4g}"]
+    counted = (f"N = {f.n_params:.4g} " + ("matmul weights of the layers (embeddings are lookups; the LM head "
+               + (f"{f.lm_head_params:.4g} is counted)" if f.lm_head_params else "is not counted: "
+                  "--include-embeddings)") if model is not None else "as given"))
+    if any(k.startswith("attention") for k, _ in f.breakdown) and f.mode != "decode":
+        counted += "; attention " + ("causal (half of full)" if f.causal else "full (--no-causal)")
+    lines.append(f"counts: {counted}")
     if f.note:
         lines.append(f"note: {f.note}")
     if window:
@@ -134,7 +147,11 @@ def _roofline(args):
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
+        if args.mode != "decode" and args.context is not None:
+            raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
         window = get_model(args.model).window_note(args.seq_len, "--seq-len")
+        if args.mode == "decode" and args.context is not None:
+            window = get_model(args.model).window_note(args.context, "--context") or window
         r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
                            context=args.context)
         lines = [format_table([(o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
@@ -142,9 +159,14 @@ def _roofline(args):
                               formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"})]
         lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
                      f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
+        attention = ("attn_scores and attn_values are separate matmuls whose s x s scores cross HBM (eager "
+                     "attention); FlashAttention keeps them on chip, so its attention is more compute-bound")
+        assumptions = [attention] if args.mode == "prefill" else []  # decode: one query row, no s x s scores
+        lines += [f"assumes: {a}" for a in assumptions]
         if window:
             lines.append(f"note: {window}")
-        return Report(r.to_json_dict() | ({"window_note": window} if window else {}), "\n".join(lines))
+        return Report(r.to_json_dict() | {"assumptions": assumptions} | ({"window_note": window} if window else {}),
+                      "\n".join(lines))
     if args.dims is not None:
         if any(getattr(args, x) is not None for x in ("m", "n", "k")):
             raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")
@@ -168,7 +190,7 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=_positive_int, required=True, help="number of GPUs")
     u = p.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=_fraction, help="share of peak sustained, in (0, 1] (default 0.40, assumed)")
+    u.add_argument("--mfu", type=_fraction, help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower")
     u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
     p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")

@@ -35,7 +35,7 @@ def _cluster_args(p, search: bool) -> None:
     c.add_argument("--inter-link", dest="inter_link", help="inter-node link per port (default: InfiniBand of the GPU's era)")
     c.add_argument("--ports-per-node", dest="ports_per_node", type=int, help="inter-node ports per node (default: one per GPU)")
     c.add_argument("--profile", help="calibrated profile JSON (gpukit calibrate): its bf16 matmul rate sets the efficiency")
-    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default min(max_seq, 2048))")
+    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default: the model's pretraining length train_seq_len; the output says so)")
     c.add_argument("--global-batch", dest="global_batch", type=int, required=not search,
                    help="sequences per optimizer step (search default: max(gpus, 512))")
     c.add_argument("--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)")
@@ -94,7 +94,9 @@ class _RankedList(list):
     """--json prints the ranked list; text prints the search's table."""
 
     def __init__(self, result):
-        super().__init__(r.to_json_dict() for r in result.ranked[:result.top_k])
+        # each row carries the search's own notes (the defaults it picked): --json says what the text says
+        super().__init__(r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]}
+                         for r in result.ranked[:result.top_k])
         self.result = result
 
     def to_json_dict(self):

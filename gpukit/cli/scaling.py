@@ -3,7 +3,7 @@ tokens per GPU above which the gradient all-reduce hides behind the backward."""
 
 from __future__ import annotations
 
-from gpukit.cli import add_json_flag
+from gpukit.cli import add_json_flag, positive_int
 from gpukit.errors import positive_float_arg
 
 
@@ -26,6 +26,8 @@ def _scaling(args):
         raise ValueError("give exactly one of --model NAME or --params N")
     if (args.tokens_per_gpu is None) == (args.global_batch_tokens is None):
         raise ValueError("give exactly one of --tokens-per-gpu T (weak scaling) or --global-batch-tokens G (strong)")
+    if args.powersgd_rank is not None and args.hook != "powersgd":  # it would change nothing
+        raise ValueError(f"--powersgd-rank applies to --hook powersgd only, got --hook {args.hook}")
     profile = None
     if args.profile:
         from gpukit.profile import load_profile
@@ -45,7 +47,7 @@ def _scaling(args):
                    tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
                    global_batch_tokens=(parse_count(args.global_batch_tokens, "global-batch-tokens")
                                         if args.global_batch_tokens else None),
-                   grad_dtype=args.grad_dtype, hook=args.hook, powersgd_rank=args.powersgd_rank,
+                   grad_dtype=args.grad_dtype, hook=args.hook, powersgd_rank=4 if args.powersgd_rank is None else args.powersgd_rank,
                    bucket_mb=args.bucket_mb, grad_accum=args.grad_accum, overlap=args.overlap == "on",
                    mfu=args.mfu, profile=profile)
 
@@ -56,20 +58,20 @@ def register(subparsers) -> None:
     p.add_argument("--params", help="parameter count instead of a model, e.g. 7e9 or 7B")
     p.add_argument("--gpu", default="h100-sxm", help="catalog GPU (gpukit gpus)")
     p.add_argument("--gpus", default="1,2,4,8", help="GPU counts N[,N...] (<= gpus-per-node or whole nodes)")
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--gpus-per-node", type=positive_int, default=8)
     p.add_argument("--link", help="intra-node link (gpukit links; default: the GPU's NVLink when it joins "
                                   "--gpus-per-node peers, else its PCIe)")
     p.add_argument("--inter-link", help="inter-node link, one port per GPU (default: --link when it leaves the node, else the "
                         "InfiniBand of the GPU's era, 100 Gb/s Ethernet for others)")
-    p.add_argument("--ports-per-node", type=int, help="inter-node ports per node (default: one per GPU, rail)")
+    p.add_argument("--ports-per-node", type=positive_int, help="inter-node ports per node (default: one per GPU, rail)")
     p.add_argument("--efficiency", type=positive_float_arg, help="share of the inter-node line rate reached (assumption)")
     p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
-    p.add_argument("--global-batch-tokens", help="tokens per step over all GPUs (strong scaling)")
+    p.add_argument("--global-batch-tokens", help="tokens per optimizer step over all GPUs, split over --grad-accum micro-steps (strong scaling)")
     p.add_argument("--grad-dtype", help="fp32, bf16, fp16 (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
-    p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--powersgd-rank", type=positive_int, help="with --hook powersgd: rank of the factors (default 4)")
     p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0)
-    p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument("--grad-accum", type=positive_int, default=1)
     p.add_argument("--overlap", default="on", choices=["on", "off"])
     p.add_argument("--mfu", type=positive_float_arg, help="model FLOPs utilization (default 0.4, an assumption)")
     p.add_argument("--profile", help="calibration profile (gpukit calibrate): measured compute and link")

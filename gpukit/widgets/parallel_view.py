@@ -143,7 +143,7 @@ def conventions_compute(model: str = "llama-2-70b", gpu: str = "a100-80gb", grad
     spec = catalog.get_model(model)
     setup = mem.TrainSetup(convention="megatron", grad_dtype=grad_dtype, grad_accum_buffer=grad_accum_buffer, zero_stage=zero_stage, dp=dp,
                            tp=tp, pp=pp, sp=tp > 1, virtual_stages=virtual_stages, grad_accum=grad_accum,
-                           seq_len=seq_len, recompute=recompute, dropout=spec.mlp == "gelu")
+                           seq_len=seq_len, recompute=recompute, dropout=spec.dropout)
     return mem.estimate_memory(spec, setup=setup, gpu=catalog.get_gpu(gpu))
 
 
