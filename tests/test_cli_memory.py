@@ -109,9 +109,35 @@ def test_parse_count(text, n):
     (["--params", "7B", "--gpu", "h100-sxm", "--max-seq-len"], "--max-seq-len"),
     (["--params", "7B", "--finetune", "lora"], "--finetune"),
     ([], "--model"),
+    # flags that changed nothing (docs/CONTRACTS.md: an error or a stated note, never ignored)
+    (["--model", "llama-2-7b", "--lora-rank", "64"], "--lora-rank"),
+    (["--model", "llama-2-7b", "--lora-targets", "qv"], "--lora-targets"),
+    (["--model", "llama-2-7b", "--inference", "--sp", "--tp", "2"], "--sp"),
+    (["--model", "llama-2-7b", "--inference", "--dp", "4"], "--dp"),
+    (["--model", "llama-2-7b", "--inference", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--inference", "--grad-dtype", "fp32"], "--grad-dtype"),
+    (["--model", "llama-2-7b", "--inference", "--pp", "2", "--virtual-stages", "2"], "--virtual-stages"),
+    (["--model", "llama-2-7b", "--zero3-prefetch-layers", "1"], "--zero3-prefetch-layers"),
+    (["--model", "llama-2-7b", "--convention", "megatron", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--finetune", "lora", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--max-gpus", "8"], "--max-gpus"),
+    # gradients in a dtype the precision never makes (fp16 grads of fp32 training: 2 B/param counted)
+    (["--model", "llama-2-7b", "--precision", "fp32", "--grad-dtype", "fp16"], "--grad-dtype"),
+    (["--model", "llama-2-7b", "--grad-dtype", "bf16"], "--grad-dtype"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, flag):
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert "Traceback" not in err and err.strip().count("\n") == 0
     assert flag in err, err
+
+
+def test_flags_that_matter_still_run(capsys):
+    """The checks above refuse only flags that change nothing: with their own mode they run."""
+    lora = run_json(capsys, "--model", "llama-2-7b", "--finetune", "lora", "--lora-rank", "64")
+    assert lora["trainable_params"] > run_json(capsys, "--model", "llama-2-7b", "--finetune", "lora")["trainable_params"]
+    z3 = ("--model", "llama-2-7b", "--zero", "3", "--dp", "8")
+    assert run_json(capsys, *z3, "--zero3-prefetch-layers", "1")["params_bytes"] > run_json(capsys, *z3)["params_bytes"]
+    plan = run_json(capsys, "--model", "llama-2-7b", "--gpu", "h100-sxm", "--min-gpus", "--max-gpus", "8")
+    assert plan["min_gpus"]["best"]["world_size"] <= 8
+    assert run_json(capsys, "--model", "llama-2-7b", "--convention", "megatron", "--grad-dtype", "bf16")["grads_bytes"] > 0

@@ -29,6 +29,7 @@ FLAG_OF = {
     "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
     "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
 }
+MAX_GPUS = 1024  # default search limit of --min-gpus
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
 
 
@@ -101,7 +102,7 @@ def register(subparsers) -> None:
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
     q.add_argument("--max-seq-len", dest="ask_seq_len", action="store_true", help="longest sequence that fits")
     q.add_argument("--min-gpus", dest="ask_min_gpus", action="store_true", help="fewest GPUs per ZeRO stage (inference: tp)")
-    q.add_argument("--max-gpus", dest="max_gpus", type=int, default=1024, help="search limit for --min-gpus (default 1024)")
+    q.add_argument("--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {MAX_GPUS})")
     add_json_flag(p)
     p.set_defaults(func=handle)
 
@@ -194,12 +195,19 @@ def handle(args):
             wrong = [f for f, k in (("--micro-batch", "micro_batch"), ("--grad-accum", "grad_accum"),
                                     ("--optimizer", "optimizer"), ("--recompute", "recompute"),
                                     ("--dropout/--no-dropout", "dropout"), ("--lora-rank", "lora_rank"),
-                                    ("--lora-targets", "lora_targets")) if k in kw]
+                                    ("--lora-targets", "lora_targets"), ("--sp", "sp"),
+                                    ("--optimizer-impl", "optimizer_impl"), ("--dp", "dp")) if k in kw]
             if wrong:
                 raise ValueError(f"{wrong[0]} applies to training, not --inference (serving uses --batch sequences "
                                  "of --seq-len tokens)")
         elif "batch" in kw:
             raise ValueError("--batch applies to --inference (sequences in the KV cache); training uses --micro-batch")
+        elif kw.get("finetune", "full") == "full" and (lora := [f for f, k in (("--lora-rank", "lora_rank"),
+                                                                                ("--lora-targets", "lora_targets"))
+                                                                 if k in kw]):
+            raise ValueError(f"{lora[0]} applies to --finetune lora or qlora (the adapters); full finetuning has none")
+        if args.max_gpus is not None and not args.ask_min_gpus:
+            raise ValueError("--max-gpus is the search limit of --min-gpus; give --min-gpus with it")
         if "seq_len" not in kw and model is not None:  # TrainSetup's 2048, or the model's context if shorter
             kw["seq_len"] = min(model.max_seq, mem.TrainSetup().seq_len)
             if not custom:
@@ -227,6 +235,10 @@ def handle(args):
                 notes.append(f"{gpu.name} has no bf16 units: bf16 runs emulated or not at all; fp16 takes the "
                              "same memory")
         setup = mem.TrainSetup(**kw)
+        if "optimizer_impl" in kw and not setup.inference and (setup.convention != "pytorch" or setup.finetune != "full"):
+            raise ValueError("--optimizer-impl picks torch's kernels in the pytorch convention's step model (full "
+                             "training); with " + ("--convention megatron" if setup.convention != "pytorch" else
+                                                   f"--finetune {setup.finetune}") + " it changes nothing")
         if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
             notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
                          "over the data-parallel ranks); give --dp")
@@ -267,7 +279,8 @@ def handle(args):
             answer_lines.append("longest sequence that fits: " + (
                 f"{n} tokens ({why})" if n == limit else f"{n} tokens" if n else "none (even 1 token does not fit)"))
         if args.ask_min_gpus:
-            answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params, max_gpus=args.max_gpus)
+            answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params,
+                                               max_gpus=MAX_GPUS if args.max_gpus is None else args.max_gpus)
     except ValueError as e:
         raise _flagged(e) from None
     report = MemoryReport(result, answers, tuple(notes), tuple(answer_lines))
