@@ -227,10 +227,12 @@ def handle(args):
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
         if gpu is not None and not gpu.has("bf16"):  # V100, T4
-            if "precision" not in kw and not kw.get("inference"):
+            if "precision" not in kw:  # serving too: its activations and KV cache follow the precision
                 kw["precision"] = "fp16-mixed"
-                notes.append(f"--precision not given: fp16-mixed, as {gpu.name} has no bf16 units (the default "
-                             "bf16-mixed needs them; the memory is the same)")
+                what = ("fp16 compute" if not kw.get("inference") else "fp16 activations and KV cache"
+                        if "weights_dtype" in kw else "fp16 weights, activations and KV cache")
+                notes.append(f"--precision not given: fp16-mixed ({what}), as {gpu.name} has no bf16 units (the "
+                             "default bf16-mixed needs them; the memory is the same)")
             elif str(kw.get("precision", "")).startswith("bf16") or kw.get("weights_dtype") == "bf16":
                 notes.append(f"{gpu.name} has no bf16 units: bf16 runs emulated or not at all; fp16 takes the "
                              "same memory")
