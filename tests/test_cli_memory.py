@@ -141,3 +141,11 @@ def test_flags_that_matter_still_run(capsys):
     plan = run_json(capsys, "--model", "llama-2-7b", "--gpu", "h100-sxm", "--min-gpus", "--max-gpus", "8")
     assert plan["min_gpus"]["best"]["world_size"] <= 8
     assert run_json(capsys, "--model", "llama-2-7b", "--convention", "megatron", "--grad-dtype", "bf16")["grads_bytes"] > 0
+
+
+def test_inference_names_the_prefill_assumption(capsys):
+    """Serving's activations are the prefill of the whole batch at once (gpukit.memory_parts): mistral-7b,
+    8 x 32768 tokens on an H100 puts 30 GiB there, which the output did not explain."""
+    d = run_json(capsys, "--model", "mistral-7b", "--inference", "--batch", "8", "--seq-len", "32768")
+    assert d["activations_bytes"] > 29 * 2**30
+    assert any("prefill working set for all 8 x 32768 tokens" in n and "upper bound" in n for n in d["notes"])

@@ -246,6 +246,9 @@ def handle(args):
                          "over the data-parallel ranks); give --dp")
         if setup.sp and setup.tp == 1:
             notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
+        if model is not None and setup.inference:  # gpukit.memory_parts: the prefill working set, not a measured peak
+            notes.append(f"activations: one layer's prefill working set for all {setup.batch} x {setup.seq_len} tokens "
+                         "at once (an upper bound: servers that chunk the prefill, as vLLM does, need less)")
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
             notes.append("--params counts model states only: activations, logits and the KV cache are not "
                          "modelled (0 here), so the total is a lower bound; give --model or "
