@@ -149,3 +149,24 @@ def test_inference_names_the_prefill_assumption(capsys):
     d = run_json(capsys, "--model", "mistral-7b", "--inference", "--batch", "8", "--seq-len", "32768")
     assert d["activations_bytes"] > 29 * 2**30
     assert any("prefill working set for all 8 x 32768 tokens" in n and "upper bound" in n for n in d["notes"])
+
+
+def test_custom_shape_follows_its_layout_and_names_its_defaults(capsys):
+    """A custom --mlp swiglu shape is the Llama layout, which trains without dropout (Touvron et al. 2023):
+    its masks were counted (eager attention: the a s^2 b mask and dropout output too) with no word; the
+    vocab (GPT-2's 50257) and ffn_hidden picked for it were not said either."""
+    from gpukit.memory import TrainSetup, estimate_memory
+    from gpukit.specs import ModelSpec
+
+    dims = ("--layers", "4", "--hidden", "1024", "--heads", "16", "--seq-len", "1024", "--attention", "eager",
+            "--convention", "megatron")
+    d = run_json(capsys, *dims, "--mlp", "swiglu")
+    spec = ModelSpec("custom", 4, 1024, 16, mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
+    setup = TrainSetup(seq_len=1024, attention="eager", convention="megatron", dropout=False)
+    assert d["activations_bytes"] == estimate_memory(spec, setup=setup).activations_bytes
+    assert any("dropout masks not counted (Llama layout" in n and "vocab 50257" in n and "ffn_hidden 2816" in n
+               for n in d["notes"])
+    gpt = run_json(capsys, *dims)  # the GPT layout keeps Korthikanti's convention: masks counted
+    assert any("dropout masks counted (GPT layout" in n for n in gpt["notes"])
+    given = run_json(capsys, *dims, "--mlp", "swiglu", "--dropout", "--vocab", "32000", "--ffn-hidden", "2816")
+    assert given["activations_bytes"] > d["activations_bytes"] and not any("custom shape" in n for n in given.get("notes", []))

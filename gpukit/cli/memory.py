@@ -74,7 +74,8 @@ def register(subparsers) -> None:
     t.add_argument("--recompute", choices=mem.RECOMPUTE)
     t.add_argument("--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them")
     t.add_argument("--dropout", dest="dropout", action="store_const", const=True, default=None,
-                   help="count dropout masks (default: the model row's `dropout`; custom shapes: yes)")
+                   help="count dropout masks (default: the model row's `dropout`; custom shapes: the layout's, "
+                        "gelu yes, swiglu no)")
     t.add_argument("--no-dropout", dest="dropout", action="store_const", const=False,
                    help="no dropout masks (Llama-style)")
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
@@ -213,8 +214,21 @@ def handle(args):
             if not custom:
                 notes.append(f"--seq-len not given: {kw['seq_len']} tokens (default 2048, capped at the context "
                              f"window {model.max_seq}); {model.name} was pretrained at {model.train_seq_len}")
-        if custom and "dropout" not in kw:
-            kw["dropout"] = True  # a custom shape has no recipe: Korthikanti's convention (masks counted)
+        if custom:  # a custom shape has no row in data/models.csv: every default picked for it is said
+            picked = []
+            if "dropout" not in kw and not kw.get("inference"):
+                # Its layout's recipe: GPT/Megatron (GeLU) trains with dropout 0.1, masks counted as in Korthikanti
+                # et al. 2022 Table 2; the Llama layout (--mlp swiglu) trains without (Touvron et al. 2023), as
+                # gpukit.parallel_search assumes.
+                kw["dropout"] = model.mlp == "gelu"
+                picked.append(f"dropout masks {'counted (GPT' if kw['dropout'] else 'not counted (Llama'} layout; "
+                              "--dropout/--no-dropout)")
+            if args.vocab is None:
+                picked.append(f"vocab {model.vocab} (GPT-2's; --vocab)")
+            if args.ffn_hidden is None:
+                picked.append(f"ffn_hidden {model.ffn_hidden} ({'4 x hidden' if model.mlp == 'gelu' else '8/3 x hidden rounded up to 256, as Llama'}; --ffn-hidden)")
+            if picked:
+                notes.append("custom shape, defaults: " + ", ".join(picked))
         if model is not None and "dropout" not in kw and not kw.get("inference"):
             notes.append(f"dropout masks {'counted' if model.dropout else 'not counted'}: {model.name} trains "
                          f"{'with' if model.dropout else 'without'} dropout (data/models.csv; --dropout/--no-dropout)")
