@@ -125,6 +125,23 @@ def test_unsupported_dtypes_are_empty_and_raise():
     assert get_gpu("h100-sxm").peak_tflops("fp16") == 989.4
 
 
+def test_notes_say_what_peak_tflops_does():
+    """A row's notes that describe GPU.peak_tflops on a missing dtype must say what it does (t4's said it fell
+    back to the fp16 figure; it raises, and callers take GPU.half_dtype)."""
+    for r in raw("gpus"):
+        g = get_gpu(r["name"])
+        for dtype in ("bf16", "tf32", "fp8"):
+            said = f"peak_tflops('{dtype}')"
+            if said in r["notes"]:
+                if "falls back" in r["notes"].split(said, 1)[1][:40]:
+                    assert g.peak_tflops(dtype) == g.peak_tflops("fp16"), r["name"]
+                else:
+                    with pytest.raises(ValueError, match="has no peak"):
+                        g.peak_tflops(dtype)
+        if "half_dtype is fp16" in r["notes"]:
+            assert g.half_dtype == "fp16"
+
+
 def test_gpu_object_units():
     h100 = get_gpu("h100-sxm")
     assert h100.memory_bytes == 80 * GiB  # "80GB" HBM is 80 GiB
