@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit import memory as mem
-from gpukit.catalog import GPU
+from gpukit.catalog import GPU, get_gpu, get_model
 from gpukit.memory import TrainSetup, estimate_memory, layer_activation_bytes
 from gpukit.quant import lora_params, nf4_constant_bits, quantized_bytes
 from gpukit.specs import ModelSpec
@@ -320,6 +320,19 @@ def test_min_gpus_finds_smallest_dp_per_stage():
 def test_min_gpus_for_inference_picks_tp():
     plan = mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True, seq_len=4096), gpu(80))
     assert plan.best.tp == 2 and plan.best.zero_stage == 0
+
+
+def test_min_gpus_for_inference_says_when_the_heads_stop_it():
+    """falcon-7b has 71 heads: no power-of-two tp above 1 divides them, so when tp 1 does not fit the search
+    ends empty; it said 'no option fits within the GPU limit', which blamed the limit, not the layout."""
+    falcon = get_model("falcon-7b")
+    setup = TrainSetup(convention=PAPER, inference=True, batch=16, precision="fp16-mixed")
+    plan = mem.min_gpus(falcon, setup, get_gpu("t4"))
+    assert plan.best is None and "71 heads" in plan.why_none and "tp 1 does not fit" in plan.why_none
+    assert "GPU limit" in plan.to_text() and "try pp > 1" in plan.to_text()
+    assert plan.to_json_dict()["why_none"] == plan.why_none
+    assert mem.min_gpus(falcon, replace(setup, pp=2), get_gpu("t4")).best.world_size == 2
+    assert mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True), get_gpu("t4"), max_gpus=2).why_none == ""
 
 
 # ---- validation -----------------------------------------------------------------------------------
