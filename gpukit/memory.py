@@ -51,7 +51,9 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   audited (gpukit.audits.memory). Where they differ: torch.autocast keeps fp32 parameters (4 + 4 + 8
   bytes/param instead of 2 + 2 + 12: same sum) plus bf16 weight copies during forward/backward;
   foreach AdamW's sqrt(v) adds 4 bytes/param at the step; eager activations are what each op saves;
-  and params + grads + optimizer + activations never all exist at once.
+  and params + grads + optimizer + activations never all exist at once. LoRA/QLoRA, offload (DeepSpeed's
+  engine: 16-bit model on the GPU, fp32 master and states on the CPU, no autocast) and inference keep
+  the megatron terms under "pytorch" too (the step model was measured for full training only).
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
@@ -195,7 +197,8 @@ class MemoryBreakdown:
                if self.convention == "pytorch" and self.peak_phase != "sum" else
                f"convention {self.convention}: a sum of parts" + (
                    " (the megatron terms: the pytorch step model is measured for full training only, not "
-                   "for LoRA/QLoRA or inference)" if self.convention == "pytorch" else ""))
+                   "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
+                   if self.convention == "pytorch" else ""))
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",

@@ -218,10 +218,12 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
         w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     elif setup.precision == "bf16":
         w, g, o = 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
-    elif setup.convention == "pytorch":
+    elif setup.convention == "pytorch" and setup.offload == "none":
         # torch.autocast keeps the parameters (and so their gradients and AdamW's states) in fp32: the
         # fp32 parameters are the master copy (PyTorch AMP docs, "Automatic Mixed Precision"); the bf16
-        # weights exist only as autocast's per-forward copies (counted with the activations).
+        # weights exist only as autocast's per-forward copies (counted with the activations). Offload
+        # runs in DeepSpeed's engine instead: 16-bit model on the GPU, fp32 master with the optimizer
+        # states on the CPU (ZeRO-Offload, Ren et al. 2021 sec. 4.1), as below.
         w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     else:
         w, g, o = 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
