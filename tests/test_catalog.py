@@ -373,6 +373,16 @@ def test_cli_text_tables(capsys):
     assert "50.0" in capsys.readouterr().out
 
 
+def test_cli_text_says_dash_for_unsupported_even_alone(capsys):
+    """The title promises '-' for an unsupported dtype; rows shown alone (t4, v100: no tf32, bf16, fp8)
+    printed 'None', since an all-None column escapes pandas' na_rep."""
+    assert main(["gpus", "t4", "v100-32gb"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out and "'-' = unsupported" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("t4"))
+    assert row[5:9] == ["-", "-", "65.0", "-"]  # tf32 bf16 fp16 fp8
+
+
 def test_cli_unknown_name_exits_2(capsys):
     assert main(["models", "nosuch-model"]) == 2
     err = capsys.readouterr().err

@@ -32,7 +32,11 @@ class CatalogTable:
 
         if not self.text_rows:
             return "(no rows)"
-        table = pd.DataFrame(list(self.text_rows)).to_string(index=False, na_rep="-")
+        df = pd.DataFrame(list(self.text_rows))
+        for c in df.columns:  # a column that is None in every row shown is object-typed: na_rep misses it
+            if df[c].dtype == object:
+                df[c] = df[c].where(df[c].notna(), "-")
+        table = df.to_string(index=False, na_rep="-")
         return f"{self.title}\n{table}" if self.title else table
 
 
