@@ -362,6 +362,17 @@ def test_cli_models_json_has_computed_params(capsys):
     assert abs(row["params_diff_pct"]) < 1
 
 
+def test_cli_models_title_states_diff_pct_as_printed(capsys):
+    """The title gave diff_pct as (n_params - published) / published, a fraction, over a column in percent
+    (gpt3-175b: 174.6B vs 175B prints -0.226, which that formula would read as -22.6%)."""
+    assert main(["models", "gpt3-175b"]) == 0
+    title, header, row = capsys.readouterr().out.splitlines()[:3]
+    m = get_model("gpt3-175b")
+    pct = 100 * (m.n_params - m.published_params) / m.published_params
+    assert float(row.split()[header.split().index("diff_pct")]) == pytest.approx(pct, abs=1e-3)
+    assert "diff_pct = 100 x (n_params - published) / published, in percent" in title
+
+
 def test_cli_text_tables(capsys):
     assert main(["gpus"]) == 0
     out = capsys.readouterr().out

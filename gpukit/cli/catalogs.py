@@ -89,7 +89,7 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
     return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
-                        "published = the source's count, diff_pct = (n_params - published) / published; "
+                        "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
                         "max_seq = context window, train_seq = pretraining sequence length")
 
 
