@@ -95,7 +95,9 @@ class GpuPlan:
 
     def to_text(self) -> str:
         if not self.options:
-            return f"no option fits on {self.gpu_name} " + (self.why_none or "within the GPU limit")
+            why = self.why_none
+            return f"no option fits on {self.gpu_name} " + (why if why.startswith("at pp") else
+                                                             "within the GPU limit" + (f"; {why}" if why else ""))
         lines = [f"{'zero':>4} {'dp':>5} {'tp':>3} {'pp':>3} {'GPUs':>6} {'GiB/GPU':>8}"]
         lines += [f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
                   for o in self.options]
@@ -151,4 +153,12 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         s = replace(base, dp=hi)
         options.append(GpuOption(z, hi, s.tp, s.pp, s.world_size, total(s).total_bytes))
     options.sort(key=lambda o: (o.world_size, o.zero_stage))
-    return GpuPlan(gpu.name, tuple(options))
+    why = ""
+    if not options:  # what is left on each GPU when ZeRO-3 has split the states max_gpus ways
+        r = total(replace(setup, zero_stage=3, dp=max_gpus // mp))
+        rest = r.activations_bytes + r.logits_bytes
+        if rest + r.cuda_context_bytes > gpu.memory_bytes:  # alone more than the GPU, for any dp
+            why = (f"more GPUs would not help: at ZeRO-3 over dp {max_gpus // mp} each still holds "
+                   f"{r.total_bytes / GiB:.1f} GiB, {rest / GiB:.1f} GiB of it activations and logits, which dp "
+                   "does not split (recompute, tp, pp, a shorter seq_len or micro_batch do)")
+    return GpuPlan(gpu.name, tuple(options), why)

@@ -335,6 +335,19 @@ def test_min_gpus_for_inference_says_when_the_heads_stop_it():
     assert mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True), get_gpu("t4"), max_gpus=2).why_none == ""
 
 
+def test_min_gpus_for_training_says_when_more_gpus_would_not_help():
+    """llama-3.1-405b at 2048 tokens without recompute: each layer's activations (not split by dp) exceed an
+    H100 alone, so no dp fits; the plan said 'within the GPU limit', as if more GPUs would do."""
+    setup = TrainSetup(seq_len=2048)
+    plan = mem.min_gpus(get_model("llama-3.1-405b"), setup, get_gpu("h100-sxm"))
+    assert plan.best is None and "more GPUs would not help" in plan.why_none and "activations" in plan.to_text()
+    r = estimate_memory("llama-3.1-405b", setup=replace(setup, zero_stage=3, dp=1024), gpu="h100-sxm")
+    assert r.activations_bytes + r.logits_bytes > get_gpu("h100-sxm").memory_bytes
+    # with the limit the reason (recompute: activations fit, the states need more GPUs than 16): no such claim
+    short = mem.min_gpus(get_model("llama-3.1-405b"), replace(setup, recompute="full"), get_gpu("h100-sxm"), max_gpus=16)
+    assert short.best is None and short.why_none == "" and short.to_text().endswith("within the GPU limit")
+
+
 # ---- validation -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs,fragment", [
