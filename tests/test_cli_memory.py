@@ -121,6 +121,8 @@ def test_parse_count(text, n):
     (["--model", "llama-2-7b", "--convention", "megatron", "--optimizer-impl", "fused"], "--optimizer-impl"),
     (["--model", "llama-2-7b", "--finetune", "lora", "--optimizer-impl", "fused"], "--optimizer-impl"),
     (["--model", "llama-2-7b", "--max-gpus", "8"], "--max-gpus"),
+    # a bare count has no layer to gather ahead: the prefetch changed nothing
+    (["--params", "7B", "--zero", "3", "--dp", "8", "--zero3-prefetch-layers", "2"], "--zero3-prefetch-layers"),
     # gradients in a dtype the precision never makes (fp16 grads of fp32 training: 2 B/param counted)
     (["--model", "llama-2-7b", "--precision", "fp32", "--grad-dtype", "fp16"], "--grad-dtype"),
     (["--model", "llama-2-7b", "--grad-dtype", "bf16"], "--grad-dtype"),
@@ -170,3 +172,10 @@ def test_custom_shape_follows_its_layout_and_names_its_defaults(capsys):
     assert any("dropout masks counted (GPT layout" in n for n in gpt["notes"])
     given = run_json(capsys, *dims, "--mlp", "swiglu", "--dropout", "--vocab", "32000", "--ffn-hidden", "2816")
     assert given["activations_bytes"] > d["activations_bytes"] and not any("custom shape" in n for n in given.get("notes", []))
+
+
+def test_params_with_zero3_says_the_gathered_layer_is_missing(capsys):
+    """ZeRO-3 gathers a layer's full weights (gpukit.memory_parts); a bare count has no layer size."""
+    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
+    assert any("nor ZeRO-3's gathered layer" in n for n in d["notes"])
+    assert not any("gathered" in n for n in run_json(capsys, "--params", "7B", "--zero", "2", "--dp", "8")["notes"])

@@ -265,8 +265,8 @@ def handle(args):
                          "at once (an upper bound: servers that chunk the prefill, as vLLM does, need less)")
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
             notes.append("--params counts model states only: activations, logits and the KV cache are not "
-                         "modelled (0 here), so the total is a lower bound; give --model or "
-                         "--layers/--hidden/--heads for them")
+                         "modelled (0 here)" + (", nor ZeRO-3's gathered layer" if setup.zero_stage == 3 else "")
+                         + ", so the total is a lower bound; give --model or --layers/--hidden/--heads for them")
         if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
             notes.append(note)
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
