@@ -258,6 +258,10 @@ def handle(args):
         if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
             notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
                          "over the data-parallel ranks); give --dp")
+        if setup.recompute == "selective" and setup.attention == "flash" and model is not None:
+            notes.append("--recompute selective with --attention flash saves next to nothing: selective recompute "
+                         "drops the s^2 attention scores (Korthikanti et al. 2022 sec. 5), which FlashAttention never "
+                         "stores (Dao et al. 2022); --recompute full or --attention eager make the difference")
         if setup.sp and setup.tp == 1:
             notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
         if model is not None and setup.inference:  # gpukit.memory_parts: the prefill working set, not a measured peak
