@@ -126,13 +126,19 @@ class TrainSetup:
             if self.offload == "optimizer":
                 raise ValueError("offload='optimizer' applies to training; inference allows offload none or all")
             training_only = [f"{k} {v!r}" for k, v, unset in (
+                ("micro_batch", self.micro_batch, 1), ("grad_accum", self.grad_accum, 1),
+                ("recompute", self.recompute, "none"),
                 ("grad_dtype", self.grad_dtype, None), ("grad_accum_buffer", self.grad_accum_buffer, "none"),
                 ("virtual_stages", self.virtual_stages, 1), ("zero3_prefetch_layers", self.zero3_prefetch_layers, 0))
                 if v != unset]
             if training_only:
-                raise ValueError(f"{training_only[0].split()[0]} applies to training (gradients, pipeline schedule, "
-                                 f"ZeRO-3); inference has none, got {training_only[0]} with inference=True")
+                raise ValueError(f"{training_only[0].split()[0]} applies to training (micro-batches, recompute, "
+                                 f"gradients, pipeline schedule, ZeRO-3; serving takes batch), got {training_only[0]} "
+                                 "with inference=True")
         else:
+            if self.batch != 1:  # the training side of the same mistake: batch would be ignored
+                raise ValueError(f"batch applies to inference=True (sequences in the KV cache); training takes "
+                                 f"micro_batch, got batch {self.batch}")
             if self.finetune == "full" and self.weights_dtype not in (None, self.compute_dtype):
                 raise ValueError(f"weights_dtype {self.weights_dtype!r} applies to inference or a LoRA base; full training keeps weights in {self.compute_dtype}")
             if self.offload == "optimizer" and self.zero_stage < 1:

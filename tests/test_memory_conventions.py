@@ -87,6 +87,11 @@ def test_zero3_gathered_and_prefetch_terms(k, dp):
     (dict(inference=True, pp=2, virtual_stages=2), "virtual_stages applies to training"),
     (dict(inference=True, zero3_prefetch_layers=1), "zero3_prefetch_layers applies to training"),
     (dict(zero3_prefetch_layers=1, zero_stage=2, dp=2), "needs zero_stage 3"),
+    # the API side of the CLI's mode checks: micro_batch 64 with inference=True served batch 1
+    (dict(inference=True, micro_batch=64), "micro_batch applies to training"),
+    (dict(inference=True, grad_accum=8), "grad_accum applies to training"),
+    (dict(inference=True, recompute="full"), "recompute applies to training"),
+    (dict(batch=8), "batch applies to inference=True"),
 ])
 def test_bad_conventions(kw, msg):
     with pytest.raises(ValueError, match=msg):
