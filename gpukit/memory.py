@@ -68,6 +68,7 @@ Used in: notebooks on fitting a model on one GPU and on ZeRO / parallelism (memo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -178,6 +179,13 @@ class MemoryBreakdown:
             d.update(gpu_memory_bytes=self.gpu_memory_bytes, fits=self.fits)
         if self.terms:
             d["terms"] = {k: (int(math.ceil(v)) if k.endswith("_bytes") else v) for k, v in self.terms}
+        # what the text's header says: which model, convention, phase and stage, and the setup computed
+        d.update(model=self.model_name, convention=self.convention, peak_phase=self.peak_phase, stage=self.stage,
+                 train_setup=dataclasses.asdict(self.setup))
+        if self.phase_peaks:
+            d["phase_peaks"] = {f"{k}_bytes": v for k, v in self.phase_peaks}  # tensors only, no overhead
+        if self.gpu_name is not None:
+            d["gpu"] = self.gpu_name
         return d
 
     def to_frame(self):

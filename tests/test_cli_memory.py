@@ -190,3 +190,14 @@ def test_selective_recompute_with_flash_says_it_saves_little(capsys):
     assert any("saves next to nothing" in n for n in sel["notes"])
     eager = run_json(capsys, *args, "--recompute", "selective", "--attention", "eager")
     assert not any("saves next to nothing" in n for n in eager["notes"])
+
+
+def test_json_says_what_the_text_header_says(capsys):
+    """The text names the model, the convention, the phase at the peak, the pipeline stage and the setup
+    computed (seq_len picked by default, ...); the JSON had none of them."""
+    code, out, _ = run(capsys, "--model", "llama-2-7b", "--pp", "2", "--gpu", "h100-sxm")
+    d = run_json(capsys, "--model", "llama-2-7b", "--pp", "2", "--gpu", "h100-sxm")
+    assert d["model"] == "llama-2-7b" and d["gpu"] == "h100-sxm" and d["convention"] == "pytorch"
+    assert f"phase {d['peak_phase']}" in out and f"(stage: {d['stage']})" in out
+    assert d["train_setup"]["seq_len"] == 2048 and d["train_setup"]["grad_accum"] == 2  # the defaults picked
+    assert max(d["phase_peaks"].values()) == pytest.approx(d["total_bytes"] - d["overhead_bytes"], abs=8)
