@@ -51,7 +51,9 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   audited (gpukit.audits.memory). Where they differ: torch.autocast keeps fp32 parameters (4 + 4 + 8
   bytes/param instead of 2 + 2 + 12: same sum) plus bf16 weight copies during forward/backward;
   foreach AdamW's sqrt(v) adds 4 bytes/param at the step; eager activations are what each op saves;
-  and params + grads + optimizer + activations never all exist at once.
+  and params + grads + optimizer + activations never all exist at once. LoRA/QLoRA, offload (DeepSpeed's
+  engine: 16-bit model on the GPU, fp32 master and states on the CPU, no autocast) and inference keep
+  the megatron terms under "pytorch" too (the step model was measured for full training only).
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
@@ -66,6 +68,7 @@ Used in: notebooks on fitting a model on one GPU and on ZeRO / parallelism (memo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -176,6 +179,13 @@ class MemoryBreakdown:
             d.update(gpu_memory_bytes=self.gpu_memory_bytes, fits=self.fits)
         if self.terms:
             d["terms"] = {k: (int(math.ceil(v)) if k.endswith("_bytes") else v) for k, v in self.terms}
+        # what the text's header says: which model, convention, phase and stage, and the setup computed
+        d.update(model=self.model_name, convention=self.convention, peak_phase=self.peak_phase, stage=self.stage,
+                 train_setup=dataclasses.asdict(self.setup))
+        if self.phase_peaks:
+            d["phase_peaks"] = {f"{k}_bytes": v for k, v in self.phase_peaks}  # tensors only, no overhead
+        if self.gpu_name is not None:
+            d["gpu"] = self.gpu_name
         return d
 
     def to_frame(self):
@@ -195,7 +205,8 @@ class MemoryBreakdown:
                if self.convention == "pytorch" and self.peak_phase != "sum" else
                f"convention {self.convention}: a sum of parts" + (
                    " (the megatron terms: the pytorch step model is measured for full training only, not "
-                   "for LoRA/QLoRA or inference)" if self.convention == "pytorch" else ""))
+                   "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
+                   if self.convention == "pytorch" else ""))
         lines = [f"{self.model_name}: {what}",
                  f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
                  f"{self.trainable_params:,} trainable",

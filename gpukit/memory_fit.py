@@ -77,14 +77,16 @@ class GpuPlan:
 
     gpu_name: str
     options: tuple[GpuOption, ...]
+    why_none: str = ""  # when no option fits: what stopped the search (the GPU limit, or the layout)
 
     @property
     def best(self) -> GpuOption | None:
         return self.options[0] if self.options else None
 
     def to_json_dict(self) -> dict:
-        return {"gpu": self.gpu_name, "options": [o.__dict__.copy() for o in self.options],
-                "best": None if self.best is None else self.best.__dict__.copy()}
+        d = {"gpu": self.gpu_name, "options": [o.__dict__.copy() for o in self.options],
+             "best": None if self.best is None else self.best.__dict__.copy()}
+        return d | ({"why_none": self.why_none} if self.why_none else {})
 
     def to_frame(self):
         import pandas as pd
@@ -93,7 +95,9 @@ class GpuPlan:
 
     def to_text(self) -> str:
         if not self.options:
-            return f"no option fits on {self.gpu_name} within the GPU limit"
+            why = self.why_none
+            return f"no option fits on {self.gpu_name} " + (why if why.startswith("at pp") else
+                                                             "within the GPU limit" + (f"; {why}" if why else ""))
         lines = [f"{'zero':>4} {'dp':>5} {'tp':>3} {'pp':>3} {'GPUs':>6} {'GiB/GPU':>8}"]
         lines += [f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
                   for o in self.options]
@@ -111,18 +115,26 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         return estimate_memory(model, n_params=n_params, setup=s, gpu=gpu)
 
     if setup.inference:
-        tp = 1
+        tp, refused = 1, []
         while tp * setup.pp <= max_gpus:
             s = replace(setup, tp=tp, dp=1)
             try:
                 r = total(s)
             except ValueError:  # tp not allowed by the heads
                 r = None
+                refused.append(tp)
             if r is not None and r.fits:
                 options.append(GpuOption(0, 1, tp, s.pp, s.world_size, r.total_bytes))
                 break
             tp *= 2
-        return GpuPlan(gpu.name, tuple(options))
+        why = ""
+        if not options and refused and model is not None:  # e.g. falcon-7b's 71 heads allow no tp 2, 4, ...
+            tried = [t for t in (2 ** i for i in range(tp.bit_length())) if t < tp and t not in refused]
+            verb = "does" if len(tried) == 1 else "do"
+            why = (f"at pp {setup.pp}: tp {', '.join(map(str, tried))} {verb} not fit, and {model.name}'s "
+                   f"{model.n_heads} heads ({model.n_kv_heads} kv) allow no power-of-two tp from {refused[0]} to "
+                   f"{refused[-1]} (tp must divide n_heads); the GPU limit is not what stops it: try pp > 1")
+        return GpuPlan(gpu.name, tuple(options), why)
     mp = setup.tp * setup.pp
     if max_gpus < mp:
         raise ValueError(f"max_gpus must be at least tp*pp = {mp}, got {max_gpus}")
@@ -141,4 +153,12 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         s = replace(base, dp=hi)
         options.append(GpuOption(z, hi, s.tp, s.pp, s.world_size, total(s).total_bytes))
     options.sort(key=lambda o: (o.world_size, o.zero_stage))
-    return GpuPlan(gpu.name, tuple(options))
+    why = ""
+    if not options:  # what is left on each GPU when ZeRO-3 has split the states max_gpus ways
+        r = total(replace(setup, zero_stage=3, dp=max_gpus // mp))
+        rest = r.activations_bytes + r.logits_bytes
+        if rest + r.cuda_context_bytes > gpu.memory_bytes:  # alone more than the GPU, for any dp
+            why = (f"more GPUs would not help: at ZeRO-3 over dp {max_gpus // mp} each still holds "
+                   f"{r.total_bytes / GiB:.1f} GiB, {rest / GiB:.1f} GiB of it activations and logits, which dp "
+                   "does not split (recompute, tp, pp, a shorter seq_len or micro_batch do)")
+    return GpuPlan(gpu.name, tuple(options), why)

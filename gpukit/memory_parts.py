@@ -189,6 +189,9 @@ def _n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
     if setup.finetune != "full":
         raise ValueError(f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)")
+    if setup.zero3_prefetch_layers:  # a layer's size is what is gathered ahead
+        raise ValueError(f"zero3_prefetch_layers {setup.zero3_prefetch_layers} needs the model's shape (the size of a "
+                         "layer); pass model= (CLI: --model or --layers/--hidden/--heads)")
     n = n_params / (setup.tp * setup.pp)
     p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
     if setup.inference:  # int8 row scales need the shapes; omitted here

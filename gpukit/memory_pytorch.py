@@ -171,8 +171,11 @@ def pytorch_forward_end_bytes(model: ModelSpec, setup: TrainSetup) -> float:
 def _pytorch_step(setup: TrainSetup) -> bool:
     """The pytorch convention's step model applies: full training (what tests/test_memory_planning.py
     measured). LoRA/QLoRA dequantize or freeze the base weights per op (no autocast weight cache of the
-    whole model) and inference has no backward: those keep the megatron terms, and the text says so."""
-    return setup.convention == "pytorch" and not setup.inference and setup.finetune == "full"
+    whole model), inference has no backward, and offload is DeepSpeed's engine (ZeRO-Offload, Ren et al.
+    2021 sec. 4.1; ZeRO-Infinity): the model itself is 16-bit on the GPU, the fp32 master on the CPU, no
+    autocast. Those keep the megatron terms, and the text says so."""
+    return (setup.convention == "pytorch" and not setup.inference and setup.finetune == "full"
+            and setup.offload == "none")
 
 
 def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
@@ -195,8 +198,8 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     gradient_as_bucket_view=False by default): + G in backward and optimizer. Not measured here.
     Step 1 creates AdamW's states (and SGD's momentum) in its optimizer step, so its forward and
     backward hold less and its step holds as much as a later one: the steady state is the peak (the
-    replay checks both steps). tp, pp, sp, ZeRO and offload scale the terms as in the megatron
-    convention; only single-GPU steps were measured.
+    replay checks both steps). tp, pp, sp and ZeRO scale the terms as in the megatron convention
+    (offload is not modelled here: see _pytorch_step); only single-GPU steps were measured.
     """
     layers, _ = _stage_layers_and_extra(model, setup, stage)
     t = setup.tp

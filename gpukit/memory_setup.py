@@ -125,18 +125,45 @@ class TrainSetup:
                 raise ValueError(f"zero_stage applies to training; inference splits weights with tp/pp, got zero_stage {self.zero_stage}")
             if self.offload == "optimizer":
                 raise ValueError("offload='optimizer' applies to training; inference allows offload none or all")
+            training_only = [f"{k} {v!r}" for k, v, unset in (
+                ("micro_batch", self.micro_batch, 1), ("grad_accum", self.grad_accum, 1),
+                ("recompute", self.recompute, "none"),
+                ("grad_dtype", self.grad_dtype, None), ("grad_accum_buffer", self.grad_accum_buffer, "none"),
+                ("virtual_stages", self.virtual_stages, 1), ("zero3_prefetch_layers", self.zero3_prefetch_layers, 0))
+                if v != unset]
+            if training_only:
+                raise ValueError(f"{training_only[0].split()[0]} applies to training (micro-batches, recompute, "
+                                 f"gradients, pipeline schedule, ZeRO-3; serving takes batch), got {training_only[0]} "
+                                 "with inference=True")
         else:
+            if self.batch != 1:  # the training side of the same mistake: batch would be ignored
+                raise ValueError(f"batch applies to inference=True (sequences in the KV cache); training takes "
+                                 f"micro_batch, got batch {self.batch}")
             if self.finetune == "full" and self.weights_dtype not in (None, self.compute_dtype):
                 raise ValueError(f"weights_dtype {self.weights_dtype!r} applies to inference or a LoRA base; full training keeps weights in {self.compute_dtype}")
             if self.offload == "optimizer" and self.zero_stage < 1:
                 raise ValueError("offload='optimizer' needs zero_stage >= 1 (ZeRO-Offload partitions the optimizer), got 0")
             if self.offload == "all" and self.zero_stage != 3:
                 raise ValueError(f"offload='all' needs zero_stage 3 (ZeRO-Infinity offloads partitioned parameters), got {self.zero_stage}")
+            if self.zero3_prefetch_layers and self.zero_stage != 3:
+                raise ValueError(f"zero3_prefetch_layers {self.zero3_prefetch_layers} needs zero_stage 3 (only ZeRO-3/FSDP "
+                                 f"gathers layers ahead), got zero_stage {self.zero_stage}")
 
     def _check_conventions(self) -> None:
         """Validate the gradient / schedule / prefetch options (issue 10)."""
         if self.grad_dtype is not None:
             require_choice("grad_dtype", self.grad_dtype, GRAD_DTYPES)
+            # Gradients are fp32 (Megatron's main grads) or the dtype the precision computes in: bf16
+            # gradients of fp16 training, or 16-bit gradients of fp32 training, exist in no framework.
+            # Eager PyTorch (torch.autocast) keeps fp32 parameters, so their gradients are fp32 too.
+            mixed_pytorch = self.convention == "pytorch" and self.precision.endswith("-mixed")
+            if self.grad_dtype != "fp32" and (self.grad_dtype != self.compute_dtype or mixed_pytorch):
+                why = ("torch.autocast keeps fp32 parameters and so fp32 gradients (use convention megatron for "
+                       "16-bit gradients)" if mixed_pytorch and self.grad_dtype == self.compute_dtype else
+                       f"it computes in {self.compute_dtype}")
+                raise ValueError(f"grad_dtype must be fp32 or the precision's own dtype: {self.grad_dtype} gradients "
+                                 f"do not exist in {self.precision} training{' (convention pytorch)' if mixed_pytorch else ''}, "
+                                 f"{why}; got {self.grad_dtype!r}")
         require_choice("grad_accum_buffer", self.grad_accum_buffer, GRAD_ACCUM_BUFFERS)
         if self.grad_accum_buffer == "fp32" and self.grad_dtype == "fp32":
             raise ValueError("grad_accum_buffer fp32 with grad_dtype fp32 counts the fp32 gradients twice: Megatron's "
@@ -197,10 +224,12 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
         w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     elif setup.precision == "bf16":
         w, g, o = 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
-    elif setup.convention == "pytorch":
+    elif setup.convention == "pytorch" and setup.offload == "none":
         # torch.autocast keeps the parameters (and so their gradients and AdamW's states) in fp32: the
         # fp32 parameters are the master copy (PyTorch AMP docs, "Automatic Mixed Precision"); the bf16
-        # weights exist only as autocast's per-forward copies (counted with the activations).
+        # weights exist only as autocast's per-forward copies (counted with the activations). Offload
+        # runs in DeepSpeed's engine instead: 16-bit model on the GPU, fp32 master with the optimizer
+        # states on the CPU (ZeRO-Offload, Ren et al. 2021 sec. 4.1), as below.
         w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
     else:
         w, g, o = 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]

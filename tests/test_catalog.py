@@ -125,6 +125,23 @@ def test_unsupported_dtypes_are_empty_and_raise():
     assert get_gpu("h100-sxm").peak_tflops("fp16") == 989.4
 
 
+def test_notes_say_what_peak_tflops_does():
+    """A row's notes that describe GPU.peak_tflops on a missing dtype must say what it does (t4's said it fell
+    back to the fp16 figure; it raises, and callers take GPU.half_dtype)."""
+    for r in raw("gpus"):
+        g = get_gpu(r["name"])
+        for dtype in ("bf16", "tf32", "fp8"):
+            said = f"peak_tflops('{dtype}')"
+            if said in r["notes"]:
+                if "falls back" in r["notes"].split(said, 1)[1][:40]:
+                    assert g.peak_tflops(dtype) == g.peak_tflops("fp16"), r["name"]
+                else:
+                    with pytest.raises(ValueError, match="has no peak"):
+                        g.peak_tflops(dtype)
+        if "half_dtype is fp16" in r["notes"]:
+            assert g.half_dtype == "fp16"
+
+
 def test_gpu_object_units():
     h100 = get_gpu("h100-sxm")
     assert h100.memory_bytes == 80 * GiB  # "80GB" HBM is 80 GiB
@@ -345,6 +362,17 @@ def test_cli_models_json_has_computed_params(capsys):
     assert abs(row["params_diff_pct"]) < 1
 
 
+def test_cli_models_title_states_diff_pct_as_printed(capsys):
+    """The title gave diff_pct as (n_params - published) / published, a fraction, over a column in percent
+    (gpt3-175b: 174.6B vs 175B prints -0.226, which that formula would read as -22.6%)."""
+    assert main(["models", "gpt3-175b"]) == 0
+    title, header, row = capsys.readouterr().out.splitlines()[:3]
+    m = get_model("gpt3-175b")
+    pct = 100 * (m.n_params - m.published_params) / m.published_params
+    assert float(row.split()[header.split().index("diff_pct")]) == pytest.approx(pct, abs=1e-3)
+    assert "diff_pct = 100 x (n_params - published) / published, in percent" in title
+
+
 def test_cli_text_tables(capsys):
     assert main(["gpus"]) == 0
     out = capsys.readouterr().out
@@ -354,6 +382,16 @@ def test_cli_text_tables(capsys):
     assert "124.44M" in out and "2026-12-02" in out
     assert main(["links", "ib-ndr"]) == 0
     assert "50.0" in capsys.readouterr().out
+
+
+def test_cli_text_says_dash_for_unsupported_even_alone(capsys):
+    """The title promises '-' for an unsupported dtype; rows shown alone (t4, v100: no tf32, bf16, fp8)
+    printed 'None', since an all-None column escapes pandas' na_rep."""
+    assert main(["gpus", "t4", "v100-32gb"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out and "'-' = unsupported" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("t4"))
+    assert row[5:9] == ["-", "-", "65.0", "-"]  # tf32 bf16 fp16 fp8
 
 
 def test_cli_unknown_name_exits_2(capsys):

@@ -109,9 +109,95 @@ def test_parse_count(text, n):
     (["--params", "7B", "--gpu", "h100-sxm", "--max-seq-len"], "--max-seq-len"),
     (["--params", "7B", "--finetune", "lora"], "--finetune"),
     ([], "--model"),
+    # flags that changed nothing (docs/CONTRACTS.md: an error or a stated note, never ignored)
+    (["--model", "llama-2-7b", "--lora-rank", "64"], "--lora-rank"),
+    (["--model", "llama-2-7b", "--lora-targets", "qv"], "--lora-targets"),
+    (["--model", "llama-2-7b", "--inference", "--sp", "--tp", "2"], "--sp"),
+    (["--model", "llama-2-7b", "--inference", "--dp", "4"], "--dp"),
+    (["--model", "llama-2-7b", "--inference", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--inference", "--grad-dtype", "fp32"], "--grad-dtype"),
+    (["--model", "llama-2-7b", "--inference", "--pp", "2", "--virtual-stages", "2"], "--virtual-stages"),
+    (["--model", "llama-2-7b", "--zero3-prefetch-layers", "1"], "--zero3-prefetch-layers"),
+    (["--model", "llama-2-7b", "--convention", "megatron", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--finetune", "lora", "--optimizer-impl", "fused"], "--optimizer-impl"),
+    (["--model", "llama-2-7b", "--max-gpus", "8"], "--max-gpus"),
+    # a bare count has no layer to gather ahead: the prefetch changed nothing
+    (["--params", "7B", "--zero", "3", "--dp", "8", "--zero3-prefetch-layers", "2"], "--zero3-prefetch-layers"),
+    # gradients in a dtype the precision never makes (fp16 grads of fp32 training: 2 B/param counted)
+    (["--model", "llama-2-7b", "--precision", "fp32", "--grad-dtype", "fp16"], "--grad-dtype"),
+    (["--model", "llama-2-7b", "--grad-dtype", "bf16"], "--grad-dtype"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, flag):
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert "Traceback" not in err and err.strip().count("\n") == 0
     assert flag in err, err
+
+
+def test_flags_that_matter_still_run(capsys):
+    """The checks above refuse only flags that change nothing: with their own mode they run."""
+    lora = run_json(capsys, "--model", "llama-2-7b", "--finetune", "lora", "--lora-rank", "64")
+    assert lora["trainable_params"] > run_json(capsys, "--model", "llama-2-7b", "--finetune", "lora")["trainable_params"]
+    z3 = ("--model", "llama-2-7b", "--zero", "3", "--dp", "8")
+    assert run_json(capsys, *z3, "--zero3-prefetch-layers", "1")["params_bytes"] > run_json(capsys, *z3)["params_bytes"]
+    plan = run_json(capsys, "--model", "llama-2-7b", "--gpu", "h100-sxm", "--min-gpus", "--max-gpus", "8")
+    assert plan["min_gpus"]["best"]["world_size"] <= 8
+    assert run_json(capsys, "--model", "llama-2-7b", "--convention", "megatron", "--grad-dtype", "bf16")["grads_bytes"] > 0
+
+
+def test_inference_names_the_prefill_assumption(capsys):
+    """Serving's activations are the prefill of the whole batch at once (gpukit.memory_parts): mistral-7b,
+    8 x 32768 tokens on an H100 puts 30 GiB there, which the output did not explain."""
+    d = run_json(capsys, "--model", "mistral-7b", "--inference", "--batch", "8", "--seq-len", "32768")
+    assert d["activations_bytes"] > 29 * 2**30
+    assert any("prefill working set for all 8 x 32768 tokens" in n and "upper bound" in n for n in d["notes"])
+
+
+def test_custom_shape_follows_its_layout_and_names_its_defaults(capsys):
+    """A custom --mlp swiglu shape is the Llama layout, which trains without dropout (Touvron et al. 2023):
+    its masks were counted (eager attention: the a s^2 b mask and dropout output too) with no word; the
+    vocab (GPT-2's 50257) and ffn_hidden picked for it were not said either."""
+    from gpukit.memory import TrainSetup, estimate_memory
+    from gpukit.specs import ModelSpec
+
+    dims = ("--layers", "4", "--hidden", "1024", "--heads", "16", "--seq-len", "1024", "--attention", "eager",
+            "--convention", "megatron")
+    d = run_json(capsys, *dims, "--mlp", "swiglu")
+    spec = ModelSpec("custom", 4, 1024, 16, mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
+    setup = TrainSetup(seq_len=1024, attention="eager", convention="megatron", dropout=False)
+    assert d["activations_bytes"] == estimate_memory(spec, setup=setup).activations_bytes
+    assert any("dropout masks not counted (Llama layout" in n and "vocab 50257" in n and "ffn_hidden 2816" in n
+               for n in d["notes"])
+    gpt = run_json(capsys, *dims)  # the GPT layout keeps Korthikanti's convention: masks counted
+    assert any("dropout masks counted (GPT layout" in n for n in gpt["notes"])
+    given = run_json(capsys, *dims, "--mlp", "swiglu", "--dropout", "--vocab", "32000", "--ffn-hidden", "2816")
+    assert given["activations_bytes"] > d["activations_bytes"] and not any("custom shape" in n for n in given.get("notes", []))
+
+
+def test_params_with_zero3_says_the_gathered_layer_is_missing(capsys):
+    """ZeRO-3 gathers a layer's full weights (gpukit.memory_parts); a bare count has no layer size."""
+    d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
+    assert any("nor ZeRO-3's gathered layer" in n for n in d["notes"])
+    assert not any("gathered" in n for n in run_json(capsys, "--params", "7B", "--zero", "2", "--dp", "8")["notes"])
+
+
+def test_selective_recompute_with_flash_says_it_saves_little(capsys):
+    """Selective recompute drops the attention scores (Korthikanti et al. 2022), which flash attention (the
+    default) never stores: llama-2-7b, micro-batch 4, megatron: activations 37.66 -> 37.62 GiB, unexplained."""
+    args = ("--model", "llama-2-7b", "--micro-batch", "4", "--convention", "megatron")
+    none, sel = run_json(capsys, *args), run_json(capsys, *args, "--recompute", "selective")
+    assert sel["activations_bytes"] > 0.99 * none["activations_bytes"]
+    assert any("saves next to nothing" in n for n in sel["notes"])
+    eager = run_json(capsys, *args, "--recompute", "selective", "--attention", "eager")
+    assert not any("saves next to nothing" in n for n in eager["notes"])
+
+
+def test_json_says_what_the_text_header_says(capsys):
+    """The text names the model, the convention, the phase at the peak, the pipeline stage and the setup
+    computed (seq_len picked by default, ...); the JSON had none of them."""
+    code, out, _ = run(capsys, "--model", "llama-2-7b", "--pp", "2", "--gpu", "h100-sxm")
+    d = run_json(capsys, "--model", "llama-2-7b", "--pp", "2", "--gpu", "h100-sxm")
+    assert d["model"] == "llama-2-7b" and d["gpu"] == "h100-sxm" and d["convention"] == "pytorch"
+    assert f"phase {d['peak_phase']}" in out and f"(stage: {d['stage']})" in out
+    assert d["train_setup"]["seq_len"] == 2048 and d["train_setup"]["grad_accum"] == 2  # the defaults picked
+    assert max(d["phase_peaks"].values()) == pytest.approx(d["total_bytes"] - d["overhead_bytes"], abs=8)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit import memory as mem
-from gpukit.catalog import GPU
+from gpukit.catalog import GPU, get_gpu, get_model
 from gpukit.memory import TrainSetup, estimate_memory, layer_activation_bytes
 from gpukit.quant import lora_params, nf4_constant_bits, quantized_bytes
 from gpukit.specs import ModelSpec
@@ -320,6 +320,32 @@ def test_min_gpus_finds_smallest_dp_per_stage():
 def test_min_gpus_for_inference_picks_tp():
     plan = mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True, seq_len=4096), gpu(80))
     assert plan.best.tp == 2 and plan.best.zero_stage == 0
+
+
+def test_min_gpus_for_inference_says_when_the_heads_stop_it():
+    """falcon-7b has 71 heads: no power-of-two tp above 1 divides them, so when tp 1 does not fit the search
+    ends empty; it said 'no option fits within the GPU limit', which blamed the limit, not the layout."""
+    falcon = get_model("falcon-7b")
+    setup = TrainSetup(convention=PAPER, inference=True, batch=16, precision="fp16-mixed")
+    plan = mem.min_gpus(falcon, setup, get_gpu("t4"))
+    assert plan.best is None and "71 heads" in plan.why_none and "tp 1 does not fit" in plan.why_none
+    assert "GPU limit" in plan.to_text() and "try pp > 1" in plan.to_text()
+    assert plan.to_json_dict()["why_none"] == plan.why_none
+    assert mem.min_gpus(falcon, replace(setup, pp=2), get_gpu("t4")).best.world_size == 2
+    assert mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True), get_gpu("t4"), max_gpus=2).why_none == ""
+
+
+def test_min_gpus_for_training_says_when_more_gpus_would_not_help():
+    """llama-3.1-405b at 2048 tokens without recompute: each layer's activations (not split by dp) exceed an
+    H100 alone, so no dp fits; the plan said 'within the GPU limit', as if more GPUs would do."""
+    setup = TrainSetup(seq_len=2048)
+    plan = mem.min_gpus(get_model("llama-3.1-405b"), setup, get_gpu("h100-sxm"))
+    assert plan.best is None and "more GPUs would not help" in plan.why_none and "activations" in plan.to_text()
+    r = estimate_memory("llama-3.1-405b", setup=replace(setup, zero_stage=3, dp=1024), gpu="h100-sxm")
+    assert r.activations_bytes + r.logits_bytes > get_gpu("h100-sxm").memory_bytes
+    # with the limit the reason (recompute: activations fit, the states need more GPUs than 16): no such claim
+    short = mem.min_gpus(get_model("llama-3.1-405b"), replace(setup, recompute="full"), get_gpu("h100-sxm"), max_gpus=16)
+    assert short.best is None and short.why_none == "" and short.to_text().endswith("within the GPU limit")
 
 
 # ---- validation -----------------------------------------------------------------------------------

@@ -78,10 +78,34 @@ def test_zero3_gathered_and_prefetch_terms(k, dp):
     (dict(precision="fp32", grad_accum_buffer="fp32"), "applies to 16-bit training"),
     (dict(virtual_stages=2), "needs pp > 1"), (dict(virtual_stages=0, pp=2), "virtual_stages"),
     (dict(zero3_prefetch_layers=-1), "zero3_prefetch_layers"),
+    # gradients are fp32 or the precision's dtype: fp16 grads of fp32 training were counted 2 B/param
+    (dict(precision="fp32", grad_dtype="fp16"), "grad_dtype must be fp32 or the precision's own dtype"),
+    (dict(precision="fp16-mixed", grad_dtype="bf16"), "bf16 gradients do not exist in fp16-mixed"),
+    # flags that changed nothing: training conventions with inference, prefetch without ZeRO-3
+    (dict(inference=True, grad_dtype="fp32"), "grad_dtype applies to training"),
+    (dict(inference=True, grad_accum_buffer="fp32"), "grad_accum_buffer applies to training"),
+    (dict(inference=True, pp=2, virtual_stages=2), "virtual_stages applies to training"),
+    (dict(inference=True, zero3_prefetch_layers=1), "zero3_prefetch_layers applies to training"),
+    (dict(zero3_prefetch_layers=1, zero_stage=2, dp=2), "needs zero_stage 3"),
+    # the API side of the CLI's mode checks: micro_batch 64 with inference=True served batch 1
+    (dict(inference=True, micro_batch=64), "micro_batch applies to training"),
+    (dict(inference=True, grad_accum=8), "grad_accum applies to training"),
+    (dict(inference=True, recompute="full"), "recompute applies to training"),
+    (dict(batch=8), "batch applies to inference=True"),
 ])
 def test_bad_conventions(kw, msg):
     with pytest.raises(ValueError, match=msg):
         TrainSetup(convention="megatron", **kw)
+
+
+def test_pytorch_convention_gradients_follow_fp32_parameters():
+    """torch.autocast keeps fp32 parameters, so their .grad is fp32: 16-bit grad_dtype under the pytorch
+    convention (4 B weights, 2 B grads, 7B: 12.55 GiB of grads beside 25.10 GiB of weights) is an error."""
+    with pytest.raises(ValueError, match="torch.autocast keeps fp32 parameters"):
+        TrainSetup(grad_dtype="bf16")
+    assert TrainSetup(grad_dtype="fp32").grad_dtype == "fp32"
+    assert TrainSetup(convention="megatron", grad_dtype="bf16").grad_dtype == "bf16"
+    assert TrainSetup(precision="bf16", grad_dtype="bf16").grad_dtype == "bf16"  # pure bf16: bf16 grads
 
 
 def test_too_many_chunks():

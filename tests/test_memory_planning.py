@@ -194,6 +194,11 @@ def test_cli_text_has_three_models(capsys):
     (["--kv-heads", "2"], "--kv-heads must equal --heads 4 for --arch gpt"),
     (["--random", "0"], "--random must be a positive count"),
     (["--grid", "--random", "2"], "--random must be a positive count and not combined with --grid"),
+    # flags the grid or the random draw would have ignored (the whole grid ran at its own shapes)
+    (["--grid", "--layers", "3"], "--layers sets the one configuration; --grid runs its own"),
+    (["--random", "2", "--precision", "bf16-mixed"], "--precision sets the one configuration; --random runs its own"),
+    (["--grid", "--seq-len", "64"], "--seq-len sets the one configuration"),
+    (["--seed", "5"], "--seed seeds --random"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert main(["validate", "memory", *argv]) == 2

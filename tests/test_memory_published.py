@@ -184,3 +184,18 @@ def test_zero_offload_13b_on_one_v100():
     off = estimate_memory(gpt13, setup=setup, gpu=v100)
     assert off.fits and off.cpu_bytes > 12 * gpt13.n_params
     assert not estimate_memory(gpt13, setup=replace(setup, offload="none"), gpu=v100).fits
+
+
+def test_zero_offload_13b_on_one_v100_in_the_default_convention():
+    """The same ZeRO-Offload claim (Ren et al. 2021, abstract; sec. 4.1: fp16 parameters on the GPU, fp32
+    master and Adam states on the CPU) in the "does it fit" convention, pytorch. It kept autocast's fp32
+    parameters (4 B/param, 48.5 GiB for the 13B) and bf16 weight copies on the GPU and said the model does
+    not fit even a 48 GiB GPU; DeepSpeed's engine keeps the 16-bit model there (24.2 GiB)."""
+    gpt13 = ModelSpec("gpt-13b", 40, 5120, 40, vocab=50257, max_seq=1024)
+    v100 = gpu(32, "v100-32gb")
+    setup = TrainSetup(precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024)
+    off = estimate_memory(gpt13, setup=setup, gpu=v100)
+    assert off.fits and off.params_bytes == 2 * gpt13.n_params and off.cpu_bytes > 12 * gpt13.n_params
+    assert off.params_bytes == estimate_memory(gpt13, setup=replace(setup, convention=PAPER)).params_bytes
+    assert "offload" in off.to_text().splitlines()[2]  # the text says which terms it used
+    assert not estimate_memory(gpt13, setup=replace(setup, offload="none"), gpu=v100).fits

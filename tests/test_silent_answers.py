@@ -558,6 +558,11 @@ def test_memory_default_precision_follows_the_gpu(capsys):
     assert out.startswith("gpt2: bf16-mixed") and "no bf16 units" not in out
     rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "v100-32gb")
     assert out.startswith("gpt2: fp16-mixed")
+    # serving too: the header said "inference bf16" on a T4 with no word (same bytes, wrong dtype)
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "t4", "--inference")
+    assert rc == 0 and out.startswith("gpt2: inference fp16") and "no bf16 units" in out
+    rc, out, _ = run(capsys, "memory", "--model", "gpt2", "--gpu", "t4", "--inference", "--weights-dtype", "int8")
+    assert out.startswith("gpt2: inference int8") and "fp16 activations and KV cache)" in out
 
 
 @pytest.mark.parametrize("argv", [

@@ -47,6 +47,8 @@ def test_conventions_view_uses_the_issue_names():
     base = v.result.grads_bytes
     v.set(grad_dtype="fp32")
     assert v.error is None and v.result.grads_bytes == 2 * base  # Megatron fp32 main grads
+    # the widget trains bf16-mixed: fp16 gradients (which TrainSetup refuses there) are not offered
+    assert tuple(v.controls["grad_dtype"].options) == ("bf16", "fp32")
     v.set(grad_accum_buffer="fp32")
     assert v.error and "counts the fp32 gradients twice" in v.error
     v.set(grad_accum_buffer="none", virtual_stages=2)

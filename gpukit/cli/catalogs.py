@@ -32,7 +32,11 @@ class CatalogTable:
 
         if not self.text_rows:
             return "(no rows)"
-        table = pd.DataFrame(list(self.text_rows)).to_string(index=False, na_rep="-")
+        df = pd.DataFrame(list(self.text_rows))
+        for c in df.columns:  # a column that is None in every row shown is object-typed: na_rep misses it
+            if df[c].dtype == object:
+                df[c] = df[c].where(df[c].notna(), "-")
+        table = df.to_string(index=False, na_rep="-")
         return f"{self.title}\n{table}" if self.title else table
 
 
@@ -85,7 +89,7 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
     return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
-                        "published = the source's count, diff_pct = (n_params - published) / published; "
+                        "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
                         "max_seq = context window, train_seq = pretraining sequence length")
 
 

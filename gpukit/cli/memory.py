@@ -29,6 +29,7 @@ FLAG_OF = {
     "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
     "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
 }
+MAX_GPUS = 1024  # default search limit of --min-gpus
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
 
 
@@ -73,7 +74,8 @@ def register(subparsers) -> None:
     t.add_argument("--recompute", choices=mem.RECOMPUTE)
     t.add_argument("--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them")
     t.add_argument("--dropout", dest="dropout", action="store_const", const=True, default=None,
-                   help="count dropout masks (default: the model row's `dropout`; custom shapes: yes)")
+                   help="count dropout masks (default: the model row's `dropout`; custom shapes: the layout's, "
+                        "gelu yes, swiglu no)")
     t.add_argument("--no-dropout", dest="dropout", action="store_const", const=False,
                    help="no dropout masks (Llama-style)")
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
@@ -101,7 +103,7 @@ def register(subparsers) -> None:
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
     q.add_argument("--max-seq-len", dest="ask_seq_len", action="store_true", help="longest sequence that fits")
     q.add_argument("--min-gpus", dest="ask_min_gpus", action="store_true", help="fewest GPUs per ZeRO stage (inference: tp)")
-    q.add_argument("--max-gpus", dest="max_gpus", type=int, default=1024, help="search limit for --min-gpus (default 1024)")
+    q.add_argument("--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {MAX_GPUS})")
     add_json_flag(p)
     p.set_defaults(func=handle)
 
@@ -194,19 +196,39 @@ def handle(args):
             wrong = [f for f, k in (("--micro-batch", "micro_batch"), ("--grad-accum", "grad_accum"),
                                     ("--optimizer", "optimizer"), ("--recompute", "recompute"),
                                     ("--dropout/--no-dropout", "dropout"), ("--lora-rank", "lora_rank"),
-                                    ("--lora-targets", "lora_targets")) if k in kw]
+                                    ("--lora-targets", "lora_targets"), ("--sp", "sp"),
+                                    ("--optimizer-impl", "optimizer_impl"), ("--dp", "dp")) if k in kw]
             if wrong:
                 raise ValueError(f"{wrong[0]} applies to training, not --inference (serving uses --batch sequences "
                                  "of --seq-len tokens)")
         elif "batch" in kw:
             raise ValueError("--batch applies to --inference (sequences in the KV cache); training uses --micro-batch")
+        elif kw.get("finetune", "full") == "full" and (lora := [f for f, k in (("--lora-rank", "lora_rank"),
+                                                                                ("--lora-targets", "lora_targets"))
+                                                                 if k in kw]):
+            raise ValueError(f"{lora[0]} applies to --finetune lora or qlora (the adapters); full finetuning has none")
+        if args.max_gpus is not None and not args.ask_min_gpus:
+            raise ValueError("--max-gpus is the search limit of --min-gpus; give --min-gpus with it")
         if "seq_len" not in kw and model is not None:  # TrainSetup's 2048, or the model's context if shorter
             kw["seq_len"] = min(model.max_seq, mem.TrainSetup().seq_len)
             if not custom:
                 notes.append(f"--seq-len not given: {kw['seq_len']} tokens (default 2048, capped at the context "
                              f"window {model.max_seq}); {model.name} was pretrained at {model.train_seq_len}")
-        if custom and "dropout" not in kw:
-            kw["dropout"] = True  # a custom shape has no recipe: Korthikanti's convention (masks counted)
+        if custom:  # a custom shape has no row in data/models.csv: every default picked for it is said
+            picked = []
+            if "dropout" not in kw and not kw.get("inference"):
+                # Its layout's recipe: GPT/Megatron (GeLU) trains with dropout 0.1, masks counted as in Korthikanti
+                # et al. 2022 Table 2; the Llama layout (--mlp swiglu) trains without (Touvron et al. 2023), as
+                # gpukit.parallel_search assumes.
+                kw["dropout"] = model.mlp == "gelu"
+                picked.append(f"dropout masks {'counted (GPT' if kw['dropout'] else 'not counted (Llama'} layout; "
+                              "--dropout/--no-dropout)")
+            if args.vocab is None:
+                picked.append(f"vocab {model.vocab} (GPT-2's; --vocab)")
+            if args.ffn_hidden is None:
+                picked.append(f"ffn_hidden {model.ffn_hidden} ({'4 x hidden' if model.mlp == 'gelu' else '8/3 x hidden rounded up to 256, as Llama'}; --ffn-hidden)")
+            if picked:
+                notes.append("custom shape, defaults: " + ", ".join(picked))
         if model is not None and "dropout" not in kw and not kw.get("inference"):
             notes.append(f"dropout masks {'counted' if model.dropout else 'not counted'}: {model.name} trains "
                          f"{'with' if model.dropout else 'without'} dropout (data/models.csv; --dropout/--no-dropout)")
@@ -219,23 +241,36 @@ def handle(args):
                          f"stage holds {pp} in flight (1F1B); give --grad-accum to change it")
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
         if gpu is not None and not gpu.has("bf16"):  # V100, T4
-            if "precision" not in kw and not kw.get("inference"):
+            if "precision" not in kw:  # serving too: its activations and KV cache follow the precision
                 kw["precision"] = "fp16-mixed"
-                notes.append(f"--precision not given: fp16-mixed, as {gpu.name} has no bf16 units (the default "
-                             "bf16-mixed needs them; the memory is the same)")
+                what = ("fp16 compute" if not kw.get("inference") else "fp16 activations and KV cache"
+                        if "weights_dtype" in kw else "fp16 weights, activations and KV cache")
+                notes.append(f"--precision not given: fp16-mixed ({what}), as {gpu.name} has no bf16 units (the "
+                             "default bf16-mixed needs them; the memory is the same)")
             elif str(kw.get("precision", "")).startswith("bf16") or kw.get("weights_dtype") == "bf16":
                 notes.append(f"{gpu.name} has no bf16 units: bf16 runs emulated or not at all; fp16 takes the "
                              "same memory")
         setup = mem.TrainSetup(**kw)
+        if "optimizer_impl" in kw and not setup.inference and (setup.convention != "pytorch" or setup.finetune != "full"):
+            raise ValueError("--optimizer-impl picks torch's kernels in the pytorch convention's step model (full "
+                             "training); with " + ("--convention megatron" if setup.convention != "pytorch" else
+                                                   f"--finetune {setup.finetune}") + " it changes nothing")
         if setup.zero_stage and setup.dp == 1 and setup.offload == "none":
             notes.append(f"--zero {setup.zero_stage} with --dp 1: nothing is partitioned (ZeRO splits the states "
                          "over the data-parallel ranks); give --dp")
+        if setup.recompute == "selective" and setup.attention == "flash" and model is not None:
+            notes.append("--recompute selective with --attention flash saves next to nothing: selective recompute "
+                         "drops the s^2 attention scores (Korthikanti et al. 2022 sec. 5), which FlashAttention never "
+                         "stores (Dao et al. 2022); --recompute full or --attention eager make the difference")
         if setup.sp and setup.tp == 1:
             notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
+        if model is not None and setup.inference:  # gpukit.memory_parts: the prefill working set, not a measured peak
+            notes.append(f"activations: one layer's prefill working set for all {setup.batch} x {setup.seq_len} tokens "
+                         "at once (an upper bound: servers that chunk the prefill, as vLLM does, need less)")
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing
             notes.append("--params counts model states only: activations, logits and the KV cache are not "
-                         "modelled (0 here), so the total is a lower bound; give --model or "
-                         "--layers/--hidden/--heads for them")
+                         "modelled (0 here)" + (", nor ZeRO-3's gathered layer" if setup.zero_stage == 3 else "")
+                         + ", so the total is a lower bound; give --model or --layers/--hidden/--heads for them")
         if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
             notes.append(note)
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
@@ -267,7 +302,8 @@ def handle(args):
             answer_lines.append("longest sequence that fits: " + (
                 f"{n} tokens ({why})" if n == limit else f"{n} tokens" if n else "none (even 1 token does not fit)"))
         if args.ask_min_gpus:
-            answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params, max_gpus=args.max_gpus)
+            answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params,
+                                               max_gpus=MAX_GPUS if args.max_gpus is None else args.max_gpus)
     except ValueError as e:
         raise _flagged(e) from None
     report = MemoryReport(result, answers, tuple(notes), tuple(answer_lines))

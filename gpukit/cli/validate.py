@@ -83,10 +83,31 @@ def _run(args):
         raise ValueError(str(e)) from None
 
 
+# The one configuration's flags and their defaults; --grid and --random choose their own configurations.
+SINGLE_DEFAULTS = {"attention": "eager", "layers": 2, "hidden": 128, "heads": 4, "kv_heads": None, "vocab": 512,
+                   "seq": 128, "micro_batch": 2, "recompute": "none", "precision": "fp32", "optimizer": "adamw",
+                   "tied": False, "steps": 2}
+
+
+def _single_flag(dest: str) -> str:
+    return {"seq": "--seq-len"}.get(dest, "--" + dest.replace("_", "-"))
+
+
 def _measure(args):
     from gpukit.errors import require_choice
     from gpukit.memory_eager import EagerSetup, llama_spec, reference_spec
 
+    if args.grid or args.random is not None:  # the grid's or the draw's configurations: these would be ignored
+        given = [_single_flag(k) for k in SINGLE_DEFAULTS if getattr(args, k) is not None]
+        if given:
+            raise ValueError(f"{given[0]} sets the one configuration; {'--grid' if args.grid else '--random'} runs "
+                             "its own configurations (give --arch, --device, --threads, --timeout with it)")
+    if args.seed is not None and args.random is None:
+        raise ValueError("--seed seeds --random; give --random N with it")
+    for k, v in SINGLE_DEFAULTS.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    args.seed = 0 if args.seed is None else args.seed
     require_choice("device", args.device, ("cpu", "cuda"))
     require_choice("arch", args.arch, ("gpt", "llama"))
     require_choice("attention", args.attention, ("eager", "sdpa"))
@@ -146,27 +167,27 @@ def register(subparsers) -> None:
     m = sub.add_parser("memory", help="predicted vs measured memory of real training steps")
     m.add_argument("--arch", default="gpt", help="gpt (GPT-2/Megatron layout, default) or llama (RMSNorm, "
                                                  "SwiGLU, grouped-query attention, RoPE, no biases)")
-    m.add_argument("--attention", default="eager", help="eager (default) or sdpa "
+    m.add_argument("--attention", help="eager (default) or sdpa "
                                                         "(torch.nn.functional.scaled_dot_product_attention)")
-    m.add_argument("--layers", "--n-layers", dest="layers", type=int, default=2, help="n_layers (default 2)")
-    m.add_argument("--hidden", type=int, default=128, help="hidden size (default 128)")
-    m.add_argument("--heads", "--n-heads", dest="heads", type=int, default=4, help="n_heads (default 4)")
+    m.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers (default 2)")
+    m.add_argument("--hidden", type=int, help="hidden size (default 128)")
+    m.add_argument("--heads", "--n-heads", dest="heads", type=int, help="n_heads (default 4)")
     m.add_argument("--kv-heads", dest="kv_heads", type=int, help="n_kv_heads (llama; default heads // 2)")
-    m.add_argument("--vocab", type=int, default=512, help="vocabulary size (default 512)")
-    m.add_argument("--seq-len", "--seq", dest="seq", type=int, default=128, help="seq_len (default 128)")
-    m.add_argument("--micro-batch", type=int, default=2, help="micro_batch (default 2)")
-    m.add_argument("--recompute", default="none", help="none or full (default none)")
-    m.add_argument("--precision", default="fp32", help="fp32 or bf16-mixed (default fp32)")
-    m.add_argument("--optimizer", default="adamw", help="adamw, sgd-momentum or sgd (default adamw)")
+    m.add_argument("--vocab", type=int, help="vocabulary size (default 512)")
+    m.add_argument("--seq-len", "--seq", dest="seq", type=int, help="seq_len (default 128)")
+    m.add_argument("--micro-batch", type=int, help="micro_batch (default 2)")
+    m.add_argument("--recompute", help="none or full (default none)")
+    m.add_argument("--precision", help="fp32 or bf16-mixed (default fp32)")
+    m.add_argument("--optimizer", help="adamw, sgd-momentum or sgd (default adamw)")
     m.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    m.add_argument("--tied", action="store_true", help="tie the LM head to the token embedding")
-    m.add_argument("--steps", type=positive_int_arg, default=2, help="training steps measured (>= 2, default 2)")
+    m.add_argument("--tied", action="store_true", default=None, help="tie the LM head to the token embedding")
+    m.add_argument("--steps", type=positive_int_arg, help="training steps measured (>= 2, default 2)")
     m.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
     m.add_argument("--timeout", type=timeout_arg, default=600,
                    help="seconds before giving up (default 600; --grid/--random: the whole run)")
     m.add_argument("--grid", action="store_true", help="run the layout's whole validation grid instead")
     m.add_argument("--random", type=int, help="run N random configurations of the layout instead (shapes no grid names)")
-    m.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    m.add_argument("--seed", type=int, help="seed of --random (default 0)")
     add_json_flag(m)
     m.set_defaults(func=_run)
     p.set_defaults(func=lambda args: p.print_help())

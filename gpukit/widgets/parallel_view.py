@@ -157,7 +157,8 @@ def conventions_view(**defaults) -> View:
     return View(conventions_compute,
                 {"model": dropdown("model", sorted(catalog.models()), d["model"]),
                  "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
-                 "grad_dtype": dropdown("grad_dtype", mem.GRAD_DTYPES, d["grad_dtype"]),
+                 # bf16-mixed (fixed here) has bf16 or fp32 gradients; fp16 ones are refused by TrainSetup
+                 "grad_dtype": dropdown("grad_dtype", ("bf16", "fp32"), d["grad_dtype"]),
                  "grad_accum_buffer": dropdown("grad_accum_buffer", mem.GRAD_ACCUM_BUFFERS, d["grad_accum_buffer"]),
                  "zero_stage": dropdown("ZeRO", [0, 1, 2, 3], d["zero_stage"]),
                  "dp": number("dp", d["dp"], integer=True), "tp": number("tp", d["tp"], integer=True),
