@@ -241,10 +241,11 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
         g = get_gpu(name)
         t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype)
         util_source = t1.utilization_source
-        # what the FLOPs are (gpukit.compute.flops_per_token): 6N of the non-embedding weights plus causal
-        # attention at seq_len for a model; 6N of the count given otherwise
-        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: 6N with N = {t1.n_params / 1e9:.3g}B non-embedding "
-                      f"parameters, plus causal attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
+        # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
+        # plus causal attention at seq_len for a model; 6N of the count given otherwise
+        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: 6N with N = {t1.n_params / 1e9:.3g}B (layer matmuls + "
+                      f"LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus causal attention "
+                      f"at seq_len {t1.seq_len} ({t1.seq_len_source})"
                       if t1.seq_len is not None else
                       f"6N FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
         usd, src = _price(name, price_per_gpu_hour, prices)
