@@ -199,6 +199,20 @@ def default_lengths(model: ModelSpec, input_tokens: int | None = None, output_to
     return i, o
 
 
+def default_tp(model: ModelSpec, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> int:
+    """The largest tensor-parallel degree that fits the replica: at most min(gpus, gpus_per_node)
+    (tensor parallelism stays inside a node), dividing gpus (tp x pp = gpus) and the model's heads
+    (Megatron-LM splits whole heads; KV heads divided or replicated), so 3 GPUs of a 32-head model
+    give tp 1 x pp 3 rather than an impossible tp 3."""
+    return max(t for t in range(1, min(gpus, gpus_per_node) + 1) if gpus % t == 0 and tp_splits_heads(model, t))
+
+
+def tp_splits_heads(model: ModelSpec, tp: int) -> bool:
+    """tp divides the attention heads and divides or is a multiple of the KV heads (gpukit.inference's
+    check: Megatron-LM splits whole heads, GQA's KV heads are split or replicated)."""
+    return model.n_heads % tp == 0 and (model.n_kv_heads % tp == 0 or tp % model.n_kv_heads == 0)
+
+
 def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str | None = None,
           kv_dtype: str | None = None, batch: int = 1, context: int | None = None, input_tokens: int | None = None,
           output_tokens: int | None = None, rate: float | None = None, price_per_gpu_hour: float | None = None,
@@ -232,7 +246,8 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if gpus is None:
         gpus = tp or 1
     gpus = require_positive_int("gpus", gpus)
-    tp = require_positive_int("tp", tp) if tp is not None else min(gpus, gpn)
+    tp_given = tp is not None
+    tp = require_positive_int("tp", tp) if tp_given else default_tp(model, gpus, gpn)
     if gpus % tp:
         raise ValueError(f"tp must divide gpus (GPUs per replica = tp x pp) {gpus}, got {tp}")
     if tp > gpn:
@@ -253,6 +268,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if pp > 1 and pp_link is None:
         pp_link = default_pp_link(gpu, gpus, gpn)
     notes = []
+    if not tp_given and tp < min(gpus, gpn):
+        notes.append(f"tp {tp} (default): the largest degree that divides {gpus} GPUs and {model.name}'s "
+                     f"{model.n_heads} heads within a node; the rest is pipeline")
     if pp > 1:
         notes.append(f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages")
     shortened = [w for w, given, got, default in (("prompt", input_tokens, i, DEFAULT_INPUT_TOKENS),
@@ -367,7 +385,7 @@ def tp_vs_replicas(model: ModelSpec, gpu, gpus: int = 8, *, precision: str = "bf
     rows = []
     tp = 1
     while tp <= gpus:
-        if gpus % tp == 0 and model.n_heads % tp == 0 and (model.n_kv_heads % tp == 0 or tp % model.n_kv_heads == 0):
+        if gpus % tp == 0 and tp_splits_heads(model, tp):
             p = serve(model, gpu, gpus=tp, tp=tp, precision=precision, input_tokens=input_tokens,
                       output_tokens=output_tokens, assumptions=assumptions)
             reps = gpus // tp
@@ -396,7 +414,7 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
     context = min(context, model.max_seq)
     for gpus in range(1, max_gpus + 1):
         tp = min(gpus, gpus_per_node)
-        if gpus % tp or model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
+        if gpus % tp or not tp_splits_heads(model, tp):
             continue
         pp = gpus // tp
         if pp > model.n_layers:

@@ -540,3 +540,17 @@ def test_shortened_length_note_names_what_was_shortened():
     p = inf.serve(get_model("llama-3-8b"), get_gpu("h100-sxm"), context=600, output_tokens=500)
     (note,) = [n for n in p.notes if "shortened" in n]
     assert note == "default prompt length shortened: 100 + 500 tokens, as 1000 + 500 do not fit llama-3-8b's 600-token context"
+
+
+def test_default_tp_divides_the_gpus_and_the_heads():
+    """serve --gpus 3 without --tp failed with 'tp must divide n_heads 32, got 3' (the default was
+    min(gpus, gpus_per_node)); the default is now the largest tp that divides both, the rest pipeline,
+    and a note says so."""
+    from gpukit.serving_plan import default_tp
+
+    m = get_model("llama-3-8b")
+    assert default_tp(m, 3) == 1 and default_tp(m, 6) == 2 and default_tp(m, 8) == 8 and default_tp(m, 16) == 8
+    assert default_tp(get_model("falcon-7b"), 2) == 1  # 71 heads
+    p = inf.serve(m, "h100-sxm", gpus=3)
+    assert (p.tp, p.pp) == (1, 3) and any("tp 1 (default)" in n for n in p.notes)
+    assert not any("(default)" in n for n in inf.serve(m, "h100-sxm", gpus=8).notes)
