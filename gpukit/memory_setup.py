@@ -16,6 +16,7 @@ gpukit.audits and notebooks 01, 02, 04, 06 (through gpukit.memory).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from gpukit.errors import require_choice, require_positive_int
@@ -104,7 +105,8 @@ class TrainSetup:
             require_choice(name, getattr(self, name), allowed)
         if self.weights_dtype is not None:
             require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
-        if self.zero_stage not in (0, 1, 2, 3) or isinstance(self.zero_stage, bool):
+        if (isinstance(self.zero_stage, bool) or not isinstance(self.zero_stage, numbers.Integral)
+                or self.zero_stage not in (0, 1, 2, 3)):  # 1.0 printed "ZeRO-1.0"
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
         for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch",
                      "virtual_stages"):

@@ -92,6 +92,8 @@ def test_zero3_gathered_and_prefetch_terms(k, dp):
     (dict(inference=True, grad_accum=8), "grad_accum applies to training"),
     (dict(inference=True, recompute="full"), "recompute applies to training"),
     (dict(batch=8), "batch applies to inference=True"),
+    (dict(zero_stage=1.0, dp=8), "zero_stage must be 0, 1, 2 or 3"),  # was taken, printed "ZeRO-1.0"
+    (dict(zero_stage=True, dp=8), "zero_stage must be 0, 1, 2 or 3"),
 ])
 def test_bad_conventions(kw, msg):
     with pytest.raises(ValueError, match=msg):

@@ -198,6 +198,9 @@ def test_cli_scaling_json(capsys):
     (["scaling", "--params", "7B", "--gpus", "1,2"], "tokens-per-gpu"),
     (["scaling", "--params", "7B", "--model", "llama-2-7b", "--tokens-per-gpu", "1"], "--model"),
     (["scaling", "--params", "7B", "--gpus", "1,x", "--tokens-per-gpu", "1"], "--gpus"),
+    # an empty item was skipped: 1,,2 ran as 1,2
+    (["scaling", "--params", "7B", "--gpus", "1,,2", "--tokens-per-gpu", "1"], "--gpus"),
+    (["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,,16"], "GPU counts"),
     (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--efficiency", "2"], "efficiency"),
     (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook"),
     # named the internal "peers", not the flag

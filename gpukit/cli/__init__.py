@@ -70,6 +70,19 @@ def _int_at_least_1(text) -> int:
 positive_int = arg_type(_int_at_least_1, "must be an integer >= 1")
 
 
+def int_list(text, flag: str, example: str = "1,2,4,8") -> list[int]:
+    """'N[,N...]' -> positive integers; ValueError naming `flag` for anything else (an empty item
+    such as '1,,2', a zero, a sign, a decimal)."""
+    parts = str(text).split(",")
+    try:
+        out = [int(x) for x in parts]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise ValueError(f"{flag} must be comma-separated integers >= 1 like {example}; got {text!r}")
+    return out
+
+
 def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from gpukit.cli import add_json_flag
+from gpukit.cli import add_json_flag, int_list
 from gpukit.errors import (
     nonnegative_float_arg,
     nonnegative_int_arg,
@@ -23,16 +23,6 @@ from gpukit.errors import (
     positive_int_arg,
     timeout_arg,
 )
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--dims/--sizes must be comma-separated integers like 256,512,1024; got {text!r}") from None
-    if not out or min(out) < 1:
-        raise ValueError(f"--dims/--sizes must be comma-separated positive integers like 256,512,1024; got {text!r}")
-    return out
 
 
 def _common(p, timeout: float) -> None:
@@ -93,12 +83,12 @@ class _Shown:
 def _matmul(args):
     from gpukit.bench.matmul import harness_check, matmul_bench
 
-    res = matmul_bench(args.device, args.dtype, _int_list(args.sizes), llm_shapes=not args.square_only,
+    res = matmul_bench(args.device, args.dtype, int_list(args.sizes, "--sizes", "256,512,1024"), llm_shapes=not args.square_only,
                        gpu=args.gpu, peak_tflops=args.peak_tflops, threads=args.threads, repeats=args.repeats,
                        timeout_s=args.timeout)
     if args.harness_check:
         h = harness_check(res.env["device"], args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
-                          max(_int_list(args.sizes)), threads=args.threads, timeout_s=args.timeout)
+                          max(int_list(args.sizes, "--sizes", "256,512,1024")), threads=args.threads, timeout_s=args.timeout)
         res.summary["harness_ratio_vs_torch_timer"] = h["ratio"]
     return res
 

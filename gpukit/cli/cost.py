@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpukit.cli import add_json_flag
+from gpukit.cli import add_json_flag, arg_type, int_list
 from gpukit.cli.compute import Report, _fraction, _positive
 from gpukit.errors import nonnegative_float_arg
 from gpukit.units import parse_count
@@ -17,17 +17,7 @@ def _count(text):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _int_list(text):
-    out = []
-    for part in text.split(","):
-        try:
-            v = int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected positive integers N[,N...], got {text!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"expected positive integers N[,N...], got {text!r}")
-        out.append(v)
-    return out
+_int_list = arg_type(lambda text: int_list(text, "GPU counts", "8,16,32"))
 
 
 def _prices(args):

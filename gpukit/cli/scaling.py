@@ -3,18 +3,8 @@ tokens per GPU above which the gradient all-reduce hides behind the backward."""
 
 from __future__ import annotations
 
-from gpukit.cli import add_json_flag, positive_int
+from gpukit.cli import add_json_flag, int_list, positive_int
 from gpukit.errors import positive_float_arg
-
-
-def _gpu_list(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--gpus must be comma-separated integers like 1,2,4,8; got {text!r}") from None
-    if not out or min(out) < 1:
-        raise ValueError(f"--gpus must be comma-separated integers >= 1 like 1,2,4,8; got {text!r}")
-    return out
 
 
 def _scaling(args):
@@ -43,7 +33,7 @@ def _scaling(args):
     net = cluster_network(args.link, args.inter_link, gpus_per_node=args.gpus_per_node,
                           ports_per_node=args.ports_per_node, efficiency=args.efficiency, profile=prof_net)
     return scaling(args.model, n_params=parse_count(args.params, "params") if args.params else None, gpu=args.gpu,
-                   gpus=_gpu_list(args.gpus), network=net,
+                   gpus=int_list(args.gpus, "--gpus"), network=net,
                    tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
                    global_batch_tokens=(parse_count(args.global_batch_tokens, "global-batch-tokens")
                                         if args.global_batch_tokens else None),
