@@ -128,7 +128,7 @@ class ScalingResult:
             lines.append(f"{r.gpus:>6} {r.compute_s:>10.4g} {r.comm_s:>10.4g} {r.exposed_comm_s:>10.4g} "
                          f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}")
         lines.append(f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
-                     f"per step (at the largest GPU count)")
+                     f"in the synced micro-step (a step without gradient accumulation; at the largest GPU count)")
         lines += [f"assumes: {a}" for a in self.assumptions]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
