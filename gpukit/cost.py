@@ -432,9 +432,7 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
     p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=i, output_tokens=o)
     if not p.fits:
         raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
-    prefill = inference.prefill_step(m, g, prompt_tokens=i, batch=b, precision=p.precision, kv_dtype=p.kv_dtype,
-                                     tp=p.tp, pp=p.pp, link=inference.default_link(g, p.tp),
-                                     assumptions=p.assumptions)
+    prefill = inference.prefill_step(m, g, prompt_tokens=i, batch=b, **p.step_kwargs)
     tps = b * o / (prefill.time_s + (o - 1) * p.itl_s)
     return serving_cost_per_million(tps, n, usd, source=(
         f"gpukit.inference: batch {b}, {i} prompt + {o} generated tokens, {precision}, TP {n}: the batch's "

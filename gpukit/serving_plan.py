@@ -83,6 +83,15 @@ class ServePlan:
     simulation: SimResult | None = None
     price_per_gpu_hour: float | None = None
     notes: tuple[str, ...] = field(default=())
+    link: object = None  # the TP link the steps were priced over (an Interconnect or a (alpha_s, GB/s) pair)
+    pp_link: object = None  # between pipeline stages (pp > 1)
+
+    @property
+    def step_kwargs(self) -> dict:
+        """What prefill_step / decode_step need to price another step of this layout the same way
+        (precision, KV dtype, tp, pp, the links chosen, the assumptions)."""
+        return dict(precision=self.precision, kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, link=self.link,
+                    pp_link=self.pp_link, assumptions=self.assumptions)
 
     @property
     def fits(self) -> bool:
@@ -220,7 +229,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
           assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
           simulate_requests: int = 400, seed: int = 0) -> ServePlan:
     """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
-    to min(gpus, gpus_per_node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
+    to default_tp (the largest that divides gpus and the heads within a node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
     p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
     output tokens None: default_lengths (fitted to the model's context window). model, gpu, link and
     pp_link take catalog names too."""
@@ -254,12 +263,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         raise ValueError(f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}")
     pp = gpus // tp
     if simulate_requests:  # checked before any work (the simulation is the slow part)
-        from gpukit.serving_sim import MAX_REQUESTS
+        from gpukit.serving_sim import check_requests
 
-        simulate_requests = require_positive_int("simulate_requests", simulate_requests)
-        if simulate_requests > MAX_REQUESTS:
-            raise ValueError(f"simulate_requests must be <= {MAX_REQUESTS:,} (about 30 s of simulation), "
-                             f"got {simulate_requests:,}")
+        simulate_requests = check_requests("simulate_requests", simulate_requests)
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     if rate is not None:
@@ -325,7 +331,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
                      prefill=pre, decode=dec, decode_at_max=dec_max, ttft_s=ttft, itl_s=itl,
                      request_latency_s=ttft + (o - 1) * itl, capacity_req_per_s=capacity, max_batch=max_batch,
                      assumptions=a, rate=rate, replicas=replicas, simulation=sim,
-                     price_per_gpu_hour=price_per_gpu_hour, notes=tuple(notes))
+                     price_per_gpu_hour=price_per_gpu_hour, notes=tuple(notes), link=link, pp_link=pp_link)
 
 
 def replica_capacity(prefill_s: float, decode_step_s: float, batch: int, output_tokens: int, pp: int = 1) -> float:
@@ -437,13 +443,7 @@ def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
     plan = serve(model, gpu, **serve_kw)
     if plan.capacity_req_per_s <= 0:
         raise ValueError(f"{model.name} does not fit {plan.tp}x{gpu.name} in {plan.precision}: nothing to simulate")
-    link = serve_kw.get("link")
-    kw = dict(precision=plan.precision, kv_dtype=plan.kv_dtype, tp=plan.tp, pp=plan.pp,
-              link=link if link is not None else default_link(gpu, plan.tp), assumptions=plan.assumptions)
-    if plan.pp > 1:
-        pp_link = serve_kw.get("pp_link")
-        kw["pp_link"] = pp_link if pp_link is not None else default_pp_link(
-            gpu, plan.gpus_per_replica, serve_kw.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
+    kw = plan.step_kwargs  # the links serve chose (or was given)
     rows = []
     for load in loads:
         r = require_positive("load", load) * plan.capacity_req_per_s

@@ -20,6 +20,14 @@ MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's d
 MAX_REQUESTS = 100_000
 
 
+def check_requests(name: str, n) -> int:
+    """A request count for the simulation: a positive integer up to MAX_REQUESTS (ValueError naming `name`)."""
+    n = require_positive_int(name, n)
+    if n > MAX_REQUESTS:
+        raise ValueError(f"{name} must be <= {MAX_REQUESTS:,} (about 30 s of simulation), got {n:,}")
+    return n
+
+
 @dataclass(frozen=True)
 class SimResult:
     """Latency percentiles of a continuous-batching replica at one offered load."""
@@ -61,9 +69,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
         concurrency = require_positive_int("concurrency", concurrency)
     max_batch = require_positive_int("max_batch", max_batch)
     max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
-    n_requests = require_positive_int("n_requests", n_requests)
-    if n_requests > MAX_REQUESTS:
-        raise ValueError(f"n_requests must be <= {MAX_REQUESTS:,} (about 30 s of simulation), got {n_requests:,}")
+    n_requests = check_requests("n_requests", n_requests)
     i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
     rng = random.Random(seed)
     env = simpy.Environment()
