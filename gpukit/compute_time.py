@@ -133,8 +133,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     if isinstance(model, ModelSpec):
         if seq_len is None:
             seq_len = model.train_seq_len
-            seq_source = (f"{model.name}'s pretraining sequence length, train_seq_len; context window "
-                          f"max_seq {model.max_seq}")
+            seq_source = model.train_seq_len_source
         else:
             seq_source = "given"
         fpt = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings,

@@ -228,8 +228,7 @@ def _model(model) -> ModelSpec:
 
 def default_seq_len_note(model: ModelSpec) -> str:
     """What a layout question assumes when no seq_len is given: the pretraining length, not the window."""
-    return (f"seq_len not given: {model.train_seq_len} tokens, {model.name}'s pretraining sequence length "
-            f"train_seq_len (context window max_seq {model.max_seq})")
+    return f"seq_len not given: {model.train_seq_len} tokens, {model.train_seq_len_source}"
 
 
 @lru_cache(maxsize=4096)
@@ -276,8 +275,8 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
     s x s scores stored and computed). dropout defaults to the model row's `dropout` (GPT-style True,
     Llama- and Falcon-style False). seq_len defaults to model.train_seq_len (the pretraining length,
-    not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options (grad_dtype, grad_accum_buffer, precision,
-    optimizer).
+    not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options
+    (grad_dtype, grad_accum_buffer, precision, optimizer).
     """
     model = _model(model)
     if not isinstance(config, ParallelConfig):

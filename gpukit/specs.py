@@ -79,6 +79,11 @@ class ModelSpec:
         if not isinstance(self.dropout, bool):
             raise ValueError(f"dropout must be True or False, got {self.dropout!r}")
 
+    @property
+    def train_seq_len_source(self) -> str:
+        """Where a default seq_len comes from, in words: the pretraining length, not the window."""
+        return f"{self.name}'s pretraining sequence length, train_seq_len; context window max_seq {self.max_seq}"
+
     def window_note(self, seq_len: int, flag: str = "seq_len") -> str | None:
         """None when `seq_len` fits the context window max_seq. Beyond it: a ValueError for learned
         positions (the position table has max_seq rows: longer sequences cannot be encoded), a note
