@@ -49,7 +49,9 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   the papers' sum of parts (ZeRO sec. 3.1 states + Korthikanti Table 2 activations + logits), in
   which their published figures are given (tests/test_memory_published.py) and the articles' claims
   audited (gpukit.audits.memory). Where they differ: torch.autocast keeps fp32 parameters (4 + 4 + 8
-  bytes/param instead of 2 + 2 + 12: same sum) plus bf16 weight copies during forward/backward;
+  bytes/param instead of 2 + 2 + 12: same sum; with ZeRO-1/2 those fp32 parameters stay whole on
+  every rank, as torch's ZeroRedundancyOptimizer keeps them, where DeepSpeed splits its fp32 master:
+  the text says so) plus bf16 weight copies during forward/backward;
   foreach AdamW's sqrt(v) adds 4 bytes/param at the step; eager activations are what each op saves;
   and params + grads + optimizer + activations never all exist at once. LoRA/QLoRA, offload (DeepSpeed's
   engine: 16-bit model on the GPU, fp32 master and states on the CPU, no autocast) and inference keep
@@ -212,6 +214,7 @@ class MemoryBreakdown:
                  f"{self.trainable_params:,} trainable",
                  *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
                  how,
+                 *([zero] if (zero := _pytorch_zero_line(s, self.peak_phase)) else []),
                  f"{'component':<14}{'GiB':>10}{'share':>8}"]
         tot = self.total_bytes or 1
         for c, v in self.items():
@@ -256,6 +259,22 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
 
 
 _GPU_PARTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache")
+
+
+def _pytorch_zero_line(s: TrainSetup, peak_phase: str) -> str:
+    """What ZeRO-1/2 shard in the pytorch convention's step model, beside DeepSpeed's engine (empty
+    where it does not apply): torch.autocast keeps the fp32 parameters that every rank updates whole,
+    as torch's ZeroRedundancyOptimizer does; DeepSpeed's bf16/fp16 engine holds a 16-bit model and
+    splits the fp32 master copy with the states, 2 + 2 + 12/dp bytes/param for ZeRO-1 (Rajbhandari
+    et al. 2019 sec. 5.1), which convention megatron counts."""
+    if peak_phase == "sum" or s.zero_stage not in (1, 2) or s.precision not in ("bf16-mixed", "fp16-mixed"):
+        return ""
+    split = "AdamW's states" if s.zero_stage == 1 else "the gradients and AdamW's states"
+    whole = "fp32 parameters and gradients" if s.zero_stage == 1 else "fp32 parameters"
+    like = " (as torch's ZeroRedundancyOptimizer)" if s.zero_stage == 1 else ""
+    return (f"ZeRO-{s.zero_stage} here: autocast's {whole} whole on every rank, {split} split over dp{like}; "
+            "DeepSpeed's engine keeps a 16-bit model and splits the fp32 master too, "
+            f"{'2 + 2 + 12/dp' if s.zero_stage == 1 else '2 + (2 + 12)/dp'} bytes/param: convention megatron")
 
 
 def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = None,

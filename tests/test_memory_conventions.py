@@ -113,3 +113,25 @@ def test_pytorch_convention_gradients_follow_fp32_parameters():
 def test_too_many_chunks():
     with pytest.raises(ValueError, match=r"pp\*virtual_stages must be at most n_layers"):
         estimate_memory(GPT, setup=TrainSetup(convention="megatron", pp=48, virtual_stages=3))
+
+
+@pytest.mark.parametrize("zero", [1, 2])
+def test_pytorch_zero_text_says_what_it_splits_and_the_numbers_agree(zero):
+    """ZeRO-1/2 in the pytorch convention keep autocast's fp32 parameters whole on every rank (and,
+    for ZeRO-1, the fp32 gradients); DeepSpeed's 2 + 2 + 12/dp is the megatron convention. The text
+    says so, and the components it describes are the ones computed."""
+    m, dp = get_model("llama-2-7b"), 8
+    n = m.n_params
+    torch_like = estimate_memory(m, setup=TrainSetup(zero_stage=zero, dp=dp))
+    deepspeed = estimate_memory(m, setup=TrainSetup(convention="megatron", zero_stage=zero, dp=dp))
+    line = next(ln for ln in torch_like.to_text().splitlines() if ln.startswith(f"ZeRO-{zero} here"))
+    assert "convention megatron" in line and ("2 + 2 + 12/dp" if zero == 1 else "2 + (2 + 12)/dp") in line
+    assert torch_like.params_bytes == pytest.approx(4 * n, rel=1e-6)  # fp32, whole
+    assert deepspeed.params_bytes == pytest.approx(2 * n, rel=1e-6)
+    assert deepspeed.optimizer_bytes == pytest.approx(12 * n / dp, rel=1e-6)
+    assert deepspeed.grads_bytes == pytest.approx((2 if zero == 1 else 2 / dp) * n, rel=1e-6)
+    if zero == 1:  # the optimizer phase holds the whole fp32 gradients
+        assert torch_like.grads_bytes == pytest.approx(4 * n, rel=1e-6)
+    assert "ZeRO-" not in "".join(ln for ln in deepspeed.to_text().splitlines() if " here:" in ln)
+    assert not any(" here:" in ln for ln in estimate_memory(
+        m, setup=TrainSetup(zero_stage=zero, dp=dp, precision="bf16")).to_text().splitlines())
