@@ -162,7 +162,7 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
             gpus_per_node: int = 8, link: str | None = None, inter_link: str | None = None,
             ports_per_node: int | None = None, efficiency: float | None = None, tokens_per_gpu: float | None = None,
             global_batch_tokens: float | None = None, grad_dtype: str = "bf16", hook: str = "none",
-            powersgd_rank: int = 4, bucket_mb: float = 25.0, grad_accum: int = 1, overlap: bool = True,
+            powersgd_rank: int = 1, bucket_mb: float = 25.0, grad_accum: int = 1, overlap: bool = True,
             mfu: float | None = None, profile=None, compute_dtype: str | None = None,
             network: ClusterNetwork | None = None,
             hook_kernels: bool = True) -> ScalingResult:
@@ -234,7 +234,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     full = sum(allreduce(s, top) for s in (n_par * gb,)) if top > 1 else 0.0
     threshold = overlap_threshold_tokens(n_par, rate, full) if overlap else math.inf
     assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}"
-                   + (f" rank {powersgd_rank} (PyTorch's default is 1)" if hook == "powersgd" else ""),
+                   + (f" rank {powersgd_rank}" + (" (PyTorch's PowerSGDState default)" if powersgd_rank == 1 else
+                                                " (PyTorch's default is 1)") if hook == "powersgd" else ""),
                    "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
                    "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
                    if kernels else "DDP's bucket copies and hook kernels left out",

@@ -37,7 +37,7 @@ def _scaling(args):
                    tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
                    global_batch_tokens=(parse_count(args.global_batch_tokens, "global-batch-tokens")
                                         if args.global_batch_tokens else None),
-                   grad_dtype=args.grad_dtype, hook=args.hook, powersgd_rank=4 if args.powersgd_rank is None else args.powersgd_rank,
+                   grad_dtype=args.grad_dtype, hook=args.hook, powersgd_rank=1 if args.powersgd_rank is None else args.powersgd_rank,
                    bucket_mb=args.bucket_mb, grad_accum=args.grad_accum, overlap=args.overlap == "on",
                    mfu=args.mfu, profile=profile)
 
@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     p.add_argument("--global-batch-tokens", help="tokens per optimizer step over all GPUs, split over --grad-accum micro-steps (strong scaling)")
     p.add_argument("--grad-dtype", help="fp32, bf16, fp16 (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
-    p.add_argument("--powersgd-rank", type=positive_int, help="with --hook powersgd: rank of the factors (default 4)")
+    p.add_argument("--powersgd-rank", type=positive_int, help="with --hook powersgd: rank of the factors (default 1, PyTorch's PowerSGDState and gpukit bench ddp)")
     p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0)
     p.add_argument("--grad-accum", type=positive_int, default=1)
     p.add_argument("--overlap", default="on", choices=["on", "off"])
