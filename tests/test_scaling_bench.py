@@ -180,7 +180,10 @@ def test_ddp_over_netlab_within_the_tbf_burst_is_predicted_with_the_bucket():
     at_rate_s = two["comm_bytes_per_step"] / rate
     assert two["comm_bytes_per_step"] <= r.summary["tbf_burst_bytes"] == netlab.tbf_burst_bytes(8 * rate)
     assert two["predicted_exposed_comm_s"] < 0.5 * at_rate_s, two
-    assert two["exposed_comm_s"] < 0.8 * at_rate_s, two
+    # Measured: below every byte at the rate, which a link without the bucket cannot beat (gloo's copies
+    # over veth add to it). Not tighter: on 2 busy cores the two ranks' compute also slows (a CI-like run
+    # with other work beside it measured 0.89 x the rate; quiet runs 0.1-0.55 x).
+    assert two["exposed_comm_s"] < at_rate_s, two
     assert abs(two["error"]) < 0.5, two
     row = r.netlab_row()
     assert row["fits in burst"] and row["at the rate ms"] == pytest.approx(1e3 * at_rate_s)
