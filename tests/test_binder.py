@@ -5,7 +5,11 @@ binder/postBuild from the repository root, and wraps every command in binder/sta
 the same in a virtual environment, build/binder-venv (reused while binder/ is unchanged; a clean
 clone, as in CI, always builds it fresh), then runs every notebook with papermill under
 `taskset -c 0 binder/start` (one CPU, QUICK mode from the start script) while sampling the memory of
-papermill and its kernel: each notebook must pass and stay under a mybinder.org pod's 2 GB.
+papermill and its kernel: each notebook must pass and stay under a mybinder.org pod's 2 GB, and leave
+what a headless run must (`check_executed`: no error output, every cell run, a figure, well-formed
+records). This is the suite's one headless papermill run of each notebook: the same pins as the
+development venv (test_binder_pins_match_requirements), on the tighter machine; tests/test_browser.py
+runs each one again in JupyterLab from the development venv.
 
 The PyTorch CPU index that binder/requirements.txt names cannot be reached from these machines: the
 build drops that index line and takes torch==<same version>+cpu from wherever pip finds it here
@@ -27,8 +31,12 @@ import time
 import warnings
 from pathlib import Path
 
+import nbformat
 import pytest
 from browser_helpers import kill_tree, process_tree, rss_bytes
+
+from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, count_figures, read_records
+from gpukit.course.runbook import error_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
@@ -242,12 +250,14 @@ def _run_measured(cmd: list[str], *, env: dict, cwd: Path, timeout_s: float) -> 
 def test_notebook_runs_in_a_binder_pod(nb, binder_venv, tmp_path):
     if not shutil.which("taskset"):
         pytest.fail("taskset (util-linux) is needed to run on one CPU", pytrace=False)
-    out_nb = tmp_path / nb.name
+    out_nb, records = tmp_path / nb.name, tmp_path / "records.json"
     cpu = str(min(os.sched_getaffinity(0)))  # one CPU this process may use (not always CPU 0)
     cmd = ["taskset", "-c", cpu, str(BINDER / "start"), str(binder_venv / "bin" / "python"), "-m",
            "papermill", str(nb), str(out_nb), "--cwd", str(nb.parent), "--kernel", "python3",
            "--execution-timeout", str(CELL_TIMEOUT_S), "--no-progress-bar"]
-    res = _run_measured(cmd, env=_venv_env(binder_venv), cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
+    # the two variables gpukit.course.runbook sets (`make run`), so the notebook's record() calls land
+    env = {**_venv_env(binder_venv), NOTEBOOK_ENV: nb.stem, RECORD_ENV: str(records)}
+    res = _run_measured(cmd, env=env, cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
     peak = max(res["tree_bytes"], res["rusage_max_rss_bytes"])
     line = {"notebook": nb.stem, "seconds": round(res["seconds"], 1),
             "peak_tree_rss_mb": round(res["tree_bytes"] / 1e6), "largest_process_rss_mb": round(
@@ -260,6 +270,20 @@ def test_notebook_runs_in_a_binder_pod(nb, binder_venv, tmp_path):
     assert peak < POD_MEMORY_BYTES, f"{nb.name} peaked at {peak / 1e9:.2f} GB, over the pod's 2 GB"
     text = out_nb.read_text()
     assert "QUICK=False" not in text, f"{nb.name} ran in full mode: binder/start should turn QUICK on"
+    check_executed(out_nb, records)
+
+
+def check_executed(out_nb: Path, records: Path) -> None:
+    """What a headless run must leave: no error output, every code cell executed, at least one figure
+    (image/png) outside the widgets, and well-formed records (notebook, name, value, unit)."""
+    name = out_nb.name
+    assert error_outputs(out_nb) == [], f"{name}: error outputs in the executed notebook"
+    executed = nbformat.read(out_nb, as_version=4)
+    assert all(c.execution_count is not None for c in executed.cells if c.cell_type == "code" and c.source.strip())
+    assert count_figures(executed) >= 1, f"{name}: the executed notebook holds no figure (image/png output)"
+    for rec in read_records(records):
+        assert rec["notebook"] == out_nb.stem and rec["name"] and rec["unit"], rec
+        assert isinstance(rec["value"], (int, float)), rec
 
 
 def _append_report(line: dict) -> None:

@@ -11,7 +11,7 @@ Each helper keeps a notebook cell short and behaves the same in JupyterLab and u
 - `check_answer(answer, expected)` is the check behind an exercise.
 - `COURSE` / `course_map()` is the course map that README.md and notebook 00 show.
 - `count_figures(nb)` counts the pictures (image/png outputs) an executed notebook holds
-  (tests/test_notebooks.py: every notebook must keep at least one outside its widgets).
+  (tests/test_binder.py check_executed: every notebook must keep at least one outside its widgets).
 
 Used in: notebooks/00_start_here and every later notebook.
 """
