@@ -31,6 +31,9 @@ GPU_COLUMNS = ("name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "nvlink_gbp
 MODEL_COLUMNS = ("name", "n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq",
                  "train_seq_len", "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "dropout",
                  "published_params", "train_source")
+# Optional model columns: a catalog without them still loads; an empty cell is None.
+# sliding_window: attention window in tokens (Mistral 7B: 4096), empty for full attention.
+OPTIONAL_MODEL_COLUMNS = ("sliding_window",)
 INTERCONNECT_COLUMNS = ("name", "kind", "scope", "bandwidth_gbps", "latency_us")
 _REQUIRED = {"gpus": GPU_COLUMNS, "models": MODEL_COLUMNS, "interconnects": INTERCONNECT_COLUMNS}
 
@@ -45,7 +48,7 @@ NUMERIC_COLUMNS = {
     "gpus": ("memory_gib", "hbm_bandwidth_gbps", *(peak_column(d) for d in PEAK_DTYPES), "nvlink_gbps", "pcie_gen",
              "tdp_w"),
     "models": ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq", "train_seq_len",
-               "published_params"),
+               "published_params", "sliding_window"),
     "interconnects": ("bandwidth_gbps", "latency_us"),
 }
 # Sane range of every numeric column: (lowest, highest, lowest allowed itself). A row outside it is a
@@ -58,7 +61,7 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "nvlink_gbps": (0, 1e5, True), "pcie_gen": (1, 8, True), "tdp_w": (0, 1e5, False),
     "n_layers": (1, 1e4, True), "hidden": (1, 1e6, True), "n_heads": (1, 1e5, True), "n_kv_heads": (1, 1e5, True),
     "ffn_hidden": (1, 1e7, True), "vocab": (1, 1e8, True), "max_seq": (1, 1e9, True),
-    "train_seq_len": (1, 1e9, True), "published_params": (1, 1e15, True),
+    "train_seq_len": (1, 1e9, True), "published_params": (1, 1e15, True), "sliding_window": (1, 1e9, True),
     "bandwidth_gbps": (0, 1e5, False), "latency_us": (0, 1e7, True),
 }
 BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias", "dropout"), "interconnects": ()}
@@ -253,6 +256,7 @@ def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
     for line, r in _read(Path(path), MODEL_COLUMNS):
         where = f"{path}:{line}"
         ints = {c: _num(where, r, c, int) for c in MODEL_COLUMNS if c in NUMERIC_COLUMNS["models"]}
+        ints |= {c: _num(where, r, c, int, optional=True) for c in OPTIONAL_MODEL_COLUMNS}
         bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"]}
         if not r["train_source"]:
             raise ValueError(f"{where}: empty 'train_source' (cite where train_seq_len and dropout come from)")

@@ -19,14 +19,19 @@ Counting (one FLOP = one multiply or one add; a multiply-add is 2):
   appendix B, which counts full, non-causal attention). With causal=True each token sees T/2 keys on
   average and the term halves (Kaplan et al. 2020 table 1's 2*n_layer*n_ctx*d_attn is this causal
   forward term). L layers, H query heads, Q head_dim, T seq_len; grouped-query attention does not
-  change it (H counts query heads).
+  change it (H counts query heads). Sliding-window attention (ModelSpec.sliding_window W, Mistral 7B:
+  Jiang et al. 2023 sec. 2): causal T/2 becomes the mean of min(x, W) over positions, W - W^2/(2T)
+  for W < T (ModelSpec.mean_attended_keys); a decoded token sees min(context, W) keys. causal=False
+  stays T keys per token, the full s x s matrix (PaLM's count; what an eager kernel computes, the
+  window being only a mask there).
 - full recompute replays the layers' forward: +2N + the attention forward (Narayanan et al. 2021
   eq. 3: 96Bslh^2(1 + s/(6h) + V/(16lh)) = 8N + 16LHQT + 6Vh per token; the LM head is not replayed).
   Selective recompute (Korthikanti et al. 2022 sec. 5) replays only QK^T, softmax, dropout and AV: we
   add the attention forward (4LHQT, halved if causal). Korthikanti's own HFU accounting (their sec. 6,
   72Bslh^2(1 + s/(3h) + V/(12lh))) charges 12LHQT instead; we count the matmuls actually replayed.
 - inference: prefill 2N + attention forward per prompt token; decode 2N + 4*L*H*Q*context per
-  generated token (one query against `context` cached keys and values).
+  generated token (one query against `context` cached keys and values; min(context, W) with a
+  sliding window).
 MFU uses model FLOPs (no recompute), HFU the FLOPs the hardware executes (Korthikanti et al. 2022
 sec. 6; PaLM sec. 4.1 and appendix B).
 
@@ -158,10 +163,15 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     try:
         if mode == "decode":
             context = require_positive_int("context", seq_len if context is None else context)
-            attn_fwd = 4.0 * layers * width * context if layers else 0.0  # one query, `context` keys
+            keys = model.kv_tokens(context) if model is not None else context  # min(context, W) with a window
+            attn_fwd = 4.0 * layers * width * keys if layers else 0.0  # one query, `keys` cached keys
+            span = context
         else:
             context = None
-            attn_fwd = 4.0 * layers * width * seq_len * (0.5 if causal else 1.0) if layers else 0.0
+            # causal: mean keys per token, seq_len/2 (or W - W^2/(2 seq_len) with a sliding window); full: seq_len
+            keys = (model.mean_attended_keys(seq_len) if model is not None else 0.5 * seq_len) if causal else seq_len
+            attn_fwd = 4.0 * layers * width * keys if layers else 0.0
+            span = seq_len if causal else 0
     except OverflowError:
         raise _overflow("the attention FLOPs (n_layers x hidden x seq_len/context)") from None
 
@@ -183,6 +193,9 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     elif recompute == "selective" and layers:
         rows.append(("recompute_attention_forward", attn_fwd))
     _require_finite("FLOPs per token", *(v for _, v in rows))
+    capped = model.sliding_window_note(span) if model is not None and layers and span else None
+    if capped:
+        note = f"{note}; {capped}" if note else capped
     return FlopsPerToken(mode=mode, seq_len=seq_len, context=context, causal=bool(causal), recompute=recompute,
                          n_params=n, lm_head_params=head, breakdown=tuple(rows), note=note)
 

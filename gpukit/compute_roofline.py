@@ -160,8 +160,9 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
                    bandwidth_gbps: float | None = None) -> LayerRoofline:
     """Roofline of one layer's forward matmuls: QKV, scores QK^T, attention x V, output projection,
     MLP up (gate+up for swiglu) and down. mode='prefill' (also a training forward): micro_batch*seq_len
-    tokens at once. mode='decode': one new token per sequence against `context` cached keys (default
-    seq_len); weight matmuls then have m = micro_batch, so their intensity is ~ micro_batch FLOP/byte
+    tokens at once (the full s x s scores, as the module counts them; a sliding window is a mask there).
+    mode='decode': one new token per sequence against `context` cached keys (default seq_len; at most
+    the sliding window, ModelSpec.kv_tokens); weight matmuls then have m = micro_batch, so their intensity is ~ micro_batch FLOP/byte
     in 16-bit: decode is memory-bound until the batch reaches the ridge point."""
     require_choice("mode", mode, ("prefill", "decode"))
     model = as_model(model)
@@ -179,8 +180,9 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
         tokens = b
         context = require_positive_int("context", seq_len if context is None else context)
         g = model.n_heads // model.n_kv_heads  # query heads sharing one cached K/V head
-        scores = roofline_matmul(g, context, d, batch=b * model.n_kv_heads, name="attn_scores", **kw)
-        values = roofline_matmul(g, d, context, batch=b * model.n_kv_heads, name="attn_values", **kw)
+        keys = model.kv_tokens(context)  # the cache holds min(context, sliding_window) (Jiang et al. 2023 sec. 2)
+        scores = roofline_matmul(g, keys, d, batch=b * model.n_kv_heads, name="attn_scores", **kw)
+        values = roofline_matmul(g, d, keys, batch=b * model.n_kv_heads, name="attn_values", **kw)
     ops = (roofline_matmul(tokens, model.q_dim + 2 * model.kv_dim, h, name="qkv", **kw), scores, values,
            roofline_matmul(tokens, h, model.q_dim, name="attn_out", **kw),
            roofline_matmul(tokens, up, h, name="mlp_up", **kw),

@@ -15,7 +15,9 @@ Memory per GPU (one model instance = tp x pp GPUs):
   embedding and the last the LM head (the larger stage sets the memory per GPU).
 - KV cache: 2 x layers x kv_heads x head_dim x bytes per token (keys and values; grouped-query
   attention stores n_kv_heads heads, Ainslie et al. 2023), kv heads split over tp (replicated when
-  tp > n_kv_heads), in the KV dtype.
+  tp > n_kv_heads), in the KV dtype, for min(context, W) tokens per sequence with a sliding window W
+  (ModelSpec.kv_tokens: Mistral 7B's rolling buffer cache, Jiang et al. 2023 sec. 2; vLLM frees the
+  blocks outside the window, TensorRT-LLM's cyclic KV cache and HF's SlidingWindowCache hold W).
 - activations: one layer's working set for the largest prefill chunk (no backward: nothing is kept
   across layers), the same convention as gpukit.memory's inference branch, plus fp32 logits of the
   sampled positions.
@@ -197,6 +199,9 @@ class ServingMemory:
     context: int
     batch: int
     max_batch: int  # sequences of `context` tokens the KV budget holds (0: the weights do not fit)
+    kv_tokens: int | None = None  # tokens cached per sequence: min(context, sliding_window); None -> context
+    sliding_window: int | None = None  # the model's attention window (None: full attention)
+    max_seq: int | None = None  # the model's context window (what max_context reports once the window fits)
 
     @property
     def total_bytes(self) -> float:
@@ -212,8 +217,14 @@ class ServingMemory:
 
     @property
     def max_context(self) -> int:
-        """Tokens one sequence may hold at batch `batch` (0 if the weights do not fit)."""
-        return int(self.kv_budget_bytes // (self.kv_bytes_per_token * self.batch))
+        """Tokens one sequence may hold at batch `batch` (0 if the weights do not fit). With a sliding
+        window W the cache of a sequence stops growing at W tokens (Jiang et al. 2023 sec. 2): once the
+        budget holds W per sequence, the KV cache no longer bounds the context and this is the model's
+        context window max_seq (its position limit), else the tokens that fit (< W)."""
+        fit = int(self.kv_budget_bytes // (self.kv_bytes_per_token * self.batch))
+        if self.sliding_window is not None and fit >= self.sliding_window and self.max_seq is not None:
+            return self.max_seq
+        return fit
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -252,7 +263,9 @@ def weight_bytes_read_per_step(model: ModelSpec, precision: str = "bf16", tp: in
 def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: str | None = None,
                    tp: int = 1, pp: int = 1, batch: int = 1, context: int = 2048,
                    assumptions: Assumptions = Assumptions()) -> ServingMemory:  # noqa: B008 (frozen)
-    """Memory on the fullest GPU of one instance (module docstring) and the largest batch that fits."""
+    """Memory on the fullest GPU of one instance (module docstring) and the largest batch that fits.
+    The KV cache holds model.kv_tokens(context) tokens per sequence: `context`, or the sliding window W
+    when shorter (Jiang et al. 2023 sec. 2: 1/8 of the full cache at 32k tokens for W = 4096)."""
     model, gpu = as_model(model), as_gpu(gpu)  # catalog names or specs
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
@@ -266,10 +279,12 @@ def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: 
     act = ACT_BYTES * chunk * live + 4.0 * batch * model.vocab / tp
     usable = assumptions.reserve_fraction * gpu.memory_bytes
     budget = usable - w - act
-    max_batch = int(budget // (kvt * context)) if budget > 0 else 0
-    return ServingMemory(weights_bytes=w, kv_cache_bytes=kvt * batch * context, activations_bytes=act,
+    kept = model.kv_tokens(context)  # min(context, sliding_window)
+    max_batch = int(budget // (kvt * kept)) if budget > 0 else 0
+    return ServingMemory(weights_bytes=w, kv_cache_bytes=kvt * batch * kept, activations_bytes=act,
                          usable_bytes=usable, gpu_memory_bytes=float(gpu.memory_bytes), kv_bytes_per_token=kvt,
-                         context=context, batch=batch, max_batch=max_batch)
+                         context=context, batch=batch, max_batch=max_batch, kv_tokens=kept,
+                         sliding_window=model.sliding_window, max_seq=model.max_seq)
 
 
 # ------------------------------------------------------------------------------------ step times
@@ -342,7 +357,8 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     stages, as pp micro-batches of ceil(batch/pp): the figures are per stage and micro-batch).
 
     Per GPU: dense part max(weight bytes read / bw, batch x (2N + 2Vh) / tp / flops); attention part
-    max(batch x context x KV bytes / bw, batch x 4 L H Q context / tp / attention flops); + TP all-reduces.
+    max(batch x keys x KV bytes / bw, batch x 4 L H Q keys / tp / attention flops), keys =
+    min(context, sliding window) (ModelSpec.kv_tokens; Jiang et al. 2023 sec. 2); + TP all-reduces.
     peak_tflops / bandwidth_gbps replace the catalog figures (e.g. a measured CPU profile).
     attn_tflops: the rate of decode attention's products, which are matrix-vector products (each
     sequence multiplies its own cache by the query rows of one KV group, n_heads / n_kv_heads rows), not
@@ -361,7 +377,7 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     dense_flops = mb * (f.get("dense_forward") + f.get("lm_head_forward")) * share
     attn_flops = mb * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = mb * context * kv_bytes_per_token(model, kv_dtype, tp, pp)
+    attn_bytes = mb * model.kv_tokens(context) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache read
     if not assumptions.gqa_kv_reuse:  # each query head streams its group's KV head on its own
         attn_bytes *= (model.n_heads / tp) / math.ceil(model.n_kv_heads / tp)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
@@ -379,8 +395,12 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
                  kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
                  assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
                  peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
-    """Prefill of `batch` prompts of `prompt_tokens` tokens: causal attention (half the score FLOPs),
-    LM head for the last position only; compute-bound unless the prompt is a few tokens."""
+    """Prefill of `batch` prompts of `prompt_tokens` tokens: causal attention (half the score FLOPs; with
+    a sliding window each token sees min(position, W) keys, ModelSpec.mean_attended_keys), LM head for the
+    last position only; compute-bound unless the prompt is a few tokens. The KV cache is written once,
+    for the positions it keeps: min(prompt_tokens, W) with a window (HF transformers' SlidingWindowCache
+    stores the last W of a longer prompt; an engine that writes every position into a cyclic buffer
+    moves prompt_tokens x KV bytes instead, which the FLOPs of so long a prefill outweigh)."""
     model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
     s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
@@ -392,7 +412,7 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
     dense_flops = batch * (s * f.get("dense_forward") + 2.0 * model.vocab * model.hidden) * share
     attn_flops = batch * s * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = batch * s * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache written once
+    attn_bytes = batch * model.kv_tokens(s) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache written once
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     return StepTime(mode="prefill", tokens=batch * s, dense_flops=dense_flops, dense_bytes=dense_bytes,
                     attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),

@@ -6,7 +6,8 @@ per ZeRO (Rajbhandari et al. 2019, sec. 3.1 and 5), ZeRO-Offload (Ren et al. 202
 (Rajbhandari et al. 2021); frozen or served bases per LoRA (Hu et al. 2021) and QLoRA (Dettmers et
 al. 2023), quantized through gpukit.quant; activations per Korthikanti et al. 2022 (Table 2, sec.
 4.2.3 and 4.3), generalised to grouped-query attention and SwiGLU (`layer_activation_bytes`); the
-KV cache as 2 x layers x kv_heads x head_dim. These are the "megatron" convention's components and
+KV cache as 2 x layers x kv_heads x head_dim per cached token (min(seq_len, sliding_window) of them,
+ModelSpec.kv_tokens). These are the "megatron" convention's components and
 the model states from which the "pytorch" convention (gpukit.memory_pytorch) starts. gpukit.memory's
 docstring states every convention, and gpukit.memory re-exports the public names here.
 
@@ -101,7 +102,8 @@ def _stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
         p["params"], layer_w = _base_weight_bytes(model, setup, layers, extra)
         if model.arch == "decoder":  # KV cache: 2 x layers x kv_heads x head_dim x bytes per token
             kv_heads = math.ceil(model.n_kv_heads / t)  # replicated when tp > n_kv_heads
-            p["kv_cache"] = 2.0 * layers * kv_heads * model.head_dim * ce * setup.batch * s
+            # min(s, sliding_window) tokens per sequence: a rolling buffer (Jiang et al. 2023 sec. 2)
+            p["kv_cache"] = 2.0 * layers * kv_heads * model.head_dim * ce * setup.batch * model.kv_tokens(s)
         # Prefill working set of one layer for the whole batch at once (an upper bound: servers that
         # chunk the prefill need less): residual and normed input, Q/K/V and attention output, the
         # MLP intermediates; nothing is kept across layers without a backward pass.

@@ -287,6 +287,8 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
         notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
                      f"do not fit {model.name}'s {context}-token context")
+    if window := model.sliding_window_note(context):  # the KV cache and decode's reads stop growing at W
+        notes.append(window)
     if precision == "bf16" and not gpu.has("bf16"):
         notes.append(f"{gpu.name} has no bf16 units: 16-bit weights run as fp16 (same bytes, the fp16 peak)")
     if precision == "fp8" and not gpu.has("fp8"):

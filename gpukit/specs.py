@@ -1,7 +1,7 @@
 """Model shapes (ModelSpec) and their exact parameter counts.
 
 Vocabulary (STYLE.md): n_layers, hidden, n_heads, n_kv_heads, ffn_hidden, vocab, max_seq (context
-window), train_seq_len (pretraining sequence length), dropout.
+window), train_seq_len (pretraining sequence length), dropout, sliding_window (attention span).
 Parameter count per layer follows the Megatron GPT layer (Narayanan et al. 2021, sec. 3; Llama
 layout in Touvron et al. 2023): attention q,o (h x h) plus k,v (h x kv_heads*head_dim), an MLP of
 two (gelu) or three (swiglu) h x ffn matrices, and two norms; plus embeddings, learned positions,
@@ -44,6 +44,11 @@ class ModelSpec:
     # The context window (max_seq) can be much longer (Llama 3.1: 131072, pretrained at 8192).
     train_seq_len: int | None = None
     dropout: bool = True  # the architecture's training recipe applies dropout (Llama, Mistral: no)
+    # Sliding-window attention: each token attends to at most this many previous tokens (its own
+    # position included), and a rolling buffer of that size holds the KV cache (Mistral 7B v0.1:
+    # 4096, Jiang et al. 2023 "Mistral 7B", arXiv:2310.06825, sec. 2; config.json "sliding_window").
+    # None: full causal attention. See kv_tokens and mean_attended_keys.
+    sliding_window: int | None = None
 
     def __post_init__(self):
         for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):  # 2.0 -> 2: range() needs ints
@@ -78,6 +83,14 @@ class ModelSpec:
             raise ValueError(f"train_seq_len must be <= max_seq {self.max_seq}, got {self.train_seq_len}")
         if not isinstance(self.dropout, bool):
             raise ValueError(f"dropout must be True or False, got {self.dropout!r}")
+        if self.sliding_window is not None:
+            w = self.sliding_window
+            if isinstance(w, float) and w.is_integer():
+                w = int(w)
+            if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+                raise ValueError(f"sliding_window must be a positive integer (tokens) or None (full attention), "
+                                 f"got {self.sliding_window!r}")
+            object.__setattr__(self, "sliding_window", w)
 
     @property
     def train_seq_len_source(self) -> str:
@@ -95,6 +108,37 @@ class ModelSpec:
                              f"positions: no position beyond it), got {seq_len}")
         return (f"{flag} {seq_len} is beyond {self.name}'s context window {self.max_seq}: the numbers are "
                 "computed, but the model was never trained at that length")
+
+    # ---- attention span (sliding window) ----
+    def kv_tokens(self, context: int) -> int:
+        """Key/value positions one sequence caches, and a new token attends to, after `context` tokens:
+        min(context, sliding_window), or `context` with full attention. Mistral's rolling buffer cache
+        keeps the last W positions only (Jiang et al. 2023, arXiv:2310.06825, sec. 2: "On a sequence
+        length of 32k tokens, this reduces the cache memory usage by 8x"); vLLM frees the blocks that
+        fall out of the window, TensorRT-LLM's cyclic KV cache (max_attention_window_size) and HF
+        transformers' SlidingWindowCache hold W positions."""
+        context = require_positive_int("context", context)
+        return context if self.sliding_window is None else min(context, self.sliding_window)
+
+    def mean_attended_keys(self, seq_len: int) -> float:
+        """Mean keys a token attends to in one causal pass (prefill or training) over `seq_len` tokens,
+        in the continuous convention of gpukit.compute.flops_per_token's causal term (position x of
+        [0, s] sees x keys, Kaplan et al. 2020 table 1): s/2 with full attention. With a sliding window
+        W < s, position x sees min(x, W) keys (Jiang et al. 2023 sec. 2), and the mean over [0, s] is
+        (W^2/2 + W(s - W)) / s = W - W^2/(2s); W >= s gives s/2 again, today's term exactly."""
+        s = require_positive_int("seq_len", seq_len)
+        w = self.sliding_window
+        if w is None or w >= s:
+            return s / 2
+        return w - w * w / (2 * s)
+
+    def sliding_window_note(self, tokens: int) -> str | None:
+        """One line when the sliding window caps `tokens` (the KV cache and the keys attended), else None."""
+        if self.sliding_window is None or tokens <= self.sliding_window:
+            return None
+        return (f"{self.name} attends to a sliding window of {self.sliding_window} tokens: the KV cache holds at "
+                f"most {self.sliding_window} per sequence and a token attends to at most {self.sliding_window} keys "
+                "(Jiang et al. 2023 sec. 2)")
 
     # ---- parameter counts (elements) ----
     @property

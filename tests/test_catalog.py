@@ -271,6 +271,33 @@ def test_malformed_catalog_names_file_and_line(tmp_path, monkeypatch, kind, edit
     assert "\n" not in str(e.value)
 
 
+def test_sliding_window_column():
+    """Mistral 7B v0.1 attends to a window of 4096 tokens (config.json "sliding_window": 4096; Jiang et al.
+    2023 sec. 2); every other row is full attention (an empty cell)."""
+    assert get_model("mistral-7b").sliding_window == 4096
+    assert get_model("llama-2-7b").sliding_window is None
+    assert {n for n, m in catalog.models().items() if m.sliding_window is not None} == {"mistral-7b"}
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "2.5", "x"])
+def test_bad_sliding_window_names_the_column(tmp_path, monkeypatch, bad):
+    _copy_data(tmp_path)
+    _edit(tmp_path / "models.csv", lambda r: _set(r, [x[0] for x in r].index("mistral-7b"), "sliding_window", bad))
+    monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+    with pytest.raises(ValueError, match=r"models\.csv:\d+: 'sliding_window' must be") as e:
+        catalog.models()
+    assert "\n" not in str(e.value)
+
+
+def test_sliding_window_column_is_optional(tmp_path, monkeypatch):
+    """A models.csv written before the column existed still loads: full attention everywhere."""
+    _copy_data(tmp_path)
+    _edit(tmp_path / "models.csv", lambda r: [row[:r[0].index("sliding_window")] + row[r[0].index("sliding_window") + 1:]
+                                              for row in r])
+    monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+    assert get_model("mistral-7b").sliding_window is None
+
+
 def test_line_numbers_count_comment_and_blank_lines(tmp_path, monkeypatch):
     _copy_data(tmp_path)
     lines = (tmp_path / "gpus.csv").read_text().splitlines(keepends=True)

@@ -153,6 +153,16 @@ def test_inference_names_the_prefill_assumption(capsys):
     assert any("prefill working set for all 8 x 32768 tokens" in n and "upper bound" in n for n in d["notes"])
 
 
+def test_inference_kv_cache_stops_at_the_sliding_window(capsys):
+    """mistral-7b keeps 4096 tokens per sequence in its rolling buffer (Jiang et al. 2023 sec. 2): 8 x 32768
+    tokens charged 8 x 32768 x 128 KiB = 32 GiB of KV cache, 8x what the cache holds; the note says why."""
+    d = run_json(capsys, "--model", "mistral-7b", "--inference", "--batch", "8", "--seq-len", "32768")
+    assert d["kv_cache_bytes"] == 8 * 4096 * 2 * 32 * 8 * 128 * 2  # 4 GiB
+    assert sum("sliding window of 4096 tokens" in n for n in d["notes"]) == 1
+    d = run_json(capsys, "--model", "llama-2-7b", "--inference", "--batch", "8", "--seq-len", "4096")
+    assert not any("sliding window" in n for n in d["notes"])
+
+
 def test_custom_shape_follows_its_layout_and_names_its_defaults(capsys):
     """A custom --mlp swiglu shape is the Llama layout, which trains without dropout (Touvron et al. 2023):
     its masks were counted (eager attention: the a s^2 b mask and dropout output too) with no word; the

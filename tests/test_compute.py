@@ -103,6 +103,72 @@ def test_decode_and_prefill_terms():
         flops_per_token(GPT3, seq_len=8, mode="decode", recompute="full")
 
 
+# ---------------------------------------------------------------- sliding-window attention
+# Mistral 7B v0.1's shape with its window (Jiang et al. 2023, arXiv:2310.06825, Table 1 and sec. 2: W = 4096).
+def mistral(window: int | None = 4096) -> ModelSpec:
+    return ModelSpec(name="mistral-like", n_layers=32, hidden=4096, n_heads=32, n_kv_heads=8, ffn_hidden=14336,
+                     vocab=32000, max_seq=32768, mlp="swiglu", norm="rmsnorm", position="rope", bias=False,
+                     sliding_window=window)
+
+
+@settings(max_examples=80, deadline=None)
+@given(s=st.integers(1, 10**6), w=st.integers(1, 10**6))
+def test_mean_attended_keys_is_the_causal_half_without_a_window_and_never_more(s, w):
+    """W >= s reproduces today's causal convention s/2 exactly; a window never adds keys; the mean of
+    min(x, W) over x in [0, s] is W - W^2/(2s) (Jiang et al. 2023 sec. 2)."""
+    spec = ModelSpec(name="w", n_layers=1, hidden=64, n_heads=4, max_seq=2 * 10**6, sliding_window=w)
+    full = ModelSpec(name="w", n_layers=1, hidden=64, n_heads=4, max_seq=2 * 10**6)
+    assert full.mean_attended_keys(s) == s / 2
+    assert spec.mean_attended_keys(s) <= s / 2
+    if w >= s:
+        assert spec.mean_attended_keys(s) == s / 2
+    else:
+        assert spec.mean_attended_keys(s) == pytest.approx(w - w * w / (2 * s))
+        assert w / 2 <= spec.mean_attended_keys(s) <= w
+    assert spec.kv_tokens(s) == min(s, w) and full.kv_tokens(s) == s
+
+
+def test_sliding_window_caps_the_attention_flops():
+    win, full = mistral(), mistral(None)
+    attn = lambda m, **kw: flops_per_token(m, **kw).get("attention_forward")  # noqa: E731
+    # within the window: today's numbers exactly, training and decode
+    for s in (1, 1000, 4096):
+        assert attn(win, seq_len=s) == attn(full, seq_len=s)
+        assert attn(win, seq_len=s, mode="decode", context=s) == attn(full, seq_len=s, mode="decode", context=s)
+    # Mistral's 8192-token pretraining: the mean token sees 4096 - 4096^2 / (2 x 8192) = 3072 keys, not 4096
+    assert attn(win, seq_len=8192) == 4 * 32 * 4096 * 3072 == attn(full, seq_len=8192) * 3 / 4
+    # decode: one query against min(context, 4096) cached keys
+    assert attn(win, seq_len=1, mode="decode", context=32768) == 4 * 32 * 4096 * 4096
+    assert attn(full, seq_len=1, mode="decode", context=32768) == 8 * attn(win, seq_len=1, mode="decode",
+                                                                             context=32768)
+    # causal=False is the full s x s matrix (PaLM's count; what an eager kernel computes): no window there
+    assert attn(win, seq_len=8192, causal=False) == attn(full, seq_len=8192, causal=False)
+    f = flops_per_token(win, seq_len=8192)
+    assert "sliding window of 4096" in f.note and "Jiang et al. 2023" in f.note
+    assert not flops_per_token(win, seq_len=4096).note
+    # the decode roofline's attention reads the window too
+    r = roofline_layer(win, 1, 1, mode="decode", context=32768, peak_tflops=989.4, bandwidth_gbps=3350)
+    assert dict((o.name, o.k) for o in r.ops)["attn_values"] == 4096
+
+
+def test_cli_flops_names_the_sliding_window(capsys):
+    rc, out, _ = run_cli(capsys, "flops", "--model", "mistral-7b", "--seq-len", "8192")
+    assert rc == 0 and "sliding window 4096 (mean 3072 keys per token)" in out and "Jiang et al. 2023" in out
+    rc, out, _ = run_cli(capsys, "flops", "--model", "llama-3-8b", "--seq-len", "8192")
+    assert rc == 0 and "sliding window" not in out
+    rc, out, _ = run_cli(capsys, "train-time", "--model", "mistral-7b", "--tokens", "1T", "--gpu", "h100-sxm",
+                         "--gpus", "64")  # pretrained at 8192 tokens: the window shapes the attention FLOPs
+    assert rc == 0 and out.count("sliding window of 4096 tokens") == 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "x", True, float("nan")])
+def test_sliding_window_must_be_a_positive_integer_or_none(bad):
+    with pytest.raises(ValueError, match="sliding_window must be a positive integer") as e:
+        mistral(bad)
+    assert "\n" not in str(e.value)
+    assert mistral(4096.0).sliding_window == 4096  # 4096.0 -> 4096, as the other ints
+
+
 def test_bad_inputs_are_one_line_value_errors():
     for kw in (dict(seq_len=8), dict(n_params=1e9, seq_len=0), dict(n_params=-1, seq_len=8),
                dict(n_params=1e9, seq_len=8, recompute="some"), dict(n_params=1e9, seq_len=8, mode="infer"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -54,10 +55,83 @@ def test_largest_batch_that_fits_is_consistent():
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(DECODERS), ctx=st.integers(1, 4096), b=st.integers(1, 64), k=st.integers(2, 5))
 def test_kv_cache_linear_in_context_and_batch(name, ctx, b, k):
+    """Linear in the tokens cached: the context, up to the sliding window where there is one (mistral-7b)."""
     m = get_model(name)
     base = inf.serving_memory(m, H100, context=ctx, batch=b).kv_cache_bytes
-    assert inf.serving_memory(m, H100, context=k * ctx, batch=b).kv_cache_bytes == pytest.approx(k * base)
+    grown = m.kv_tokens(k * ctx) / m.kv_tokens(ctx)  # k without a window
+    assert inf.serving_memory(m, H100, context=k * ctx, batch=b).kv_cache_bytes == pytest.approx(grown * base)
     assert inf.serving_memory(m, H100, context=ctx, batch=k * b).kv_cache_bytes == pytest.approx(k * base)
+
+
+# Mistral 7B v0.1: sliding window W = 4096 (Jiang et al. 2023, arXiv:2310.06825, sec. 2: the rolling buffer
+# cache "reduces the cache memory usage by 8x" on a sequence of 32k tokens)
+MISTRAL = get_model("mistral-7b")
+
+
+def full_attention(m):
+    """The same shape attending to every previous token."""
+    return replace(m, sliding_window=None)
+
+
+@pytest.mark.parametrize("b", [1, 8])
+def test_sliding_window_kv_cache_is_an_eighth_at_32k(b):
+    win = inf.serving_memory(MISTRAL, H100, context=32768, batch=b)
+    full_m = full_attention(MISTRAL)
+    full = inf.serving_memory(full_m, H100, context=32768, batch=b)
+    assert win.kv_cache_bytes * 8 == full.kv_cache_bytes  # the paper's 8x
+    assert win.kv_cache_bytes == b * 4096 * inf.kv_bytes_per_token(MISTRAL) and win.kv_tokens == 4096
+    assert win.max_batch > 7 * full.max_batch
+    for ctx in (1, 1000, 4096):  # within the window: nothing changes
+        w, f = (inf.serving_memory(m, H100, context=ctx, batch=b) for m in (MISTRAL, full_m))
+        assert w.kv_cache_bytes == f.kv_cache_bytes and w.max_batch == f.max_batch
+    # max_context: the KV cache stops growing at W, so once W fits the model's context window is the limit
+    assert win.max_context == MISTRAL.max_seq
+    assert full.max_context == int(full.kv_budget_bytes // (inf.kv_bytes_per_token(MISTRAL) * b))
+    crowded = [inf.serving_memory(m, H100, context=32768, batch=200) for m in (MISTRAL, full_m)]
+    assert crowded[0].max_context == crowded[1].max_context < 4096  # W does not fit at batch 200: the budget limits
+    # the training-style estimate (gpukit.memory, inference=True) caps its KV cache the same way
+    from gpukit import memory as mem
+
+    setup = mem.TrainSetup(inference=True, seq_len=32768, batch=b)
+    assert mem.estimate_memory(MISTRAL, setup=setup).kv_cache_bytes * 8 == mem.estimate_memory(
+        full_m, setup=setup).kv_cache_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(c1=st.integers(1, 40000), c2=st.integers(1, 40000), b=st.integers(1, 64))
+def test_decode_kv_reads_stop_growing_at_the_window(c1, c2, b):
+    lo, hi = sorted((c1, c2))
+    step = lambda ctx: inf.decode_step(MISTRAL, H100, batch=b, context=ctx)  # noqa: E731
+    assert step(lo).attn_bytes <= step(hi).attn_bytes and step(lo).attn_flops <= step(hi).attn_flops
+    assert step(hi).time_s >= step(lo).time_s
+    if lo >= 4096:  # beyond the window: the same 4096 cached tokens are read, whatever the context
+        assert step(lo).attn_bytes == step(hi).attn_bytes == step(4096).attn_bytes
+        assert step(lo).attn_flops == step(hi).attn_flops == step(4096).attn_flops
+    assert step(hi).attn_bytes == b * min(hi, 4096) * inf.kv_bytes_per_token(MISTRAL)
+
+
+def test_sliding_window_prefill():
+    """A 32k prompt writes the 4096 positions the cache keeps and attends to 4096 - 4096^2 / (2 x 32768) = 3840
+    keys per token on average, not 16384."""
+    full_m = full_attention(MISTRAL)
+    win = inf.prefill_step(MISTRAL, H100, prompt_tokens=32768)
+    full = inf.prefill_step(full_m, H100, prompt_tokens=32768)
+    assert win.attn_bytes * 8 == full.attn_bytes
+    assert win.attn_flops == pytest.approx(full.attn_flops * 3840 / 16384)
+    same = [inf.prefill_step(m, H100, prompt_tokens=4096) for m in (MISTRAL, full_m)]
+    assert same[0] == same[1]
+
+
+def test_cli_serve_names_the_sliding_window(capsys):
+    assert main(["serve", "--model", "mistral-7b", "--gpu", "h100-sxm", "--context", "32768", "--batch", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("sliding window of 4096 tokens") == 1 and "Jiang et al. 2023" in out
+    assert "KV 4.0" in out  # 8 x 4096 tokens x 128 KiB, not 8 x 32768
+    assert main(["serve", "--model", "mistral-7b", "--gpu", "h100-sxm", "--context", "32768", "--json"]) == 0
+    assert any("sliding window" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    for argv in (["--model", "mistral-7b", "--context", "4096"], ["--model", "llama-2-7b", "--context", "4096"]):
+        assert main(["serve", "--gpu", "h100-sxm", *argv]) == 0
+        assert "sliding window" not in capsys.readouterr().out
 
 
 @settings(max_examples=40, deadline=None)

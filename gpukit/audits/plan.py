@@ -381,7 +381,7 @@ def negative_returns(n_params: float = 7e9, gpus: int = 8, link: str = "eth-1g")
 def concurrent_10000_users(users: int = 10_000, context: int = 2048, model: str = "llama-3-8b") -> Claim:
     """KV cache of 10,000 concurrent sequences against one H100's memory."""
     m = get_model(model)
-    kv = 2 * m.n_layers * m.n_kv_heads * m.head_dim * 2 * context * users
+    kv = 2 * m.n_layers * m.n_kv_heads * m.head_dim * 2 * m.kv_tokens(context) * users  # sliding window caps it
     free = get_gpu(H100).memory_bytes * 0.9 - m.n_params * 2
     return Claim(
         key="concurrent_10000_users", topic="plan", article="002",

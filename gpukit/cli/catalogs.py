@@ -84,13 +84,15 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
         rows.append(full)
         short = {"name": m.name, "arch": m.arch, "layers": m.n_layers, "hidden": m.hidden, "heads": m.n_heads,
                  "kv_heads": m.n_kv_heads, "ffn": m.ffn_hidden, "vocab": m.vocab, "max_seq": m.max_seq,
-                 "train_seq": m.train_seq_len, "dropout": m.dropout,
+                 "train_seq": m.train_seq_len, "window": str(m.sliding_window) if m.sliding_window else None,
+                 "dropout": m.dropout,
                  "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
     return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
                         "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
-                        "max_seq = context window, train_seq = pretraining sequence length")
+                        "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
+                        "attention span ('-': full attention)")
 
 
 def link_rows(names=(), with_sources: bool = False) -> CatalogTable:

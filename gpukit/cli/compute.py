@@ -86,7 +86,8 @@ def _train_time(args):
     r = time_to_train(model if model is not None else args.params, args.tokens, gpu, args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
                       dtype=args.dtype or gpu.half_dtype, seq_len=args.seq_len)
-    note = model.window_note(r.seq_len, "--seq-len") if model is not None else None
+    notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
+    note = "; ".join(n for n in notes if n) or None  # the attention FLOPs count the sliding window
     return Report(r.to_json_dict() | ({"note": note} if note else {}),
                   r.to_text() + (f"\nnote: {note}" if note else ""))
 
@@ -115,7 +116,10 @@ def _flops(args):
                + (f"{f.lm_head_params:.4g} is counted)" if f.lm_head_params else "is not counted: "
                   "--include-embeddings)") if model is not None else "as given"))
     if any(k.startswith("attention") for k, _ in f.breakdown) and f.mode != "decode":
-        counted += "; attention " + ("causal (half of full)" if f.causal else "full (--no-causal)")
+        capped = f.causal and model is not None and model.sliding_window_note(f.seq_len)
+        counted += "; attention " + (f"causal, sliding window {model.sliding_window} (mean "
+                                     f"{model.mean_attended_keys(f.seq_len):g} keys per token)" if capped else
+                                     "causal (half of full)" if f.causal else "full (--no-causal)")
     lines.append(f"counts: {counted}")
     if f.note:
         lines.append(f"note: {f.note}")

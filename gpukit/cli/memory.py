@@ -273,6 +273,8 @@ def handle(args):
                          + ", so the total is a lower bound; give --model or --layers/--hidden/--heads for them")
         if model is not None and not custom and (note := model.window_note(setup.seq_len, "--seq-len")):
             notes.append(note)
+        if model is not None and setup.inference and (note := model.sliding_window_note(setup.seq_len)):
+            notes.append(note)
         asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
                                  ("--min-gpus", args.ask_min_gpus)) if on]
         if asked and gpu is None:
