@@ -8,6 +8,7 @@ event loop). Used in: gpukit.serving_plan (serve, load_sweep), gpukit.serving_pu
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import asdict, dataclass
 
@@ -61,7 +62,9 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     decode step for every running request. decode_time(batch, context) and prefill_time(n_prompts) give
     seconds. Latency = non_gpu_s + queueing + prefill + decode, per request. With `concurrency` N the
     load is closed-loop instead (N clients, each sends its next request when the last one ends: how
-    benchmark tools such as NVIDIA's genai-perf/AIPerf drive a server); `rate` is then ignored."""
+    benchmark tools such as NVIDIA's genai-perf/AIPerf drive a server); `rate` is then ignored.
+    decode_time and prefill_time must be pure: each is called once per distinct argument (memoized;
+    a closed loop revisits the same batch and mean context thousands of times)."""
     import simpy
 
     rate = require_positive("rate", rate) if concurrency is None else float(rate or 0.0)
@@ -71,6 +74,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
     n_requests = check_requests("n_requests", n_requests)
     i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
+    decode_time, prefill_time = functools.cache(decode_time), functools.cache(prefill_time)
     rng = random.Random(seed)
     env = simpy.Environment()
     waiting: list[dict] = []
