@@ -4,7 +4,8 @@ repo2docker installs binder/requirements.txt into a Python of binder/runtime.txt
 binder/postBuild from the repository root, and wraps every command in binder/start. This file does
 the same in a virtual environment, build/binder-venv (reused while binder/ is unchanged; a clean
 clone, as in CI, always builds it fresh), then runs every notebook with papermill under
-`taskset -c 0 binder/start` (one CPU, QUICK mode from the start script) while sampling the memory of
+`taskset -c 0 binder/start` (one CPU, QUICK mode from the start script), through the course's headless
+runner (`python -m gpukit.course.runbook`, what `make run` calls), while sampling the memory of
 papermill and its kernel: each notebook must pass and stay under a mybinder.org pod's 2 GB, and leave
 what a headless run must (`check_executed`: no error output, every cell run, a figure, well-formed
 records). This is the suite's one headless papermill run of each notebook: the same pins as the
@@ -35,7 +36,7 @@ import nbformat
 import pytest
 from browser_helpers import kill_tree, process_tree, rss_bytes
 
-from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, count_figures, read_records
+from gpukit.course.nbtools import count_figures, read_records
 from gpukit.course.runbook import error_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -252,12 +253,11 @@ def test_notebook_runs_in_a_binder_pod(nb, binder_venv, tmp_path):
         pytest.fail("taskset (util-linux) is needed to run on one CPU", pytrace=False)
     out_nb, records = tmp_path / nb.name, tmp_path / "records.json"
     cpu = str(min(os.sched_getaffinity(0)))  # one CPU this process may use (not always CPU 0)
+    # `make run`'s runner (papermill, QUICK from binder/start's GPUKIT_QUICK, records, the inline backend)
     cmd = ["taskset", "-c", cpu, str(BINDER / "start"), str(binder_venv / "bin" / "python"), "-m",
-           "papermill", str(nb), str(out_nb), "--cwd", str(nb.parent), "--kernel", "python3",
-           "--execution-timeout", str(CELL_TIMEOUT_S), "--no-progress-bar"]
-    # the two variables gpukit.course.runbook sets (`make run`), so the notebook's record() calls land
-    env = {**_venv_env(binder_venv), NOTEBOOK_ENV: nb.stem, RECORD_ENV: str(records)}
-    res = _run_measured(cmd, env=env, cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
+           "gpukit.course.runbook", "--only", nb.stem, "--notebooks", str(nb.parent), "--out", str(tmp_path),
+           "--timeout", str(CELL_TIMEOUT_S)]
+    res = _run_measured(cmd, env=_venv_env(binder_venv), cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
     peak = max(res["tree_bytes"], res["rusage_max_rss_bytes"])
     line = {"notebook": nb.stem, "seconds": round(res["seconds"], 1),
             "peak_tree_rss_mb": round(res["tree_bytes"] / 1e6), "largest_process_rss_mb": round(

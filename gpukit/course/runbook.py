@@ -97,6 +97,8 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from gpukit.course.polling import SlicedPollKernelManager
+
     nb, out_dir = Path(nb).resolve(), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / nb.name
@@ -113,7 +115,8 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
         try:
             papermill.execute_notebook(
                 str(nb), str(out), parameters=params, kernel_name=KERNEL_NAME, language="python",
-                cwd=str(nb.parent), execution_timeout=timeout_s, progress_bar=False)
+                cwd=str(nb.parent), execution_timeout=timeout_s, progress_bar=False,
+                kernel_manager_class=SlicedPollKernelManager)  # widget cells' missed replies: gpukit.course.polling
         except PapermillExecutionError as e:
             evalue = (str(e.evalue).strip().splitlines() or [""])[0]
             error = f"cell {e.exec_count}: {e.ename}: {evalue}"
