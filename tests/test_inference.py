@@ -439,6 +439,9 @@ def test_cli_serve_link_choice(capsys):
     # simulation size that ran for hours: errors before any work
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--link", "nvlink4"], "--link is the link of the tensor-parallel"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--inter-link", "ib-ndr"], "--inter-link is"),
+    # 3 GPUs of a 32-head model: the default tp is 1 (pipeline of 3), so a TP link has nothing to carry
+    (["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "3", "--link", "nvlink4"],
+     "--link is the link of the tensor-parallel"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--simulate-requests", "100"], "give --rate"),
     (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "1", "--simulate-requests", "100000000"],
      "simulate_requests must be <= 100,000"),

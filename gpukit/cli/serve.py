@@ -22,15 +22,17 @@ def _price(text):
 def _serve(args):
     from gpukit.catalog import get_gpu, get_interconnect, get_model
     from gpukit.inference import Assumptions, serve
+    from gpukit.serving_plan import default_tp
 
     model, gpu = get_model(args.model), get_gpu(args.gpu)
     link = get_interconnect(args.link) if args.link is not None else None
     inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
     # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
     gpus = args.gpus or args.tp or 1
-    tp = args.tp if args.tp is not None else min(gpus, 8)
+    tp = args.tp if args.tp is not None else default_tp(model, gpus)  # the tp serve() will pick
     if link is not None and tp == 1:
-        raise ValueError("--link is the link of the tensor-parallel all-reduces: it needs --tp 2 or more")
+        raise ValueError("--link is the link of the tensor-parallel all-reduces: it needs tp 2 or more, and tp is 1 "
+                         "here (given, or the default: the largest that divides --gpus and the heads)")
     if inter is not None and gpus <= tp:
         raise ValueError("--inter-link is the link between pipeline stages: it needs --gpus above --tp (pp = gpus / tp)")
     if args.simulate_requests is not None and args.rate is None:
