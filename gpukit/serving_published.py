@@ -55,8 +55,7 @@ def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_req
               assumptions=assumptions)
     if c == 1 and metric != "throughput":
         return 1e3 * (p.ttft_s if metric == "ttft" else p.itl_s)
-    kw = dict(precision=p.precision, kv_dtype=p.kv_dtype, tp=p.tp, pp=p.pp, link=default_link(g, p.tp),
-              assumptions=assumptions)
+    kw = p.step_kwargs  # the layout and links serve priced
     s = simulate(lambda b, ctx: decode_step(m, g, batch=b, context=ctx, **kw).time_s,
                  lambda b: prefill_step(m, g, prompt_tokens=i, batch=b, **kw).time_s, rate=0, input_tokens=i, output_tokens=o,
                  max_batch=max(1, p.max_batch), n_requests=n_requests or max(40, 8 * c), concurrency=c)

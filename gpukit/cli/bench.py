@@ -83,12 +83,13 @@ class _Shown:
 def _matmul(args):
     from gpukit.bench.matmul import harness_check, matmul_bench
 
-    res = matmul_bench(args.device, args.dtype, int_list(args.sizes, "--sizes", "256,512,1024"), llm_shapes=not args.square_only,
+    sizes = int_list(args.sizes, "--sizes", "256,512,1024")
+    res = matmul_bench(args.device, args.dtype, sizes, llm_shapes=not args.square_only,
                        gpu=args.gpu, peak_tflops=args.peak_tflops, threads=args.threads, repeats=args.repeats,
                        timeout_s=args.timeout)
     if args.harness_check:
         h = harness_check(res.env["device"], args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
-                          max(int_list(args.sizes, "--sizes", "256,512,1024")), threads=args.threads, timeout_s=args.timeout)
+                          max(sizes), threads=args.threads, timeout_s=args.timeout)
         res.summary["harness_ratio_vs_torch_timer"] = h["ratio"]
     return res
 
