@@ -14,6 +14,8 @@ from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
+MAX_GPUS = 1024  # default search limit of min_gpus (CLI: --max-gpus)
+
 
 def fits(model: ModelSpec | None = None, setup: TrainSetup = TrainSetup(), gpu=None, *,  # noqa: B008 (frozen)
          n_params=None) -> bool:
@@ -104,7 +106,7 @@ class GpuPlan:
         return "\n".join(lines + [f"smallest: {self.best.world_size} x {self.gpu_name}"])
 
 
-def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, max_gpus: int = 1024) -> GpuPlan:
+def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, max_gpus: int = MAX_GPUS) -> GpuPlan:
     """Fewest GPUs that fit: for training, the smallest dp per ZeRO stage (tp, pp kept from setup);
     for inference, the smallest power-of-two tp that the model's heads allow."""
     require_positive_int("max_gpus", max_gpus)

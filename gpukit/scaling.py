@@ -247,21 +247,21 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
                          network=net.to_json_dict(), assumptions=assumptions, notes=_replica_note(n_par, gpu))
 
 
-DDP_STATE_BYTES_PER_PARAM = 16  # 16-bit weights and gradients + fp32 Adam master, m, v (ZeRO paper, K = 12)
-
-
 def _replica_note(n_params: float, gpu) -> tuple[str, ...]:
     """DDP keeps a whole replica per GPU: say so when its model states alone exceed the GPU's memory
-    (2 + 2 + 12 bytes per parameter with mixed-precision Adam, Rajbhandari et al. 2019 sec. 3.1)."""
+    (gpukit.memory's bytes per parameter of mixed-precision AdamW, 2 + 2 + 12: Rajbhandari et al. 2019
+    sec. 3.1)."""
     from gpukit.catalog import as_gpu
+    from gpukit.memory_setup import TrainSetup, state_bytes_per_param
     from gpukit.units import GiB
 
     g = as_gpu(gpu)
-    need = n_params * DDP_STATE_BYTES_PER_PARAM
+    per_param = sum(state_bytes_per_param(TrainSetup(convention="megatron")))
+    need = n_params * per_param
     if need <= g.memory_bytes:
         return ()
     return (f"DDP keeps a full replica on every GPU: weights, gradients and Adam states alone take "
-            f"{DDP_STATE_BYTES_PER_PARAM} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
+            f"{per_param:g} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
             f"{g.memory_bytes / GiB:.0f} GiB, so this layout cannot train as is; the times above are the DDP "
             "step model only (gpukit memory, gpukit parallel search: ZeRO, TP, PP)",)
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gpukit import memory as mem
+from gpukit import memory_fit as mem_fit
 from gpukit.units import parse_count as parse_count_float
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
@@ -29,7 +30,6 @@ FLAG_OF = {
     "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
     "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
 }
-MAX_GPUS = 1024  # default search limit of --min-gpus
 DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
 
 
@@ -103,7 +103,7 @@ def register(subparsers) -> None:
     q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
     q.add_argument("--max-seq-len", dest="ask_seq_len", action="store_true", help="longest sequence that fits")
     q.add_argument("--min-gpus", dest="ask_min_gpus", action="store_true", help="fewest GPUs per ZeRO stage (inference: tp)")
-    q.add_argument("--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {MAX_GPUS})")
+    q.add_argument("--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {mem_fit.MAX_GPUS})")
     add_json_flag(p)
     p.set_defaults(func=handle)
 
@@ -305,7 +305,7 @@ def handle(args):
                 f"{n} tokens ({why})" if n == limit else f"{n} tokens" if n else "none (even 1 token does not fit)"))
         if args.ask_min_gpus:
             answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params,
-                                               max_gpus=MAX_GPUS if args.max_gpus is None else args.max_gpus)
+                                               max_gpus=mem_fit.MAX_GPUS if args.max_gpus is None else args.max_gpus)
     except ValueError as e:
         raise _flagged(e) from None
     report = MemoryReport(result, answers, tuple(notes), tuple(answer_lines))
