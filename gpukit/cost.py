@@ -417,8 +417,7 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
     of them) at batch `batch`, half the context prompt and half generated, the batch run as one static
     batch: its `batch` prompts prefilled together (the first token each), then O - 1 decode steps, all
     from gpukit.inference's roofline with its stated efficiencies. Throughput = batch x O / (prefill +
-    (O - 1) x ITL). (It was batch / ITL, decode alone: llama-3-8b at batch 64 and 2048 tokens read
-    $0.172 per million on one H100 and $0.173 on an A100-80GB, not $0.196 and $0.220.)"""
+    (O - 1) x ITL)."""
     from gpukit.catalog import get_model
 
     m, g = get_model(model), get_gpu(gpu)

@@ -200,8 +200,8 @@ def _serve_binding(p) -> str:
     prefill / pp + O x decode step / batch) split into the parts limited by FLOPs (prefill, and the
     decode matmuls past the ridge batch) and by HBM bandwidth (decode attention over the KV cache, and
     the matmuls below the ridge batch); the larger share names the binding. TP/PP messages count for
-    neither. Was always "memory-bandwidth-bound": llama-3-8b on one H100 at batch 256 spends 22 ms of
-    its 32 ms per request in compute-bound prefill and matmuls."""
+    neither (llama-3-8b on one H100 at batch 256 spends 22 ms of its 32 ms per request in compute-bound
+    prefill and matmuls)."""
     pre, dec = p.prefill, p.decode_at_max
     per_token = p.output_tokens / p.max_batch
     compute_s = memory_s = 0.0

@@ -183,8 +183,7 @@ def default_link(gpu, tp: int):
 def default_pp_link(gpu, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE):
     """The link between pipeline stages: the node's own link (catalog.intra_node_link) when the whole
     replica sits in one node, else the network between nodes of this GPU's era (catalog.inter_node_link:
-    one InfiniBand port per GPU, as gpukit.cost assumes). Was InfiniBand NDR for every layout, also
-    for two stages in one NVLink node."""
+    one InfiniBand port per GPU, as gpukit.cost assumes)."""
     from gpukit.catalog import inter_node_link, intra_node_link
 
     return intra_node_link(gpu, gpus) if gpus <= gpus_per_node else inter_node_link(gpu)
