@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 
@@ -21,6 +22,14 @@ def tcp_listeners() -> list[tuple[str, int, int]]:
                 addr, port = cols[1].rsplit(":", 1)
                 out.append((addr, int(port, 16), int(cols[9])))
     return out
+
+
+def as_foreground_job() -> None:
+    """preexec_fn for a child that a test will Ctrl-C: SIGINT back to its default disposition, as in a
+    terminal's foreground job. A suite started as a background job (`make test &`, a CI step run
+    with `&`) inherits SIGINT ignored, and an ignored signal stays ignored across fork and exec, so
+    the child's Python would never raise KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import live_children, tcp_listeners
+from helpers import as_foreground_job, live_children, tcp_listeners
 
 from gpukit.cli import main
 
@@ -121,7 +121,8 @@ _my_children = live_children
 
 def _start(*args, env=None) -> subprocess.Popen:
     return subprocess.Popen([PY, "-m", "gpukit", "bench", *args], cwd=ROOT, env=env or ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=as_foreground_job)
 
 
 def _finish(p: subprocess.Popen, timeout_s: float = 90) -> tuple[str, str]:

@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from helpers import as_foreground_job
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -278,7 +279,7 @@ def test_persistent_lab_up_then_down_by_name(host_untouched, capsys):
 def test_signal_midway_leaves_no_namespaces_or_processes(host_untouched, sig):
     p = subprocess.Popen([PY, "-m", "gpukit", "netlab", "bench", "--rate", "200mbit", "--sizes", "16M",
                           "--repeats", "100", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
+                         text=True, start_new_session=True, preexec_fn=as_foreground_job)
     try:
         deadline, pids = time.monotonic() + 60, []
         while time.monotonic() < deadline and len(pids) < 4:  # 2 torchruns + 2 workers in the lab
