@@ -12,6 +12,7 @@ test skips on a developer machine but fails in CI (CI=true), so it can never sil
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-RUN_TIMEOUT_S = 420  # one notebook, QUICK mode, 2 shared cores with the browser beside it
+RUN_TIMEOUT_S = 420  # one notebook, QUICK mode, 2 shared cores with the browsers beside it
+OPEN_AT_ONCE = 2  # notebooks run side by side (browser_runs)
 VIEWPORT = {"width": 1280, "height": 860}
 
 
@@ -79,18 +81,44 @@ def browser():
         yield b
 
 
+def _run_in_own_browser(lab, nb: Path):
+    """One notebook in a Chromium of its own (Playwright's sync API belongs to the thread that starts
+    it), its kernel shut down afterwards."""
+    with chromium() as b:
+        page = b.new_page(viewport=VIEWPORT)
+        try:
+            res = run_notebook(page, lab, nb.name, screenshot=SCREENSHOTS / f"{nb.stem}.png",
+                               run_timeout_s=RUN_TIMEOUT_S)
+            shutdown_kernel(page)
+        finally:
+            page.close()
+    return res
+
+
+@pytest.fixture(scope="module")
+def browser_runs(request, lab):
+    """The selected notebooks, OPEN_AT_ONCE at a time on the one JupyterLab server, each in its own
+    browser and kernel: notebook stem -> Future of its NotebookRun. One notebook keeps about 40% of
+    two cores busy (the rest is waiting on the page and the kernel), so two at once take little more
+    than half the time."""
+    wanted = [it.callspec.params["nb"] for it in request.session.items  # only the selected ones
+              if getattr(it, "originalname", None) == "test_notebook_in_browser" and Path(it.path) == Path(__file__)]
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=OPEN_AT_ONCE, thread_name_prefix="browser")
+    runs = {nb.stem: pool.submit(_run_in_own_browser, lab, nb) for nb in wanted}
+    try:
+        yield runs
+    finally:
+        for fut in runs.values():
+            fut.cancel()
+        pool.shutdown(wait=True)  # a started run ends within its own run timeout
+
+
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT_S + 180)
+@pytest.mark.timeout(RUN_TIMEOUT_S * len(NOTEBOOKS) // OPEN_AT_ONCE + 300)  # waits for the runs queued before it
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_in_browser(nb, lab, browser):
-    page = browser.new_page(viewport=VIEWPORT)
-    try:
-        res = run_notebook(page, lab, nb.name, screenshot=SCREENSHOTS / f"{nb.stem}.png",
-                           run_timeout_s=RUN_TIMEOUT_S)
-        shutdown_kernel(page)
-    finally:
-        page.close()
+def test_notebook_in_browser(nb, lab, browser_runs):
+    res = browser_runs[nb.stem].result()
     summary = {k: v for k, v in vars(res).items() if k != "cells"}
     print(f"\nbrowser {nb.stem}: {json.dumps(summary)}")
     assert res.errors == [], f"{nb.name}: errors in the browser: {res.errors}"
