@@ -199,9 +199,9 @@ def _serve_binding(p) -> str:
     """What bounds a replica at capacity: its GPU seconds per request (gpukit.serving_plan.replica_capacity:
     prefill / pp + O x decode step / batch) split into the parts limited by FLOPs (prefill, and the
     decode matmuls past the ridge batch) and by HBM bandwidth (decode attention over the KV cache, and
-    the matmuls below the ridge batch); the larger share names the binding. TP/PP messages count for
-    neither (llama-3-8b on one H100 at batch 256 spends 22 ms of its 32 ms per request in compute-bound
-    prefill and matmuls)."""
+    the matmuls below the ridge batch); the larger share names the binding (llama-3-8b on one H100 at
+    batch 256 spends 22 ms of its 32 ms per request in compute-bound prefill and matmuls). TP/PP
+    messages count for neither."""
     pre, dec = p.prefill, p.decode_at_max
     per_token = p.output_tokens / p.max_batch
     compute_s = memory_s = 0.0

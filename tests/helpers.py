@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -30,6 +32,23 @@ def as_foreground_job() -> None:
     with `&`) inherits SIGINT ignored, and an ignored signal stays ignored across fork and exec, so
     the child's Python would never raise KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def side_by_side(request, test, argname: str, run, workers: int):
+    """Start run(value) for the `argname` value of every case of the parametrized `test` that this
+    session selected (-k, ::id), `workers` at a time on threads; yield {value: Future}. On the way out
+    the runs not started are cancelled and the started ones awaited (each must end by its own timeout)."""
+    wanted = [it.callspec.params[argname] for it in request.session.items
+              if getattr(it, "function", None) is test and hasattr(it, "callspec")]
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=test.__name__)
+    runs = {v: pool.submit(run, v) for v in wanted}
+    try:
+        yield runs
+    finally:
+        for fut in runs.values():
+            fut.cancel()
+        pool.shutdown(wait=True)
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

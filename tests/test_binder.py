@@ -8,8 +8,8 @@ clone, as in CI, always builds it fresh), then runs every notebook with papermil
 runner (`python -m gpukit.course.runbook`, what `make run` calls), while sampling the memory of
 papermill and its kernel. The runs go side by side, one per CPU of this machine (a pod per CPU, none
 sharing one), so two cores take half the time of one. Each notebook must pass, stay under a
-mybinder.org pod's 2 GB, and leave what a headless run must (`check_executed`: no error output, every cell run, a figure, well-formed
-records). This is the suite's one headless papermill run of each notebook: the same pins as the
+mybinder.org pod's 2 GB, and leave what a headless run must (`check_executed`: no error output,
+every cell run, a figure, well-formed records). This is the suite's one headless papermill run of each notebook: the same pins as the
 development venv (test_binder_pins_match_requirements), on the tighter machine; tests/test_browser.py
 runs each one again in JupyterLab from the development venv.
 
@@ -20,7 +20,6 @@ build drops that index line and takes torch==<same version>+cpu from wherever pi
 
 from __future__ import annotations
 
-import concurrent.futures
 import fcntl
 import hashlib
 import json
@@ -38,6 +37,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_helpers import kill_tree, process_tree, rss_bytes
+from helpers import side_by_side
 
 from gpukit.course.nbtools import count_figures, read_records
 from gpukit.course.runbook import error_outputs
@@ -253,15 +253,16 @@ def _pod_cpus() -> list[str]:
     return [str(c) for c in sorted(os.sched_getaffinity(0))]
 
 
-def _run_in_pod(stem: str, venv: Path, out_dir: Path, cpus: queue.Queue) -> dict:
+def _run_in_pod(nb: Path, venv: Path, out_dir: Path, cpus: queue.Queue) -> dict:
     """One notebook through `make run`'s runner (papermill, QUICK from binder/start's GPUKIT_QUICK,
     records, the inline backend) under `taskset -c CPU binder/start`, on a CPU no other run holds."""
     cpu = cpus.get()
     try:
         cmd = ["taskset", "-c", cpu, str(BINDER / "start"), str(venv / "bin" / "python"), "-m",
-               "gpukit.course.runbook", "--only", stem, "--notebooks", str(ROOT / "notebooks"), "--out",
+               "gpukit.course.runbook", "--only", nb.stem, "--notebooks", str(nb.parent), "--out",
                str(out_dir), "--timeout", str(CELL_TIMEOUT_S)]
-        return {**_run_measured(cmd, env=_venv_env(venv), cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S), "cpu": cpu}
+        res = _run_measured(cmd, env=_venv_env(venv), cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
+        return {**res, "cpu": cpu, "out_dir": out_dir}
     finally:
         cpus.put(cpu)
 
@@ -269,38 +270,27 @@ def _run_in_pod(stem: str, venv: Path, out_dir: Path, cpus: queue.Queue) -> dict
 @pytest.fixture(scope="module")
 def pod_runs(request, binder_venv, tmp_path_factory):
     """Every selected notebook's pod run, started at once on a pool of one worker per CPU of this
-    machine (each run pinned to its own CPU, as each Binder pod has one): notebook stem -> (Future of
-    _run_in_pod's result, output folder). The runs are independent processes on separate CPUs, so a
-    2-core CI machine runs two pods side by side instead of one after the other."""
+    machine (each run pinned to its own CPU, as each Binder pod has one): notebook -> Future of
+    _run_in_pod's result. The runs are independent processes on separate CPUs, so a 2-core CI machine
+    runs two pods side by side instead of one after the other."""
     if not shutil.which("taskset"):
         pytest.fail("taskset (util-linux) is needed to run on one CPU", pytrace=False)
-    wanted = [it.callspec.params["nb"] for it in request.session.items  # only the selected ones (-k, ::id)
-              if getattr(it, "originalname", None) == "test_notebook_runs_in_a_binder_pod"
-              and Path(it.path) == Path(__file__)]
     cpus = _pod_cpus()
     free: queue.Queue = queue.Queue()
     for c in cpus:
         free.put(c)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(cpus), thread_name_prefix="binder-pod")
-    runs = {}
-    for nb in wanted:
-        out_dir = tmp_path_factory.mktemp(nb.stem)
-        runs[nb.stem] = (pool.submit(_run_in_pod, nb.stem, binder_venv, out_dir, free), out_dir)
-    try:
+    with side_by_side(request, test_notebook_runs_in_a_binder_pod, "nb",
+                      lambda nb: _run_in_pod(nb, binder_venv, tmp_path_factory.mktemp(nb.stem), free),
+                      workers=len(cpus)) as runs:
         yield runs
-    finally:
-        for fut, _ in runs.values():
-            fut.cancel()
-        pool.shutdown(wait=True)  # a started run ends by its own timeout (_run_measured kills its tree)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT_S * len(NOTEBOOKS) + 900)  # waits for the runs queued before it
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_in_a_binder_pod(nb, pod_runs):
-    fut, out_dir = pod_runs[nb.stem]
-    res = fut.result()
-    out_nb, records = out_dir / nb.name, out_dir / "records.json"
+    res = pod_runs[nb].result()
+    out_nb, records = res["out_dir"] / nb.name, res["out_dir"] / "records.json"
     peak = max(res["tree_bytes"], res["rusage_max_rss_bytes"])
     line = {"notebook": nb.stem, "seconds": round(res["seconds"], 1),
             "peak_tree_rss_mb": round(res["tree_bytes"] / 1e6), "largest_process_rss_mb": round(

@@ -12,7 +12,6 @@ test skips on a developer machine but fails in CI (CI=true), so it can never sil
 
 from __future__ import annotations
 
-import concurrent.futures
 import importlib.util
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import CHROMIUM, chromium, jupyterlab, run_notebook, shutdown_kernel
+from helpers import side_by_side
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -98,19 +98,12 @@ def _run_in_own_browser(lab, nb: Path):
 @pytest.fixture(scope="module")
 def browser_runs(request, lab):
     """The selected notebooks, OPEN_AT_ONCE at a time on the one JupyterLab server, each in its own
-    browser and kernel: notebook stem -> Future of its NotebookRun. One notebook keeps about 40% of
+    browser and kernel: notebook -> Future of its NotebookRun. One notebook keeps about 40% of
     two cores busy (the rest is waiting on the page and the kernel), so two at once take little more
     than half the time."""
-    wanted = [it.callspec.params["nb"] for it in request.session.items  # only the selected ones
-              if getattr(it, "originalname", None) == "test_notebook_in_browser" and Path(it.path) == Path(__file__)]
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=OPEN_AT_ONCE, thread_name_prefix="browser")
-    runs = {nb.stem: pool.submit(_run_in_own_browser, lab, nb) for nb in wanted}
-    try:
+    with side_by_side(request, test_notebook_in_browser, "nb", lambda nb: _run_in_own_browser(lab, nb),
+                      workers=OPEN_AT_ONCE) as runs:
         yield runs
-    finally:
-        for fut in runs.values():
-            fut.cancel()
-        pool.shutdown(wait=True)  # a started run ends within its own run timeout
 
 
 @pytest.mark.browser
@@ -118,7 +111,7 @@ def browser_runs(request, lab):
 @pytest.mark.timeout(RUN_TIMEOUT_S * len(NOTEBOOKS) // OPEN_AT_ONCE + 300)  # waits for the runs queued before it
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_in_browser(nb, lab, browser_runs):
-    res = browser_runs[nb.stem].result()
+    res = browser_runs[nb].result()
     summary = {k: v for k, v in vars(res).items() if k != "cells"}
     print(f"\nbrowser {nb.stem}: {json.dumps(summary)}")
     assert res.errors == [], f"{nb.name}: errors in the browser: {res.errors}"
