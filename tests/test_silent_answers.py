@@ -614,3 +614,60 @@ def test_cost_inter_node_link_follows_the_gpu():
     ndr = predicted_efficiency(7e9, "a100-80gb", 16, inter_link="ib-ndr", use_scaling=False)
     assert "ib-hdr between nodes" in a100.model and "ib-ndr between nodes" in h100.model
     assert ndr.comm_s < a100.comm_s  # NDR's 50 GB/s per port against HDR's 25
+
+
+# ------------------------------------------------------------------ custom shapes: sliding window, plan
+SHAPE_7B = ["--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8"]
+
+
+def test_sliding_window_caps_a_custom_shapes_kv_cache(capsys):
+    """--sliding-window W on a custom shape: the KV cache holds min(seq_len, W) tokens per sequence
+    (Jiang et al. 2023 sec. 2), 8x less at 32768 tokens and W 4096, and the output says so."""
+    argv = ["memory", *SHAPE_7B, "--mlp", "swiglu", "--inference", "--batch", "8", "--seq-len", "32768", "--json"]
+    kv = {}
+    for extra in ([], ["--sliding-window", "4096"]):
+        rc, out, _ = run(capsys, *argv, *extra)
+        assert rc == 0
+        kv[bool(extra)] = json.loads(out)
+    assert kv[False]["kv_cache_bytes"] == 8 * kv[True]["kv_cache_bytes"]
+    assert kv[False]["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 2 * 32768 * 8  # K and V, layers, kv dim, bf16
+    assert any("sliding window of 4096" in n for n in kv[True]["notes"])
+    step_s = {}
+    for extra in ([], ["--sliding-window", "4096"]):  # training: attention FLOPs over min(position, W) keys
+        rc, out, _ = run(capsys, "parallel", "estimate", *SHAPE_7B, *extra, "--gpu", "h100-sxm", "--gpus-per-node", "8",
+                         "--global-batch", "8", "--dp", "8", "--tp", "1", "--pp", "1", "--micro-batch", "1",
+                         "--seq-len", "32768", "--json")
+        assert rc == 0
+        step_s[bool(extra)] = json.loads(out)["step_time_s"]
+    assert step_s[True] < step_s[False]
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["memory", "--model", "mistral-7b", "--sliding-window", "1024"], "--model and --sliding-window are mutually"),
+    (["memory", *SHAPE_7B, "--sliding-window", "0"], "--sliding-window must be a positive integer"),
+    # plan once read the model from --model and dropped --kv-heads without a word
+    (["plan", "--workload", "serve", "--model", "llama-3.1-8b", "--kv-heads", "4", "--rate", "1"],
+     "--model and --kv-heads are mutually"),
+    (["plan", "--workload", "serve", "--model", "llama-3.1-8b", "--sliding-window", "4096", "--rate", "1"],
+     "--model and --sliding-window are mutually"),
+])
+def test_model_flags_that_would_be_ignored_are_errors(capsys, argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_serves_long_prompts_on_a_custom_shape(capsys):
+    """A custom shape has no context window: plan's serve sizes it to the request (it refused a
+    30000-token prompt against a made-up max_seq of 2048, which no flag could change)."""
+    argv = ["plan", "--workload", "serve", *SHAPE_7B, "--rate", "1", "--input-tokens", "30000", "--json"]
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0
+    full = json.loads(out)
+    rc, out, _ = run(capsys, *argv, "--sliding-window", "4096")
+    assert rc == 0
+    windowed = json.loads(out)
+    assert full["plans"] and windowed["plans"]
+    def cheapest(r):  # USD per million output tokens of the cheapest plan
+        return min(p["usd_per_million_tokens"] for p in r["plans"])
+
+    assert cheapest(windowed) < cheapest(full)  # a 4096-token window: less KV cache, fewer attention FLOPs

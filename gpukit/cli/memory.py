@@ -29,8 +29,9 @@ FLAG_OF = {
     "unknown gpu": "--gpu",
     "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
     "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
+    "sliding_window": "--sliding-window",
 }
-DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp")
+DIM_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "mlp", "sliding_window")
 
 
 def parse_count(text: str) -> int:
@@ -57,6 +58,7 @@ def register(subparsers) -> None:
     g.add_argument("--ffn-hidden", dest="ffn_hidden", type=int, help="MLP width (default 4*hidden, SwiGLU 8/3*hidden)")
     g.add_argument("--vocab", type=int, help="vocabulary size (default 50257)")
     g.add_argument("--mlp", choices=("gelu", "swiglu"), help="gelu: GPT layout; swiglu: Llama layout (RMSNorm, RoPE, no bias)")
+    add_sliding_window_flag(g)
     t = p.add_argument_group("training / inference setup (defaults: gpukit.memory.TrainSetup)")
     t.add_argument("--precision", choices=mem.PRECISIONS)
     t.add_argument("--optimizer", choices=mem.OPTIMIZERS)
@@ -108,6 +110,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=handle)
 
 
+def add_sliding_window_flag(group) -> None:
+    """--sliding-window W for a custom shape (ModelSpec.sliding_window; catalog models carry their own)."""
+    group.add_argument("--sliding-window", dest="sliding_window", type=int,
+                       help="attention window in tokens (Mistral 7B v0.1: 4096): the KV cache holds at most W "
+                            "tokens per sequence (default: full attention)")
+
+
 def _model_from_args(args):
     """(ModelSpec or None, n_params or None) from the model flags; ValueError naming the flags."""
     from gpukit.catalog import get_model
@@ -129,7 +138,8 @@ def _model_from_args(args):
     if missing:
         raise ValueError(f"--layers, --hidden and --heads go together; missing {', '.join(missing)}")
     for flag, v in (("--layers", args.layers), ("--hidden", args.hidden), ("--heads", args.heads),
-                    ("--kv-heads", args.kv_heads), ("--ffn-hidden", args.ffn_hidden), ("--vocab", args.vocab)):
+                    ("--kv-heads", args.kv_heads), ("--ffn-hidden", args.ffn_hidden), ("--vocab", args.vocab),
+                    ("--sliding-window", args.sliding_window)):
         if v is not None and v < 1:
             raise ValueError(f"{flag} must be a positive integer, got {v}")
     if args.hidden % args.heads:
@@ -137,7 +147,7 @@ def _model_from_args(args):
     llama = args.mlp == "swiglu"
     kw = dict(name="custom", n_layers=args.layers, hidden=args.hidden, n_heads=args.heads,
               n_kv_heads=args.kv_heads, ffn_hidden=args.ffn_hidden, vocab=args.vocab or 50257,
-              max_seq=max(2048, args.seq_len or 0), mlp=args.mlp or "gelu")
+              max_seq=max(2048, args.seq_len or 0), mlp=args.mlp or "gelu", sliding_window=args.sliding_window)
     if llama:
         kw.update(norm="rmsnorm", position="rope", bias=False)
     return ModelSpec(**kw), None

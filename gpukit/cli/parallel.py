@@ -13,6 +13,8 @@ from gpukit import parallel as par
 
 
 def _model_args(p) -> None:
+    from gpukit.cli.memory import add_sliding_window_flag
+
     g = p.add_argument_group("model (one of: --model, or --layers/--hidden/--heads)")
     g.add_argument("--model", help="catalog model name (gpukit catalogs models)")
     g.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers")
@@ -22,6 +24,7 @@ def _model_args(p) -> None:
     g.add_argument("--ffn-hidden", dest="ffn_hidden", type=int, help="MLP width")
     g.add_argument("--vocab", type=int, help="vocabulary size (default 50257)")
     g.add_argument("--mlp", choices=("gelu", "swiglu"), help="gelu: GPT layout; swiglu: Llama layout")
+    add_sliding_window_flag(g)
     p.set_defaults(params=None)
 
 

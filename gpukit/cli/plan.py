@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpukit.cli import add_json_flag
 from gpukit.cli.compute import _positive_int
 from gpukit.cli.cost import _count, _fraction, _int_list, _positive
+from gpukit.cli.memory import add_sliding_window_flag
 from gpukit.plan import DEFAULT_COUNTS, WORKLOADS
 
 
@@ -29,18 +30,31 @@ def _model(args):
     from gpukit.catalog import get_model
     from gpukit.specs import ModelSpec
 
-    dims = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is not None]
+    dims = [f for f in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "sliding_window")
+            if getattr(args, f) is not None]
     if args.model and dims:
-        raise ValueError("--model and --layers/--hidden/--heads are mutually exclusive: give the model one way")
+        flags = ", ".join("--" + f.replace("_", "-") for f in dims)
+        raise ValueError(f"--model and {flags} are mutually exclusive: give the model one way")
     if args.model:
         return get_model(args.model)
-    if len(dims) != 3:
+    if not {"layers", "hidden", "heads"} <= set(dims):
         raise ValueError("give the model: --model NAME, or --layers L --hidden H --heads A")
     if args.hidden % args.heads:
         raise ValueError(f"--heads {args.heads} must divide --hidden {args.hidden}")
+    # a custom shape has no context window of its own: make it long enough for what is asked
+    # (the training length, or a served request's prompt and output)
+    asked = 0
+    if args.workload == "serve":
+        import inspect
+
+        from gpukit.plan import plan
+
+        default = {k: v.default for k, v in inspect.signature(plan).parameters.items()}
+        asked = (args.input_tokens or default["input_tokens"]) + (args.output_tokens or default["output_tokens"])
     return ModelSpec(name="custom", n_layers=args.layers, hidden=args.hidden, n_heads=args.heads,
                      n_kv_heads=args.kv_heads, ffn_hidden=args.ffn_hidden, vocab=args.vocab or 50257,
-                     max_seq=args.seq_len or 2048, mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
+                     max_seq=max(args.seq_len or 2048, asked), mlp="swiglu", norm="rmsnorm", position="rope", bias=False,
+                     sliding_window=args.sliding_window)
 
 
 def _plan(args):
@@ -104,6 +118,7 @@ def register(subparsers) -> None:
     p.add_argument("--kv-heads", type=int)
     p.add_argument("--ffn-hidden", type=int)
     p.add_argument("--vocab", type=int)
+    add_sliding_window_flag(p)
     p.add_argument("--seq-len", type=_positive_int, help="training sequence length (default min(max_seq, 4096))")
     p.add_argument("--micro-batch", type=_positive_int, help="training sequences per GPU per micro-step (default 1)")
     p.add_argument("--tokens", type=_count, help="training tokens (pretrain, finetune, lora, qlora)")
