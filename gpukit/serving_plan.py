@@ -156,7 +156,8 @@ class ServePlan:
                  f"{self.max_batch} at {self.context} tokens"
                  + (f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
                     if m.max_batch > self.max_batch else ""),
-                 f"  batch {self.batch}: TTFT {self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
+                 f"  batch {self.batch}, {self.input_tokens} + {self.output_tokens} tokens per request: TTFT "
+                 f"{self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
                  f"({self.decode.bound}-bound), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
                  f"{self.total_tokens_per_s:.0f} tok/s total",
                  f"  one replica at capacity: {self.capacity_req_per_s:.3g} req/s, {self.max_total_tokens_per_s:.0f} "
@@ -240,6 +241,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     precision = require_choice("precision", default_precision(gpu) if precision is None else precision, PRECISIONS)
     kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
+    context_given = context is not None
     if context is not None:
         context = require_positive_int("context", context)
     i, o = default_lengths(model, input_tokens, output_tokens, context)
@@ -286,6 +288,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
         notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
                      f"do not fit {model.name}'s {context}-token context")
+    if context_given and input_tokens is None and context > i + o:  # --context alone is not the prompt length
+        notes.append(f"context {context} sizes the KV cache (memory, max batch); TTFT, ITL and capacity are for "
+                     f"requests of {i} input + {o} output tokens (--input-tokens, --output-tokens)")
     if window := model.sliding_window_note(context):  # the KV cache and decode's reads stop growing at W
         notes.append(window)
     if precision == "bf16" and not gpu.has("bf16"):

@@ -631,3 +631,17 @@ def test_default_tp_divides_the_gpus_and_the_heads():
     p = inf.serve(m, "h100-sxm", gpus=3)
     assert (p.tp, p.pp) == (1, 3) and any("tp 1 (default)" in n for n in p.notes)
     assert not any("(default)" in n for n in inf.serve(m, "h100-sxm", gpus=8).notes)
+
+
+def test_context_alone_is_said_not_to_be_the_prompt():
+    """--context sizes the KV cache; TTFT and ITL are for the request's own lengths, and the text says
+    which (a 32768-token context once printed a 1000-token prompt's TTFT without a word)."""
+    m = get_model("llama-3-8b")
+    p = inf.serve(m, H100, context=8192)
+    assert (p.input_tokens, p.output_tokens) == (inf.DEFAULT_INPUT_TOKENS, inf.DEFAULT_OUTPUT_TOKENS)
+    assert f"{p.input_tokens} + {p.output_tokens} tokens per request" in p.to_text()
+    assert any("context 8192 sizes the KV cache" in n for n in p.notes)
+    long_prompt = inf.serve(m, H100, context=8192, input_tokens=7000)
+    assert not any("sizes the KV cache" in n for n in long_prompt.notes)
+    assert long_prompt.ttft_s > 5 * p.ttft_s  # prefill grows with the prompt, not with the context
+    assert not any("sizes the KV cache" in n for n in inf.serve(m, H100).notes)
