@@ -351,13 +351,35 @@ def test_published_static_batch_throughput():
     30%. v0.6.1 predates the XQA kernel, so its Llama-2-70B (GQA) decode reads a KV head once per query
     head (the rows say gqa_kv_reuse=false); with the KV read once per group the two long-output 70B
     rows would come out about 2x above the published figure, as NVIDIA's XQA blog reports."""
-    errs = _errors(lambda r: r["metric"] == "throughput_static")
+    errs = _errors(lambda r: r["metric"] == "throughput_static" and r["name"].startswith("trtllm061-")
+                   and r["gpu"] == "h100-sxm")
     assert len(errs) == 8
     assert all(abs(e) <= 0.30 for e in errs.values()), errs
     rows = {r["name"]: r for r in inf.published_serving()}
     long_70b = ("trtllm061-l2-70b-h100-b480-tp4-128-2048-tput", "trtllm061-l2-70b-h100-b64-tp2-2048-2048-tput")
     reuse = {k: inf.predict_published(rows[k], engine_notes=False) / float(rows[k]["value"]) - 1 for k in long_70b}
     assert all(e > 0.8 for e in reuse.values()), reuse
+
+
+def test_published_static_batch_throughput_other_gpus_and_releases():
+    """The other static-batch rows: TensorRT-LLM performance.md's L40S fp8 (v0.5) and A100 fp16 TP1 (v0.6.1)
+    Llama 2 7B rows, the H200 launch blog's Llama 2 13B/70B fp8 rows (v0.5) and the Falcon180B-H200 blog's
+    Llama 2 70B fp8 1 x H200 rows (v0.7a). Every pre-XQA row (v0.5, v0.6.1) is within 30%. The two
+    long-output v0.7a rows (batch 192 at 128/2048, batch 96 at 128/4096) are known misses, predicted
+    above the published figure: their decode is dominated by the KV-cache reads of a GQA model, which
+    v0.7a's new GQA kernel (read once per group, the gpukit default) did not stream at the weights'
+    hbm_share; reading the KV head once per query head (gqa_kv_reuse=False) puts them below instead."""
+    from dataclasses import replace
+
+    errs = _errors(lambda r: r["metric"] == "throughput_static" and not (r["name"].startswith("trtllm061-")
+                                                                         and r["gpu"] == "h100-sxm"))
+    assert len(errs) == 17
+    long_v07 = ("trtllm07a-l2-70b-h200-b192-tp1-128-2048-tput", "trtllm07a-l2-70b-h200-b96-tp1-128-4096-tput")
+    assert all(abs(e) <= 0.30 for k, e in errs.items() if k not in long_v07), errs
+    assert all(errs[k] > 0.30 for k in long_v07), errs
+    rows = {r["name"]: r for r in inf.published_serving()}
+    no_reuse = replace(inf.Assumptions(), gqa_kv_reuse=False)
+    assert all(inf.predict_published(rows[k], no_reuse) < float(rows[k]["value"]) for k in long_v07)
 
 
 def test_gqa_kv_reuse_scales_only_the_kv_reads():
