@@ -216,6 +216,38 @@ def test_cli_cuda_without_cuda_exits_2(argv, capsys):
     assert capsys.readouterr().err.strip() == "error: --device cuda requested but no CUDA device is available"
 
 
+def test_bench_all_on_cuda_keeps_the_other_sections_when_decode_fails(monkeypatch, tmp_path):
+    """`bench all --device cuda` (the GPU check's one try): a failure in the decode section (a CUDA
+    out of memory in the 1.6B model's KV cache) is recorded in that section; the sections measured
+    before it are kept and written. CPU: the CUDA queries and the sections before decode are faked."""
+    import torch
+
+    from gpukit.bench import collectives, decode, envinfo, suite
+
+    done = results.BenchResult("fake", ({"x": 1.0},), {"device": "cuda"}, {})
+    monkeypatch.setattr(timing, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(matmul, "matmul_bench", lambda *a, **k: done)
+    monkeypatch.setattr(matmul, "harness_check", lambda *a, **k: {"ratio": 1.0})
+    monkeypatch.setattr(membw, "memory_bandwidth", lambda *a, **k: done)
+    monkeypatch.setattr(collectives, "run_collectives", lambda *a, **k: done)
+    monkeypatch.setattr(suite, "_measure_validation", lambda device: {"configs": 0})
+    monkeypatch.setattr(envinfo, "env_stamp", lambda *a, **k: {"device": "cuda"})
+
+    def oom(**kw):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB\nmore lines")
+    monkeypatch.setattr(decode, "gpu_decode", oom)
+    rep = suite.run_suite("cuda", quick=True, timeout_s=60)
+    assert list(rep.sections) == ["matmul", "memory", "harness_check", "all_reduce_loopback_gloo_cpu",
+                                  "memory_validation", "decode"]
+    assert rep.sections["decode"] == {"error": "gpukit.bench.decode.gpu_decode: OutOfMemoryError: "
+                                               "CUDA out of memory. Tried to allocate 20.00 GiB"}
+    rep.write(tmp_path / "suite.json")
+    saved = json.loads((tmp_path / "suite.json").read_text())
+    assert saved["sections"]["matmul"]["rows"] == [{"x": 1.0}] and "error" in saved["sections"]["decode"]
+
+
 def test_cli_matmul_json_and_out(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     out = tmp_path / "mm.json"
