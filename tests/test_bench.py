@@ -100,6 +100,39 @@ def test_env_stamp_has_the_environment():
     json.dumps(env)
 
 
+@pytest.mark.parametrize("smi, driver", [("570.124.06\n570.124.06\n", "570.124.06"), (None, None)])
+def test_cuda_env_stamp_names_gpu_cuda_torch_and_driver(monkeypatch, smi, driver):
+    """The GPU check's JSON says what ran it: GPU name, capability, CUDA and torch versions and the
+    NVIDIA driver (nvidia-smi; None without it). CPU: the CUDA queries and nvidia-smi are faked."""
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    import torch
+
+    from gpukit.bench import envinfo
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=None: (9, 0))
+    monkeypatch.setattr(shutil, "which", lambda name: None if smi is None else f"/usr/bin/{name}")
+    calls = []
+
+    def run(argv, **kw):
+        calls.append(argv)
+        return SimpleNamespace(returncode=0, stdout=smi, stderr="")
+    monkeypatch.setattr(subprocess, "run", run)
+    envinfo.nvidia_driver_version.cache_clear()
+    try:
+        env = env_stamp("cuda")
+        env_stamp("cuda")
+    finally:
+        envinfo.nvidia_driver_version.cache_clear()
+    assert env["device_name"] == "NVIDIA H200" and env["gpu_capability"] == "9.0" and env["label"] == "GPU"
+    assert env["torch"] == torch.__version__ and "cuda" in env and env["driver"] == driver
+    assert len(calls) == (0 if smi is None else 1)  # asked once per process
+
+
 # ---------------------------------------------------------------- matmul
 
 
