@@ -100,6 +100,39 @@ def test_env_stamp_has_the_environment():
     json.dumps(env)
 
 
+@pytest.mark.parametrize("smi, driver", [("570.124.06\n570.124.06\n", "570.124.06"), (None, None)])
+def test_cuda_env_stamp_names_gpu_cuda_torch_and_driver(monkeypatch, smi, driver):
+    """The GPU check's JSON says what ran it: GPU name, capability, CUDA and torch versions and the
+    NVIDIA driver (nvidia-smi; None without it). CPU: the CUDA queries and nvidia-smi are faked."""
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    import torch
+
+    from gpukit.bench import envinfo
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=None: (9, 0))
+    monkeypatch.setattr(shutil, "which", lambda name: None if smi is None else f"/usr/bin/{name}")
+    calls = []
+
+    def run(argv, **kw):
+        calls.append(argv)
+        return SimpleNamespace(returncode=0, stdout=smi, stderr="")
+    monkeypatch.setattr(subprocess, "run", run)
+    envinfo.nvidia_driver_version.cache_clear()
+    try:
+        env = env_stamp("cuda")
+        env_stamp("cuda")
+    finally:
+        envinfo.nvidia_driver_version.cache_clear()
+    assert env["device_name"] == "NVIDIA H200" and env["gpu_capability"] == "9.0" and env["label"] == "GPU"
+    assert env["torch"] == torch.__version__ and "cuda" in env and env["driver"] == driver
+    assert len(calls) == (0 if smi is None else 1)  # asked once per process
+
+
 # ---------------------------------------------------------------- matmul
 
 
@@ -149,6 +182,18 @@ def test_gpu_key_for_device_names(name, key):
     known = {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "gh200", "a100-80gb-sxm", "a100-40gb-sxm", "l4",
              "l40s", "t4", "a10g"}
     assert matmul.gpu_key_for(name, known) == key
+
+
+@pytest.mark.parametrize("name, key", [
+    ("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA A100 80GB PCIe", "a100-80gb"),
+    ("NVIDIA A100-PCIE-40GB", "a100-40gb"), ("NVIDIA B200", "b200"), ("NVIDIA L40S", "l40s"),
+    ("NVIDIA H100 NVL", None), ("NVIDIA H200 NVL", None), ("NVIDIA GH200 480GB", None)])
+def test_gpu_key_for_the_shipped_catalog(name, key):
+    """torch.cuda.get_device_name -> a data/gpus.csv row, against the real catalog. A variant the
+    catalog lacks (H100/H200 NVL: 835 dense bf16 TFLOPS, not the SXM's 989; GH200) is unknown, not
+    compared with the SXM row its name also matches."""
+    assert matmul.gpu_key_for(name) == key
 
 
 def test_gpu_key_only_returns_catalog_names():
@@ -214,6 +259,38 @@ def test_result_text_uses_headers():
 def test_cli_cuda_without_cuda_exits_2(argv, capsys):
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == "error: --device cuda requested but no CUDA device is available"
+
+
+def test_bench_all_on_cuda_keeps_the_other_sections_when_decode_fails(monkeypatch, tmp_path):
+    """`bench all --device cuda` (the GPU check's one try): a failure in the decode section (a CUDA
+    out of memory in the 1.6B model's KV cache) is recorded in that section; the sections measured
+    before it are kept and written. CPU: the CUDA queries and the sections before decode are faked."""
+    import torch
+
+    from gpukit.bench import collectives, decode, envinfo, suite
+
+    done = results.BenchResult("fake", ({"x": 1.0},), {"device": "cuda"}, {})
+    monkeypatch.setattr(timing, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(matmul, "matmul_bench", lambda *a, **k: done)
+    monkeypatch.setattr(matmul, "harness_check", lambda *a, **k: {"ratio": 1.0})
+    monkeypatch.setattr(membw, "memory_bandwidth", lambda *a, **k: done)
+    monkeypatch.setattr(collectives, "run_collectives", lambda *a, **k: done)
+    monkeypatch.setattr(suite, "_measure_validation", lambda device: {"configs": 0})
+    monkeypatch.setattr(envinfo, "env_stamp", lambda *a, **k: {"device": "cuda"})
+
+    def oom(**kw):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB\nmore lines")
+    monkeypatch.setattr(decode, "gpu_decode", oom)
+    rep = suite.run_suite("cuda", quick=True, timeout_s=60)
+    assert list(rep.sections) == ["matmul", "memory", "harness_check", "all_reduce_loopback_gloo_cpu",
+                                  "memory_validation", "decode"]
+    assert rep.sections["decode"] == {"error": "gpukit.bench.decode.gpu_decode: OutOfMemoryError: "
+                                               "CUDA out of memory. Tried to allocate 20.00 GiB"}
+    rep.write(tmp_path / "suite.json")
+    saved = json.loads((tmp_path / "suite.json").read_text())
+    assert saved["sections"]["matmul"]["rows"] == [{"x": 1.0}] and "error" in saved["sections"]["decode"]
 
 
 def test_cli_matmul_json_and_out(tmp_path, capsys, monkeypatch):

@@ -89,6 +89,29 @@ def test_run_collectives_validates_before_spawning(kwargs, match):
         col.run_collectives(args.pop("op"), args.pop("n_ranks"), args.pop("sizes"), **args)
 
 
+@pytest.mark.parametrize("launch", ["collectives", "article", "ddp"])
+def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatch):
+    """Each spawned CUDA rank takes GPU number `rank`: 2 ranks on a one-GPU machine must be a clear
+    ValueError before any rank starts, not rank 1 dying with 'invalid device ordinal' (CPU: the
+    CUDA queries are faked)."""
+    import torch
+
+    from gpukit.bench.article import article_latency_snippet
+    from gpukit.bench.ddp import run_ddp
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+    def spawned(*a, **k):
+        raise AssertionError("ranks were spawned")
+    monkeypatch.setattr(col, "spawn_ranks", spawned)
+    run = {"collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
+           "article": lambda: article_latency_snippet(2, device="cuda"),
+           "ddp": lambda: run_ddp(2, device="cuda")}[launch]
+    with pytest.raises(ValueError, match="n_ranks must be <= the 1 CUDA devices here, got 2"):
+        run()
+
+
 def _synthetic_rows(alpha_s=200e-6, bw_gbps=1.0, n=2, op="all_reduce"):
     ca, cb = comm.coefficients(op, n)
     return [{"op": op, "world_size": n, "size_bytes": s, "time_us": (ca * alpha_s + cb * s / (bw_gbps * 1e9)) * 1e6}

@@ -57,7 +57,7 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     median. `skew_ms` makes ranks > 0 arrive late. Also returns every rank's per-call list and the
     list of what the article's method gets wrong.
     """
-    from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
+    from gpukit.bench.collectives import _check, _check_gpu_count, _pick_backend, spawn_ranks
     from gpukit.bench.timing import resolve_device
     from gpukit.errors import require_positive, require_positive_int, require_timeout
 
@@ -73,6 +73,7 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
         raise ValueError(f"skew_ms must be at most {MAX_TIMEOUT_S * 1e3:g} ms (one week), got {skew_ms:g}")
     device = resolve_device(device)
     _check("all_reduce", backend, device, "fp32")
+    _check_gpu_count(n_ranks, device)
     backend = _pick_backend(backend, device)
     cfg = {"mode": "article", "n_calls": n_calls, "skew_s": float(skew_ms) / 1e3, "backend": backend,
            "device": device, "threads": 1, "timeout_s": timeout_s, "op": "all_reduce", "launcher": "spawn"}

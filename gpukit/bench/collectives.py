@@ -84,6 +84,17 @@ def _pick_backend(backend: str, device: str) -> str:
     return ("nccl" if device == "cuda" else "gloo") if backend == "auto" else backend
 
 
+def _check_gpu_count(n_ranks: int, device: str) -> None:
+    """On CUDA every spawned rank takes the GPU of its rank number (torch.cuda.set_device(rank)):
+    ValueError before spawning when there are fewer GPUs than ranks (else rank 1 of 2 on a one-GPU
+    machine dies with 'invalid device ordinal')."""
+    if device == "cuda":
+        import torch
+
+        if n_ranks > torch.cuda.device_count():
+            raise ValueError(f"n_ranks must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
+
+
 # ---------------------------------------------------------------- the launchers (spawn, torchrun)
 
 
@@ -174,11 +185,7 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     backend = _pick_backend(backend, device)
     if n_ranks < 2:  # one rank moves no data: bus bandwidth is 0 and the harness ratio 0/0
         raise ValueError(f"n_ranks must be >= 2 (a collective over one rank moves no data), got {n_ranks}")
-    if device == "cuda":
-        import torch
-
-        if n_ranks > torch.cuda.device_count():
-            raise ValueError(f"n_ranks must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
+    _check_gpu_count(n_ranks, device)
     cfg = {"op": op, "sizes": parse_sizes(sizes), "iters": iters, "warmup": warmup, "repeats": repeats,
            "dtype": dtype, "backend": backend, "device": device, "threads": threads, "timeout_s": timeout_s,
            "bare_check": bare_check, "launcher": "spawn"}

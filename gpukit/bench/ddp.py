@@ -91,7 +91,7 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             trace_path: str | None = None) -> dict:
     """Spawn `n_ranks` local ranks and measure DDP steps; rank 0's payload (step_s, compute_s lists
     per step, bytes_per_step, timeline of the median step, link_samples, param_shapes, env)."""
-    from gpukit.bench.collectives import _check, _pick_backend, spawn_ranks
+    from gpukit.bench.collectives import _check, _check_gpu_count, _pick_backend, spawn_ranks
 
     if threads is not None:
         from gpukit.errors import require_positive_int
@@ -103,6 +103,7 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     hook = _validate(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
                      bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
                      timeout_s, backend)
+    _check_gpu_count(n_ranks, device)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
     import torch.multiprocessing as mp

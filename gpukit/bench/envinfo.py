@@ -12,6 +12,7 @@ Used in: every notebook's setup cell (`gpukit.course.nbtools.show_env`), every b
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import socket
@@ -153,6 +154,25 @@ def device_name(device: str) -> str:
     return environment()["cpu_model"]
 
 
+@functools.lru_cache(maxsize=1)
+def nvidia_driver_version() -> str | None:
+    """The NVIDIA driver version ('570.124.06', nvidia-smi's driver_version), None where nvidia-smi
+    is absent or fails (torch reports the CUDA runtime it was built with, not the driver)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else None
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -185,5 +205,6 @@ def env_stamp(device: str = "cpu", *, threads: int | None = None, world_size: in
         major, minor = torch.cuda.get_device_capability()
         stamp["gpu_capability"] = f"{major}.{minor}"
         stamp["gpu_count"] = machine["device_count"]
+        stamp["driver"] = nvidia_driver_version()
     stamp.update(extra)
     return stamp

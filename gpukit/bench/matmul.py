@@ -23,8 +23,10 @@ from gpukit.bench.timing import (
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
-# CUDA device names (torch.cuda.get_device_name) -> catalog keys to try, first match wins.
+# CUDA device names (torch.cuda.get_device_name) -> catalog keys to try; the first rule that matches
+# decides (its first key in the catalog, else no key: an H100 NVL is not an H100 SXM).
 # Order matters: "gh200" before "h200", "h100 nvl"/"pcie" before the plain (SXM, HBM3) "h100".
+# A100 PCIe falls back to the SXM row of its memory size (same tensor-core peaks).
 _GPU_NAME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("gh200",), ("gh200",)),
     (("h200", "nvl"), ("h200-nvl",)),
@@ -33,8 +35,8 @@ _GPU_NAME_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("h100", "pcie"), ("h100-pcie",)),
     (("h100",), ("h100-sxm", "h100")),
     (("b200",), ("b200",)),
-    (("a100", "pcie", "80gb"), ("a100-80gb-pcie", "a100-pcie-80gb", "a100-pcie")),
-    (("a100", "pcie"), ("a100-40gb-pcie", "a100-pcie-40gb", "a100-pcie")),
+    (("a100", "pcie", "80gb"), ("a100-80gb-pcie", "a100-pcie-80gb", "a100-pcie", "a100-80gb")),
+    (("a100", "pcie"), ("a100-40gb-pcie", "a100-pcie-40gb", "a100-pcie", "a100-40gb")),
     (("a100", "80gb"), ("a100-80gb-sxm", "a100-sxm-80gb", "a100-80gb", "a100-sxm")),
     (("a100",), ("a100-40gb-sxm", "a100-sxm-40gb", "a100-40gb", "a100-sxm", "a100")),
     (("l40s",), ("l40s",)),
@@ -66,9 +68,7 @@ def gpu_key_for(device_name: str, known: set[str] | None = None) -> str | None:
     for needles, keys in _GPU_NAME_RULES:
         # short needles ("l4", "t4", "a10") must be whole tokens; longer ones may be substrings
         if all((n in tokens) if len(n) <= 3 else (n in name) for n in needles):
-            for key in keys:
-                if key in known:
-                    return key
+            return next((key for key in keys if key in known), None)
     return None
 
 

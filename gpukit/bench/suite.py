@@ -3,7 +3,8 @@
 matmul per dtype (bf16, fp16, fp8 where supported, fp32, tf32 on CUDA), HBM/DRAM bandwidth and
 host<->device copies, the matmul harness check, an all_reduce sweep (NCCL across the local GPUs
 when there are >= 2, else 2-rank loopback gloo, labelled CPU), and the memory validation of
-gpukit.bench.measure on CUDA (a device failure there is recorded, not fatal; a missing module is an error).
+gpukit.bench.measure on CUDA, then KV-cache prefill/decode (gpukit.bench.decode) on CUDA (a device failure
+in either is recorded, not fatal; a missing module is an error).
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
         from gpukit.bench.decode import gpu_decode
 
         deadline.check()
-        sections["decode"] = gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, deadline.left())))
+        try:  # the largest allocations of the suite (a 1.6B model, its KV cache): a failure keeps the rest
+            sections["decode"] = gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, deadline.left())))
+        except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
+            sections["decode"] = {"error": f"gpukit.bench.decode.gpu_decode: {type(e).__name__}: "
+                                           f"{str(e).splitlines()[0] if str(e) else ''}"}
     env = env_stamp(device, suite="bench all", quick=quick)
     return SuiteReport(sections, env, time.monotonic() - t0)
