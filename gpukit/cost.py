@@ -93,16 +93,27 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
     intra = get_interconnect(intra_link) if intra_link else intra_node_link(g, min(n, k))
     nodes = math.ceil(n / k)
+    last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill whole nodes
     if n == 1:
         comm_s = 0.0
     elif nodes == 1:
         comm_s = collective_time("all_reduce", size, n, intra).time_s
-    else:
+    elif last == k:
         comm_s = hierarchical_all_reduce(size, nodes, min(k, n), intra, get_interconnect(inter_link)).time_s
+    else:
+        # a partial node: after its reduce-scatter its `last` GPUs hold shards of S/last, so each of its ports
+        # carries k/last times a full node's bytes across and paces the inter-node all-reduce (the node still
+        # sends all of S); the full nodes' reduce-scatter and all-gather over k GPUs pace the intra-node phases
+        rs, _, ag = hierarchical_all_reduce(size, nodes, k, intra, get_interconnect(inter_link)).phases
+        _, across, _ = hierarchical_all_reduce(size, nodes, last, intra, get_interconnect(inter_link)).phases
+        comm_s = rs.time_s + across.time_s + ag.time_s
     exposed = (1 - overlap) * comm_s
     model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
              f"all-reduce over {intra.name} in a node and {inter_link} between nodes, {overlap:.0%} overlap "
              "(gpukit.comm alpha-beta)")
+    if nodes > 1 and last < k:
+        model += (f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's {last} ports carry "
+                  f"the gradient across, and DDP's bucket copies are left out")
     return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
                       efficiency=compute_s / (compute_s + exposed), model=model)
 

@@ -113,6 +113,26 @@ def test_efficiency_given_or_predicted_and_named():
         cost.training_cost(7e9, 1e11, "h100-sxm", [8], price_per_gpu_hour=3.0, efficiency=1.5)
 
 
+def test_a_partial_node_is_paced_by_its_own_ports():
+    """12 GPUs on nodes of 8 = one full node + one of 4: the gradient crosses the network through the
+    4 ports of the second node (shards of S/4, Thakur et al. 2005's two-level all-reduce), so 12 GPUs over
+    InfiniBand cannot beat 8 GPUs in one NVLink node. It did (90.7% vs 89.2%: the partial node was
+    modelled as a full node of 8) and was put on the Pareto set."""
+    from gpukit.catalog import get_interconnect
+    from gpukit.comm import collective_time
+
+    n = get_model("llama-2-7b").n_params
+    effs = {g: cost.predicted_efficiency(n, "h100-sxm", g) for g in (8, 12, 16)}
+    assert effs[8].efficiency > effs[12].efficiency > effs[16].efficiency
+    nv, ib, size = get_interconnect("nvlink4"), get_interconnect("ib-ndr"), n * 2
+    want = (collective_time("reduce_scatter", size, 8, nv).time_s + collective_time("all_reduce", size / 4, 2, ib).time_s
+            + collective_time("all_gather", size, 8, nv).time_s)
+    assert effs[12].comm_s == pytest.approx(want, rel=1e-6)
+    assert "one of 4" in effs[12].model
+    t = cost.training_cost(get_model("llama-2-7b"), 1e11, "h100-sxm", [8, 12, 16], price_per_gpu_hour=3.0)
+    assert "one of 4" in t.efficiency_model
+
+
 def test_article_table_identical_cost_only_at_perfect_scaling():
     perfect = cost.article_table(efficiency=1.0)
     assert [round(r.cost_usd) for r in perfect] == [800, 800, 800, 800]  # article 000's table
