@@ -142,6 +142,17 @@ def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_d
     return _SCALING_CACHE[key]
 
 
+def rail_ports(inter_link: str | None) -> str:
+    """The inter-node assumption in words: one port per GPU (rail-optimized, as the efficiency models
+    it). Commodity Ethernet nodes often share one or two ports between all GPUs, and a collective
+    between nodes gets per-port rate x ports used (REFERENCE: gpukit scaling --ports-per-node)."""
+    link = (f"one {inter_link} port per GPU" if inter_link else
+            "one port per GPU of the link of its era (catalog.inter_node_link: InfiniBand; 100 Gb/s Ethernet "
+            "for GPUs without one)")
+    return (f"{link} (rail-optimized): a node with fewer ports is slower (gpukit scaling --ports-per-node "
+            "models it)")
+
+
 # ------------------------------------------------------------------------------- training cost
 @dataclass(frozen=True)
 class CostRow:
@@ -290,7 +301,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
     rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
-                   f"{gpus_per_node} GPUs per node, {inter_link or 'one InfiniBand port per GPU of its era'} between nodes")
+                   f"{gpus_per_node} GPUs per node; between nodes {rail_ports(inter_link)}")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions)
 
