@@ -375,6 +375,8 @@ def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
     assert "matmul efficiency 0.5 of the dense bf16 peak (from the calibration profile or the caller)" in said
     assert not any("efficiency 0.7" in a for a in said)
     assert any("nvlink4 in the node" in a for a in said)
+    r = par.search("llama-2-7b", None, 8, cluster=half, global_batch=64, top_k=1)
+    assert "matmul efficiency 0.5" in r.to_text() and not any("0.7" in a for a in r.to_json_dict()["assumptions"])
 
 
 def test_cli_search_keys(capsys):
