@@ -156,7 +156,7 @@ class ServePlan:
                  f"{self.max_batch} at {self.context} tokens"
                  + (f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
                     if m.max_batch > self.max_batch else ""),
-                 f"  batch {self.batch} ({self.input_tokens} prompt + {self.output_tokens} output tokens): TTFT {self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
+                 f"  batch {self.batch}: TTFT {self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
                  f"({self.decode.bound}-bound), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
                  f"{self.total_tokens_per_s:.0f} tok/s total",
                  f"  one replica at capacity: {self.capacity_req_per_s:.3g} req/s, {self.max_total_tokens_per_s:.0f} "
@@ -286,11 +286,6 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
         notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
                      f"do not fit {model.name}'s {context}-token context")
-    if context > i + o:  # memory is sized for `context`, the times for the requests' own i + o tokens
-        which = " (the defaults: give --input-tokens / --output-tokens for longer requests)" \
-            if input_tokens is None and output_tokens is None else ""
-        notes.append(f"memory and max batch are sized for a context of {context} tokens per sequence; TTFT, ITL and "
-                     f"capacity are timed for {i}-token prompts and {o} output tokens{which}")
     if window := model.sliding_window_note(context):  # the KV cache and decode's reads stop growing at W
         notes.append(window)
     if precision == "bf16" and not gpu.has("bf16"):

@@ -134,24 +134,6 @@ def test_cli_serve_names_the_sliding_window(capsys):
         assert "sliding window" not in capsys.readouterr().out
 
 
-def test_cli_serve_says_which_lengths_the_times_are_for(capsys):
-    """--context sizes the KV cache; the times are for the requests' own prompt and output (default
-    1000 + 200). The output named neither, so a 100k-token context read as a 7 ms ITL."""
-    argv = ["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8"]
-    assert main([*argv, "--context", "100000"]) == 0
-    out = capsys.readouterr().out
-    assert "batch 8 (1000 prompt + 200 output tokens)" in out
-    assert "sized for a context of 100000 tokens" in out and "give --input-tokens" in out
-    m = get_model("llama-3.1-8b")
-    p = inf.serve(m, H100, batch=8, context=100000)
-    # what it says is what it computed: decode at the mean cached length of a 1000 + 200 request
-    assert p.itl_s == pytest.approx(inf.decode_step(m, H100, batch=8, context=1000 + 100).time_s)
-    long_ = inf.serve(m, H100, batch=8, context=100000, input_tokens=99000, output_tokens=1000)
-    assert long_.itl_s > 5 * p.itl_s and not any("sized for a context" in n for n in long_.notes)
-    assert main([*argv, "--input-tokens", "1000"]) == 0  # context = input + output: nothing to say
-    assert "sized for a context" not in capsys.readouterr().out
-
-
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(DECODERS), prec=st.sampled_from(inf.PRECISIONS), ctx=st.integers(16, 2048),
        b=st.integers(1, 32))
