@@ -93,16 +93,27 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
     intra = get_interconnect(intra_link) if intra_link else intra_node_link(g, min(n, k))
     nodes = math.ceil(n / k)
+    last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill whole nodes
     if n == 1:
         comm_s = 0.0
     elif nodes == 1:
         comm_s = collective_time("all_reduce", size, n, intra).time_s
-    else:
+    elif last == k:
         comm_s = hierarchical_all_reduce(size, nodes, min(k, n), intra, get_interconnect(inter_link)).time_s
+    else:
+        # a partial node: after its reduce-scatter its `last` GPUs hold shards of S/last, so each of its ports
+        # carries k/last times a full node's bytes across and paces the inter-node all-reduce (the node still
+        # sends all of S); the full nodes' reduce-scatter and all-gather over k GPUs pace the intra-node phases
+        rs, _, ag = hierarchical_all_reduce(size, nodes, k, intra, get_interconnect(inter_link)).phases
+        _, across, _ = hierarchical_all_reduce(size, nodes, last, intra, get_interconnect(inter_link)).phases
+        comm_s = rs.time_s + across.time_s + ag.time_s
     exposed = (1 - overlap) * comm_s
     model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
              f"all-reduce over {intra.name} in a node and {inter_link} between nodes, {overlap:.0%} overlap "
              "(gpukit.comm alpha-beta)")
+    if nodes > 1 and last < k:
+        model += (f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's {last} ports carry "
+                  f"the gradient across, and DDP's bucket copies are left out")
     return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
                       efficiency=compute_s / (compute_s + exposed), model=model)
 
@@ -129,6 +140,17 @@ def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_d
         _SCALING_CACHE[key] = Efficiency(gpus=n, nodes=math.ceil(n / k), compute_s=row.compute_s, comm_s=row.comm_s,
                                          exposed_comm_s=row.exposed_comm_s, efficiency=row.efficiency, model=model)
     return _SCALING_CACHE[key]
+
+
+def rail_ports(inter_link: str | None) -> str:
+    """The inter-node assumption in words: one port per GPU (rail-optimized, as the efficiency models
+    it). Commodity Ethernet nodes often share one or two ports between all GPUs, and a collective
+    between nodes gets per-port rate x ports used (REFERENCE: gpukit scaling --ports-per-node)."""
+    link = (f"one {inter_link} port per GPU" if inter_link else
+            "one port per GPU of the link of its era (catalog.inter_node_link: InfiniBand; 100 Gb/s Ethernet "
+            "for GPUs without one)")
+    return (f"{link} (rail-optimized): a node with fewer ports is slower (gpukit scaling --ports-per-node "
+            "models it)")
 
 
 # ------------------------------------------------------------------------------- training cost
@@ -279,7 +301,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
     rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
-                   f"{gpus_per_node} GPUs per node, {inter_link or 'one InfiniBand port per GPU of its era'} between nodes")
+                   f"{gpus_per_node} GPUs per node; between nodes {rail_ports(inter_link)}")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions)
 

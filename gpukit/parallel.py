@@ -183,6 +183,8 @@ class Estimate:
     comm_bytes: tuple[tuple[str, float], ...]  # bytes sent per GPU per step by kind
     notes: tuple[str, ...] = ()
     memory: object = field(default=None, repr=False, compare=False)
+    # the cluster and the efficiencies this estimate used (cluster_assumptions); () -> ASSUMPTIONS
+    assumptions: tuple[str, ...] = ()
 
     def share(self, name: str) -> float:
         return dict(self.breakdown).get(name, 0.0) / self.step_time_s
@@ -201,7 +203,7 @@ class Estimate:
             "breakdown": dict(self.breakdown), "comm_bytes_per_gpu": dict(self.comm_bytes),
             "memory_terms": ({k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
                              if self.memory is not None else {}),
-            "notes": list(self.notes), "assumptions": list(ASSUMPTIONS)})
+            "notes": list(self.notes), "assumptions": list(self.assumptions or ASSUMPTIONS)})
 
     def to_frame(self):
         import pandas as pd
@@ -219,7 +221,19 @@ class Estimate:
                  f"bubble: idle share {self.bubble_fraction:.1%}, over ideal {self.bubble_over_ideal:.1%}"]
         lines += [f"  {k:<22}{v:>10.4f} s {100 * v / self.step_time_s:>6.1f}%" for k, v in self.breakdown]
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  assumes: {a}" for a in self.assumptions or ASSUMPTIONS]
         return "\n".join(lines)
+
+
+def cluster_assumptions(cluster) -> tuple[str, ...]:
+    """ASSUMPTIONS with the values `cluster` really has (a calibration profile sets the matmul
+    efficiency, a ClusterNetwork the link efficiency), led by the links and ports it used."""
+    stated = cluster.matmul_efficiency == MATMUL_EFFICIENCY
+    return (f"cluster: {cluster.describe()}",
+            f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
+            + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
+            f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
+            f"collectives at {cluster.link_efficiency:g} of each link's bandwidth", *ASSUMPTIONS[3:])
 
 
 def _model(model) -> ModelSpec:
@@ -363,7 +377,8 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
                     tflops_per_gpu=model_flops / step / gpus / 1e12, hardware_tflops_per_gpu=hw_flops / step / gpus / 1e12,
                     mfu=model_flops / step / gpus / cluster.peak_flops,
                     bubble_fraction=b.bubble_fraction, bubble_over_ideal=b.bubble_over_ideal,
-                    breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb)
+                    breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb,
+                    assumptions=cluster_assumptions(cluster))
 
 
 def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None,

@@ -73,7 +73,12 @@ class SearchResult:
         return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
                 "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
                 "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
-                "notes": list(self.notes), "assumptions": list(ASSUMPTIONS)}
+                "notes": list(self.notes), "assumptions": list(self._assumptions())}
+
+    def _assumptions(self) -> tuple[str, ...]:
+        """The efficiencies the layouts used (every layout shares the cluster); ASSUMPTIONS when none fit."""
+        return self.ranked[0].estimate.assumptions[1:] if self.ranked and self.ranked[0].estimate.assumptions \
+            else ASSUMPTIONS
 
     def to_frame(self):
         import pandas as pd
@@ -97,7 +102,7 @@ class SearchResult:
             e = r.estimate
             lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
                          f"{e.memory_per_gpu_bytes / GiB:.1f} GiB" + (f"; binding: {r.binding}" if r.binding else ""))
-        return "\n".join(lines)
+        return "\n".join(lines + [f"assumes: {a}" for a in self._assumptions()])
 
 
 def _divisors(n: int) -> list[int]:

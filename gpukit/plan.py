@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from gpukit.catalog import get_gpu
 from gpukit.catalog import gpus as catalog_gpus
-from gpukit.cost import pareto_front
+from gpukit.cost import pareto_front, rail_ports
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.lazy import reexports
 from gpukit.results import json_safe
@@ -404,8 +404,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     else:
         assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
                        if profile is None else f"profile {getattr(profile, 'source', '')}",
-                       f"{gpus_per_node} GPUs per node, "
-                       f"{inter_link or 'one InfiniBand port per GPU of its era (catalog.inter_node_link)'} between nodes"]
+                       f"{gpus_per_node} GPUs per node; between nodes {rail_ports(inter_link)}"]
     if workload != "serve":
         assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
                            f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "

@@ -296,3 +296,13 @@ def test_parse_bytes(text, value):
 def test_parse_bytes_rejects(text):
     with pytest.raises(ValueError):
         parse_bytes(text)
+
+
+def test_cli_comm_all_to_all_size_is_each_gpus_send_buffer(catalog_dir, capsys):
+    """nccl-tests' alltoall sends a buffer of S from every rank (S/n to each rank): the text said
+    '1.00 GB in total (125.00 MB per GPU)', an eighth of what each GPU really sends."""
+    rc, out, err = _run(capsys, "comm", "--op", "all_to_all", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    assert rc == 0, err
+    assert "in total" not in out and "1.00 GB per GPU (125.00 MB to each of the 8 GPUs" in out
+    # the time is (n-1)/n S / B with S the per-rank buffer: 7/8 of 1 GB leaves each GPU
+    assert collective_time("all_to_all", 1e9, 8, (0.0, 450.0)).time_s == pytest.approx(7 / 8 * 1e9 / 450e9)

@@ -358,6 +358,27 @@ def test_cli_estimate_keys(capsys):
         assert k in d
 
 
+def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
+    """The text named no link: llama-2-70b TP8 on h100-pcie spends 53% of its step in TP all-reduces over
+    PCIe 5 and 20% on h100-sxm over NVLink, and neither said which. The JSON stated 'matmul efficiency
+    0.7' even when the cluster (a calibration profile, the caller) used another."""
+    argv = ["parallel", "estimate", "--model", "llama-2-70b", "--gpus-per-node", "8", "--dp", "8", "--tp", "8",
+            "--pp", "4", "--micro-batch", "1", "--global-batch", "512"]
+    assert cli_main([*argv, "--gpu", "h100-pcie"]) == 0
+    out = capsys.readouterr().out
+    assert "assumes: cluster: h100-pcie, 8 per node, pcie5 in the node, 8 x eth-100g per node" in out
+    assert "assumes: matmul efficiency 0.7 of the dense bf16 peak" in out
+    cfg = par.ParallelConfig(dp=8, tp=8, pp=4, micro_batch=1)
+    half = par.make_cluster("h100-sxm", 8, matmul_efficiency=0.5)
+    e = par.estimate("llama-2-70b", cfg, half, global_batch=512)
+    said = json.loads(json.dumps(e.to_json_dict()))["assumptions"]
+    assert "matmul efficiency 0.5 of the dense bf16 peak (from the calibration profile or the caller)" in said
+    assert not any("efficiency 0.7" in a for a in said)
+    assert any("nvlink4 in the node" in a for a in said)
+    r = par.search("llama-2-7b", None, 8, cluster=half, global_batch=64, top_k=1)
+    assert "matmul efficiency 0.5" in r.to_text() and not any("0.7" in a for a in r.to_json_dict()["assumptions"])
+
+
 def test_cli_search_keys(capsys):
     d = _json(capsys, ["parallel", "search", "--layers", "16", "--hidden", "2048", "--heads", "16", "--gpu", "a100-80gb",
                        "--gpus", "8", "--gpus-per-node", "8", "--global-batch", "64", "--top", "3", "--json"])

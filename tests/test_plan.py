@@ -239,6 +239,15 @@ def test_plan_text_prints_the_assumptions_and_models(capsys):
     assert "assumes: rate 5 req/s, 512 input + 256 output tokens" in r.to_text()
 
 
+def test_plan_says_one_port_per_gpu_between_nodes():
+    """The efficiency gives every GPU its own port of --inter-link (8 x 100 GbE per node here: 78% at
+    16 H100s for llama-2-7b, 47% through one shared port, gpukit scaling --ports-per-node 1); the text
+    said only 'eth-100g between nodes'."""
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=1e11, gpus={"h100-sxm": 3.0}, counts=(16,),
+             inter_link="eth-100g")
+    assert any("one eth-100g port per GPU (rail-optimized)" in a and "--ports-per-node" in a for a in r.assumptions)
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["--workload", "pretrain", "--tokens", "1B", "--seq-len", "0"], "--seq-len"),
     (["--workload", "pretrain", "--tokens", "1B", "--input-tokens", "100"], "--input-tokens applies to --workload serve"),

@@ -71,8 +71,11 @@ def _comm(args):
     size = f"{fmt_bytes(args.bytes, binary=False)}"
     if args.gpus_per_node is None and args.inter_link is None:
         cost = collective_time(args.op, args.bytes, args.gpus, link, args.algorithm)
-        if args.op in ("all_gather", "reduce_scatter", "all_to_all"):  # nccl-tests: S is the total size
+        if args.op in ("all_gather", "reduce_scatter"):  # nccl-tests: S is the total size
             size += f" in total ({fmt_bytes(args.bytes / args.gpus, binary=False)} per GPU, nccl-tests' convention)"
+        elif args.op == "all_to_all":  # nccl-tests alltoall.cu: each rank sends S, S/n to every rank
+            size += (f" per GPU ({fmt_bytes(args.bytes / args.gpus, binary=False)} to each of the {args.gpus} GPUs, "
+                     "nccl-tests' convention)")
         return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
                        (link_source(args.link, profile),) if profile is not None else ())
     if args.gpus_per_node is None or args.inter_link is None:
@@ -98,7 +101,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("comm", help="alpha-beta time, algbw and busbw of a collective",
                               description="t = c_alpha*alpha + c_beta*S/B (Thakur et al. 2005); S follows "
                                           "nccl-tests: per-rank buffer for all_reduce/broadcast/reduce/send_recv, "
-                                          "total size for all_gather/reduce_scatter/all_to_all")
+                                          "total size for all_gather/reduce_scatter, each rank's send buffer "
+                                          "(S/n to every rank) for all_to_all")
     p.add_argument("--op", choices=OPS, required=True, type=lambda s: s.strip().lower().replace("-", "_"),
                    help=f"{', '.join(OPS)} (nccl-tests names; all-reduce spelling accepted)")
     p.add_argument("--bytes", type=_bytes, required=True,
