@@ -21,7 +21,8 @@ ceil(log2 n) alpha + S/B. Tree for the other collectives is not modelled (NCCL r
 Size convention (nccl-tests doc/PERFORMANCE.md): S is the per-rank buffer for all_reduce,
 broadcast, reduce and send_recv, and the TOTAL size (n x the per-rank part) for all_gather and
 reduce_scatter; for all_to_all S is each rank's send buffer, S/n to every rank (nccl-tests
-src/alltoall.cu: sendcount = count, paramcount = count / nranks), so (n-1)/n S leaves each rank. algbw = S / t; busbw = algbw x factor(op, n), which makes busbw
+src/alltoall.cu: sendcount = count, paramcount = count / nranks), so (n-1)/n S leaves each rank.
+algbw = S / t; busbw = algbw x factor(op, n), which makes busbw
 comparable to the link's bandwidth whatever n is: all_reduce 2(n-1)/n; all_gather, reduce_scatter,
 all_to_all (n-1)/n; broadcast, reduce, send_recv 1.
 

@@ -289,8 +289,11 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
 
 
+SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS = 512, 256  # a served request's default prompt and output lengths
+
+
 def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: float | None = None,
-         input_tokens: int = 512, output_tokens: int = 256, deadline_hours: float | None = None,
+         input_tokens: int = SERVE_INPUT_TOKENS, output_tokens: int = SERVE_OUTPUT_TOKENS, deadline_hours: float | None = None,
          budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
          prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
          gpus_per_node: int = 8, inter_link: str | None = None, loader_tokens_per_s: float | None = None,

@@ -241,7 +241,6 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     precision = require_choice("precision", default_precision(gpu) if precision is None else precision, PRECISIONS)
     kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
-    context_given = context is not None
     if context is not None:
         context = require_positive_int("context", context)
     i, o = default_lengths(model, input_tokens, output_tokens, context)
@@ -288,7 +287,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
         notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
                      f"do not fit {model.name}'s {context}-token context")
-    if context_given and input_tokens is None and context > i + o:  # --context alone is not the prompt length
+    if input_tokens is None and context > i + o:  # --context alone is not the prompt length
         notes.append(f"context {context} sizes the KV cache (memory, max batch); TTFT, ITL and capacity are for "
                      f"requests of {i} input + {o} output tokens (--input-tokens, --output-tokens)")
     if window := model.sliding_window_note(context):  # the KV cache and decode's reads stop growing at W

@@ -6,7 +6,7 @@ from gpukit.cli import add_json_flag
 from gpukit.cli.compute import _positive_int
 from gpukit.cli.cost import _count, _fraction, _int_list, _positive
 from gpukit.cli.memory import add_sliding_window_flag
-from gpukit.plan import DEFAULT_COUNTS, WORKLOADS
+from gpukit.plan import DEFAULT_COUNTS, SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
 
 
 def _gpu_list(text: str):
@@ -43,14 +43,8 @@ def _model(args):
         raise ValueError(f"--heads {args.heads} must divide --hidden {args.hidden}")
     # a custom shape has no context window of its own: make it long enough for what is asked
     # (the training length, or a served request's prompt and output)
-    asked = 0
-    if args.workload == "serve":
-        import inspect
-
-        from gpukit.plan import plan
-
-        default = {k: v.default for k, v in inspect.signature(plan).parameters.items()}
-        asked = (args.input_tokens or default["input_tokens"]) + (args.output_tokens or default["output_tokens"])
+    asked = ((args.input_tokens or SERVE_INPUT_TOKENS) + (args.output_tokens or SERVE_OUTPUT_TOKENS)
+             if args.workload == "serve" else 0)
     return ModelSpec(name="custom", n_layers=args.layers, hidden=args.hidden, n_heads=args.heads,
                      n_kv_heads=args.kv_heads, ffn_hidden=args.ffn_hidden, vocab=args.vocab or 50257,
                      max_seq=max(args.seq_len or 2048, asked), mlp="swiglu", norm="rmsnorm", position="rope", bias=False,
