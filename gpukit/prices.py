@@ -231,3 +231,62 @@ def quote(gpu: str, prices: PriceTable | None = None, *, policy: str = "lowest",
     ordered = sorted(rows, key=key)
     row = {"lowest": ordered[0], "highest": ordered[-1], "median": ordered[(len(ordered) - 1) // 2]}[policy]
     return PriceQuote(usd_per_gpu_hour=key(row), source=row.label(), spot=spot)
+
+
+PRICE_FAR_ABOVE = 2.0  # a per-GPU-hour price this many times the table's highest row (any GPU) is called out
+
+
+def price_warning(gpu: str, usd_per_gpu_hour: float, table: PriceTable | None = None, *,
+                  gpus_per_node: int | None = 8, field: str = "price_per_gpu_hour",
+                  fix: str = "divide it by the node's GPU count") -> str | None:
+    """One line when a price given per GPU-hour looks like a node's (instance's) price, else None.
+
+    A warning, not an error: prices move and a seller may charge more than any row. It fires when the
+    price is above the highest market on-demand row of `gpu` (per GPU-hour) and, divided by the node's
+    GPU count, falls within the rows' range (a node price typed as a GPU price: Lambda's 8 x H100 at
+    $23.92/h is $2.99/GPU-h); or when it is over PRICE_FAR_ABOVE x the highest row of any GPU in the
+    table. gpus_per_node None: the GPU counts of the table's multi-GPU rows of `gpu` (8 if none)."""
+    table = table if table is not None else load_prices()
+    usd = float(usd_per_gpu_hour)
+    rows = table.for_gpu(gpu)
+    market = tuple(r for r in table.rows if not r.is_article and r.usd_per_gpu_hour)
+    if not market:
+        return None
+    top_any = max(market, key=lambda r: r.usd_per_gpu_hour)
+    node = []
+    if rows:
+        lo, hi = min(r.usd_per_gpu_hour for r in rows), max(r.usd_per_gpu_hour for r in rows)
+        sizes = {gpus_per_node} if gpus_per_node is not None else ({r.count for r in rows if r.count > 1} or {8})
+        if usd > hi:
+            node = sorted(k for k in sizes if k > 1 and k * lo * 0.99 <= usd <= k * hi * 1.01)
+    if node:
+        k = node[0]
+        top = max(rows, key=lambda r: r.usd_per_gpu_hour)
+        return (f"{field} ${usd:g} is above the highest {gpu} price per GPU-hour in {Path(table.path).name} "
+                f"(${hi:.2f}, {top.label()}) and within {k} x its range (${k * lo:.2f}-${k * hi:.2f}): is it the "
+                f"price of a node of {k} GPUs (${usd / k:.2f} per GPU-hour)? If so, {fix}")
+    if usd > PRICE_FAR_ABOVE * top_any.usd_per_gpu_hour:
+        k = gpus_per_node or 8
+        return (f"{field} ${usd:g} is over {PRICE_FAR_ABOVE:g}x the highest price per GPU-hour of any GPU in "
+                f"{Path(table.path).name} (${top_any.usd_per_gpu_hour:.2f}, {top_any.label()}): is it the price of "
+                f"a node (${usd / k:.2f} per GPU-hour over {k} GPUs)? If so, {fix}")
+    return None
+
+
+def node_price_warning(gpu: str, usd_per_node_hour: float, gpus_per_node: int, table: PriceTable | None = None, *,
+                       field: str = "price_per_node_hour") -> str | None:
+    """One line when a price given per node-hour looks like a GPU's: per GPU-hour it falls below the
+    lowest market row of `gpu` while the price itself lies within the rows' per-GPU-hour range. None
+    otherwise, or when the table has no row of `gpu`, or for one-GPU nodes."""
+    table = table if table is not None else load_prices()
+    rows = table.for_gpu(gpu)
+    if not rows or gpus_per_node <= 1:
+        return None
+    lo = min(r.usd_per_gpu_hour for r in rows)
+    hi = max(r.usd_per_gpu_hour for r in rows)
+    usd = float(usd_per_node_hour)
+    if usd / gpus_per_node >= lo or not lo * 0.99 <= usd <= hi * 1.01:
+        return None
+    return (f"{field} ${usd:g} is ${usd / gpus_per_node:.2f} per GPU-hour over {gpus_per_node} GPUs, below the lowest "
+            f"{gpu} row in {Path(table.path).name} (${lo:.2f}/GPU-h) and within its per-GPU range: if it is a price "
+            f"per GPU-hour, give it as such")
