@@ -367,3 +367,146 @@ def test_skypilot_catalog_with_a_fraction_of_a_gpu(tmp_path):
                  "Standard_NC24ads_A100_v4,A100-80GB,1.0,3.67,eastus,\n")
     t = read_prices(f)
     assert [r.instance_type for r in t.rows] == ["Standard_NC24ads_A100_v4"] and t.rows[0].cloud == "azure"
+
+
+# ------------------------------------------------------------------------------- memory, ports, prices (cost-fix)
+def test_cost_train_says_when_the_priced_layout_does_not_fit(capsys):
+    """cost train priced llama-2-70b on 8 x rtx-4090 (24 GB) with plain data parallel without a word on
+    memory: every GPU would hold the whole training state. Each row now carries gpukit.memory's need per
+    GPU (as gpukit.plan decides fit) against the GPU's memory, and a layout that does not fit is a
+    WARNING (not an error, as plan lists such counts as 'does not fit')."""
+    from gpukit.catalog import get_gpu
+    from gpukit.memory import TrainSetup, estimate_memory
+
+    m = get_model("llama-2-70b")
+    t = cost.training_cost(m, 100e9, "rtx-4090", [8], price_per_gpu_hour=0.5)
+    r = t.rows[0]
+    want = estimate_memory(m, setup=TrainSetup(dp=8, seq_len=m.train_seq_len, micro_batch=1, dropout=False),
+                           gpu=get_gpu("rtx-4090"))
+    assert r.memory_per_gpu_bytes == want.total_bytes and r.gpu_memory_bytes == get_gpu("rtx-4090").memory_bytes
+    assert r.fits is False and r.memory_per_gpu_bytes > 10 * r.gpu_memory_bytes
+    assert any("rtx-4090 does NOT fit at 8 GPU(s)" in w for w in t.warnings)
+    argv = ["cost", "train", "--model", "llama-2-70b", "--tokens", "100B", "--gpu", "rtx-4090", "--gpus", "8",
+            "--price-per-gpu-hour", "0.5"]
+    assert main(argv + ["--json"]) == 0  # a warning, not an error
+    d = json.loads(capsys.readouterr().out)
+    assert d["rows"][0]["fits"] is False and d["rows"][0]["memory_per_gpu_bytes"] == want.total_bytes
+    assert any("does NOT fit" in w for w in d["warnings"])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: rtx-4090 does NOT fit" in out and "GiB/GPU fits" in out and "  NO  " in out
+    # the same model fits 64 H100s with ZeRO-3 and full recompute (the layout the warning suggests)
+    ok = cost.training_cost(m, 1e12, "h100-sxm", [64], price_per_gpu_hour=3.0, zero_stage=3, recompute="full")
+    assert ok.rows[0].fits is True and not ok.warnings
+    assert main(["cost", "train", "--model", "llama-2-70b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
+                 "--zero", "3", "--recompute", "full", "--price-per-gpu-hour", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING" not in out and "ZeRO-3, full recompute" in out
+    # full recompute executes a second forward: 8N instead of 6N per token, so more hours
+    assert ok.rows[0].hours > cost.training_cost(m, 1e12, "h100-sxm", [64], price_per_gpu_hour=3.0,
+                                                 zero_stage=3).rows[0].hours
+
+
+def test_n_params_alone_counts_the_model_states_and_says_so():
+    t = cost.training_cost(7e9, 1e11, "h100-sxm", [8], price_per_gpu_hour=3.0)
+    assert t.rows[0].fits is False  # 16 bytes/param x 7B = 112 GB > 80 GB, activations not even counted
+    assert t.rows[0].memory_per_gpu_bytes > 7e9 * 16
+    assert "activations are not counted" in t.assumptions[-1]
+    assert cost.training_cost(1e9, 1e11, "h100-sxm", [8], price_per_gpu_hour=3.0).rows[0].fits is True
+
+
+def test_ports_per_node_paces_the_cross_node_step(capsys):
+    """The cross-node step assumed one port per GPU and had no flag: 16 H100s on eth-100g read 78% efficient
+    (8 x 100 GbE per node) with no way to say a node has one 100 GbE NIC. --ports-per-node now reaches the
+    all-reduce (gpukit.scaling's ClusterNetwork, or the alpha-beta step) and the stated assumption."""
+    from gpukit.scaling import scaling
+
+    n = get_model("llama-2-7b").n_params
+    rail = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g")
+    one = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", ports_per_node=1)
+    want = scaling(n_params=n, gpu="h100-sxm", gpus=(1, 16), inter_link="eth-100g", ports_per_node=1,
+                   tokens_per_gpu=8192, overlap=False).rows[-1].efficiency
+    assert one.efficiency == pytest.approx(want, rel=1e-9) and one.efficiency < 0.75 * rail.efficiency
+    assert cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", ports_per_node=8) == rail
+    # the alpha-beta step (ZeRO-3, partial nodes): the ports' share of the line rate paces the inter-node phase
+    from gpukit.catalog import get_interconnect
+    from gpukit.comm import collective_time
+
+    z = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", zero_stage=3, ports_per_node=2)
+    z8 = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", zero_stage=3)
+    eth, size = get_interconnect("eth-100g"), n * 2 * 1.5
+    slow = collective_time("all_reduce", size / 8, 2, (eth.latency_us * 1e-6, eth.bandwidth_gbps / 4)).time_s
+    fast = collective_time("all_reduce", size / 8, 2, eth).time_s
+    assert z.comm_s - z8.comm_s == pytest.approx(slow - fast, rel=1e-6)
+    assert "2 port(s) per node shared by its 8 GPUs" in z.model
+    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", "16",
+            "--price-per-gpu-hour", "3", "--inter-link", "eth-100g"]
+    assert main(argv + ["--ports-per-node", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["rows"][0]["efficiency"] == pytest.approx(want, rel=1e-9)
+    assert any("1 eth-100g port(s) per node shared by its 8 GPUs" in a and "--ports-per-node 1" in a
+               for a in d["assumptions"])
+    assert main(argv + ["--ports-per-node", "0"]) == 2
+    assert "--ports-per-node" in capsys.readouterr().err
+
+
+def test_a_node_price_typed_per_gpu_hour_gets_a_warning(capsys):
+    """--price-per-gpu-hour 23.92 (Lambda's 8 x H100 instance per hour) was priced as $23.92 per GPU-hour
+    without a word: 8x the run's cost. A price above every h100-sxm row of data/prices.csv whose eighth lies
+    in their range now gets a warning naming the field and --price-per-node-hour; honest prices get none."""
+    from gpukit.prices import price_warning
+
+    rows = load_prices().for_gpu("h100-sxm")
+    lo, hi = min(r.usd_per_gpu_hour for r in rows), max(r.usd_per_gpu_hour for r in rows)
+    node = next(r for r in rows if r.count == 8 and r.cloud == "lambda").price_usd_per_h
+    for honest in (lo, hi, quote("h100-sxm", policy="median").usd_per_gpu_hour):
+        assert price_warning("h100-sxm", honest) is None
+        assert not cost.training_cost(7e9, 1e11, "h100-sxm", [64], price_per_gpu_hour=honest, zero_stage=3,
+                                      recompute="full").warnings
+    assert price_warning("h100-sxm", node) is not None
+    assert price_warning("t4", 3 * max(r.usd_per_gpu_hour for r in load_prices().rows
+                                       if r.usd_per_gpu_hour and not r.is_article)) is not None  # no t4 row
+    argv = ["cost", "train", "--params", "1B", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", "8", "--json"]
+    assert main(argv + ["--price-per-gpu-hour", f"{node:g}"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    w = [x for x in d["warnings"] if x.startswith("price_per_gpu_hour (--price-per-gpu-hour)")]
+    assert len(w) == 1 and "--price-per-node-hour" in w[0] and f"${node / 8:.2f} per GPU-hour" in w[0]
+    assert main(argv + ["--price-per-node-hour", f"{node:g}"]) == 0  # the node's price, said as such
+    d = json.loads(capsys.readouterr().out)
+    assert d["rows"][0]["usd_per_gpu_hour"] == pytest.approx(node / 8) and not d["warnings"]
+    assert "per node-hour" in d["rows"][0]["price_source"]
+    assert main(argv + ["--price-per-node-hour", "3", "--price-per-gpu-hour", "3"]) == 2  # one or the other
+    capsys.readouterr()
+    # the other way round: a GPU-hour price given per node-hour
+    t = cost.training_cost(1e9, 1e11, "h100-sxm", [8], price_per_node_hour=lo)
+    assert any(x.startswith("price_per_node_hour (--price-per-node-hour)") for x in t.warnings)
+
+
+def test_spot_and_rent_prices_are_checked_and_named(capsys):
+    """The spot price read from the price file was used without its source, and the restart time (10 min
+    by default) was not said; a node's price given as --spot-price-per-gpu-hour or --rent-per-gpu-hour
+    passed silently like --price-per-gpu-hour did."""
+    argv = ["cost", "train", "--params", "1B", "--tokens", "100B", "--gpu", "a100-80gb", "--gpus", "8", "--spot",
+            "--preemptions-per-day", "2", "--checkpoint-minutes", "5"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    sp = quote("a100-80gb", policy="median", spot=True)
+    assert f"spot ${sp.usd_per_gpu_hour:.2f}/GPU-h ({sp.source})" in out and "restart 10 min (default, assumed)" in out
+    node = next(r for r in load_prices().for_gpu("a100-80gb") if r.count == 8).price_usd_per_h
+    assert main(argv + ["--spot-price-per-gpu-hour", f"{node:g}", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert any(w.startswith("spot_price_per_gpu_hour (--spot-price-per-gpu-hour)") for w in d["warnings"])
+    assert d["rows"][0]["spot"]["spot_price_source"] == "given"
+    b = cost.buy_vs_rent("h100-sxm", 32, 1.2e6, rent_per_gpu_hour=98.32)  # AWS p5's price per instance-hour
+    assert len(b.warnings) == 1 and b.warnings[0].startswith("rent_per_gpu_hour (--rent-per-gpu-hour)")
+    assert not cost.buy_vs_rent("h100-sxm", 32, 1.2e6, rent_per_gpu_hour=98.32 / 8).warnings
+    assert main(["cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.2M",
+                 "--rent-per-gpu-hour", "98.32", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"]
+
+
+def test_one_price_for_several_gpu_types_is_said():
+    t = cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"], [8], price_per_gpu_hour=2.0)
+    assert any("applies to every GPU type (h100-sxm, a100-80gb)" in w for w in t.warnings)
+    assert not any("every GPU type" in w for w in cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"],
+                                                                      [8]).warnings)

@@ -39,7 +39,7 @@ ALLOWED = {
     "parallel bubble": {"--microbatches"},
     "serve": {"--kv-dtype", "--batch", "--input-tokens", "--output-tokens", "--rate", "--price-per-gpu-hour",
               "--hbm-share", "--flops-share", "--reserve", "--non-gpu-ms", "--simulate-requests"},
-    "cost train": {"--mfu", "--price-per-gpu-hour", "--prices", "--spot", "--preemptions-per-day", "--checkpoint-minutes",
+    "cost train": {"--mfu", "--price-per-gpu-hour", "--price-per-node-hour", "--prices", "--spot", "--preemptions-per-day", "--checkpoint-minutes",
                    "--restart-minutes", "--spot-price-per-gpu-hour"},
     "cost buy-vs-rent": {"--purchase-usd", "--network-usd", "--rent-per-gpu-hour", "--prices", "--power-kw", "--pue",
                          "--usd-per-kwh", "--years", "--utilization", "--ops-usd-per-year"},

@@ -6,7 +6,7 @@ import argparse
 
 from gpukit.cli import add_json_flag, arg_type, int_list
 from gpukit.cli.compute import Report, _fraction, _positive
-from gpukit.errors import nonnegative_float_arg
+from gpukit.errors import nonnegative_float_arg, positive_int_arg
 from gpukit.units import parse_count
 
 
@@ -55,11 +55,14 @@ def _train(args):
             raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} with --spot")
     model = get_model(args.model) if args.model else args.params
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
-                      price_per_gpu_hour=args.price_per_gpu_hour, prices=_prices(args),
-                      gpus_per_node=args.gpus_per_node, inter_link=args.inter_link, spot=spot)
+                      price_per_gpu_hour=args.price_per_gpu_hour, price_per_node_hour=args.price_per_node_hour,
+                      prices=_prices(args), gpus_per_node=args.gpus_per_node, ports_per_node=args.ports_per_node,
+                      inter_link=args.inter_link, zero_stage=args.zero, recompute=args.recompute, spot=spot)
     text = t.to_text()
     if spot:
-        text += "\nspot (Daly-optimal checkpoints):" + "".join(f"\n  {_spot_line(r)}" for r in t.rows)
+        restart = ("10 min (default, assumed)" if args.restart_minutes is None else f"{args.restart_minutes:g} min")
+        text += (f"\nspot (Daly-optimal checkpoints; restart {restart}):"
+                 + "".join(f"\n  {_spot_line(r)}" for r in t.rows))
     return Report(t.to_json_dict(), text)
 
 
@@ -76,7 +79,8 @@ def _spot_line(r) -> str:
                 f"(one every {1440 / s['preemptions_per_day']:.3g} min) against {s['checkpoint_minutes']:g}-min "
                 f"checkpoints (expected time over {SPOT_NEVER}x the on-demand {work:,.1f} h); run on demand")
     return (f"{r.gpu} x{r.gpus}: checkpoint every {s['daly_interval_hours']:.2f} h, expected {hours:,.1f} h, "
-            f"${s['spot_cost_usd']:,.0f} vs ${s['on_demand_cost_usd']:,.0f} on demand ({s['savings']:.0%} saved)")
+            f"${s['spot_cost_usd']:,.0f} vs ${s['on_demand_cost_usd']:,.0f} on demand ({s['savings']:.0%} saved); "
+            f"spot ${s['spot_usd_per_gpu_hour']:.2f}/GPU-h ({s['spot_price_source']})")
 
 
 def _buy(args):
@@ -105,14 +109,28 @@ def register(subparsers) -> None:
                               description="Cluster economics (gpukit.cost); prices from data/prices.csv or --prices")
     sub = p.add_subparsers(dest="cost_command", metavar="WHAT", parser_class=type(p))
 
-    t = sub.add_parser("train", help="time and cost over GPU types and counts, with scaling efficiency")
+    t = sub.add_parser("train", help="time and cost over GPU types and counts, with scaling efficiency",
+                       description="Time and cost of a training run over GPU types and counts (gpukit.cost."
+                                   "training_cost). Every row says whether the priced layout (data parallel, --zero, "
+                                   "--recompute, micro-batch 1) fits each GPU: GiB/GPU needed (gpukit.memory, as "
+                                   "`gpukit plan` decides fit) and fits yes/NO; a layout that does not fit is priced "
+                                   "anyway with a WARNING line (JSON: rows[].fits, memory_per_gpu_bytes, "
+                                   "gpu_memory_bytes, warnings), as `plan` lists it rather than failing. A price per "
+                                   "GPU-hour above every catalog row that looks like a node's price gets a WARNING too.")
     g = t.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", help="a model from `gpukit models`")
     g.add_argument("--params", type=_count, help="n_params, e.g. 7B")
     t.add_argument("--tokens", type=_count, required=True, help="training tokens, e.g. 2T")
     t.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus` (or several, comma-separated)")
     t.add_argument("--gpus", type=_int_list, required=True, help="GPU counts N[,N...]")
-    t.add_argument("--gpus-per-node", type=int, default=8)
+    t.add_argument("--gpus-per-node", type=positive_int_arg, default=8, help="GPUs per node (default 8)")
+    t.add_argument("--ports-per-node", type=positive_int_arg,
+                   help="inter-node network ports per node, shared by its GPUs (default: one per GPU, rail-optimized; "
+                        "e.g. 1 for one 100 GbE NIC per node)")
+    t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
+                   help="ZeRO stage of the priced data-parallel layout (default 0: plain DDP); sets memory and traffic")
+    t.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
+                   help="activation recompute of the priced layout (default none; full adds a forward: 8N FLOPs)")
     t.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
                                         "of its era, 100 Gb/s Ethernet for others)")
     u = t.add_mutually_exclusive_group()
@@ -120,6 +138,8 @@ def register(subparsers) -> None:
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
     pr = t.add_mutually_exclusive_group()
     pr.add_argument("--price-per-gpu-hour", type=_positive, help="USD per GPU-hour (default: median row of the price file)")
+    pr.add_argument("--price-per-node-hour", type=_positive,
+                    help="USD per node-hour (an instance's price), divided by --gpus-per-node")
     pr.add_argument("--prices", help="a price CSV: data/prices.csv format or a SkyPilot catalog vms.csv")
     t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
     t.add_argument("--preemptions-per-day", type=_positive, help="with --spot: interruptions of the job per day")
