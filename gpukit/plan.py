@@ -297,11 +297,14 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
          budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
          prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
          gpus_per_node: int = 8, inter_link: str | None = None, loader_tokens_per_s: float | None = None,
-         suggest_alternatives: bool = True, refine: bool = True) -> PlanResult:
+         suggest_alternatives: bool = True, refine: bool = True, ports_per_node: int | None = None) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
     None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
-    is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs)."""
+    is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs).
+    ports_per_node: inter-node network ports per node shared by its GPUs (default one per GPU,
+    rail-optimized), for the training plans' all-reduce and layout search (gpukit.cost.predicted_efficiency,
+    gpukit.parallel.search); serving plans keep tensor parallelism inside a node, so it is an error there."""
     from gpukit.plan_train import _refine_with_parallel, _train_plans  # it imports Plan from here
 
     require_choice("workload", workload, WORKLOADS)
@@ -322,6 +325,11 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         loader_tokens_per_s = require_positive("loader_tokens_per_s", loader_tokens_per_s)
     if seq_len is not None:  # 0 is an error, not "the default"
         seq_len = require_positive_int("seq_len", seq_len)
+    if ports_per_node is not None:
+        ports_per_node = require_positive_int("ports_per_node", ports_per_node)
+        if workload == "serve":  # it would change nothing: a serving replica's TP stays inside one node
+            raise ValueError("ports_per_node applies to training workloads: a serving replica (TP up to 8) stays in "
+                             "one node")
     if workload == "serve":
         if rate is None:
             raise ValueError("workload serve needs rate (requests per second)")
@@ -371,11 +379,12 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     else:
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
                              profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
-                             deadline_hours, budget_usd, loader_tokens_per_s)
+                             deadline_hours, budget_usd, loader_tokens_per_s, ports_per_node)
     if workload in ("pretrain", "finetune") and refine:
         plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or min(model.max_seq, 4096), gpus_per_node,
                                                inter_link, deadline_hours, budget_usd,
-                                               mfu_v if profile is None else None, profile, loader_tokens_per_s)
+                                               mfu_v if profile is None else None, profile, loader_tokens_per_s,
+                                               ports_per_node=ports_per_node)
         if refined:
             models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
@@ -395,7 +404,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
             alt = plan(alt_w, model, tokens=tokens, deadline_hours=deadline_hours, budget_usd=budget_usd,
                        gpus=prices_of, counts=counts, mfu=mfu, profile=profile, seq_len=seq_len,
                        micro_batch=micro_batch, gpus_per_node=gpus_per_node, inter_link=inter_link,
-                       suggest_alternatives=False)
+                       suggest_alternatives=False, ports_per_node=ports_per_node)
             if alt.best is not None:
                 b = alt.best
                 changes = (*changes, f"QLoRA instead of {workload}: {b.gpus} x {b.gpu}, {b.hours:,.1f} h, "
@@ -407,7 +416,8 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     else:
         assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
                        if profile is None else f"profile {getattr(profile, 'source', '')}",
-                       f"{gpus_per_node} GPUs per node; between nodes {rail_ports(inter_link)}"]
+                       f"{gpus_per_node} GPUs per node; between nodes "
+                       f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}"]
     if workload != "serve":
         assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
                            f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "

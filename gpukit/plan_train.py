@@ -68,7 +68,7 @@ def _offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
 
 
 def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len, micro_batch,
-                gpus_per_node, inter_link, loader_tokens_per_s):
+                gpus_per_node, inter_link, loader_tokens_per_s, ports_per_node=None):
     """(hours, efficiency incl. offload and input, network efficiency, input-bound) of one layout."""
     recompute = "full" if s.recompute == "full" else "none"
     if recompute not in t1_by_rc:
@@ -84,7 +84,7 @@ def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, 
     else:
         eff = predicted_efficiency(model.n_params, name, n, gpus_per_node=gpus_per_node, inter_link=inter_link,
                                    tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization,
-                                   zero_stage=s.zero_stage).efficiency
+                                   zero_stage=s.zero_stage, ports_per_node=ports_per_node).efficiency
     step_s = step_compute / eff + _offload_slowdown_s(model.n_params, s, g)
     input_bound = False
     if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > loader_tokens_per_s:
@@ -95,7 +95,8 @@ def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, 
 
 
 def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of, mfu, profile, seq_len,
-                 micro_batch, gpus_per_node, inter_link, deadline_hours, budget_usd, loader_tokens_per_s):
+                 micro_batch, gpus_per_node, inter_link, deadline_hours, budget_usd, loader_tokens_per_s,
+                 ports_per_node=None):
     plans = []
     for name in gpu_names:
         g = get_gpu(name)
@@ -113,7 +114,7 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
                 if not m.fits:
                     continue
                 est = _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len,
-                                  micro_batch, gpus_per_node, inter_link, loader_tokens_per_s)
+                                  micro_batch, gpus_per_node, inter_link, loader_tokens_per_s, ports_per_node)
                 if best is None or est[0] < best[0][0] * (1 - 1e-9):  # ties: the layout with fewer tricks
                     best = (est, tricks, s, m)
             if best is None:
@@ -140,7 +141,7 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
 
 
 def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                          mfu, profile, loader_tokens_per_s=None, top: int = 2):
+                          mfu, profile, loader_tokens_per_s=None, top: int = 2, ports_per_node=None):
     """Re-estimate the `top` cheapest training plans that fit (two: a search of 1024 GPUs takes about 0.4 s,
     and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism); a searched layout replaces the data-parallel one when it
@@ -155,7 +156,8 @@ def _refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_li
         p = plans[i]
         try:
             r = parallel.search(model, p.gpu, p.gpus, gpus_per_node=gpus_per_node, seq_len=seq_len,
-                                inter_link=inter_link, global_batch=max(p.gpus, 512), top_k=1)
+                                inter_link=inter_link, ports_per_node=ports_per_node, global_batch=max(p.gpus, 512),
+                                top_k=1)
         except ValueError:
             continue
         if r.best is None:

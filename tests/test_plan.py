@@ -295,3 +295,17 @@ def test_plan_json_of_plans_that_do_not_fit_is_valid_json(argv, capsys):
     out = capsys.readouterr().out
     d = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     assert any(p["binding"] == "does not fit" and p["cost_usd"] is None for p in d["plans"])
+
+
+def test_plan_takes_ports_per_node_too(capsys):
+    """gpukit plan prices its training plans through the same predicted_efficiency (and the 3D layout
+    search through gpukit.parallel, which takes ports_per_node): the flag reaches both and the assumption."""
+    kw = dict(tokens=100e9, gpus={"h100-sxm": 3.0}, counts=(16,), inter_link="eth-100g", refine=False)
+    rail = plan("pretrain", get_model("llama-2-7b"), **kw)
+    one = plan("pretrain", get_model("llama-2-7b"), ports_per_node=1, **kw)
+    assert one.plans[0].hours > 1.3 * rail.plans[0].hours
+    assert any("1 eth-100g port(s) per node" in a for a in one.assumptions)
+    with pytest.raises(ValueError, match="ports_per_node applies to training workloads"):
+        plan("serve", get_model("llama-2-7b"), rate=1.0, gpus={"h100-sxm": 3.0}, counts=(8,), ports_per_node=1)
+    assert main(["plan", "--workload", "serve", "--model", "llama-2-7b", "--rate", "1", "--ports-per-node", "1"]) == 2
+    assert "--ports-per-node applies to training workloads" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from gpukit.cli import add_json_flag
 from gpukit.cli.compute import _positive_int
 from gpukit.cli.cost import _count, _fraction, _int_list, _positive
 from gpukit.cli.memory import add_sliding_window_flag
+from gpukit.errors import positive_int_arg
 from gpukit.plan import DEFAULT_COUNTS, SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
 
 
@@ -82,7 +83,8 @@ def _plan(args):
         unused = [f for f, v in (("--tokens", args.tokens), ("--deadline-hours", args.deadline_hours),
                                  ("--seq-len", args.seq_len), ("--micro-batch", args.micro_batch),
                                  ("--mfu", args.mfu), ("--profile", args.profile),
-                                 ("--loader-tokens-per-s", args.loader_tokens_per_s)) if v is not None]
+                                 ("--loader-tokens-per-s", args.loader_tokens_per_s),
+                                 ("--ports-per-node", args.ports_per_node)) if v is not None]
         if unused:
             raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to training workloads; serve takes --rate, --input-tokens, "
                              "--output-tokens and --budget-usd (USD per hour)")
@@ -98,7 +100,8 @@ def _plan(args):
                 deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                 gpus=gpus, counts=args.gpus or DEFAULT_COUNTS, prices=prices, mfu=args.mfu, profile=profile,
                 seq_len=args.seq_len, micro_batch=args.micro_batch or 1, gpus_per_node=args.gpus_per_node,
-                inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s)
+                inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s,
+                ports_per_node=args.ports_per_node)
 
 
 def register(subparsers) -> None:
@@ -126,6 +129,9 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
                                         "of its era, 100 Gb/s Ethernet for others)")
+    p.add_argument("--ports-per-node", type=positive_int_arg,
+                   help="training: inter-node network ports per node, shared by its GPUs (default: one per GPU, "
+                        "rail-optimized; e.g. 1 for one 100 GbE NIC per node)")
     p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
     p.add_argument("--loader-tokens-per-s", type=_positive,
                    help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
