@@ -89,15 +89,17 @@ def test_run_collectives_validates_before_spawning(kwargs, match):
         col.run_collectives(args.pop("op"), args.pop("n_ranks"), args.pop("sizes"), **args)
 
 
-@pytest.mark.parametrize("launch", ["collectives", "article", "ddp"])
+@pytest.mark.parametrize("launch", ["collectives", "article", "ddp", "fsdp"])
 def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatch):
     """Each spawned CUDA rank takes GPU number `rank`: 2 ranks on a one-GPU machine must be a clear
     ValueError before any rank starts, not rank 1 dying with 'invalid device ordinal' (CPU: the
     CUDA queries are faked)."""
     import torch
 
+    from gpukit.bench import launch as launcher
     from gpukit.bench.article import article_latency_snippet
     from gpukit.bench.ddp import run_ddp
+    from gpukit.bench.fsdp import run_fsdp
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
@@ -105,9 +107,11 @@ def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatc
     def spawned(*a, **k):
         raise AssertionError("ranks were spawned")
     monkeypatch.setattr(col, "spawn_ranks", spawned)
+    monkeypatch.setattr(launcher, "spawn", spawned)  # fsdp spawns through gpukit.bench.launch directly
     run = {"collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
            "article": lambda: article_latency_snippet(2, device="cuda"),
-           "ddp": lambda: run_ddp(2, device="cuda")}[launch]
+           "ddp": lambda: run_ddp(2, device="cuda"),
+           "fsdp": lambda: run_fsdp(2, device="cuda")}[launch]
     with pytest.raises(ValueError, match="n_ranks must be <= the 1 CUDA devices here, got 2"):
         run()
 
