@@ -293,6 +293,100 @@ def test_bench_all_on_cuda_keeps_the_other_sections_when_decode_fails(monkeypatc
     assert saved["sections"]["matmul"]["rows"] == [{"x": 1.0}] and "error" in saved["sections"]["decode"]
 
 
+def _fake_cpu_suite(monkeypatch, **sections):
+    """`bench all --device cpu` with every section faked (a BenchResult each, or the given callables)."""
+    from gpukit.bench import collectives, envinfo, suite
+
+    done = results.BenchResult("fake", ({"x": 1.0},), {"device": "cpu"}, {})
+    fakes = {"matmul": lambda *a, **k: done, "memory": lambda *a, **k: done,
+             "harness_check": lambda *a, **k: {"ratio": 1.0}, "collectives": lambda *a, **k: done,
+             "memory_validation": lambda device: {"skipped": "cpu"}, **sections}
+    monkeypatch.setattr(matmul, "matmul_bench", fakes["matmul"])
+    monkeypatch.setattr(membw, "memory_bandwidth", fakes["memory"])
+    monkeypatch.setattr(matmul, "harness_check", fakes["harness_check"])
+    monkeypatch.setattr(collectives, "run_collectives", fakes["collectives"])
+    monkeypatch.setattr(suite, "_measure_validation", fakes["memory_validation"])
+    monkeypatch.setattr(envinfo, "env_stamp", lambda *a, **k: {"device": "cpu"})
+    return suite
+
+
+def _slow(result=None, s=0.4):
+    """A section that runs past a 0.2 s run-wide timeout, then returns `result` (or times out)."""
+    import time
+
+    def run(*a, timeout_s, **k):
+        assert 0 < timeout_s <= 0.2  # given no more than the run's time left
+        time.sleep(s)
+        if result is None:
+            raise TimeoutError("memory benchmark timed out (raise --timeout)")
+        return result
+    return run
+
+
+def test_bench_all_timeout_keeps_the_sections_finished_before_it(monkeypatch):
+    """The run-wide timeout expires inside the memory section: SuiteTimedOut carries matmul's results
+    and says where the time ran out, how long the run took and what did not run."""
+    suite = _fake_cpu_suite(monkeypatch, memory=_slow())
+    with pytest.raises(TimeoutError, match=r"^bench all timed out after 0.2 s in section memory \(") as ex:
+        suite.run_suite("cpu", timeout_s=0.2)
+    d = ex.value.report.to_json_dict()
+    assert list(d["sections"]) == ["matmul"] and d["sections"]["matmul"]["rows"] == [{"x": 1.0}]
+    inc = d["incomplete"]
+    assert inc["timed_out_in"] == "memory" and inc["timeout_s"] == 0.2 and inc["elapsed_s"] >= 0.4
+    assert inc["error"] == "gpukit.bench.membw.memory_bandwidth: TimeoutError: memory benchmark timed out (raise --timeout)"
+    assert inc["not_run"] == ["harness_check", "all_reduce_loopback_gloo_cpu", "memory_validation"]
+    assert "# incomplete: timed out in memory" in ex.value.report.to_text()
+
+
+def test_bench_all_timeout_after_a_section_that_stopped_early_keeps_its_rows(monkeypatch):
+    """A sweep that stops at the deadline returns its rows: they are kept, the next section does not run."""
+    partial = results.BenchResult("membw", ({"test": "copy"},), {"device": "cpu"}, {"timed_out": "stopped"})
+    suite = _fake_cpu_suite(monkeypatch, memory=_slow(partial))
+    with pytest.raises(TimeoutError) as ex:
+        suite.run_suite("cpu", timeout_s=0.2)
+    d = ex.value.report.to_json_dict()
+    assert list(d["sections"]) == ["matmul", "memory"] and d["sections"]["memory"]["rows"] == [{"test": "copy"}]
+    assert d["incomplete"]["timed_out_in"] == "memory" and d["incomplete"]["not_run"][0] == "harness_check"
+
+
+def test_bench_all_keeps_going_after_a_section_fails(monkeypatch):
+    """A failed section (a rank died; its own limit hit while the run has time left) is recorded and the
+    sections after it still run: no exception, nothing lost."""
+    def died(*a, **k):
+        raise RuntimeError("benchmark worker failed: rank 1 died with exit code -9\nmore")
+
+    def own_limit(*a, timeout_s, **k):
+        raise TimeoutError("harness check timed out after 120 s (raise --timeout)")
+    suite = _fake_cpu_suite(monkeypatch, collectives=died, harness_check=own_limit)
+    rep = suite.run_suite("cpu", timeout_s=60)
+    assert rep.incomplete is None and "incomplete" not in rep.to_json_dict()
+    assert list(rep.sections) == ["matmul", "memory", "harness_check", "all_reduce_loopback_gloo_cpu",
+                                  "memory_validation"]
+    assert rep.sections["all_reduce_loopback_gloo_cpu"] == {
+        "error": "gpukit.bench.collectives.run_collectives: RuntimeError: benchmark worker failed: rank 1 died "
+                 "with exit code -9"}
+    assert rep.sections["harness_check"]["error"].startswith("gpukit.bench.matmul.harness_check: TimeoutError")
+    assert rep.sections["memory_validation"] == {"skipped": "cpu"}
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cli_bench_all_timeout_writes_the_partial_json_and_exits_2(monkeypatch, tmp_path, capsys, as_json):
+    _fake_cpu_suite(monkeypatch, memory=_slow())
+    out = tmp_path / "suite.json"
+    argv = ["bench", "all", "--device", "cpu", "--timeout", "0.2", "--out", str(out)] + (["--json"] if as_json else [])
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bench all timed out after 0.2 s in section memory")
+    assert err[0].endswith(f"partial results in {out}") and "Traceback" not in cap.err
+    saved = json.loads(out.read_text())
+    assert list(saved["sections"]) == ["matmul"] and saved["incomplete"]["timed_out_in"] == "memory"
+    if as_json:
+        assert json.loads(cap.out)["incomplete"]["not_run"] == saved["incomplete"]["not_run"]
+    else:
+        assert "== matmul ==" in cap.out and "# incomplete: timed out in memory" in cap.out
+
+
 def test_cli_matmul_json_and_out(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     out = tmp_path / "mm.json"

@@ -53,3 +53,43 @@ def test_calibrate_quick_writes_a_valid_profile(tmp_path, monkeypatch, capsys):
         assert k in data["env"]
     assert data["created"] and data["quick"] is True
     assert elapsed < 120, f"calibrate --quick took {elapsed:.0f} s (budget 120 s on 2 cores)"
+
+
+def test_a_failed_nccl_link_keeps_the_rest_of_the_gpu_profile(tmp_path, monkeypatch, capsys):
+    """On a multi-GPU machine the NCCL link is fitted last: when it fails (a rank died, an NCCL error)
+    the matmul, memory and loopback figures measured before it are written, and the profile says
+    which link failed and why (the run used to end with exit 1 and no profile). CPU: CUDA faked."""
+    import torch
+
+    from gpukit.bench import collectives, envinfo, matmul, membw, results, timing
+
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.setattr(timing, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(envinfo, "device_name", lambda device: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(envinfo, "env_stamp", lambda *a, **k: {"device": "cuda"})
+
+    def mm(device, dtypes, sizes, **k):
+        return results.BenchResult("matmul", ({"shape": "1024", "tflops": 400.0, "achieved_frac": 0.4},),
+                                   {}, {f"best_tflops_{dtypes[0]}": 400.0})
+    monkeypatch.setattr(matmul, "matmul_bench", mm)
+    monkeypatch.setattr(membw, "memory_bandwidth", lambda *a, **k: results.BenchResult(
+        "membw", ({"test": "copy", "gbps": 3000.0}, {"test": "triad", "gbps": 3100.0}), {}, {}))
+
+    def links(op, n, sizes, *, device, backend, **k):
+        if backend == "nccl":
+            raise RuntimeError("benchmark worker failed: rank 1: DistBackendError: NCCL error\nstack")
+        return "gloo rows"
+    monkeypatch.setattr(collectives, "run_collectives", links)
+    monkeypatch.setattr(collectives, "fit_and_holdout", lambda res, holdout: {})
+    monkeypatch.setattr(cal, "_link_entry", lambda res, h: {"alpha_us": 50.0, "beta_gbps": 1.0, "holdout_error": 0.1})
+    out = tmp_path / "profile.json"
+    assert main(["calibrate", "--quick", "--device", "cuda", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert ("link local-nccl   failed, not in the profile: RuntimeError: benchmark worker failed: rank 1: "
+            "DistBackendError: NCCL error") in text and f"wrote {out}" in text
+    data = json.loads(out.read_text())
+    assert list(data["links"]) == ["loopback-gloo"] and "local-nccl" in data["links_failed"]
+    prof = load_profile(out)
+    assert prof.matmul_tflops("bf16") == 400.0 and prof.memory_bandwidth_gbps("triad") == 3100.0

@@ -89,15 +89,17 @@ def test_run_collectives_validates_before_spawning(kwargs, match):
         col.run_collectives(args.pop("op"), args.pop("n_ranks"), args.pop("sizes"), **args)
 
 
-@pytest.mark.parametrize("launch", ["collectives", "article", "ddp"])
+@pytest.mark.parametrize("launch", ["collectives", "article", "ddp", "fsdp"])
 def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatch):
     """Each spawned CUDA rank takes GPU number `rank`: 2 ranks on a one-GPU machine must be a clear
     ValueError before any rank starts, not rank 1 dying with 'invalid device ordinal' (CPU: the
     CUDA queries are faked)."""
     import torch
 
+    from gpukit.bench import launch as launcher
     from gpukit.bench.article import article_latency_snippet
     from gpukit.bench.ddp import run_ddp
+    from gpukit.bench.fsdp import run_fsdp
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
@@ -105,11 +107,96 @@ def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatc
     def spawned(*a, **k):
         raise AssertionError("ranks were spawned")
     monkeypatch.setattr(col, "spawn_ranks", spawned)
+    monkeypatch.setattr(launcher, "spawn", spawned)  # fsdp spawns through gpukit.bench.launch directly
     run = {"collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
            "article": lambda: article_latency_snippet(2, device="cuda"),
-           "ddp": lambda: run_ddp(2, device="cuda")}[launch]
+           "ddp": lambda: run_ddp(2, device="cuda"),
+           "fsdp": lambda: run_fsdp(2, device="cuda")}[launch]
     with pytest.raises(ValueError, match="n_ranks must be <= the 1 CUDA devices here, got 2"):
         run()
+
+
+@pytest.mark.parametrize("entry", ["collectives", "ddp"])
+def test_torchrun_ranks_beyond_the_gpus_are_refused_before_the_rendezvous(entry, monkeypatch, capsys):
+    """Under torchrun a CUDA rank takes GPU LOCAL_RANK: --nproc-per-node 2 on a one-GPU machine must be
+    one line and exit 2 in each rank, not a traceback with 'invalid device ordinal' from set_device
+    (CPU: the CUDA queries are faked)."""
+    import torch
+    import torch.distributed as dist
+
+    from gpukit.bench import ddp, supervise
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(supervise, "die_with_parent", lambda: None)  # not in the test process
+
+    def joined(*a, **k):
+        raise AssertionError("the rank went on to the rendezvous")
+    monkeypatch.setattr(dist, "init_process_group", joined)
+    monkeypatch.setattr(torch.cuda, "set_device", joined)
+    for k, v in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(k, v)
+    main_of = {"collectives": col.main, "ddp": ddp.main}[entry]
+    assert main_of(["--device", "cuda"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: torchrun --nproc-per-node must be <= the 1 CUDA devices "
+                                               "here, got 2")
+
+
+def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
+    """netlab runs one rank per namespace, each with LOCAL_RANK 0: on a CUDA machine every rank would take
+    GPU 0 (and NCCL would bypass the emulated link). The torchrun command says --device cpu (it said
+    nothing, and the worker's default 'auto' picked CUDA); device cuda is refused before anything starts."""
+    import torch
+
+    from gpukit.bench import ddp, ddp_sweep, netlab
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    argv = []
+
+    class Stop(Exception):
+        pass
+
+    class FakeLab:
+        def __init__(self, n, rate):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def torchrun_argv(self, i, module, args):
+            argv.append(args)
+            return ["true"]
+
+        def run(self, cmds, timeout_s):
+            raise Stop
+    monkeypatch.setattr(netlab, "NetLab", FakeLab)
+    for device in ("auto", "cpu"):
+        argv.clear()
+        with pytest.raises(Stop):
+            ddp.run_ddp_netlab(2, "1gbit", device=device, hook="none")
+        assert len(argv) == 2 and all(a[a.index("--device") + 1] == "cpu" for a in argv), argv
+    with pytest.raises(ValueError, match="device must be cpu with netlab .*got 'cuda'"):
+        ddp.run_ddp_netlab(2, "1gbit", device="cuda")
+
+    def unavailable():
+        raise AssertionError("the lab was checked: the device must be refused first")
+    monkeypatch.setattr(netlab, "require_available", unavailable)
+    with pytest.raises(ValueError, match="device must be cpu with netlab"):
+        ddp_sweep.ddp_scaling(2, netlab="1gbit", device="cuda")
+    seen = []
+
+    def fake_run(n, rate, **kw):
+        seen.append(kw["device"])
+        raise Stop
+    monkeypatch.setattr(netlab, "require_available", lambda: None)
+    monkeypatch.setattr(ddp_sweep, "run_ddp_netlab", fake_run)
+    with pytest.raises(Stop):
+        ddp_sweep.ddp_scaling(2, netlab="1gbit", device="auto")
+    assert seen == ["cpu"]
 
 
 def _synthetic_rows(alpha_s=200e-6, bw_gbps=1.0, n=2, op="all_reduce"):

@@ -51,3 +51,43 @@ def test_bad_input_before_spawning():
         run_fsdp(2, steps=0)
     with pytest.raises(ValueError, match="n_ranks must divide n_heads"):
         run_fsdp(3)
+
+
+class _FakeTracker:
+    """Stands in for MemTracker: get_tracker_snapshot('peak') -> {torch.device: {category: bytes}}."""
+
+    def __init__(self, snap):
+        self.snap = snap
+
+    def get_tracker_snapshot(self, kind):
+        assert kind == "peak"
+        return self.snap
+
+
+def _categories(scale):
+    from torch.distributed._tools.mem_tracker import _MemRefType
+
+    d = {t: scale * (i + 1) for i, t in enumerate(_MemRefType)}
+    d["Total"] = sum(d.values())
+    return d
+
+
+def test_peak_reads_the_device_the_run_used():
+    """On CUDA MemTracker's snapshot holds the CPU too (AdamW's step counters), listed first: the peak
+    must be the GPU's, not the first key's. CPU-only runs read the CPU."""
+    import torch
+
+    from gpukit.bench.fsdp import _peak
+
+    cpu_only = _FakeTracker({torch.device("cpu"): _categories(1)})
+    assert _peak(cpu_only, "cpu") == {"Parameter": 1, "Gradient": 3, "Optstate": 6, "Activation": 4, "Temp": 5,
+                                      "Total": 28}
+    both = _FakeTracker({torch.device("cpu"): _categories(1), torch.device("cuda", 0): _categories(1000)})
+    for dev in ("cuda:0", "cuda"):
+        p = _peak(both, dev)
+        assert p["Parameter"] == 1000 and p["Optstate"] == 6000 and p["Total"] == 28000, (dev, p)
+    assert _peak(both, "cpu")["Total"] == 28
+    with pytest.raises(RuntimeError, match=r"expected one device cuda:1, found 0 \(devices: cpu, cuda:0\)"):
+        _peak(both, "cuda:1")
+    with pytest.raises(RuntimeError, match="expected one device cuda, found 0"):
+        _peak(cpu_only, "cuda")

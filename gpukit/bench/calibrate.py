@@ -60,7 +60,8 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
     ('replaced' in the result says so).
 
     device: cpu | cuda | auto. On CUDA with >= 2 GPUs an NCCL all_reduce link ('local-nccl') is
-    fitted as well. ValueError for cuda without CUDA; TimeoutError past `timeout_s`.
+    fitted as well; if that run fails (a rank died, an NCCL error), the profile keeps everything else
+    and 'links_failed' gives the reason. ValueError for cuda without CUDA; TimeoutError past `timeout_s`.
     """
     from gpukit.bench.collectives import fit_and_holdout, run_collectives
     from gpukit.bench.envinfo import device_name, env_stamp, utc_now
@@ -88,7 +89,7 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
         if torch.cuda.device_count() >= 2:
             links_to_fit.append(("local-nccl", "cuda", "nccl", torch.cuda.device_count()))
     steps = [("matmul", d) for d in plan["dtypes"]] + [("memory", None)] + [("link", x) for x in links_to_fit]
-    matmul, bandwidth, links, details = {}, {}, {}, {}
+    matmul, bandwidth, links, details, links_failed = {}, {}, {}, {}, {}
     bar = progress(steps, desc="calibrate", total=len(steps), disable=None if progress_bar is None else not progress_bar)
     for kind, arg in bar:
         deadline.check()
@@ -106,8 +107,15 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
             bandwidth.update({r["test"]: r["gbps"] for r in res.rows})
         else:
             name, link_device, backend, n = arg
-            res = run_collectives("all_reduce", n, plan["link_sizes"], device=link_device, backend=backend,
-                                  repeats=15 if quick else 21, timeout_s=min(300, deadline.left()), bare_check=True)
+            try:
+                res = run_collectives("all_reduce", n, plan["link_sizes"], device=link_device, backend=backend,
+                                      repeats=15 if quick else 21, timeout_s=min(300, deadline.left()),
+                                      bare_check=True)
+            except (RuntimeError, ValueError) as e:  # NCCL across the GPUs failed: keep what was measured
+                if link_device != "cuda":
+                    raise
+                links_failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                continue
             links[name] = _link_entry(res, fit_and_holdout(res, holdout="alternate"))
     dev = {"kind": device, "name": device_name(device), "label": "GPU" if device == "cuda" else "CPU",
            "threads": threads or _threads()}
@@ -117,6 +125,8 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
                "memory_bandwidth_gbps": bandwidth, "links": links,
                "env": env_stamp(device, threads=dev["threads"], quick=quick, calibration_details=details),
                "created": utc_now(), "quick": quick}
+    if links_failed:  # {name: "<Type>: <first line>"}: a link that was tried and failed, not a fit
+        profile["links_failed"] = links_failed
     profile["elapsed_s"] = round(time.monotonic() - t0, 2)
     if write:
         write_profile(profile, out)

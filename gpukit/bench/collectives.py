@@ -84,15 +84,22 @@ def _pick_backend(backend: str, device: str) -> str:
     return ("nccl" if device == "cuda" else "gloo") if backend == "auto" else backend
 
 
-def _check_gpu_count(n_ranks: int, device: str) -> None:
-    """On CUDA every spawned rank takes the GPU of its rank number (torch.cuda.set_device(rank)):
-    ValueError before spawning when there are fewer GPUs than ranks (else rank 1 of 2 on a one-GPU
-    machine dies with 'invalid device ordinal')."""
+def _check_gpu_count(n_ranks: int, device: str, name: str = "n_ranks") -> None:
+    """On CUDA every spawned rank takes the GPU of its rank number (torch.cuda.set_device(rank)), and a
+    torchrun rank the GPU of its LOCAL_RANK: ValueError before spawning (or before the rendezvous) when
+    there are fewer GPUs than ranks (else rank 1 of 2 on a one-GPU machine dies with 'invalid device
+    ordinal'). `name`: what the count is called where it was given."""
     if device == "cuda":
         import torch
 
         if n_ranks > torch.cuda.device_count():
-            raise ValueError(f"n_ranks must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
+            raise ValueError(f"{name} must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
+
+
+def _check_local_gpu_count(device: str) -> None:
+    """Under torchrun: the ranks of this node (LOCAL_WORLD_SIZE, at least LOCAL_RANK + 1) each need a GPU."""
+    local = max(int(os.environ.get("LOCAL_WORLD_SIZE", 0)), int(os.environ.get("LOCAL_RANK", 0)) + 1)
+    _check_gpu_count(local, device, "torchrun --nproc-per-node")
 
 
 # ---------------------------------------------------------------- the launchers (spawn, torchrun)
@@ -277,6 +284,7 @@ def _torchrun_main(args) -> int:
     _check_counts(args.iters, args.warmup, args.repeats, args.timeout, args.threads)
     device = resolve_device(args.device)
     _check(args.op, args.backend, device, args.dtype)
+    _check_local_gpu_count(device)  # before the rendezvous: not 'invalid device ordinal' in a rank
     backend = _pick_backend(args.backend, device)
     cfg = {"op": args.op, "sizes": parse_sizes(args.sizes), "iters": args.iters, "warmup": args.warmup,
            "repeats": args.repeats, "dtype": args.dtype, "backend": backend, "device": device,

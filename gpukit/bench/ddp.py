@@ -131,9 +131,11 @@ def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -
 # ---------------------------------------------------------------- netlab and torchrun
 def run_ddp_netlab(n_ranks: int, rate: str, *, timeout_s: float = 600, **kw) -> dict:
     """One rank per network namespace over an emulated link of `rate` (gpukit.bench.netlab): one
-    torchrun per namespace, static rendezvous, this module's torchrun entry point; rank 0's payload."""
+    torchrun per namespace, static rendezvous, this module's torchrun entry point; rank 0's payload.
+    CPU and gloo only (device cpu or auto), as the lab's collectives."""
     from gpukit.bench.netlab import NetLab
 
+    kw["device"] = netlab_device(kw.get("device", "cpu"))
     args = _cli_args(**kw)
     with tempfile.TemporaryDirectory(prefix="gk-ddp-") as tmp:
         out = os.path.join(tmp, "ddp.json")
@@ -156,8 +158,19 @@ def run_ddp_netlab(n_ranks: int, rate: str, *, timeout_s: float = 600, **kw) -> 
     return payload
 
 
+def netlab_device(device: str | None) -> str:
+    """The device of ranks over netlab: cpu ('auto' too). Each namespace runs one rank with LOCAL_RANK 0,
+    so on CUDA every rank would take GPU 0, and NCCL between processes of one host does not go through
+    the emulated link (shared memory, P2P): ValueError for cuda."""
+    if str(device).lower() in ("auto", "cpu"):
+        return "cpu"
+    resolve_device(device)  # its own error for anything but cpu/cuda/auto
+    raise ValueError(f"device must be cpu with netlab (gloo over the emulated link, one rank per namespace), "
+                     f"got {device!r}")
+
+
 def _cli_args(**kw) -> list[str]:
-    flags = {"hook": "--hook", "steps": "--steps", "warmup": "--warmup", "micro_batch": "--micro-batch",
+    flags = {"device": "--device", "hook": "--hook", "steps": "--steps", "warmup": "--warmup", "micro_batch": "--micro-batch",
              "seq_len": "--seq-len", "n_layers": "--layers", "hidden": "--hidden", "n_heads": "--heads",
              "vocab": "--vocab", "bucket_mb": "--bucket-mb", "grad_accum": "--grad-accum",
              "powersgd_rank": "--powersgd-rank", "powersgd_start_iter": "--powersgd-start-iter",
@@ -201,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch.distributed as dist
 
-    from gpukit.bench.collectives import _pick_backend, _setup_rank
+    from gpukit.bench.collectives import _check_local_gpu_count, _pick_backend, _setup_rank
     from gpukit.bench.ddp_sweep import summarize
     from gpukit.bench.results import write_json
 
@@ -216,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                          a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout,
                          _pick_backend("auto", resolve_device(a.device)))
         device = resolve_device(a.device)
+        _check_local_gpu_count(device)  # before the rendezvous: not 'invalid device ordinal' in a rank
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -114,9 +114,11 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
             raise ValueError(f"micro_batch x ranks ({global_batch}) must divide by every world size for strong "
                              f"scaling; it does not for {bad}")
     if netlab is not None:
+        from gpukit.bench.ddp import netlab_device
         from gpukit.bench.netlab import parse_rate, require_available
 
         parse_rate(netlab)
+        kw["device"] = netlab_device(kw.get("device", "cpu"))  # world size 1 too: every row on the CPU
         require_available()
         if ranks < 2:
             raise ValueError(f"ranks must be >= 2 with --netlab (one rank per namespace), got {ranks}")

@@ -33,11 +33,19 @@ from gpukit.bench.timing import percentile
 CATS = ("Parameter", "Gradient", "Optstate", "Activation", "Temp")
 
 
-def _peak(mt) -> dict:
+def _peak(mt, device: str) -> dict:
+    """MemTracker's peak bytes per category (and 'Total') on `device`: 'cpu', 'cuda:N', or 'cuda' when
+    the rank holds one GPU. The snapshot is keyed by torch.device and on CUDA also holds the CPU (AdamW's
+    step counters live there), so the key is chosen by the device the run used, never by dict order."""
     snap = mt.get_tracker_snapshot("peak")
-    dev = next((k for k in snap if str(k).startswith("cpu") or getattr(k, "type", "") in ("cpu", "cuda")), None)
-    d = snap[dev] if dev is not None else {}
-    out = {str(getattr(k, "value", k)).split(".")[-1]: int(v) for k, v in d.items()}
+    want = str(device)
+    keys = [k for k in snap if str(k) == want]
+    if not keys and ":" not in want:  # 'cuda': the rank's one GPU, whatever its index
+        keys = [k for k in snap if getattr(k, "type", str(k).split(":")[0]) == want]
+    if len(keys) != 1:
+        found = ", ".join(sorted(str(k) for k in snap)) or "none"
+        raise RuntimeError(f"MemTracker peak: expected one device {want}, found {len(keys)} (devices: {found})")
+    out = {str(getattr(k, "value", k)).split(".")[-1]: int(v) for k, v in snap[keys[0]].items()}
     return {c: out.get(c, 0) for c in (*CATS, "Total")}
 
 
@@ -67,8 +75,8 @@ def _train(model, opt, batch):
     return loss
 
 
-def _mem_of(model, opt, batch) -> dict:
-    """MemTracker peaks of one training step after a first step (optimizer states exist)."""
+def _mem_of(model, opt, batch, device: str) -> dict:
+    """MemTracker peaks on `device` of one training step after a first step (optimizer states exist)."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
     _train(model, opt, batch)
@@ -76,7 +84,7 @@ def _mem_of(model, opt, batch) -> dict:
     mt.track_external(model, opt)
     with mt:
         _train(model, opt, batch)
-    return _peak(mt)
+    return _peak(mt, device)
 
 
 def _collective_s(op: str, numel: int, device: str, reps: int = 5) -> float:
@@ -232,6 +240,8 @@ def fsdp_body(cfg: dict) -> dict:
     batch = make_batch(spec, cfg["micro_batch"], cfg["seq_len"], device=device, seed=rank)
     out: dict = {"rank": rank}
     steps, warmup = cfg["steps"], cfg["warmup"]
+    # the device MemTracker reads: this rank's GPU (launch.rank_main set it), not the CPU beside it
+    mem_device = f"cuda:{torch.cuda.current_device()}" if device == "cuda" else device
 
     # 1-2. DDP and FSDP2 side by side: memory of each, then steps timed in interleaved rounds
     # (DDP step, DDP no_sync step, FSDP step, ...) so that load from other processes hits all alike
@@ -239,13 +249,13 @@ def fsdp_body(cfg: dict) -> dict:
     n_params = sum(p.numel() for p in live["model"].parameters())
     live["ddp"] = DDP(live["model"])
     live["opt"] = make_optimizer(live["ddp"], "adamw")
-    out["ddp_mem"] = _mem_of(live["ddp"], live["opt"], batch)
+    out["ddp_mem"] = _mem_of(live["ddp"], live["opt"], batch, mem_device)
     live["fmodel"] = build_reference_model(spec, device=device, seed=0)
     for block in live["fmodel"].blocks:
         fully_shard(block)
     fully_shard(live["fmodel"])
     live["fopt"] = make_optimizer(live["fmodel"], "adamw")
-    out["fsdp_mem"] = _mem_of(live["fmodel"], live["fopt"], batch)
+    out["fsdp_mem"] = _mem_of(live["fmodel"], live["fopt"], batch, mem_device)
     out["fsdp_local_param_numel"] = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel()
                                         for p in live["fmodel"].parameters())
 
@@ -332,7 +342,7 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
 
     Rows: one per (mode, rank) with measured MemTracker peaks and, for FSDP, the ZeRO-3 prediction.
     Summary: step times, the FSDP step-time model and its error, what ran and what could not (why)."""
-    from gpukit.bench.collectives import _pick_backend
+    from gpukit.bench.collectives import _check_gpu_count, _pick_backend
     from gpukit.bench.timing import resolve_device
     from gpukit.errors import require_positive, require_positive_int
     from gpukit.memory_eager import reference_spec
@@ -349,6 +359,7 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
     if hidden * 4 % n_ranks or n_heads % n_ranks:
         raise ValueError(f"n_ranks must divide n_heads {n_heads} and 4*hidden for the TP check, got {n_ranks}")
     device = resolve_device(device)
+    _check_gpu_count(n_ranks, device)  # rank r takes GPU r (launch.rank_main): fail here, not in rank 1
     backend = _pick_backend(backend, device)
     cfg = dict(steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len, n_layers=n_layers,
                hidden=hidden, n_heads=n_heads, vocab=vocab, microbatches=microbatches, device=device,

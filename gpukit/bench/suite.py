@@ -5,6 +5,12 @@ host<->device copies, the matmul harness check, an all_reduce sweep (NCCL across
 when there are >= 2, else 2-rank loopback gloo, labelled CPU), and the memory validation of
 gpukit.bench.measure on CUDA, then KV-cache prefill/decode (gpukit.bench.decode) on CUDA (a device failure
 in either is recorded, not fatal; a missing module is an error).
+
+A section that fails on the device (RuntimeError, ValueError: a rank died, out of memory) or times
+out on its own limit is recorded as {"error": ...} and the next one runs. When the run-wide timeout
+expires, run_suite raises SuiteTimedOut (a TimeoutError) carrying the report of the sections finished
+so far, with a top-level "incomplete" entry: the section the time ran out in, the elapsed seconds and
+the sections not run (the CLI writes it to --out, then exits 2).
 """
 
 from __future__ import annotations
@@ -17,13 +23,16 @@ from gpukit.bench.results import write_json
 class SuiteReport:
     """Sections of results (each a BenchResult or a dict), printable and JSON-serializable."""
 
-    def __init__(self, sections: dict, env: dict, elapsed_s: float):
+    def __init__(self, sections: dict, env: dict, elapsed_s: float, incomplete: dict | None = None):
         self.sections, self.env, self.elapsed_s = sections, env, elapsed_s
+        self.incomplete = incomplete  # None, or where the run-wide timeout stopped the suite
 
     def to_json_dict(self) -> dict:
         out = {"kind": "suite", "env": self.env, "elapsed_s": self.elapsed_s, "sections": {}}
         for name, sec in self.sections.items():
             out["sections"][name] = sec.to_json_dict() if hasattr(sec, "to_json_dict") else sec
+        if self.incomplete is not None:
+            out["incomplete"] = self.incomplete
         return out
 
     def to_text(self) -> str:
@@ -33,10 +42,28 @@ class SuiteReport:
                 f"{k}: {v}" for k, v in sec.items() if k not in ("env", "rows", "article_calls_us"))
             parts.append(f"== {name} ==\n{body}")
         parts.append(f"# total {self.elapsed_s:.1f} s")
+        if self.incomplete is not None:
+            inc = self.incomplete
+            parts.append(f"# incomplete: timed out in {inc['timed_out_in']} after {inc['elapsed_s']:.1f} s "
+                         f"(timeout {inc['timeout_s']:g} s); not run: {', '.join(inc['not_run']) or 'none'}")
         return "\n\n".join(parts)
 
     def write(self, path) -> None:
         write_json(self.to_json_dict(), path)
+
+
+class SuiteTimedOut(TimeoutError):
+    """`bench all`'s run-wide timeout expired: `.report` is the SuiteReport of the sections finished
+    before it, its `incomplete` entry says in which section the time ran out."""
+
+    def __init__(self, message: str, report: SuiteReport):
+        super().__init__(message)
+        self.report = report
+
+
+def _error(what: str, e: BaseException) -> dict:
+    """A failed section's record: {"error": "<what>: <Type>: <first line>"}."""
+    return {"error": f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
 
 def _measure_validation(device: str):
@@ -50,7 +77,7 @@ def _measure_validation(device: str):
         grid = list(measure.VALIDATION_GRID) + list(measure.LLAMA_GRID)  # both layouts
         df = measure.validate_grid(grid, device=device)
     except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
-        return {"error": f"gpukit.bench.measure.validate_grid: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+        return _error("gpukit.bench.measure.validate_grid", e)
     worst = {k: float(df[f"{k}_err"].abs().max()) for k in measure.COMPARED}
     return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
             "models": measure.error_table(df).to_dict("records"), "rows": df.to_dict("records")}
@@ -58,17 +85,20 @@ def _measure_validation(device: str):
 
 def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 900,
               progress_bar: bool | None = None) -> SuiteReport:
-    """Run every single-machine benchmark on `device`; each section has its own timeout."""
+    """Run every single-machine benchmark on `device`; each section has its own timeout, none past the
+    run's. A section that fails is recorded and the next one runs; when `timeout_s` expires, raises
+    SuiteTimedOut with the sections finished so far (module docstring)."""
     from gpukit.bench.collectives import article_latency_snippet, run_collectives
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.matmul import harness_check, matmul_bench
     from gpukit.bench.membw import memory_bandwidth
-    from gpukit.bench.timing import Deadline, resolve_device
+    from gpukit.bench.timing import Deadline, resolve_device, wall_clock_limit
+    from gpukit.errors import require_timeout
 
     t0 = time.monotonic()
+    timeout_s = require_timeout("timeout_s", timeout_s)
     device = resolve_device(device)
     deadline = Deadline(timeout_s, "bench all")
-    sections: dict = {}
     if device == "cuda":
         import torch
 
@@ -78,33 +108,66 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
         size_mib, n_gpus = (256 if quick else 1024), torch.cuda.device_count()
     else:
         dtypes, sizes, size_mib, n_gpus = ["fp32", "bf16"], (256, 512, 1024), 64, 0
-    sections["matmul"] = matmul_bench(device, dtypes, sizes, timeout_s=min(300, deadline.left()),
-                                      progress_bar=progress_bar)
-    deadline.check()
-    sections["memory"] = memory_bandwidth(device, size_mib, timeout_s=min(120, deadline.left()),
-                                          progress_bar=progress_bar)
-    deadline.check()
     h_dtype, h_size = ("bf16", 8192) if device == "cuda" else ("fp32", 512)
-    sections["harness_check"] = harness_check(device, h_dtype, h_size)
-    deadline.check()
-    if n_gpus >= 2:
-        sections["all_reduce_nccl"] = run_collectives(
-            "all_reduce", n_gpus, "1K,64K,1M,16M,64M,256M" if quick else "1K,64K,1M,16M,64M,256M,1G",
-            device="cuda", backend="nccl", timeout_s=min(300, deadline.left()))
-        sections["article_snippet_nccl"] = article_latency_snippet(n_gpus, device="cuda", timeout_s=120)
-    else:
-        sections["all_reduce_loopback_gloo_cpu"] = run_collectives(
-            "all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo", timeout_s=min(120, deadline.left()))
-    deadline.check()
-    sections["memory_validation"] = _measure_validation(device)
-    if device == "cuda":  # issue 11: KV-cache prefill/decode against the roofline from the GPU's measured rates
+
+    def validation(left):  # in-process, no sweep loop to check a deadline: an alarm bounds it
+        with wall_clock_limit(left, "memory validation (the rest of bench all's timeout)"):
+            return _measure_validation(device)
+
+    def decode(left):  # issue 11: KV-cache prefill/decode against the roofline from the GPU's measured rates
         from gpukit.bench.decode import gpu_decode
 
-        deadline.check()
-        try:  # the largest allocations of the suite (a 1.6B model, its KV cache): a failure keeps the rest
-            sections["decode"] = gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, deadline.left())))
-        except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
-            sections["decode"] = {"error": f"gpukit.bench.decode.gpu_decode: {type(e).__name__}: "
-                                           f"{str(e).splitlines()[0] if str(e) else ''}"}
+        # the largest allocations of the suite (a 1.6B model, its KV cache): a failure keeps the rest
+        return gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, left)))
+
+    # (name, where a failure is attributed, run(seconds left of the run-wide timeout))
+    plan = [("matmul", "gpukit.bench.matmul.matmul_bench", lambda left: matmul_bench(
+                device, dtypes, sizes, timeout_s=min(300, left), progress_bar=progress_bar)),
+            ("memory", "gpukit.bench.membw.memory_bandwidth", lambda left: memory_bandwidth(
+                device, size_mib, timeout_s=min(120, left), progress_bar=progress_bar)),
+            ("harness_check", "gpukit.bench.matmul.harness_check", lambda left: harness_check(
+                device, h_dtype, h_size, timeout_s=min(120, left)))]
+    if n_gpus >= 2:
+        sweep = "1K,64K,1M,16M,64M,256M" if quick else "1K,64K,1M,16M,64M,256M,1G"
+        plan += [("all_reduce_nccl", "gpukit.bench.collectives.run_collectives", lambda left: run_collectives(
+                     "all_reduce", n_gpus, sweep, device="cuda", backend="nccl", timeout_s=min(300, left))),
+                 ("article_snippet_nccl", "gpukit.bench.article.article_latency_snippet",
+                  lambda left: article_latency_snippet(n_gpus, device="cuda", timeout_s=min(120, left)))]
+    else:
+        plan.append(("all_reduce_loopback_gloo_cpu", "gpukit.bench.collectives.run_collectives",
+                     lambda left: run_collectives("all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo",
+                                                  timeout_s=min(120, left))))
+    plan.append(("memory_validation", "gpukit.bench.measure.validate_grid", validation))
+    if device == "cuda":
+        plan.append(("decode", "gpukit.bench.decode.gpu_decode", decode))
+
+    sections: dict = {}
+    incomplete = None
+    for i, (name, what, run) in enumerate(plan):
+        left = deadline.left()
+        if left <= 0:  # the time ran out in the section before (it kept its rows so far)
+            incomplete = {"timed_out_in": plan[i - 1][0] if i else name,
+                          "error": "the run-wide timeout expired during this section" if i else
+                                   "the run-wide timeout expired before the first section"}
+            not_run = [n for n, _, _ in plan[i:]]
+            break
+        try:
+            sections[name] = run(left)
+        except TimeoutError as e:
+            if deadline.left() > 0:  # the section's own limit, not the run's: the others still run
+                sections[name] = _error(what, e)
+                continue
+            incomplete = {"timed_out_in": name, **_error(what, e)}
+            not_run = [n for n, _, _ in plan[i + 1:]]
+            break
+        except (RuntimeError, ValueError) as e:  # on the device (a rank died, out of memory): keep the rest
+            sections[name] = _error(what, e)
     env = env_stamp(device, suite="bench all", quick=quick)
-    return SuiteReport(sections, env, time.monotonic() - t0)
+    elapsed = time.monotonic() - t0
+    if incomplete is None:
+        return SuiteReport(sections, env, elapsed)
+    incomplete.update(elapsed_s=round(elapsed, 3), timeout_s=timeout_s, not_run=not_run)
+    report = SuiteReport(sections, env, elapsed, incomplete)
+    raise SuiteTimedOut(f"bench all timed out after {timeout_s:g} s in section {incomplete['timed_out_in']} "
+                        f"({elapsed:.1f} s elapsed; kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
+                        f"{', '.join(not_run) or 'none'}; raise --timeout)", report)

@@ -8,6 +8,8 @@ Every subcommand takes --device (cpu, cuda, auto; cuda without CUDA: exit 2), --
 Out of memory: a sweep stops at the size that failed and keeps the rows so far; summary
 'out_of_memory' reads "out of memory at size N ..." (exit 0). If not even the first size fits,
 nothing was measured: exit 2 with that line.
+`bench all` past its --timeout: the sections finished so far are printed and written to --out, with
+an "incomplete" entry (the section the time ran out in, elapsed seconds, sections not run); exit 2.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from gpukit.cli import add_json_flag, int_list
+from gpukit.cli import add_json_flag, emit, int_list
 from gpukit.errors import (
     nonnegative_float_arg,
     nonnegative_int_arg,
@@ -32,8 +34,22 @@ def _common(p, timeout: float) -> None:
     add_json_flag(p)
 
 
+def _write_out(result, path: str) -> None:
+    try:
+        if hasattr(result, "write"):
+            result.write(path)
+        else:
+            from gpukit.bench.results import write_json
+
+            write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, path)
+    except OSError as e:
+        raise ValueError(f"--out {path}: cannot write ({e.strerror or type(e).__name__})") from None
+
+
 def _guarded(handler):
-    """Timeouts become one-line errors (exit 2), results are written to --out when asked."""
+    """Timeouts become one-line errors (exit 2), results are written to --out when asked. A timeout
+    that carries the results measured before it (`.report`, as `bench all`'s) prints and writes them
+    first."""
     @functools.wraps(handler)
     def run(args):
         if getattr(args, "out", None) is not None:  # before the run: results are not lost to a bad path
@@ -47,21 +63,20 @@ def _guarded(handler):
                 raise TimeoutError(f"timed out before anything was measured: {result.summary['timed_out']} "
                                    "(raise --timeout)")
         except TimeoutError as e:
-            raise ValueError(str(e)) from None
+            partial = getattr(e, "report", None)
+            if partial is None:
+                raise ValueError(str(e)) from None
+            emit(partial, getattr(args, "json", False))
+            if getattr(args, "out", None):
+                _write_out(partial, args.out)
+            where = f"; partial results in {args.out}" if getattr(args, "out", None) else ""
+            raise ValueError(f"{e}{where}") from None
         except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
             print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
                   file=sys.stderr)
             raise SystemExit(1) from None
         if getattr(args, "out", None):
-            try:
-                if hasattr(result, "write"):
-                    result.write(args.out)
-                else:
-                    from gpukit.bench.results import write_json
-
-                    write_json(result.to_json_dict() if hasattr(result, "to_json_dict") else result, args.out)
-            except OSError as e:
-                raise ValueError(f"--out {args.out}: cannot write ({e.strerror or type(e).__name__})") from None
+            _write_out(result, args.out)
         return result
     return run
 

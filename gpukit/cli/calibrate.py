@@ -35,6 +35,8 @@ def _run(args):
     for name, fit in profile["links"].items():
         lines.append(f"link {name:<12} alpha {fit['alpha_us']:.1f} us, beta {fit['beta_gbps']:.3f} GB/s, "
                      f"holdout error {fit['holdout_error']:.0%}")
+    for name, why in profile.get("links_failed", {}).items():
+        lines.append(f"link {name:<12} failed, not in the profile: {why}")
     if not link:
         lines.append("link loopback-gloo not measured")
     lines.append(f"wrote {profile['path']} in {profile['elapsed_s']:.1f} s")
