@@ -125,6 +125,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
+    if tokens < n_gpus:  # 1e20 GPUs on 15T tokens once printed "0.0 us" as a training time
+        raise ValueError(f"tokens must be at least n_gpus (the time assumes every GPU busy, each on at least one "
+                         f"token), got {tokens:g} tokens for {n_gpus:,} GPUs")
     gpu = as_gpu(gpu)  # a catalog name ('h100-sxm') or a catalog.GPU
     if isinstance(model, str):
         model = as_model(model)
