@@ -187,6 +187,8 @@ class ServePlan:
                              f"{s.p50_ttft_s * 1e3:.3g} ms, p99 {s.p99_ttft_s * 1e3:.3g} ms")
         if self.cost_per_million_tokens_usd is not None:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
+        elif self.price_per_gpu_hour is not None:  # the price was given: say why there is no cost
+            lines.append("  cost: n/a (no replica has capacity: the model does not fit this layout)")
         lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
         return "\n".join(lines)
 

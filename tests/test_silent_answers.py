@@ -778,3 +778,11 @@ def test_comm_flat_past_a_node_states_the_fabric(capsys):
     for argv in (["--gpus", "8", "--link", "nvlink4"], ["--gpus", "16", "--link", "ib-ndr"]):
         rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", *argv)
         assert rc == 0 and "assumes:" not in out
+
+
+def test_serve_price_without_capacity_says_why(capsys):
+    """--price-per-gpu-hour on a layout that does not fit printed no cost line and no reason."""
+    rc, out, _ = run(capsys, "serve", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "2")
+    assert rc == 0 and "cost: n/a (no replica has capacity" in out
+    rc, out, _ = run(capsys, "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "2")
+    assert rc == 0 and "cost: $" in out and "n/a" not in out
