@@ -106,7 +106,7 @@ class TrainTime:
 
 def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
                   efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
-                  seq_len: int | None = None, causal: bool = True,
+                  seq_len: int | None = None, causal: bool | None = None,
                   include_embeddings: bool = True) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
     8TP/(nX) with full recompute, X the per-GPU throughput on executed FLOPs).

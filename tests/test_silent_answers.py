@@ -786,3 +786,22 @@ def test_serve_price_without_capacity_says_why(capsys):
     assert rc == 0 and "cost: n/a (no replica has capacity" in out
     rc, out, _ = run(capsys, "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "2")
     assert rc == 0 and "cost: $" in out and "n/a" not in out
+
+
+def test_an_encoders_attention_is_full_and_it_does_not_decode(capsys):
+    """BERT attends both ways (Devlin et al. 2019 sec. 3), but flops/train-time counted its attention
+    causal (half) and `flops --mode decode` priced generated tokens for it."""
+    bert = catalog.get_model("bert-large")
+    f = flops_per_token(bert, seq_len=512)
+    assert not f.causal and f.get("attention_forward") == 4.0 * 24 * 1024 * 512  # 4 L H Q T, T keys per token
+    assert flops_per_token("gpt2", seq_len=1024).causal  # a decoder stays causal
+    with pytest.raises(ValueError, match="encoder attends both ways"):
+        flops_per_token(bert, seq_len=512, causal=True)
+    assert time_to_train(bert, 1e9, "h100-sxm", 8).flops == pytest.approx(1e9 * f.hardware_flops
+                                                                         + 1e9 * 6 * bert.vocab * bert.hidden)
+    rc, out, _ = run(capsys, "flops", "--model", "bert-large", "--seq-len", "512")
+    assert rc == 0 and "attention full (bert-large is an encoder" in out
+    _one_line_error(capsys, "flops", "--model", "bert-large", "--seq-len", "512", "--mode", "decode",
+                    msg="mode decode needs a decoder")
+    _one_line_error(capsys, "roofline", "--gpu", "h100-sxm", "--model", "bert-large", "--seq-len", "1", "--mode",
+                    "decode", "--context", "512", msg="mode decode needs a decoder")
