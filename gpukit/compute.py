@@ -124,14 +124,16 @@ def layer_matmul_params(model: ModelSpec) -> int:
 
 
 def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = None, seq_len: int,
-                    causal: bool = True, include_embeddings: bool = False, recompute: str = "none",
+                    causal: bool | None = None, include_embeddings: bool = False, recompute: str = "none",
                     mode: str = "train", context: int | None = None, n_layers: int | None = None,
                     hidden: int | None = None) -> FlopsPerToken:
     """FLOPs per token for training, prefill or decode (formulas and sources in the module docstring).
 
     model or n_params (N) is required. Without a model, the attention term needs n_layers and hidden
     (= n_heads * head_dim); otherwise it is left out and `note` says so. `context` is the KV length a
-    decoded token attends to (default seq_len).
+    decoded token attends to (default seq_len). causal None: the model's own attention, causal for a
+    decoder, full for an encoder (BERT attends both ways: Devlin et al. 2019 sec. 3), causal without
+    a model; an encoder has no causal attention and does not decode (ValueError).
     """
     require_choice("mode", mode, MODES)
     require_choice("recompute", recompute, RECOMPUTE)
@@ -147,6 +149,17 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
                          "uses seq_len")
     if model is not None:
         model = as_model(model)  # a catalog name or a ModelSpec
+        if model.arch == "encoder":  # bidirectional attention: BERT-large's was once counted causal, half
+            if mode == "decode":
+                raise ValueError(f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, "
+                                 "no KV cache); use train or prefill (one forward pass)")
+            if causal:
+                raise ValueError(f"causal attention does not apply to {model.name}: an encoder attends both ways "
+                                 "(full attention)")
+            causal = False
+    if causal is None:
+        causal = True
+    if model is not None:
         try:
             n = float(layer_matmul_params(model))
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0

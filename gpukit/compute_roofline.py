@@ -166,6 +166,9 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
     in 16-bit: decode is memory-bound until the batch reaches the ridge point."""
     require_choice("mode", mode, ("prefill", "decode"))
     model = as_model(model)
+    if mode == "decode" and model.arch == "encoder":
+        raise ValueError(f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, no KV "
+                         "cache); use prefill (one forward pass)")
     seq_len = require_positive_int("seq_len", seq_len)
     b = require_positive_int("micro_batch", micro_batch)
     kw = dict(dtype=dtype, gpu=gpu, peak_tflops=peak_tflops, bandwidth_gbps=bandwidth_gbps)

@@ -106,7 +106,7 @@ class TrainTime:
 
 def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
                   efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
-                  seq_len: int | None = None, causal: bool = True,
+                  seq_len: int | None = None, causal: bool | None = None,
                   include_embeddings: bool = True) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
     8TP/(nX) with full recompute, X the per-GPU throughput on executed FLOPs).
@@ -125,6 +125,9 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     """
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
+    if tokens < n_gpus:  # 1e20 GPUs on 15T tokens once printed "0.0 us" as a training time
+        raise ValueError(f"tokens must be at least n_gpus (the time assumes every GPU busy, each on at least one "
+                         f"token), got {tokens:g} tokens for {n_gpus:,} GPUs")
     gpu = as_gpu(gpu)  # a catalog name ('h100-sxm') or a catalog.GPU
     if isinstance(model, str):
         model = as_model(model)

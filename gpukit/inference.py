@@ -305,6 +305,16 @@ class StepTime:
     overhead_s: float
     pp: int
     bound: str  # dense part: memory | compute
+    attn_bound: str = "memory"  # attention part: memory | compute
+
+    @property
+    def step_bound(self) -> str:
+        """What bounds the step as a whole: the resource whose parts take more of it (dense and attention
+        each count for their own bound). At a large decode batch the weight matmuls turn compute-bound
+        while the KV-cache reads, which grow with the batch, take most of the step: memory."""
+        mem = (self.dense_s if self.bound == "memory" else 0.0) + (self.attn_s if self.attn_bound == "memory" else 0.0)
+        cmp = (self.dense_s if self.bound == "compute" else 0.0) + (self.attn_s if self.attn_bound == "compute" else 0.0)
+        return "memory" if mem >= cmp else "compute"
 
     @property
     def stage_s(self) -> float:
@@ -317,7 +327,7 @@ class StepTime:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(stage_s=self.stage_s, time_s=self.time_s)
+        d.update(stage_s=self.stage_s, time_s=self.time_s, step_bound=self.step_bound)
         return d
 
 
@@ -383,12 +393,14 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     attn_rate = flops_rate if attn_tflops is None else (
         require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
-    attn_s = max(attn_bytes / bw, attn_flops / attn_rate)
+    attn_mem, attn_cmp = attn_bytes / bw, attn_flops / attn_rate
     return StepTime(mode="decode", tokens=batch, dense_flops=dense_flops, dense_bytes=dense_bytes,
-                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp), attn_s=attn_s,
+                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
+                    attn_s=max(attn_mem, attn_cmp),
                     tp_comm_s=_tp_comm(model, mb, tp, pp, link), pp_comm_s=_pp_comm(model, mb, pp, pp_link),
                     overhead_s=assumptions.step_overhead_s, pp=pp,
-                    bound="compute" if dense_cmp > dense_mem else "memory")
+                    bound="compute" if dense_cmp > dense_mem else "memory",
+                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
 
 
 def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int = 1, precision: str = "bf16",
@@ -414,12 +426,14 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
     attn_bytes = batch * model.kv_tokens(s) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache written once
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
+    attn_mem, attn_cmp = attn_bytes / bw, attn_flops / flops_rate
     return StepTime(mode="prefill", tokens=batch * s, dense_flops=dense_flops, dense_bytes=dense_bytes,
                     attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
-                    attn_s=max(attn_bytes / bw, attn_flops / flops_rate),
+                    attn_s=max(attn_mem, attn_cmp),
                     tp_comm_s=_tp_comm(model, batch * s, tp, pp, link),
                     pp_comm_s=_pp_comm(model, batch * s, pp, pp_link), overhead_s=assumptions.step_overhead_s,
-                    pp=pp, bound="compute" if dense_cmp > dense_mem else "memory")
+                    pp=pp, bound="compute" if dense_cmp > dense_mem else "memory",
+                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
 
 
 def ridge_batch(model: ModelSpec, gpu, precision: str = "bf16", assumptions: Assumptions = Assumptions(),  # noqa: B008

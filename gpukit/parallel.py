@@ -316,7 +316,7 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
 
     # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
-    causal = attention == "flash"
+    causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
     model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
     tokens_mb = c.micro_batch * s
     layers = math.ceil(model.n_layers / c.pp)

@@ -219,6 +219,10 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
         t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / (n * grad_accum)
         require_positive("tokens", t)
+        if t < 1:  # a global batch of 4 tokens on 8 GPUs once gave a step of half a token per GPU
+            raise ValueError(f"global_batch_tokens must be at least gpus x grad_accum = {n} x {grad_accum} (one token "
+                             f"per GPU per micro-step), got {global_batch_tokens:g}" if tokens_per_gpu is None else
+                             f"tokens_per_gpu must be at least 1, got {tokens_per_gpu:g}")
         fwd, bwd = 2 * n_par * t / rate, 4 * n_par * t / rate
         p = step_prediction(shapes, forward_s=fwd, backward_s=bwd, optimizer_s=0.0, n_gpus=n, allreduce_time=allreduce,
                             hook=hook, bucket_mb=bucket_mb, grad_accum=grad_accum, powersgd_rank=powersgd_rank,

@@ -41,7 +41,14 @@ from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
 MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs (engine arguments): the batch cap of a replica
+# the largest batch `serve` prices: 100x the largest static batches published (TensorRT-LLM's 1,024);
+# 10**20 once printed a KV cache of 1.5e19 GiB and an ITL of 1e19 ms as a plan
+MAX_BATCH = 100_000
 DEFAULT_GPUS_PER_NODE = 8
+# the scales each quantized weight format carries (gpukit.inference.layer_weight_bytes, gpukit.quant)
+QUANT_SCALES = {"fp8": "1 byte each, one fp32 scale per matrix",
+                "int8": "1 byte each, one fp32 scale per output row, LLM.int8()",
+                "int4": "NF4, 0.5 byte each plus block-64 double-quantized scales, QLoRA"}
 
 
 # ------------------------------------------------------------------------------------ serving
@@ -132,7 +139,8 @@ class ServePlan:
              "ttft_s": self.ttft_s, "itl_s": self.itl_s, "decode_tokens_per_s": self.decode_tokens_per_s,
              "total_tokens_per_s": self.total_tokens_per_s, "max_total_tokens_per_s": self.max_total_tokens_per_s,
              "request_latency_s": self.request_latency_s, "capacity_req_per_s": self.capacity_req_per_s,
-             "decode_bound": self.decode.bound, "memory": self.memory.to_json_dict()}
+             "decode_bound": self.decode.step_bound, "decode_dense_bound": self.decode.bound,
+             "memory": self.memory.to_json_dict()}
         if self.rate is not None:
             d.update(rate=self.rate, replicas=self.replicas, gpus=self.gpus)
             if self.simulation is not None:
@@ -146,6 +154,15 @@ class ServePlan:
         d["notes"] = list(self.notes)
         return _json_safe(d)
 
+    def _decode_bound_text(self) -> str:
+        """'memory-bound', or, when the weight matmuls and the step disagree (a large batch: the matmuls
+        turn compute-bound while the KV-cache reads take most of the step), both with their times."""
+        d = self.decode
+        if d.step_bound == d.bound:
+            return f"{d.bound}-bound"
+        return (f"{d.step_bound}-bound: attention over the KV cache {d.attn_s * 1e3:.2f} ms per stage, the weight "
+                f"matmuls {d.dense_s * 1e3:.2f} ms {d.bound}-bound")
+
     def to_text(self) -> str:
         m = self.memory
         lines = [f"{self.model} on {self.gpu}: tp={self.tp} pp={self.pp} ({self.gpus_per_replica} GPU(s) per replica), "
@@ -158,7 +175,7 @@ class ServePlan:
                     if m.max_batch > self.max_batch else ""),
                  f"  batch {self.batch}, {self.input_tokens} + {self.output_tokens} tokens per request: TTFT "
                  f"{self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
-                 f"({self.decode.bound}-bound), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
+                 f"({self._decode_bound_text()}), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
                  f"{self.total_tokens_per_s:.0f} tok/s total",
                  f"  one replica at capacity: {self.capacity_req_per_s:.3g} req/s, {self.max_total_tokens_per_s:.0f} "
                  f"output tok/s"]
@@ -170,6 +187,8 @@ class ServePlan:
                              f"{s.p50_ttft_s * 1e3:.3g} ms, p99 {s.p99_ttft_s * 1e3:.3g} ms")
         if self.cost_per_million_tokens_usd is not None:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
+        elif self.price_per_gpu_hour is not None:  # the price was given: say why there is no cost
+            lines.append("  cost: n/a (no replica has capacity: the model does not fit this layout)")
         lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
         return "\n".join(lines)
 
@@ -246,6 +265,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     i, o = default_lengths(model, input_tokens, output_tokens, context)
     i, o = require_positive_int("input_tokens", i), require_positive_int("output_tokens", o)
     batch = require_positive_int("batch", batch)
+    if batch > MAX_BATCH:
+        raise ValueError(f"batch must be <= {MAX_BATCH:,} sequences (engines batch at most a few thousand; vLLM's "
+                         f"default max_num_seqs is {MAX_NUM_SEQS}), got {batch:,}")
     gpn = require_positive_int("gpus_per_node", gpus_per_node)
     context = i + o if context is None else require_positive_int("context", context)
     if context < i + o:
@@ -269,7 +291,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     if rate is not None:
-        rate = require_positive("rate", rate)
+        from gpukit.serving_sim import check_rate
+
+        rate = check_rate("rate", rate) if simulate_requests else require_positive("rate", rate)
     link = link if link is not None else default_link(gpu, tp)
     if pp > 1 and pp_link is None:
         pp_link = default_pp_link(gpu, gpus, gpn)
@@ -296,6 +320,11 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         notes.append(f"{gpu.name} has no bf16 units: 16-bit weights run as fp16 (same bytes, the fp16 peak)")
     if precision == "fp8" and not gpu.has("fp8"):
         notes.append(f"{gpu.name} has no fp8 units: fp8 weights are dequantized to 16-bit (weight-only)")
+    if kv_dtype == "bf16" and not gpu.has("bf16"):  # as for the weights: the same bytes, held as fp16
+        notes.append(f"{gpu.name} has no bf16 units: a 16-bit KV cache is held as fp16 (same bytes)")
+    if precision in QUANT_SCALES:  # what the weight bytes assume (gpukit.inference module docstring)
+        notes.append(f"{precision} weights: the linear layers of the transformer blocks ({QUANT_SCALES[precision]}); "
+                     "embeddings, LM head and norms stay 16-bit, as vLLM and TensorRT-LLM keep them")
     a = assumptions
     kw = dict(precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, link=link, pp_link=pp_link, assumptions=a)
     mem = serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
@@ -307,7 +336,7 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if not mem.fits:
         try:
             need_tp, need_pp = min_gpus_to_fit(model, gpu, precision, context=context, batch=batch,
-                                               gpus_per_node=gpn, assumptions=assumptions)
+                                               gpus_per_node=gpn, assumptions=assumptions, kv_dtype=kv_dtype)
             hint = f"needs --gpus {need_tp * need_pp} (tp={need_tp}, pp={need_pp}) or a smaller precision"
         except ValueError:
             hint = "fits no layout of up to 1024 GPUs"
@@ -416,9 +445,11 @@ def layouts_frame(rows):
 
 def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int = 4096, batch: int = 1,
                     gpus_per_node: int = DEFAULT_GPUS_PER_NODE, max_gpus: int = 1024,
-                    assumptions: Assumptions = Assumptions()) -> tuple[int, int]:  # noqa: B008
-    """(tp, pp) of the smallest instance that holds the weights and `batch` x `context` of KV cache:
-    tp inside a node first (1, 2, 4, 8), then pipeline stages across nodes. ValueError if none."""
+                    assumptions: Assumptions = Assumptions(),  # noqa: B008
+                    kv_dtype: str | None = None) -> tuple[int, int]:
+    """(tp, pp) of the smallest instance that holds the weights and `batch` x `context` of KV cache in
+    `kv_dtype` (None: the GPU's 16-bit type): tp inside a node first (1, 2, 4, 8), then pipeline stages
+    across nodes. ValueError if none."""
     from gpukit.catalog import as_gpu, as_model
 
     model, gpu = as_model(model), as_gpu(gpu)
@@ -430,8 +461,8 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
         pp = gpus // tp
         if pp > model.n_layers:
             break
-        if serving_memory(model, gpu, precision=precision, tp=tp, pp=pp, batch=batch, context=context,
-                          assumptions=assumptions).fits:
+        if serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
+                          context=context, assumptions=assumptions).fits:
             return tp, pp
     raise ValueError(f"{model.name} does not fit on up to {max_gpus} x {gpu.name} in {precision}")
 

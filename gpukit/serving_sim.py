@@ -19,6 +19,20 @@ from gpukit.timing_stats import percentile
 MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
 # about 0.3 ms of simulation per request on one core here: 100,000 requests take about 30 s
 MAX_REQUESTS = 100_000
+# slowest open-loop arrival rate: one request in about 11.6 days. The clock is absolute seconds (a
+# float), so 400 arrivals at 1e-300 req/s sit near t = 4e302, where adding a request's 1.4 s changes
+# nothing: every latency came out 0 s. At 1e-6 req/s the clock still resolves microseconds.
+MIN_RATE = 1e-6
+
+
+def check_rate(name: str, rate) -> float:
+    """An open-loop arrival rate for the simulation: finite, >= MIN_RATE req/s (ValueError naming `name`)."""
+    rate = require_positive(name, rate)
+    if rate < MIN_RATE:
+        raise ValueError(f"{name} must be >= {MIN_RATE:g} req/s to simulate (one request in about 11.6 days; "
+                         f"slower arrivals leave the simulated clock no precision for a request's duration), "
+                         f"got {rate:g}")
+    return rate
 
 
 def check_requests(name: str, n) -> int:
@@ -67,7 +81,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     a closed loop revisits the same batch and mean context thousands of times)."""
     import simpy
 
-    rate = require_positive("rate", rate) if concurrency is None else float(rate or 0.0)
+    rate = check_rate("rate", rate) if concurrency is None else float(rate or 0.0)
     if concurrency is not None:
         concurrency = require_positive_int("concurrency", concurrency)
     max_batch = require_positive_int("max_batch", max_batch)

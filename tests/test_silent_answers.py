@@ -671,3 +671,137 @@ def test_plan_serves_long_prompts_on_a_custom_shape(capsys):
         return min(p["usd_per_million_tokens"] for p in r["plans"])
 
     assert cheapest(windowed) < cheapest(full)  # a 4096-token window: less KV cache, fewer attention FLOPs
+
+
+# ------------------------------------------------------------------ audit 2: serve, train-time, scaling, comm
+def _one_line_error(capsys, *argv, msg):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and msg in err and len(err.strip().splitlines()) == 1, (rc, err)
+
+
+def test_serve_rate_too_slow_to_simulate_is_an_error(capsys):
+    """--rate 1e-300 put 400 arrivals near t = 4e302 s, where a 1.4 s request adds nothing to the clock:
+    the simulation printed 'latency p50 0 s, p99 0 s' with exit 0."""
+    from gpukit.inference import serve, simulate
+
+    _one_line_error(capsys, "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "1e-300",
+                    msg="rate must be >= 1e-06 req/s")
+    with pytest.raises(ValueError, match="rate must be >= 1e-06"):
+        simulate(lambda b, c: 0.01, lambda n: 0.03, rate=1e-12, input_tokens=10, output_tokens=10, max_batch=4)
+    slow = serve("llama-3-8b", "h100-sxm", rate=1e-6, simulate_requests=50)  # the slowest rate still resolves
+    assert slow.simulation.p50_latency_s == pytest.approx(slow.request_latency_s, rel=0.01)
+
+
+def test_serve_batch_beyond_any_engine_is_an_error(capsys):
+    """--batch 10**20 printed a KV cache of 1.5e19 GiB and an ITL of 1e19 ms as a plan."""
+    _one_line_error(capsys, "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", str(10**20),
+                    msg="batch must be <= 100,000")
+
+
+def test_serve_bound_is_the_steps_not_the_matmuls(capsys):
+    """At batch 300 and 5,500 tokens the weight matmuls are compute-bound (21 ms) but the KV-cache reads
+    take 59 of the 82 ms step: the text said '(compute-bound)' and JSON decode_bound 'compute'."""
+    from gpukit.inference import serve
+
+    argv = ["serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2", "--precision", "fp8",
+            "--kv-dtype", "fp8", "--input-tokens", "5000", "--output-tokens", "500", "--batch", "300"]
+    p = serve("llama-3.1-70b", "h100-sxm", gpus=2, precision="fp8", kv_dtype="fp8", input_tokens=5000,
+              output_tokens=500, batch=300)
+    assert p.decode.bound == "compute" and p.decode.attn_s > 2 * p.decode.dense_s
+    assert p.decode.step_bound == "memory"
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0 and "(memory-bound: attention over the KV cache" in out and "(compute-bound)" not in out
+    rc, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert d["decode_bound"] == "memory" and d["decode_dense_bound"] == "compute"
+    small = serve("llama-3-8b", "h100-sxm")  # batch 1: both memory-bound, the text as before
+    assert small.decode.step_bound == small.decode.bound == "memory" and "(memory-bound)" in small.to_text()
+
+
+def test_serve_fit_hint_uses_the_kv_dtype():
+    """The 'needs --gpus N' hint sized the KV cache in bf16 whatever --kv-dtype said: with an fp8 cache
+    it asked for 8 GPUs where 4 hold it."""
+    from gpukit.inference import serve
+
+    kw = dict(kv_dtype="fp8", batch=64, context=8192)
+    p = serve("llama-3-70b", "h100-sxm", gpus=2, **kw)
+    assert not p.fits and any("needs --gpus 4 (tp=4, pp=1)" in n for n in p.notes), p.notes
+    assert serve("llama-3-70b", "h100-sxm", gpus=4, **kw).fits
+
+
+def test_serve_states_what_the_precision_flags_assume():
+    """A bf16 KV cache on a GPU without bf16 units got no word (bf16 weights did); quantized weights
+    kept embeddings and the LM head in 16-bit without saying so."""
+    from gpukit.inference import serve
+
+    assert any("no bf16 units: a 16-bit KV cache is held as fp16" in n
+               for n in serve("llama-3-8b", "v100-32gb", kv_dtype="bf16").notes)
+    assert not any("KV cache is held" in n for n in serve("llama-3-8b", "v100-32gb").notes)
+    for precision in ("fp8", "int8", "int4"):
+        assert any("embeddings, LM head and norms stay 16-bit" in n
+                   for n in serve("llama-3-8b", "h100-sxm", precision=precision).notes)
+    assert not any("stay 16-bit" in n for n in serve("llama-3-8b", "h100-sxm").notes)
+
+
+def test_train_time_needs_a_token_per_gpu(capsys):
+    """--gpus 10**20 on 15T tokens printed '0.0 us, 541,894 GPU-hours'; --tokens 1e-3 printed 0 GPU-hours."""
+    _one_line_error(capsys, "train-time", "--model", "llama-3-8b", "--tokens", "15T", "--gpu", "h100-sxm",
+                    "--gpus", str(10**20), msg="tokens must be at least n_gpus")
+    _one_line_error(capsys, "train-time", "--model", "llama-3-8b", "--tokens", "1e-3", "--gpu", "h100-sxm",
+                    "--gpus", "8", msg="tokens must be at least n_gpus")
+    with pytest.raises(ValueError, match="tokens must be at least n_gpus"):
+        time_to_train("llama-3-8b", 100, "h100-sxm", 1000)
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--tokens-per-gpu", "16384", "--inter-link", "ib-hdr"], "--inter-link sets the network between nodes"),
+    (["--tokens-per-gpu", "16384", "--ports-per-node", "2"], "--ports-per-node sets the network between nodes"),
+    (["--tokens-per-gpu", "16384", "--efficiency", "0.5"], "--efficiency sets the network between nodes"),
+    (["--global-batch-tokens", "4"], "global_batch_tokens must be at least gpus x grad_accum = 8 x 1"),
+    (["--tokens-per-gpu", "0.5"], "tokens_per_gpu must be at least 1"),
+])
+def test_scaling_flags_that_change_nothing_or_leave_no_token(capsys, extra, msg):
+    """On 8 GPUs of one node the inter-node flags changed nothing, silently; a global batch of 4 tokens
+    on 8 GPUs gave a step of half a token per GPU."""
+    _one_line_error(capsys, "scaling", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "8", *extra, msg=msg)
+    if "--inter-link" in extra:  # a count past the node makes the same flag count
+        rc, out, _ = run(capsys, "scaling", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "8,16", *extra)
+        assert rc == 0 and "ib-hdr" in out
+
+
+def test_comm_flat_past_a_node_states_the_fabric(capsys):
+    """16 GPUs 'over nvlink4' priced one NVLink domain of 16 (a node holds 8) without a word."""
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4")
+    assert rc == 0 and "assumes: all 16 GPUs on one nvlink4 fabric" in out
+    rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4", "--json")
+    assert rc == 0 and "NVLink Switch" in json.loads(out)["assumptions"][0]
+    for argv in (["--gpus", "8", "--link", "nvlink4"], ["--gpus", "16", "--link", "ib-ndr"]):
+        rc, out, _ = run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", *argv)
+        assert rc == 0 and "assumes:" not in out
+
+
+def test_serve_price_without_capacity_says_why(capsys):
+    """--price-per-gpu-hour on a layout that does not fit printed no cost line and no reason."""
+    rc, out, _ = run(capsys, "serve", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "2")
+    assert rc == 0 and "cost: n/a (no replica has capacity" in out
+    rc, out, _ = run(capsys, "serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "2")
+    assert rc == 0 and "cost: $" in out and "n/a" not in out
+
+
+def test_an_encoders_attention_is_full_and_it_does_not_decode(capsys):
+    """BERT attends both ways (Devlin et al. 2019 sec. 3), but flops/train-time counted its attention
+    causal (half) and `flops --mode decode` priced generated tokens for it."""
+    bert = catalog.get_model("bert-large")
+    f = flops_per_token(bert, seq_len=512)
+    assert not f.causal and f.get("attention_forward") == 4.0 * 24 * 1024 * 512  # 4 L H Q T, T keys per token
+    assert flops_per_token("gpt2", seq_len=1024).causal  # a decoder stays causal
+    with pytest.raises(ValueError, match="encoder attends both ways"):
+        flops_per_token(bert, seq_len=512, causal=True)
+    assert time_to_train(bert, 1e9, "h100-sxm", 8).flops == pytest.approx(1e9 * f.hardware_flops
+                                                                         + 1e9 * 6 * bert.vocab * bert.hidden)
+    rc, out, _ = run(capsys, "flops", "--model", "bert-large", "--seq-len", "512")
+    assert rc == 0 and "attention full (bert-large is an encoder" in out
+    _one_line_error(capsys, "flops", "--model", "bert-large", "--seq-len", "512", "--mode", "decode",
+                    msg="mode decode needs a decoder")
+    _one_line_error(capsys, "roofline", "--gpu", "h100-sxm", "--model", "bert-large", "--seq-len", "1", "--mode",
+                    "decode", "--context", "512", msg="mode decode needs a decoder")

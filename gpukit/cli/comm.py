@@ -61,6 +61,26 @@ class _Report:
         return f"{head}; algbw {c.algbw_gbps:.2f} GB/s, busbw {c.busbw_gbps:.2f} GB/s"
 
 
+NODE_GPUS = 8  # GPUs one HGX/DGX node joins over NVLink or one PCIe tree
+
+
+def _flat_assumptions(link_name: str, gpus: int) -> tuple[str, ...]:
+    """Without --gpus-per-node every GPU sits on the one link at its full per-GPU bandwidth. For an
+    intra-node link (NVLink, PCIe) past one node of 8 that is a fabric few clusters have (an NVLink
+    Switch system, GB200 NVL72): said, since 16 GPUs 'over nvlink4' once printed a node's busbw."""
+    from gpukit.catalog import get_interconnect
+
+    try:
+        scope = get_interconnect(link_name).scope
+    except ValueError:  # a link only the profile has: its scope is unknown
+        return ()
+    if scope != "intra-node" or gpus <= NODE_GPUS:
+        return ()
+    return (f"all {gpus} GPUs on one {link_name} fabric at its full per-GPU bandwidth, though one node holds "
+            f"{NODE_GPUS} (only an NVLink Switch system such as GB200 NVL72 spans more): for nodes give "
+            f"--gpus-per-node and --inter-link",)
+
+
 def _comm(args):
     profile = None
     if args.profile is not None:  # '' is an error (load_profile), not "no profile"
@@ -77,7 +97,8 @@ def _comm(args):
             size += (f" per GPU ({fmt_bytes(args.bytes / args.gpus, binary=False)} to each of the {args.gpus} GPUs, "
                      "nccl-tests' convention)")
         return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
-                       (link_source(args.link, profile),) if profile is not None else ())
+                       (link_source(args.link, profile),) if profile is not None else (),
+                       _flat_assumptions(args.link, args.gpus))
     if args.gpus_per_node is None or args.inter_link is None:
         raise ValueError("--gpus-per-node and --inter-link go together (intra-node link = --link)")
     if args.op != "all_reduce":

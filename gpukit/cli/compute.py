@@ -105,7 +105,7 @@ def _flops(args):
         # the KV length decides the attention term; a context beyond the window is the question to flag
         window = model.window_note(args.context, "--context") or window
     kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
-    f = flops_per_token(model, seq_len=args.seq_len, causal=not args.no_causal,
+    f = flops_per_token(model, seq_len=args.seq_len, causal=False if args.no_causal else None,
                         include_embeddings=args.include_embeddings, recompute=args.recompute, mode=args.mode,
                         context=args.context, **kw)
     d = f.to_json_dict()
@@ -119,7 +119,9 @@ def _flops(args):
         capped = f.causal and model is not None and model.sliding_window_note(f.seq_len)
         counted += "; attention " + (f"causal, sliding window {model.sliding_window} (mean "
                                      f"{model.mean_attended_keys(f.seq_len):g} keys per token)" if capped else
-                                     "causal (half of full)" if f.causal else "full (--no-causal)")
+                                     "causal (half of full)" if f.causal else
+                                     f"full ({model.name} is an encoder: bidirectional)"
+                                     if model is not None and model.arch == "encoder" else "full (--no-causal)")
     lines.append(f"counts: {counted}")
     if f.note:
         lines.append(f"note: {f.note}")

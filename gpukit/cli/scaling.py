@@ -18,6 +18,9 @@ def _scaling(args):
         raise ValueError("give exactly one of --tokens-per-gpu T (weak scaling) or --global-batch-tokens G (strong)")
     if args.powersgd_rank is not None and args.hook != "powersgd":  # it would change nothing
         raise ValueError(f"--powersgd-rank applies to --hook powersgd only, got --hook {args.hook}")
+    counts = int_list(args.gpus, "--gpus")
+    given = [f for f, v in (("--inter-link", args.inter_link), ("--ports-per-node", args.ports_per_node),
+                            ("--efficiency", args.efficiency)) if v is not None]
     profile = None
     if args.profile:
         from gpukit.profile import load_profile
@@ -32,8 +35,11 @@ def _scaling(args):
     prof_net = profile if profile is not None and profile.has_link(inter) else None
     net = cluster_network(args.link, args.inter_link, gpus_per_node=args.gpus_per_node,
                           ports_per_node=args.ports_per_node, efficiency=args.efficiency, profile=prof_net)
+    if given and max(counts) <= args.gpus_per_node:  # no count leaves the node: they would change nothing
+        raise ValueError(f"{given[0]} sets the network between nodes, and every count in --gpus {args.gpus} fits "
+                         f"one node of --gpus-per-node {args.gpus_per_node}: give a count above it")
     return scaling(args.model, n_params=parse_count(args.params, "params") if args.params else None, gpu=args.gpu,
-                   gpus=int_list(args.gpus, "--gpus"), network=net,
+                   gpus=counts, network=net,
                    tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
                    global_batch_tokens=(parse_count(args.global_batch_tokens, "global-batch-tokens")
                                         if args.global_batch_tokens else None),
