@@ -343,11 +343,11 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
         t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype, recompute=recompute)
         util_source = t1.utilization_source
         # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
-        # plus causal attention at seq_len for a model; 6N of the count given otherwise
+        # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
         per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
         flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
-                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus causal "
-                      f"attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
+                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
+                      f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
                       if t1.seq_len is not None else
                       f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
         seq_line = (f"micro_batch 1 x seq_len {t1.seq_len} (the FLOPs' seq_len)" if t1.seq_len is not None else
@@ -385,6 +385,8 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                 if eff > 1:
                     raise ValueError(f"efficiency must be in (0, 1], got {eff}")
                 eff_model = "given by the caller"
+            if n == 1 and efficiency is None:  # one GPU has no communication: say so once, not as a second model
+                eff_model = f"{name}: 1 GPU: efficiency 1 (no communication)"
             if eff_model not in eff_models:
                 eff_models.append(eff_model)
             hours = t1.seconds / 3600 / (n * eff)
@@ -420,14 +422,17 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                             f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
                             "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
                             "which searches the layouts that fit")
-    flags = pareto_front([(r.hours, r.cost_usd) for r in rows])
-    rows = [CostRow(**{**asdict(r), "pareto": f}) for r, f in zip(rows, flags, strict=True)]
+    # the Pareto set is over the rows that can run as priced (gpukit.plan's rule): a layout that does not fit
+    # is neither faster nor cheaper than anything
+    runnable = [i for i, r in enumerate(rows) if r.fits is not False]
+    flags = dict(zip(runnable, pareto_front([(rows[i].hours, rows[i].cost_usd) for i in runnable]), strict=True))
+    rows = [CostRow(**{**asdict(r), "pareto": flags.get(i, False)}) for i, r in enumerate(rows)]
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
                    f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
                    f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
                    f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}, bf16-mixed AdamW, "
                    f"{seq_line}, no dropout, flash attention, plus a CUDA context and allocator slack, against the "
-                   "GPU's whole memory; the Pareto set is over time and cost only (read fits beside it)")
+                   "GPU's whole memory; the Pareto set is over the rows that fit")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions, warnings=tuple(warnings))
 

@@ -44,7 +44,7 @@ MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spr
 PLAN_MODELS = (
     "memory: gpukit.memory planning model (convention \"pytorch\": the peak of an eager step for full training; "
     "the papers' sum of parts for LoRA/QLoRA), with overhead",
-    "time: gpukit.compute, 6N FLOPs per token of the layers' matmul weights and the LM head plus causal attention at seq_len "
+    "time: gpukit.compute, 6N FLOPs per token of the layers' matmul weights and the LM head plus attention at seq_len (causal; full for an encoder) "
     "(8N plus a second attention forward with full recompute) at peak x MFU",
     "scaling: gpukit.cost.predicted_efficiency, data-parallel all-reduce from gpukit.comm (no overlap: a lower "
     "bound on efficiency); tensor/pipeline layouts only where a 'layout' line below names them",

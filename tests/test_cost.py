@@ -105,7 +105,8 @@ def test_pareto_set_is_non_dominated_and_covers(points):
 
 def test_efficiency_given_or_predicted_and_named():
     t = cost.training_cost(get_model("llama-2-7b"), 1e11, "h100-sxm", [1, 8, 64], price_per_gpu_hour=3.0)
-    assert "data-parallel" in t.efficiency_model and "gpukit.comm" in t.efficiency_model
+    assert "gpukit.scaling DDP bucket model" in t.efficiency_model  # the model behind the 8- and 64-GPU rows
+    assert "1 GPU: efficiency 1" in t.efficiency_model and "alpha-beta" not in t.efficiency_model  # one model per row kind
     assert t.rows[2].efficiency < 1
     g = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8], price_per_gpu_hour=3.0, efficiency={1: 1.0, 8: 0.5})
     assert g.rows[1].gpu_hours == pytest.approx(2 * g.rows[0].gpu_hours)
@@ -175,13 +176,25 @@ def test_capacity_blocks_sit_between_aws_on_demand_and_the_specialist_clouds():
 
 
 def test_pareto_set_of_the_notebook_defaults_is_the_h100_at_every_count():
-    """Notebook 08 sec. 4 (llama-2-7b, 100B tokens, median prices): the H100 is dearer per hour than the
-    A100, yet every A100 plan is slower and dearer than an H100 plan; the cheapest plan is one H100."""
+    """Notebook 08 sec. 4 (opt-1.3b, 26B tokens, median prices): every plan fits (plain data parallel), the
+    H100 is dearer per hour than the A100, yet every A100 plan is slower and dearer than an H100 plan; the
+    cheapest plan is one H100."""
     assert quote("h100-sxm", policy="median").usd_per_gpu_hour > quote("a100-80gb", policy="median").usd_per_gpu_hour
     counts = [1, 8, 64, 256]
-    t = cost.training_cost(get_model("llama-2-7b"), 100e9, ["h100-sxm", "a100-80gb"], counts)
+    t = cost.training_cost(get_model("opt-1.3b"), 26e9, ["h100-sxm", "a100-80gb"], counts)
+    assert all(r.fits for r in t.rows)
     assert sorted((r.gpu, r.gpus) for r in t.pareto_rows) == [("h100-sxm", n) for n in counts]
     assert min(t.rows, key=lambda r: r.cost_usd).gpus == 1
+
+
+def test_pareto_set_leaves_out_plans_that_do_not_fit():
+    """A layout that does not fit runs at no price: llama-2-7b with plain data parallel fits no H100 (about 130
+    GiB of training state per GPU), so no row is on the Pareto set; with ZeRO-3 only the counts that fit are."""
+    plain = cost.training_cost(get_model("llama-2-7b"), 100e9, "h100-sxm", [1, 8, 64])
+    assert not any(r.fits for r in plain.rows) and plain.pareto_rows == ()
+    z3 = cost.training_cost(get_model("llama-2-7b"), 100e9, "h100-sxm", [1, 8, 64], zero_stage=3)
+    assert [r.fits for r in z3.rows] == [False, True, True]
+    assert z3.pareto_rows and all(r.fits for r in z3.pareto_rows)
 
 
 # ------------------------------------------------------------------------------- buy vs rent

@@ -1,7 +1,8 @@
 """Notebook 08's views over gpukit.cost: cost vs time with the Pareto set, buy vs rent, spot.
 
-- `cost_curve(model, gpu, tokens_b, usd_per_gpu_hour, inter_link, overlap)` -> gpukit.cost.CostTable
-  over 1..1024 GPUs; `draw_cost_time(table)` plots hours against cost (log-log) with the Pareto set.
+- `cost_curve(model, gpu, tokens_b, usd_per_gpu_hour, inter_link, overlap, zero_stage)` ->
+  gpukit.cost.CostTable over 1..1024 GPUs; `draw_cost_time(table)` plots hours against cost with the
+  Pareto set of the plans that fit (the others as open markers).
   `cost_view()`.
 - `buy_rent(gpus, purchase_k_usd, rent, utilization, years, pue, usd_per_kwh)` -> gpukit.cost.BuyVsRent;
   `draw_buy_rent` plots owned cost per GPU-hour against utilization beside the rent line. `buy_vs_rent_view()`.
@@ -25,14 +26,17 @@ LINKS = ("ib-ndr", "ib-hdr", "efa", "roce-100g", "eth-100g", "eth-25g")
 
 
 def cost_curve(model: str = "llama-2-7b", gpu: str = "h100-sxm", tokens_b: float = 100.0,
-               usd_per_gpu_hour: float = 3.0, inter_link: str = "ib-ndr", overlap: float = 0.0) -> cost.CostTable:
-    """Cost and time of training `model` on `tokens_b` billion tokens, 1..1024 GPUs, predicted efficiency."""
+               usd_per_gpu_hour: float = 3.0, inter_link: str = "ib-ndr", overlap: float = 0.0,
+               zero_stage: int = 3) -> cost.CostTable:
+    """Cost and time of training `model` on `tokens_b` billion tokens, 1..1024 GPUs, predicted efficiency, data
+    parallel with ZeRO stage `zero_stage` (each row says whether it fits)."""
     return cost.training_cost(get_model(model), tokens_b * 1e9, gpu, list(COUNTS), price_per_gpu_hour=usd_per_gpu_hour,
-                              inter_link=inter_link, overlap=overlap)
+                              inter_link=inter_link, overlap=overlap, zero_stage=int(zero_stage))
 
 
 def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
-    """Hours (x) against cost (y), every count labelled; the Pareto set joined by a line."""
+    """Hours (x) against cost (y), every count labelled; the Pareto set (of the rows that fit) joined by a
+    line; a row whose layout does not fit its GPUs is an open marker and the title says so."""
     import matplotlib.pyplot as plt
 
     fig = None
@@ -40,7 +44,12 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for g in dict.fromkeys(r.gpu for r in table.rows):
         rows = [r for r in table.rows if r.gpu == g]
-        ax.plot([r.hours for r in rows], [r.cost_usd for r in rows], "o", label=g, alpha=0.8)
+        (line,) = ax.plot([r.hours for r in rows if r.fits is not False],
+                          [r.cost_usd for r in rows if r.fits is not False], "o", label=g, alpha=0.8)
+        out = [r for r in rows if r.fits is False]
+        if out:
+            ax.plot([r.hours for r in out], [r.cost_usd for r in out], "o", mfc="none", color=line.get_color(),
+                    label=f"{g}: does not fit", alpha=0.8)
         for r in rows:
             ax.annotate(str(r.gpus), (r.hours, r.cost_usd), fontsize=7, xytext=(3, 3), textcoords="offset points")
     front = sorted(table.pareto_rows, key=lambda r: r.hours)
@@ -48,7 +57,10 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
     ax.set_xscale("log")
     ax.set_xlabel("wall-clock hours (log)")
     ax.set_ylabel("cost, USD")
-    ax.set_title(title or "Cost against time (labels: number of GPUs)", fontsize=10)
+    n_out = sum(r.fits is False for r in table.rows)
+    ax.set_title((title or "Cost against time (labels: number of GPUs)")
+                 + (f"\n{n_out} of {len(table.rows)} plans do not fit their GPUs (open markers)" if n_out else ""),
+                 fontsize=10)
     ax.legend(fontsize=8)
     if fig is not None:
         fig.tight_layout()
@@ -56,14 +68,15 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
 
 
 def cost_view(**defaults) -> View:
-    """The cost-vs-time widget: model, GPU, tokens, price, inter-node link, overlap."""
+    """The cost-vs-time widget: model, GPU, tokens, price, inter-node link, overlap, ZeRO stage."""
     d = dict(model="llama-2-7b", gpu="h100-sxm", tokens_b=100.0, usd_per_gpu_hour=3.0, inter_link="ib-ndr",
-             overlap=0.0) | defaults
+             overlap=0.0, zero_stage=3) | defaults
     controls = {"model": dropdown("model", MODELS, d["model"]), "gpu": dropdown("GPU", GPUS, d["gpu"]),
                 "tokens_b": slider("tokens (B)", 1, 2000, d["tokens_b"], log=True),
                 "usd_per_gpu_hour": slider("$/GPU-hour", 0.5, 15, d["usd_per_gpu_hour"], step=0.25),
                 "inter_link": dropdown("between nodes", LINKS, d["inter_link"]),
-                "overlap": slider("overlap", 0, 1, d["overlap"], step=0.1)}
+                "overlap": slider("overlap", 0, 1, d["overlap"], step=0.1),
+                "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), d["zero_stage"])}
     return View(cost_curve, controls, draw_cost_time, title="Cost of a training run against its time")
 
 
