@@ -523,3 +523,13 @@ def test_one_price_for_several_gpu_types_is_said():
     assert any("applies to every GPU type (h100-sxm, a100-80gb)" in w for w in t.warnings)
     assert not any("every GPU type" in w for w in cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"],
                                                                       [8]).warnings)
+
+
+def test_cost_train_network_flags_on_one_node_are_an_error(capsys):
+    """--inter-link and --ports-per-node set the network between nodes: with every count inside one node they
+    changed nothing and were accepted without a word (as `scaling` now refuses them too)."""
+    argv = ["cost", "train", "--model", "llama-3-8b", "--tokens", "1T", "--gpu", "h100-sxm", "--zero", "3"]
+    for flag, value in (("--inter-link", "ib-ndr"), ("--ports-per-node", "1")):
+        assert main(argv + ["--gpus", "1,8", flag, value]) == 2
+        assert flag in capsys.readouterr().err
+        assert main(argv + ["--gpus", "8,16", flag, value]) == 0

@@ -53,6 +53,10 @@ def _train(args):
                                  ("--spot-price-per-gpu-hour", args.spot_price_per_gpu_hour)) if v is not None]
         if unused:
             raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} with --spot")
+    given = [f for f, v in (("--inter-link", args.inter_link), ("--ports-per-node", args.ports_per_node)) if v is not None]
+    if given and max(args.gpus) <= args.gpus_per_node:  # no count leaves the node: they would change nothing
+        raise ValueError(f"{given[0]} sets the network between nodes, and every count in --gpus fits one node of "
+                         f"--gpus-per-node {args.gpus_per_node}: give a count above it")
     model = get_model(args.model) if args.model else args.params
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
                       price_per_gpu_hour=args.price_per_gpu_hour, price_per_node_hour=args.price_per_node_hour,
