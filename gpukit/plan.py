@@ -378,10 +378,10 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                        "roofline, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
     else:
         plans = _train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
-                             profile, seq_len or min(model.max_seq, 4096), micro_batch, gpus_per_node, inter_link,
+                             profile, seq_len or model.train_seq_len, micro_batch, gpus_per_node, inter_link,
                              deadline_hours, budget_usd, loader_tokens_per_s, ports_per_node)
     if workload in ("pretrain", "finetune") and refine:
-        plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or min(model.max_seq, 4096), gpus_per_node,
+        plans, refined = _refine_with_parallel(plans, model, tokens, seq_len or model.train_seq_len, gpus_per_node,
                                                inter_link, deadline_hours, budget_usd,
                                                mfu_v if profile is None else None, profile, loader_tokens_per_s,
                                                ports_per_node=ports_per_node)
@@ -419,7 +419,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                        f"{gpus_per_node} GPUs per node; between nodes "
                        f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}"]
     if workload != "serve":
-        assumptions.append(f"seq_len {seq_len or min(model.max_seq, 4096)}, micro_batch {micro_batch} per GPU, "
+        assumptions.append(f"seq_len {seq_len or model.train_seq_len}{'' if seq_len else ' (' + model.train_seq_len_source + ')'}, micro_batch {micro_batch} per GPU, "
                            f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "
                            f"tokens and at least {MIN_STEPS} optimizer steps")
     else:

@@ -309,3 +309,15 @@ def test_plan_takes_ports_per_node_too(capsys):
         plan("serve", get_model("llama-2-7b"), rate=1.0, gpus={"h100-sxm": 3.0}, counts=(8,), ports_per_node=1)
     assert main(["plan", "--workload", "serve", "--model", "llama-2-7b", "--rate", "1", "--ports-per-node", "1"]) == 2
     assert "--ports-per-node applies to training workloads" in capsys.readouterr().err
+
+
+def test_default_seq_len_is_the_models_pretraining_length():
+    """plan used min(max_seq, 4096) while train-time, cost and parallel use train_seq_len: llama-3-8b (pretrained
+    at 8192) was planned at 4096 tokens, with half the attention FLOPs and activations of the other commands."""
+    from gpukit.catalog import get_model
+
+    m = get_model("llama-3-8b")
+    r = plan("pretrain", m, tokens=1e11, gpus={"h100-sxm": 3.0}, counts=(8,))
+    assert any(a.startswith(f"seq_len {m.train_seq_len} (") and "train_seq_len" in a for a in r.assumptions)
+    given = plan("pretrain", m, tokens=1e11, gpus={"h100-sxm": 3.0}, counts=(8,), seq_len=4096)
+    assert r.plans[0].hours > given.plans[0].hours  # longer sequences: more attention FLOPs per token

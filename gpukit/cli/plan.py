@@ -116,7 +116,9 @@ def register(subparsers) -> None:
     p.add_argument("--ffn-hidden", type=int)
     p.add_argument("--vocab", type=int)
     add_sliding_window_flag(p)
-    p.add_argument("--seq-len", type=_positive_int, help="training sequence length (default min(max_seq, 4096))")
+    p.add_argument("--seq-len", type=_positive_int,
+                   help="training sequence length (default: the model's pretraining length train_seq_len, as "
+                        "train-time, cost and parallel use; the output says so)")
     p.add_argument("--micro-batch", type=_positive_int, help="training sequences per GPU per micro-step (default 1)")
     p.add_argument("--tokens", type=_count, help="training tokens (pretrain, finetune, lora, qlora)")
     p.add_argument("--rate", type=_positive, help="serve: requests per second")
