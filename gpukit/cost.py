@@ -273,13 +273,13 @@ _RECOMPUTE_WORDS = {"none": "no recompute", "selective": "selective recompute", 
 
 def _fit(model, n_params: float, gpu, n: int, zero_stage: int, recompute: str, seq_len: int | None):
     """gpukit.memory's per-GPU estimate of the layout training_cost prices: plain data parallel over n
-    GPUs (ZeRO `zero_stage`), bf16-mixed AdamW, micro_batch 1 of seq_len tokens, no dropout, convention
+    GPUs (ZeRO `zero_stage`), bf16-mixed AdamW, micro_batch 1 of seq_len tokens, dropout as the model row's recipe, convention
     "pytorch" (the peak of an eager step, as gpukit.plan decides fit), CUDA context and allocator slack
     included (gpukit.memory.estimate_memory with the GPU)."""
     from gpukit.memory import TrainSetup, estimate_memory
 
     setup = TrainSetup(zero_stage=zero_stage if n > 1 else 0, dp=n, recompute=recompute, seq_len=seq_len or 2048,
-                       micro_batch=1, dropout=False)
+                       micro_batch=1, dropout=isinstance(model, ModelSpec) and model.dropout)  # the model's recipe
     if isinstance(model, ModelSpec):
         return estimate_memory(model, setup=setup, gpu=gpu)
     return estimate_memory(n_params=int(round(n_params)), setup=setup, gpu=gpu)
@@ -427,11 +427,13 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     runnable = [i for i, r in enumerate(rows) if r.fits is not False]
     flags = dict(zip(runnable, pareto_front([(rows[i].hours, rows[i].cost_usd) for i in runnable]), strict=True))
     rows = [CostRow(**{**asdict(r), "pareto": flags.get(i, False)}) for i, r in enumerate(rows)]
+    drop_words = ("dropout masks counted (the model's recipe)" if isinstance(model, ModelSpec) and model.dropout
+                  else "no dropout")
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
                    f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
                    f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
                    f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}, bf16-mixed AdamW, "
-                   f"{seq_line}, no dropout, flash attention, plus a CUDA context and allocator slack, against the "
+                   f"{seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator slack, against the "
                    "GPU's whole memory; the Pareto set is over the rows that fit")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions, warnings=tuple(warnings))

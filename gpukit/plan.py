@@ -419,9 +419,11 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                        f"{gpus_per_node} GPUs per node; between nodes "
                        f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}"]
     if workload != "serve":
-        assumptions.append(f"seq_len {seq_len or model.train_seq_len}{'' if seq_len else ' (' + model.train_seq_len_source + ')'}, micro_batch {micro_batch} per GPU, "
-                           f"no dropout; GPU counts limited to a global batch of at most {MAX_GLOBAL_BATCH_TOKENS:,} "
-                           f"tokens and at least {MIN_STEPS} optimizer steps")
+        seq_words = f"seq_len {seq_len}" if seq_len else f"seq_len {model.train_seq_len} ({model.train_seq_len_source})"
+        drop_words = "dropout masks counted" if model.dropout else "no dropout"
+        assumptions.append(f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
+                           f"data/models.csv); GPU counts limited to a global batch of at most "
+                           f"{MAX_GLOBAL_BATCH_TOKENS:,} tokens and at least {MIN_STEPS} optimizer steps")
     else:
         assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
                            f"per hour; the serving engine pre-allocates "

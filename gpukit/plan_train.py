@@ -31,10 +31,11 @@ OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step w
 
 
 # ------------------------------------------------------------------------------- training layouts
-def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int):
-    """Layouts to try, cheapest in time first: (label, TrainSetup, tricks)."""
+def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False):
+    """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
+    (data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
     ft = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}[workload]
-    base = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=False)
+    base = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout)
     out = []
     zeros = (0,) if ft != "full" or n == 1 else (0, 1, 2, 3)
     for z in zeros:
@@ -106,7 +107,7 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
             if n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
                 continue  # the global batch would exceed what one run can use
             best = None
-            for tricks, s in _train_setups(workload, n, seq_len, micro_batch):
+            for tricks, s in _train_setups(workload, n, seq_len, micro_batch, model.dropout):
                 try:
                     m = estimate_memory(model, setup=s, gpu=g)
                 except ValueError:
@@ -119,7 +120,7 @@ def _train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_o
                     best = (est, tricks, s, m)
             if best is None:
                 s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,
-                               recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=False,
+                               recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=model.dropout,
                                finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"))
                 m = estimate_memory(model, setup=s, gpu=g)
                 plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),

@@ -321,3 +321,25 @@ def test_default_seq_len_is_the_models_pretraining_length():
     assert any(a.startswith(f"seq_len {m.train_seq_len} (") and "train_seq_len" in a for a in r.assumptions)
     given = plan("pretrain", m, tokens=1e11, gpus={"h100-sxm": 3.0}, counts=(8,), seq_len=4096)
     assert r.plans[0].hours > given.plans[0].hours  # longer sequences: more attention FLOPs per token
+
+
+def test_dropout_follows_the_models_recipe():
+    """plan and cost train sized memory with no dropout for every model: OPT trains with dropout 0.1 (its row's
+    recipe), whose masks the memory model counts elsewhere (gpukit.memory, parallel); now plan and cost do too."""
+    from dataclasses import replace
+
+    from gpukit import cost
+    from gpukit.catalog import get_model
+
+    m = get_model("opt-1.3b")
+    assert m.dropout
+    plain = replace(m, dropout=False)
+    # micro_batch 8: the activations, not the optimizer step, set the peak of the step
+    with_masks = plan("pretrain", m, tokens=1e10, gpus={"h100-sxm": 3.0}, counts=(8,), micro_batch=8)
+    without = plan("pretrain", plain, tokens=1e10, gpus={"h100-sxm": 3.0}, counts=(8,), micro_batch=8)
+    assert any("dropout masks counted" in a for a in with_masks.assumptions)
+    assert any("no dropout" in a for a in without.assumptions)
+    assert with_masks.plans[0].memory_per_gpu_bytes > without.plans[0].memory_per_gpu_bytes
+    a = cost.training_cost(m, 1e10, "h100-sxm", [8], price_per_gpu_hour=3.0)
+    b = cost.training_cost(plain, 1e10, "h100-sxm", [8], price_per_gpu_hour=3.0)
+    assert "dropout masks counted" in a.assumptions[2] and "no dropout" in b.assumptions[2]
