@@ -408,3 +408,38 @@ def test_cli_memory_text(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "copy" in out and "triad" in out and "# CPU" in out
     assert math.isfinite(float(out.splitlines()[1].split()[5]))
+
+
+def test_bench_all_interrupted_keeps_the_sections_finished_before_it(monkeypatch):
+    """Ctrl-C inside the memory section: SuiteInterrupted (a KeyboardInterrupt) carries matmul's results."""
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    suite = _fake_cpu_suite(monkeypatch, memory=interrupted)
+    with pytest.raises(KeyboardInterrupt, match=r"^bench all interrupted in section memory after") as ex:
+        suite.run_suite("cpu", timeout_s=60)
+    d = ex.value.report.to_json_dict()
+    assert list(d["sections"]) == ["matmul"] and d["incomplete"]["interrupted_in"] == "memory"
+    assert d["incomplete"]["not_run"][0] == "harness_check"
+    assert "# incomplete: interrupted in memory" in ex.value.report.to_text()
+
+
+def test_cli_bench_all_sigterm_writes_the_partial_json_and_exits_130(monkeypatch, tmp_path, capsys):
+    """An outer `timeout` (scripts/gpu_check.sh) sends SIGTERM: the measured sections are written, not lost."""
+    import os
+    import signal
+
+    def terminated(*a, **k):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the section")
+
+    before = signal.getsignal(signal.SIGTERM)
+    _fake_cpu_suite(monkeypatch, memory=terminated)
+    out = tmp_path / "suite.json"
+    assert main(["bench", "all", "--device", "cpu", "--timeout", "60", "--out", str(out), "--json"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bench all interrupted in section memory")
+    assert err[0].endswith(f"partial results in {out}")
+    saved = json.loads(out.read_text())
+    assert list(saved["sections"]) == ["matmul"] and saved["incomplete"]["interrupted_in"] == "memory"
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back

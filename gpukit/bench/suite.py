@@ -44,12 +44,23 @@ class SuiteReport:
         parts.append(f"# total {self.elapsed_s:.1f} s")
         if self.incomplete is not None:
             inc = self.incomplete
-            parts.append(f"# incomplete: timed out in {inc['timed_out_in']} after {inc['elapsed_s']:.1f} s "
+            how = f"interrupted in {inc['interrupted_in']}" if "interrupted_in" in inc else f"timed out in {inc['timed_out_in']}"
+            parts.append(f"# incomplete: {how} after {inc['elapsed_s']:.1f} s "
                          f"(timeout {inc['timeout_s']:g} s); not run: {', '.join(inc['not_run']) or 'none'}")
         return "\n\n".join(parts)
 
     def write(self, path) -> None:
         write_json(self.to_json_dict(), path)
+
+
+class SuiteInterrupted(KeyboardInterrupt):
+    """`bench all` was interrupted (Ctrl-C, or SIGTERM, which the CLI turns into one, e.g. an outer
+    `timeout`): `.report` is the SuiteReport of the sections finished before it, its `incomplete` entry
+    says in which section (`interrupted_in`)."""
+
+    def __init__(self, message: str, report: SuiteReport):
+        super().__init__(message)
+        self.report = report
 
 
 class SuiteTimedOut(TimeoutError):
@@ -162,12 +173,20 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
             break
         except (RuntimeError, ValueError) as e:  # on the device (a rank died, out of memory): keep the rest
             sections[name] = _error(what, e)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the section cleans up its ranks; what was measured stays
+            incomplete = {"interrupted_in": name, "error": "interrupted (Ctrl-C or SIGTERM)"}
+            not_run = [n for n, _, _ in plan[i + 1:]]
+            break
     env = env_stamp(device, suite="bench all", quick=quick)
     elapsed = time.monotonic() - t0
     if incomplete is None:
         return SuiteReport(sections, env, elapsed)
     incomplete.update(elapsed_s=round(elapsed, 3), timeout_s=timeout_s, not_run=not_run)
     report = SuiteReport(sections, env, elapsed, incomplete)
+    if "interrupted_in" in incomplete:
+        raise SuiteInterrupted(f"bench all interrupted in section {incomplete['interrupted_in']} after {elapsed:.1f} s "
+                               f"(kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
+                               f"{', '.join(not_run) or 'none'})", report)
     raise SuiteTimedOut(f"bench all timed out after {timeout_s:g} s in section {incomplete['timed_out_in']} "
                         f"({elapsed:.1f} s elapsed; kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
                         f"{', '.join(not_run) or 'none'}; raise --timeout)", report)

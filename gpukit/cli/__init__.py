@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"error: {msg}" if not msg.startswith("gpukit") else msg, file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept, where a suite says so), 130
+        print((str(e).splitlines() or ["interrupted"])[0], file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

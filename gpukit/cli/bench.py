@@ -10,6 +10,8 @@ Out of memory: a sweep stops at the size that failed and keeps the rows so far; 
 nothing was measured: exit 2 with that line.
 `bench all` past its --timeout: the sections finished so far are printed and written to --out, with
 an "incomplete" entry (the section the time ran out in, elapsed seconds, sections not run); exit 2.
+Interrupted (Ctrl-C, or SIGTERM from an outer `timeout` or a scheduler): the same, with
+"interrupted_in"; exit 130.
 """
 
 from __future__ import annotations
@@ -71,6 +73,15 @@ def _guarded(handler):
                 _write_out(partial, args.out)
             where = f"; partial results in {args.out}" if getattr(args, "out", None) else ""
             raise ValueError(f"{e}{where}") from None
+        except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: a suite keeps what it measured (`.report`), exit 130
+            partial = getattr(e, "report", None)
+            if partial is None:
+                raise
+            emit(partial, getattr(args, "json", False))
+            if getattr(args, "out", None):
+                _write_out(partial, args.out)
+            where = f"; partial results in {args.out}" if getattr(args, "out", None) else ""
+            raise KeyboardInterrupt(f"{e}{where}") from None  # gpukit.cli.main prints it, exit 130
         except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
             print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
                   file=sys.stderr)
@@ -174,9 +185,18 @@ def _ddp(args):
 
 @_guarded
 def _all(args):
+    import signal
+
     from gpukit.bench.suite import run_suite
 
-    return run_suite(args.device, quick=args.quick, timeout_s=args.timeout)
+    def on_term(signum, frame):  # an outer `timeout` or a scheduler's kill: write what was measured, as Ctrl-C
+        raise KeyboardInterrupt("interrupted (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        return run_suite(args.device, quick=args.quick, timeout_s=args.timeout)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register(subparsers) -> None:
