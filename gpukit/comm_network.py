@@ -30,6 +30,13 @@ from gpukit.results import json_safe as _json_safe
 IDEAL_SOURCE = "ideal bound: line rate, not calibrated (pass efficiency= or a profile)"
 
 
+def port_share_of(ports_per_node: int, ranks_sending: int) -> float:
+    """Share of one inter-node port each of `ranks_sending` GPUs of a node gets while they send at once
+    through its `ports_per_node` ports: min(1, ports / ranks) (REFERENCE sec. 6: per-port rate x ports used)."""
+    return min(1.0, require_positive_int("ports_per_node", ports_per_node)
+               / require_positive_int("ranks_sending", ranks_sending))
+
+
 @dataclass(frozen=True)
 class ClusterNetwork:
     """The network a data-parallel job runs on: an intra-node link, an inter-node link, how many
@@ -84,7 +91,7 @@ class ClusterNetwork:
     @property
     def port_share(self) -> float:
         """Share of one port each rank of a node gets while all k ranks send: min(1, ports / k)."""
-        return min(1.0, self.ports_per_node / self.gpus_per_node)
+        return port_share_of(self.ports_per_node, self.gpus_per_node)
 
     @property
     def intra_link(self) -> tuple[float, float]:
@@ -95,8 +102,7 @@ class ClusterNetwork:
         """(alpha_s, effective per-rank bandwidth GB/s) between nodes while `ranks_sending` ranks of
         a node (default all gpus_per_node) share its ports."""
         k = self.gpus_per_node if ranks_sending is None else require_positive_int("ranks_sending", ranks_sending)
-        share = min(1.0, self.ports_per_node / k)
-        return self.inter_alpha_s, self.inter_bandwidth_gbps * self.efficiency * share
+        return self.inter_alpha_s, self.inter_bandwidth_gbps * self.efficiency * port_share_of(self.ports_per_node, k)
 
     def layout(self, n_gpus: int) -> tuple[int, int]:
         """(n_nodes, gpus per node used) for n_gpus: one node while n <= gpus_per_node, else whole nodes."""

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpukit.catalog import data_dir, gpus
-from gpukit.errors import require_choice
+from gpukit.errors import require_choice, require_positive
 
 SKYPILOT_REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
 SHIPPED_REQUIRED = (*SKYPILOT_REQUIRED, "SpotPrice", "PurchasePrice", "cloud", "gpu", "as_of", "source",
@@ -290,3 +290,13 @@ def node_price_warning(gpu: str, usd_per_node_hour: float, gpus_per_node: int, t
     return (f"{field} ${usd:g} is ${usd / gpus_per_node:.2f} per GPU-hour over {gpus_per_node} GPUs, below the lowest "
             f"{gpu} row in {Path(table.path).name} (${lo:.2f}/GPU-h) and within its per-GPU range: if it is a price "
             f"per GPU-hour, give it as such")
+
+
+def given_or_quote(gpu: str, price: float | None, table: PriceTable | None = None, *,
+                   spot: bool = False) -> tuple[float, str]:
+    """(usd_per_gpu_hour, source): a price given is checked and labelled 'given'; None takes the median
+    row of `gpu` in `table` (data/prices.csv by default; its spot column with spot=True)."""
+    if price is not None:
+        return require_positive("price_per_gpu_hour", price), "given"
+    q = quote(gpu, table, policy="median", spot=spot)
+    return q.usd_per_gpu_hour, q.source
