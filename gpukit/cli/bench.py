@@ -48,6 +48,15 @@ def _write_out(result, path: str) -> None:
         raise ValueError(f"--out {path}: cannot write ({e.strerror or type(e).__name__})") from None
 
 
+def _keep_partial(report, args) -> str:
+    """Print and write (--out) the results a stopped run measured; the words that say where they are."""
+    emit(report, getattr(args, "json", False))
+    if getattr(args, "out", None):
+        _write_out(report, args.out)
+        return f"; partial results in {args.out}"
+    return ""
+
+
 def _guarded(handler):
     """Timeouts become one-line errors (exit 2), results are written to --out when asked. A timeout
     that carries the results measured before it (`.report`, as `bench all`'s) prints and writes them
@@ -65,23 +74,13 @@ def _guarded(handler):
                 raise TimeoutError(f"timed out before anything was measured: {result.summary['timed_out']} "
                                    "(raise --timeout)")
         except TimeoutError as e:
-            partial = getattr(e, "report", None)
-            if partial is None:
+            if getattr(e, "report", None) is None:
                 raise ValueError(str(e)) from None
-            emit(partial, getattr(args, "json", False))
-            if getattr(args, "out", None):
-                _write_out(partial, args.out)
-            where = f"; partial results in {args.out}" if getattr(args, "out", None) else ""
-            raise ValueError(f"{e}{where}") from None
+            raise ValueError(f"{e}{_keep_partial(e.report, args)}") from None
         except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: a suite keeps what it measured (`.report`), exit 130
-            partial = getattr(e, "report", None)
-            if partial is None:
+            if getattr(e, "report", None) is None:
                 raise
-            emit(partial, getattr(args, "json", False))
-            if getattr(args, "out", None):
-                _write_out(partial, args.out)
-            where = f"; partial results in {args.out}" if getattr(args, "out", None) else ""
-            raise KeyboardInterrupt(f"{e}{where}") from None  # gpukit.cli.main prints it, exit 130
+            raise KeyboardInterrupt(f"{e}{_keep_partial(e.report, args)}") from None  # gpukit.cli.main prints it
         except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
             print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
                   file=sys.stderr)
