@@ -10,7 +10,8 @@ A section that fails on the device (RuntimeError, ValueError: a rank died, out o
 out on its own limit is recorded as {"error": ...} and the next one runs. When the run-wide timeout
 expires, run_suite raises SuiteTimedOut (a TimeoutError) carrying the report of the sections finished
 so far, with a top-level "incomplete" entry: the section the time ran out in, the elapsed seconds and
-the sections not run (the CLI writes it to --out, then exits 2).
+the sections not run (the CLI writes it to --out, then exits 2). Ctrl-C, or SIGTERM (which the CLI
+turns into one), raises SuiteInterrupted with the same report ("interrupted_in"; exit 130).
 """
 
 from __future__ import annotations
