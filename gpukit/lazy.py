@@ -3,7 +3,7 @@ imports this one back (so it cannot import them at the top) are resolved on firs
 lists them too (tab completion in a notebook offers `inference.serve` as before the split).
 
 Usage, at the end of the split module:
-    __getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.serving_plan": ("serve", ...)})
+    __getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.inference.capacity": ("serve", ...)})
 Used in: gpukit.comm, gpukit.compute, gpukit.inference, gpukit.memory, gpukit.parallel, gpukit.plan,
 gpukit.audits.cost, gpukit.bench (and its ddp, measure).
 """

@@ -300,3 +300,9 @@ def given_or_quote(gpu: str, price: float | None, table: PriceTable | None = Non
         return require_positive("price_per_gpu_hour", price), "given"
     q = quote(gpu, table, policy="median", spot=spot)
     return q.usd_per_gpu_hour, q.source
+
+
+def market_range(gpu: str, prices: PriceTable | None = None) -> tuple[float, float, float]:
+    """(lowest, median, highest) market on-demand USD per GPU-hour of `gpu` in the price table
+    (data/prices.csv by default): the range the articles' price claims are audited against."""
+    return tuple(quote(gpu, prices, policy=p).usd_per_gpu_hour for p in ("lowest", "median", "highest"))

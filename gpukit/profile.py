@@ -93,7 +93,7 @@ SANE = {"matmul_tflops": (1e-6, 1e5), "memory_bandwidth_gbps": (1e-6, 1e5), "bet
         "alpha_us": (0.0, 1e7)}
 
 
-def _positive(src: str, key: str, value, kind: str | None = None) -> float:
+def profile_number(src: str, key: str, value, kind: str | None = None) -> float:
     try:  # one finite check (errors.require_positive): JSON numbers only, "1.5" in quotes is refused
         if isinstance(value, str):
             raise ValueError(value)
@@ -130,9 +130,9 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
     mm = _mapping(source, data, "matmul_tflops")
     if not mm:
         raise ValueError(f"{source}: matmul_tflops is empty (needs at least one dtype, e.g. fp32)")
-    matmul = tuple((str(k), _positive(source, f"matmul_tflops[{k!r}]", v, "matmul_tflops")) for k, v in mm.items())
+    matmul = tuple((str(k), profile_number(source, f"matmul_tflops[{k!r}]", v, "matmul_tflops")) for k, v in mm.items())
     bw = _mapping(source, data, "memory_bandwidth_gbps")
-    bandwidth = tuple((str(k), _positive(source, f"memory_bandwidth_gbps[{k!r}]", v, "memory_bandwidth_gbps")) for k, v in bw.items())
+    bandwidth = tuple((str(k), profile_number(source, f"memory_bandwidth_gbps[{k!r}]", v, "memory_bandwidth_gbps")) for k, v in bw.items())
     links = []
     for name, fit in _mapping(source, data, "links").items():
         if not isinstance(fit, dict):
@@ -146,7 +146,7 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
         if alpha > SANE["alpha_us"][1]:
             raise ValueError(f"{source}: links[{name!r}].alpha_us must be at most {SANE['alpha_us'][1]:g} "
                              f"(a sane measured value), got {alpha!r}")
-        links.append((str(name), LinkFit(float(alpha), _positive(source, f"links[{name!r}].beta_gbps",
+        links.append((str(name), LinkFit(float(alpha), profile_number(source, f"links[{name!r}].beta_gbps",
                                                                  fit["beta_gbps"], "beta_gbps"))))
     return Profile(version=PROFILE_VERSION, device=dict(device), matmul=matmul, memory_bandwidth=bandwidth,
                    links=tuple(links), env=dict(env), source=source)

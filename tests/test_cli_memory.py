@@ -146,7 +146,7 @@ def test_flags_that_matter_still_run(capsys):
 
 
 def test_inference_names_the_prefill_assumption(capsys):
-    """Serving's activations are the prefill of the whole batch at once (gpukit.memory_parts): mistral-7b,
+    """Serving's activations are the prefill of the whole batch at once (gpukit.memory.parts): mistral-7b,
     8 x 32768 tokens on an H100 puts 30 GiB there, which the output did not explain."""
     d = run_json(capsys, "--model", "mistral-7b", "--inference", "--batch", "8", "--seq-len", "32768")
     assert d["activations_bytes"] > 29 * 2**30
@@ -185,7 +185,7 @@ def test_custom_shape_follows_its_layout_and_names_its_defaults(capsys):
 
 
 def test_params_with_zero3_says_the_gathered_layer_is_missing(capsys):
-    """ZeRO-3 gathers a layer's full weights (gpukit.memory_parts); a bare count has no layer size."""
+    """ZeRO-3 gathers a layer's full weights (gpukit.memory.parts); a bare count has no layer size."""
     d = run_json(capsys, "--params", "7B", "--zero", "3", "--dp", "8")
     assert any("nor ZeRO-3's gathered layer" in n for n in d["notes"])
     assert not any("gathered" in n for n in run_json(capsys, "--params", "7B", "--zero", "2", "--dp", "8")["notes"])

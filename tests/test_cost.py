@@ -276,7 +276,9 @@ def test_cost_train_states_the_flops_it_used():
     m = get_model("llama-2-7b")
     t = cost.training_cost(m, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0)
     line = t.assumptions[0]
-    t1 = cost.time_to_train(m, 1e9, "h100-sxm", 1)
+    from gpukit.compute import time_to_train
+
+    t1 = time_to_train(m, 1e9, "h100-sxm", 1)
     assert f"{t1.flops / 1e9:.3g} FLOPs per token" in line and "seq_len 4096" in line and "train_seq_len" in line
     assert f"LM head {t1.lm_head_params / 1e9:.3g}B" in line and t1.lm_head_params == 32000 * 4096
     assert t.rows[0].hours == pytest.approx(t1.flops / (989.4e12 * 0.4) / 3600, rel=1e-9)

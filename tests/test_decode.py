@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpukit.bench import decode
-from gpukit.memory_eager import reference_spec
+from gpukit.memory import reference_spec
 
 QUIET_SPREAD = 0.25  # (max - min) / median of the repeats below which the machine counts as quiet
 

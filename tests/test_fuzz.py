@@ -32,7 +32,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gpukit import catalog, comm, compute, memory, memory_eager, units
+from gpukit import catalog, comm, compute, memory, units
+from gpukit import memory as memory_eager
 from gpukit.cli import main
 from gpukit.specs import ModelSpec
 

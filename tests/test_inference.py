@@ -645,7 +645,7 @@ def test_default_tp_divides_the_gpus_and_the_heads():
     """serve --gpus 3 without --tp failed with 'tp must divide n_heads 32, got 3' (the default was
     min(gpus, gpus_per_node)); the default is now the largest tp that divides both, the rest pipeline,
     and a note says so."""
-    from gpukit.serving_plan import default_tp
+    from gpukit.inference import default_tp
 
     m = get_model("llama-3-8b")
     assert default_tp(m, 3) == 1 and default_tp(m, 6) == 2 and default_tp(m, 8) == 8 and default_tp(m, 16) == 8

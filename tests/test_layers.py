@@ -1,5 +1,6 @@
-"""The layout's import contracts (pyproject.toml [tool.importlinter], issue 7): folders are layers, a
-top-level module is a pure calculator, audits are imported by no calculator, bench or widget.
+"""The layout's import contracts (pyproject.toml [tool.importlinter], issues 7 and 22): the top level is
+the ground floor, each calculator family is a folder with a public face (`__all__`), every other folder
+is a layer, one layers contract holds the order, audits are imported by no calculator, bench or widget.
 
 The contracts are run with import-linter; the tests also check that the contracts cover every
 module on disk (a new top-level module must be listed as a calculator) and that a broken contract
@@ -21,6 +22,7 @@ from gpukit.specs import ModelSpec
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
 LAYERS = ("cli", "course", "audits", "widgets", "bench")
+FAMILIES = ("plan", "cost", "parallel", "scaling", "inference", "memory", "compute", "comm")
 
 
 def _config() -> dict:
@@ -44,27 +46,32 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 def test_contracts_are_kept():
     r = _lint(ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "3 kept, 0 broken" in r.stdout
+    assert "4 kept, 0 broken" in r.stdout
 
 
-def test_every_top_level_module_is_a_listed_calculator_and_every_folder_a_layer():
+def test_the_top_level_is_the_ground_floor_and_every_folder_a_family_or_a_layer():
     gpukit = ROOT / "gpukit"
     on_disk = {f"gpukit.{p.stem}" for p in gpukit.glob("*.py") if p.stem not in ("__init__", "__main__")}
-    listed = set(_contract("calculators")["source_modules"])
-    assert on_disk - listed == set(), "new top-level modules: add them to CALCULATORS in pyproject.toml"
-    assert listed - on_disk == set(), "listed calculators that no longer exist"
+    listed = set(_contract("ground")["source_modules"])
+    assert on_disk - listed == set(), "new top-level modules: the top level is the ground floor (GROUND in pyproject.toml)"
+    assert listed - on_disk == set(), "listed ground modules that no longer exist"
     folders = {p.name for p in gpukit.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert folders == set(LAYERS), "every folder of gpukit/ is a layer named in the layers contract"
+    assert folders == set(LAYERS) | set(FAMILIES), "every folder of gpukit/ is a family or a layer"
     declared = {name.strip() for layer in _contract("layers")["layers"] for name in layer.split("|")}
-    assert declared == set(LAYERS)
+    assert declared == set(LAYERS) | set(FAMILIES)
+    calculators = set(_contract("calculators")["source_modules"])
+    assert calculators == listed | {f"gpukit.{f}" for f in FAMILIES}
     assert set(_contract("calculators")["forbidden_modules"]) >= {"torch", "ipywidgets", "matplotlib", "subprocess"}
 
 
 @pytest.mark.parametrize("offender, line", [
     ("gpukit/units.py", "import torch"),  # a calculator importing torch
-    ("gpukit/compute.py", "from gpukit.bench import timing"),  # a calculator importing a layer
+    ("gpukit/compute/flops.py", "from gpukit.bench import timing"),  # a calculator importing a layer
     ("gpukit/widgets/base.py", "from gpukit.audits import claims"),  # a widget importing an audit
     ("gpukit/bench/timing.py", "import gpukit.cli"),  # a lower layer importing a higher one
+    ("gpukit/memory/parts.py", "from gpukit.parallel import layout"),  # a family importing a higher family
+    ("gpukit/comm/network.py", "from gpukit.compute import flops"),  # siblings on one floor
+    ("gpukit/specs.py", "from gpukit.memory import analytic"),  # the ground floor importing a family
 ])
 def test_a_broken_contract_is_caught(tmp_path, offender, line):
     copy = tmp_path / "repo"
@@ -94,10 +101,10 @@ def test_one_finite_check_behind_every_number(bad):
     """errors.require_finite is the one finite-number check: require_positive, the unit converters
     and the profile loader all refuse the same values with a one-line ValueError naming the field."""
     from gpukit import errors, units
-    from gpukit.profile import _positive
+    from gpukit.profile import profile_number
 
     for check in (lambda: errors.require_finite("x", bad), lambda: errors.require_positive("x", bad),
-                  lambda: units.bytes_to_gib(bad), lambda: _positive("p.json", "x", bad)):
+                  lambda: units.bytes_to_gib(bad), lambda: profile_number("p.json", "x", bad)):
         with pytest.raises(ValueError) as e:
             check()
         assert "\n" not in str(e.value) and ("x" in str(e.value) or "n_bytes" in str(e.value))
@@ -116,21 +123,47 @@ def test_a_missing_command_module_is_an_error(monkeypatch):
         cli.build_parser()
 
 
-@pytest.mark.parametrize("module, moved", [
-    ("gpukit.inference", "serve"), ("gpukit.inference", "validate_published"), ("gpukit.comm", "cluster_network"),
-    ("gpukit.memory", "fits"), ("gpukit.parallel", "search"), ("gpukit.bench", "run_collectives"),
-    ("gpukit.bench.ddp", "ddp_scaling"), ("gpukit.bench.measure", "compare"), ("gpukit.compute", "time_to_train"),
-    ("gpukit.plan", "frameworks_grid"), ("gpukit.audits.cost", "spot_60_90"),
-])
-def test_a_split_module_still_offers_what_moved(module, moved):
-    """After a split by reason to change (gpukit.lazy.reexports) the old module still gives every moved
-    name, the same object as its new home's, and lists it in dir() (tab completion); an unknown name is
-    still an AttributeError."""
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_face_names_what_it_offers(family):
+    """Each family's __init__ is its face: an explicit __all__ whose every name resolves, no lazy
+    re-export (no module __getattr__), and every public name defined in one of its parts is offered
+    by the face, as the same object."""
     import importlib
+    import inspect
+    import pkgutil
 
-    mod = importlib.import_module(module)
-    assert moved in dir(mod)
-    home = importlib.import_module(getattr(mod, moved).__module__)
-    assert getattr(mod, moved) is getattr(home, moved)
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        mod.no_such_name  # noqa: B018
+    face = importlib.import_module(f"gpukit.{family}")
+    assert isinstance(face.__all__, list) and len(face.__all__) == len(set(face.__all__))
+    for name in face.__all__:
+        assert getattr(face, name) is not None
+    assert "__getattr__" not in vars(face)
+    for info in pkgutil.iter_modules(face.__path__):
+        part = importlib.import_module(f"gpukit.{family}.{info.name}")
+        assert "__getattr__" not in vars(part), f"gpukit.{family}.{info.name} has a lazy re-export"
+        for name, obj in vars(part).items():
+            if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            if obj.__module__ == part.__name__:
+                assert name in face.__all__, f"gpukit.{family}.{info.name}.{name} is not in the face"
+                assert getattr(face, name) is obj
+
+
+def test_no_private_name_crosses_a_module_line():
+    """What another module needs is public (in its family's face) or it moves: no `from gpukit.x import
+    _name` anywhere in gpukit/, tests, scripts or notebooks, and no lazy re-export among the calculators."""
+    import ast
+    import json
+
+    found = []
+    sources = [(p, p.read_text()) for d in ("gpukit", "tests", "scripts") for p in (ROOT / d).rglob("*.py")]
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(nb.read_text())["cells"]
+        sources.append((nb, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")))
+    for path, src in sources:
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpukit"):
+                found += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
+    assert not (ROOT / "gpukit" / "lazy.py").exists() or all(
+        "lazy" not in (ROOT / "gpukit" / f).read_text() for f in FAMILIES for f in [f"{f}/__init__.py"])

@@ -29,7 +29,7 @@ from gpukit.bench.measure import (
 from gpukit.bench.models import build_llama_model, sdpa_kernel
 from gpukit.catalog import get_model
 from gpukit.cli import main
-from gpukit.memory_eager import EagerSetup, llama_spec, reference_spec
+from gpukit.memory import EagerSetup, llama_spec, reference_spec
 
 torch.set_num_threads(2)
 GPT = get_model("gpt2-medium")
@@ -82,8 +82,8 @@ def test_peak_never_exceeds_the_sum_of_parts_without_transients():
 def test_zero3_has_no_autocast_weight_copies():
     """ZeRO-3/FSDP casts the gathered layer itself: no per-layer bf16 copies cached by autocast."""
     s = mem.TrainSetup(seq_len=2048, recompute="full", zero_stage=3, dp=8)
-    assert mem._autocast_weight_copy_bytes(LLAMA7, s) == 0
-    assert mem._autocast_weight_copy_bytes(LLAMA7, replace(s, zero_stage=0, dp=1)) > 0
+    assert mem.autocast_weight_copy_bytes(LLAMA7, s) == 0
+    assert mem.autocast_weight_copy_bytes(LLAMA7, replace(s, zero_stage=0, dp=1)) > 0
 
 
 @settings(max_examples=30, deadline=None)

@@ -1,4 +1,4 @@
-"""The eager memory model (gpukit.memory_eager) against real training steps measured by MemTracker.
+"""The eager memory model (gpukit.memory.eager) against real training steps measured by MemTracker.
 
 The grid test trains every configuration of gpukit.bench.measure.VALIDATION_GRID for real (about 20-40 s on
 2 shared cores) and holds each to the issue's targets: params, grads and optimizer states within 2%,
@@ -26,7 +26,7 @@ from gpukit.bench.measure import (
 )
 from gpukit.bench.models import reference_spec
 from gpukit.cli import main
-from gpukit.memory_eager import (
+from gpukit.memory import (
     EagerSetup,
     eager_activation_bytes,
     eager_layer_activation_bytes,

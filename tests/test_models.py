@@ -16,7 +16,7 @@ from gpukit.bench.models import (
     reference_spec,
     train_step,
 )
-from gpukit.memory_eager import param_shapes
+from gpukit.memory import param_shapes
 from gpukit.specs import ModelSpec
 
 torch.set_num_threads(2)

@@ -1,4 +1,4 @@
-"""gpukit.roofline: CPU peaks from what the CPU is (fake /proc/cpuinfo for four families), the ridge
+"""gpukit.compute.cpu_roofline: CPU peaks from what the CPU is (fake /proc/cpuinfo for four families), the ridge
 point, mixed-dtype matmul rooflines and notebook 03's checks."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpukit import catalog, roofline
+from gpukit import catalog
+from gpukit import compute as roofline
 from gpukit.bench.envinfo import cpu_identity, parse_cpuinfo
 
 

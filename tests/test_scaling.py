@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpukit.comm import cluster_network, collective_time
-from gpukit.memory_eager import reference_spec
+from gpukit.memory import reference_spec
 from gpukit.scaling import (
     ddp_buckets,
     gpt_param_shapes,
@@ -307,7 +307,7 @@ def test_cli_scaling_profile_calibrates_compute_and_link(tmp_path, capsys):
 # A token bucket in front of the link (netlab's tbf; cloud network credits)
 # ---------------------------------------------------------------------------------------------------
 def _bucket_step(burst, compute_s=0.1, rate=125e6, n=2, **kw):
-    from gpukit.comm_network import TokenBucket
+    from gpukit.comm import TokenBucket
 
     link = (1e-4, rate / 1e9)  # (alpha_s, GB/s): the wire at the limiter's rate
     tb = TokenBucket(burst, rate) if burst is not None else None
@@ -317,7 +317,7 @@ def _bucket_step(burst, compute_s=0.1, rate=125e6, n=2, **kw):
 
 
 def test_token_bucket_primitives():
-    from gpukit.comm_network import TokenBucket, token_bucket_refill, token_bucket_send
+    from gpukit.comm import TokenBucket, token_bucket_refill, token_bucket_send
 
     slow_wire = TokenBucket(500_000, 125e6, line_bytes_per_s=500e6)
     saved, left = token_bucket_send(200_000, 500_000, slow_wire)

@@ -17,7 +17,7 @@ import pytest
 
 from gpukit.bench import netlab
 from gpukit.bench.ddp import ddp_scaling, run_ddp
-from gpukit.memory_eager import reference_spec
+from gpukit.memory import reference_spec
 from gpukit.scaling import ddp_buckets, gpt_param_shapes, hook_bytes
 
 TINY = dict(n_layers=1, hidden=32, n_heads=2, vocab=64, seq_len=16, micro_batch=2, steps=2, warmup=2,
@@ -172,7 +172,7 @@ def test_ddp_over_netlab_beyond_the_tbf_burst_waits_on_the_rate():
 def test_ddp_over_netlab_within_the_tbf_burst_is_predicted_with_the_bucket():
     """Notebook 05, section 7 in QUICK mode: the tiny model's gradients (479 kB) fit in tbf's 500 kB
     bucket at 1gbit, which refills during the compute, so the all-reduce does not wait on the rate.
-    gpukit.scaling models the bucket (gpukit.comm_network.TokenBucket): its predicted exposed
+    gpukit.scaling models the bucket (gpukit.comm.network.TokenBucket): its predicted exposed
     communication and the measured one both stay well under every byte at the rate."""
     shape = dict(n_layers=1, hidden=64, n_heads=2, seq_len=64, micro_batch=4, steps=3, warmup=2)
     r = ddp_scaling(2, netlab="1gbit", hook="none", bucket_mb=25.0, timeout_s=300, **shape)

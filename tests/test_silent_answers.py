@@ -371,7 +371,7 @@ def test_api_takes_catalog_names():
 
     assert collective_time("all_reduce", 1e9, 8, "nvlink4").time_s > 0
     from gpukit.compute import layer_matmul_params, roofline_layer
-    from gpukit.tricks import trick_stack
+    from gpukit.memory import trick_stack
 
     assert mem.layer_activation_bytes("gpt2", mem.TrainSetup(seq_len=1024)) > 0
     assert layer_matmul_params("gpt2") > 0 and roofline_layer("gpt2", 1024, 1, gpu="h100-sxm").ops

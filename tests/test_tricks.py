@@ -1,4 +1,4 @@
-"""gpukit.tricks: each fitting trick measured on a tiny reference GPT (CPU, MemTracker), and the
+"""gpukit.memory.tricks: each fitting trick measured on a tiny reference GPT (CPU, MemTracker), and the
 modelled trick stack (pure)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpukit import catalog, tricks
+from gpukit import catalog
 from gpukit import memory as mem
+from gpukit import memory as tricks
 from gpukit.bench import measure
 from gpukit.bench.models import build_reference_model, make_batch, reference_spec
 
@@ -32,7 +33,7 @@ def test_recompute_full_lowers_activations_and_peak(measured):
     assert full.activations_bytes < 0.5 * base.activations_bytes
     assert full.peak_bytes < base.peak_bytes
     assert 0 < r.activations_saved_fraction() < 1 and r.peak_saved_fraction() > 0
-    # full recompute keeps the fp32 layer input per layer: 4 s b h bytes (gpukit.memory_eager)
+    # full recompute keeps the fp32 layer input per layer: 4 s b h bytes (gpukit.memory.eager)
     layer_inputs = SPEC.n_layers * 4 * KW["micro_batch"] * KW["seq_len"] * SPEC.hidden
     assert full.activations_bytes >= layer_inputs
     assert base.params_bytes == full.params_bytes == 4 * SPEC.n_params
@@ -195,7 +196,7 @@ def test_recompute_saves_far_more_than_the_articles_60pct_at_the_notebooks_sizes
     The closed form equals MemTracker's figure on CPU (tests/test_memory_validation.py)."""
     from dataclasses import replace
 
-    from gpukit import memory_eager as me
+    from gpukit import memory as me
 
     spec = me.reference_spec(**size)
     base = me.EagerSetup(seq_len=spec.max_seq, micro_batch=micro_batch)

@@ -219,7 +219,7 @@ def test_tricks_view_accumulation_zero_offload_all_and_time():
 def test_step_time_estimate_formula():
     from gpukit import catalog, compute
     from gpukit import memory as mem
-    from gpukit.tricks import step_time_estimate
+    from gpukit.memory import step_time_estimate
 
     spec, gpu = catalog.get_model("llama-2-7b"), catalog.get_gpu("h100-sxm")
     setup = mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4)

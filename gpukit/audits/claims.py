@@ -28,6 +28,7 @@ from gpukit.errors import require_choice, require_positive
 TOPIC_MODULES = (
     ("compute", "gpukit.audits.compute"),
     ("cost", "gpukit.audits.cost"),
+    ("cost", "gpukit.audits.cost_buy_rent"),  # article 002's economics, after article 000's
     ("communication", "gpukit.audits.comm"),
     ("memory", "gpukit.audits.memory"),
     ("scaling", "gpukit.audits.scaling"),
@@ -35,7 +36,7 @@ TOPIC_MODULES = (
     ("inference", "gpukit.audits.inference"),
     ("plan", "gpukit.audits.plan"),
 )
-TOPICS = tuple(topic for topic, _ in TOPIC_MODULES)
+TOPICS = tuple(dict.fromkeys(topic for topic, _ in TOPIC_MODULES))  # a topic may span modules
 VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong", "not checkable")  # the last: too vague or private to compute
 ARTICLES = {
     "000": ("GPU Cluster vs Single GPU for Deep Learning: The Real Trade-offs", "000_440fe57288c4c54d.txt"),

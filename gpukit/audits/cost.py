@@ -11,7 +11,7 @@ tests/test_claims_plan_cost.py, gpukit.audits.cost_buy_rent.
 from __future__ import annotations
 
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
-from gpukit.lazy import reexports
+from gpukit.prices import market_range
 
 _TABLE_000 = ((1, 4.0, 200.0, 800.0), (4, 16.0, 50.0, 800.0), (16, 64.0, 12.5, 800.0), (64, 256.0, 3.1, 794.0))
 P5_PRICE_USD_PER_H, P5_GPUS = 98.32, 8  # article 002: "An 8-GPU p5.48xlarge (8 H100) is $98.32/hour"
@@ -96,13 +96,6 @@ def asr_3b_cluster_cost(days_one_gpu: float = 4.0, hours_cluster: float = 12.0, 
 # ------------------------------------------------------------------------------------ economics (issue 12)
 # Prices: data/prices.csv through gpukit.prices (market rows only unless a claim is about the articles'
 # own rows); cost models: gpukit.cost. H100 training rate: dense BF16 peak x 40% MFU (assumed).
-def _market_h100() -> tuple[float, float, float]:
-    """(lowest, median, highest) market on-demand USD per H100 SXM GPU-hour in data/prices.csv."""
-    from gpukit.prices import quote
-
-    return tuple(quote("h100-sxm", policy=p).usd_per_gpu_hour for p in ("lowest", "median", "highest"))
-
-
 def _h100_tokens_per_hour(n_params: float, gpus: int = 1, mfu: float = 0.4) -> float:
     from gpukit.catalog import get_gpu
 
@@ -112,7 +105,7 @@ def _h100_tokens_per_hour(n_params: float, gpus: int = 1, mfu: float = 0.4) -> f
 @register("h100_4_per_hour", "cost")
 def h100_4_per_hour(claimed_usd: float = 4.0) -> Claim:
     """The table's stylized $4 per H100-hour against the market rows of data/prices.csv."""
-    lo, med, hi = _market_h100()
+    lo, med, hi = market_range("h100-sxm")
     return Claim(
         key="h100_4_per_hour", topic="cost", article="000",
         text="An H100 costs about $4 per hour to rent (the cost table's stylized price)",
@@ -154,7 +147,7 @@ def cost_64_gpus_4_5_hours(n_params: float = 10e9, overlap: float = 0.0) -> Clai
 @register("decision_single_budget_1k", "cost")
 def decision_single_budget_1k(budget_usd: float = 1000.0, n_params: float = 3e9) -> Claim:
     """What $1K buys on one H100 against the rule's 'hours to a day' and a 3B model."""
-    _, med, _ = _market_h100()
+    _, med, _ = market_range("h100-sxm")
     gpu_hours = budget_usd / med
     day_usd = 24 * med
     tokens = gpu_hours * _h100_tokens_per_hour(n_params)
@@ -288,15 +281,3 @@ def startup_80k_32gpu_1b_2x(spend_usd: float = 80_000, gpus: int = 32, speedup: 
         assumptions=("A100 80GB, 40% MFU", "the $80K bought rented GPU time"),
         figures=(("efficiency", eff, "fraction"), ("same work on one GPU", one_gpu, "USD"),
                  ("loader rate implied", loader, "tokens/s")))
-
-
-# Article 002's audits register after the ones above (it imports _market_h100 from here).
-from gpukit.audits import cost_buy_rent  # noqa: E402, F401
-
-_BUY_RENT_NAMES = ("h100_30k_retail", "h100_50k_invoice", "cluster_1_2m", "networking_150k", "p4d_p5_prices",
-                   "hundred_hours_3277_9832", "rental_6_months_1_4m", "buy_at_90_utilization",
-                   "eight_weeks_vs_one_week", "spot_60_90", "inference_90pct_gpu_hours")
-
-
-# lazily: cost_buy_rent may be the module imported first, and this one inside it
-__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.audits.cost_buy_rent": _BUY_RENT_NAMES})

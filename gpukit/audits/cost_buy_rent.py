@@ -6,8 +6,8 @@ gpukit.audits.claims, after gpukit.audits.cost's own; see there for Claim and th
 in USD, USD per hour and per GPU-hour: data/prices.csv through gpukit.prices (market rows only),
 cost models from gpukit.cost (buy_vs_rent: PUE 1.56, $0.10/kWh; spot_run: Daly 2006; predicted
 efficiency), the article's own figures where gpukit has no price list (switches, retail GPUs).
-gpukit.audits.cost imports this module after its own audits (the registry keeps that order: the
-rows of data/claims.csv) and re-exports every audit here; this module takes _market_h100 from it.
+gpukit.audits.claims imports this module right after gpukit.audits.cost (TOPIC_MODULES keeps that
+order: the rows of data/claims.csv); both take the market price range from gpukit.prices.market_range.
 Used in: notebooks/08_cluster_economics (claim("spot_60_90")), and through the registry
 notebooks/08_cluster_economics, notebooks/09_decide, data/claims.csv (python -m gpukit.audits.export),
 tests/test_claims.py, tests/test_claims_plan_cost.py.
@@ -16,7 +16,7 @@ tests/test_claims.py, tests/test_claims_plan_cost.py.
 from __future__ import annotations
 
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
-from gpukit.audits.cost import _market_h100
+from gpukit.prices import market_range
 
 
 @register("h100_30k_retail", "cost")
@@ -24,7 +24,7 @@ def h100_30k_retail(price_usd: float = 30_000, years: float = 3.0) -> Claim:
     """Owned cost per GPU-hour of a $30K H100 (plus power) against the market rent."""
     from gpukit.cost import buy_vs_rent
 
-    _, med, _ = _market_h100()
+    _, med, _ = market_range("h100-sxm")
     b = buy_vs_rent("h100-sxm", 1, price_usd, rent_per_gpu_hour=med, years=years, utilization=1.0)
     return Claim(
         key="h100_30k_retail", topic="cost", article="002",
@@ -152,7 +152,7 @@ def buy_at_90_utilization(capex: float = 1.2e6, network: float = 150e3, gpus: in
     """Break-even utilization of the article's cluster against AWS p5 and against the median market rent."""
     from gpukit.cost import buy_vs_rent
 
-    lo, med, _ = _market_h100()
+    lo, med, _ = market_range("h100-sxm")
     aws = buy_vs_rent("h100-sxm", gpus, capex, network_usd=network, rent_per_gpu_hour=98.32 / 8, years=years)
     mkt = buy_vs_rent("h100-sxm", gpus, capex, network_usd=network, rent_per_gpu_hour=med, years=years)
     low = buy_vs_rent("h100-sxm", gpus, capex, network_usd=network, rent_per_gpu_hour=lo, years=years)

@@ -15,6 +15,7 @@ from gpukit.audits.claims import Claim, register, verdict_from_ratio
 from gpukit.catalog import get_gpu, get_interconnect, get_model
 from gpukit.comm import collective_time
 from gpukit.errors import require_positive
+from gpukit.quant import nf4_constant_bits
 from gpukit.units import GiB
 
 TOPIC = "inference"
@@ -208,7 +209,7 @@ def two_hundred_b_no_fit(n_params: float = 200e9, gpu: str = "h200", small_gpu: 
     """Weights at 4 bits = N x (0.5 B + NF4 constants); KV cache of a Llama-405B-like layout per token."""
     n = require_positive("n_params", n_params)
     g, h = get_gpu(gpu), get_gpu(small_gpu)
-    w4 = n * (0.5 + inf.quant.nf4_constant_bits(True) / 8)
+    w4 = n * (0.5 + nf4_constant_bits(True) / 8)
     w8 = n * 1.0
     # KV per token of a 200B GQA model, scaled from Llama 3.1 405B's shape by sqrt of size (stated)
     ref = get_model("llama-3.1-405b")

@@ -24,7 +24,7 @@ from gpukit.audits.claims import Claim, claims_frame, register, verdict_from_rat
 from gpukit.catalog import get_gpu, get_model, gpus
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_positive
-from gpukit.memory_eager import megatron_activation_bytes
+from gpukit.memory import megatron_activation_bytes
 from gpukit.units import GB, GiB, dtype_bytes, fmt_count
 
 # The articles' memory claims come from the papers (ZeRO, ZeRO-Offload, QLoRA) and DeepSpeed-style

@@ -45,7 +45,7 @@ def _validate(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden
               grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers, timeout_s,
               backend="gloo"):
     from gpukit.errors import require_positive, require_positive_int
-    from gpukit.memory_eager import reference_spec
+    from gpukit.memory import reference_spec
 
     require_positive_int("ranks", ranks)
     for name, v in (("steps", steps), ("micro_batch", micro_batch), ("seq_len", seq_len),

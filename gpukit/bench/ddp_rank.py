@@ -254,7 +254,7 @@ def ddp_body(cfg: dict) -> dict:
     from gpukit.bench.collectives import _rank_mean, _sync, measure
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.models import build_reference_model, make_batch, make_optimizer
-    from gpukit.memory_eager import reference_spec
+    from gpukit.memory import reference_spec
 
     device, rank, world = cfg["device"], dist.get_rank(), dist.get_world_size()
     spec = reference_spec(n_layers=cfg["n_layers"], hidden=cfg["hidden"], n_heads=cfg["n_heads"],

@@ -165,7 +165,7 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
         tbf = None
         if netlab is not None:  # the emulated link's token bucket, as NetLab configures it (tc-tbf(8))
             from gpukit.bench.netlab import parse_rate, tbf_burst_bytes
-            from gpukit.comm_network import TokenBucket
+            from gpukit.comm import TokenBucket
 
             # bytes the tokens cover are taken as free (veth speed; the call's latency and one-rank work stay)
             bps = parse_rate(netlab)

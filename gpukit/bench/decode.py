@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from gpukit.bench.timing import resolve_device, synchronize, torch_threads
 from gpukit.errors import require_positive_int
-from gpukit.memory_eager import reference_spec
+from gpukit.memory import reference_spec
 from gpukit.specs import ModelSpec
 
 CALIBRATION_K = 2048  # the (k x n) bf16 weight of the matmul-rate calibration: 8 MiB, beyond the per-core L2, so

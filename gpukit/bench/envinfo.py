@@ -65,7 +65,7 @@ def parse_cpuinfo(text: str) -> dict:
 
 def cpu_identity(path: str = "/proc/cpuinfo") -> dict:
     """parse_cpuinfo of this machine's /proc/cpuinfo ({} where it cannot be read: not Linux).
-    gpukit.roofline.cpu_peak_from_identity turns it into a peak estimate."""
+    gpukit.compute.cpu_roofline.cpu_peak_from_identity turns it into a peak estimate."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return parse_cpuinfo(f.read())

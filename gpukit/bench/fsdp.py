@@ -325,7 +325,7 @@ def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len:
     "pytorch" step model folds the optimizer step's temporaries and DDP's bucket copies into those terms
     to predict a peak, so its terms are not the states a rank holds."""
     from gpukit import memory as mem
-    from gpukit.memory_eager import reference_spec
+    from gpukit.memory import reference_spec
 
     spec = reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
     base = dict(precision="fp32", dp=ranks, seq_len=seq_len, micro_batch=micro_batch, attention="eager",
@@ -345,7 +345,7 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
     from gpukit.bench.collectives import _check_gpu_count, _pick_backend
     from gpukit.bench.timing import resolve_device
     from gpukit.errors import require_positive, require_positive_int
-    from gpukit.memory_eager import reference_spec
+    from gpukit.memory import reference_spec
 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     if n_ranks < 2:

@@ -30,12 +30,7 @@ from dataclasses import dataclass
 from gpukit.bench.envinfo import env_stamp
 from gpukit.errors import require_choice
 from gpukit.lazy import reexports
-from gpukit.memory_eager import (
-    CategoryBreakdown,
-    EagerSetup,
-    predict_training_memory,
-    reference_spec,
-)
+from gpukit.memory import CategoryBreakdown, EagerSetup, predict_training_memory, reference_spec
 from gpukit.specs import ModelSpec
 
 PHASES = ("forward", "backward", "optimizer")
@@ -201,7 +196,7 @@ def _cuda_baseline(precisions=("fp32",), optimizer: str = "adamw") -> int:
 
 
 def is_gpt_layout(spec: ModelSpec) -> bool:
-    """True for the layout gpukit.memory_eager replays (ReferenceGPT: gelu, LayerNorm, learned positions)."""
+    """True for the layout gpukit.memory.eager replays (ReferenceGPT: gelu, LayerNorm, learned positions)."""
     return spec.mlp == "gelu" and spec.norm == "layernorm" and spec.position == "learned"
 
 

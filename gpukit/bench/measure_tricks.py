@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from gpukit.bench.measure import _cuda_baseline, _measure_step
 from gpukit.bench.timing import percentile
 from gpukit.errors import require_choice, require_positive_int
+from gpukit.memory import LORA_TARGET_MODULES, TRICKS
 from gpukit.results import format_table
 from gpukit.specs import ModelSpec
-from gpukit.tricks import LORA_TARGET_MODULES, TRICKS
 from gpukit.units import MiB
 
 

@@ -1,7 +1,7 @@
 """Predicted vs measured memory of real training steps: the three memory models against the harness.
 
 `compare(spec, setup)` measures one configuration (gpukit.bench.measure.measure_training_memory) and
-predicts it with three models: 'predicted' (the eager replay, gpukit.memory_eager; the GPT layout
+predicts it with three models: 'predicted' (the eager replay, gpukit.memory.eager; the GPT layout
 with eager attention only), 'planning' (gpukit.memory, pytorch convention) and 'megatron'
 (gpukit.memory, the papers' convention); error = (model - measured) / measured per category
 (params, grads, optimizer, activations, peak; bytes). `validate_grid()` runs VALIDATION_GRID (or
@@ -18,13 +18,7 @@ from dataclasses import asdict
 
 from gpukit.bench.measure import is_gpt_layout, measure_training_memory, train_setup
 from gpukit.errors import require_choice
-from gpukit.memory_eager import (
-    EagerSetup,
-    llama_spec,
-    predict_training_memory,
-    reconcile_megatron,
-    reference_spec,
-)
+from gpukit.memory import EagerSetup, llama_spec, predict_training_memory, reconcile_megatron, reference_spec
 from gpukit.specs import ModelSpec
 
 COMPARED = ("params", "grads", "optimizer", "activations", "peak")
@@ -71,7 +65,7 @@ def planning_categories(spec: ModelSpec, setup: EagerSetup, attention: str = "ea
 
 def compare(spec: ModelSpec, setup: EagerSetup, steps: int = 2, seed: int = 0, attention: str = "eager") -> dict:
     """Predict and measure one configuration with three models: 'predicted' (the eager replay,
-    gpukit.memory_eager; None where it does not apply: the Llama layout or SDPA attention),
+    gpukit.memory.eager; None where it does not apply: the Llama layout or SDPA attention),
     'planning' (gpukit.memory, pytorch convention) and 'megatron' (gpukit.memory, the papers'
     convention). error[model][category] = (model - measured) / measured."""
     meas = measure_training_memory(spec, setup, steps=steps, seed=seed, attention=attention)

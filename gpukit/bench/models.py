@@ -10,7 +10,7 @@ n_layers blocks of
 then a final LayerNorm, an LM head (tied or untied, as the spec says) and cross-entropy.
 
 Attention is written out eagerly (QK^T, scale, causal mask, softmax, dropout, @V) so that what each op
-saves for backward is known and can be counted by gpukit.memory_eager; 'sdpa' uses
+saves for backward is known and can be counted by gpukit.memory.eager; 'sdpa' uses
 torch.nn.functional.scaled_dot_product_attention instead. The causal mask is one boolean buffer
 (max_seq^2 bytes) shared by all layers, so no per-layer mask is allocated. Dropout modules exist only
 when dropout > 0 (dropout 0 allocates nothing). Full recompute wraps each block in
@@ -30,7 +30,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from gpukit.errors import require_choice, require_positive
-from gpukit.memory_eager import llama_spec, reference_spec  # noqa: F401  (pure; re-exported here)
+from gpukit.memory import llama_spec, reference_spec  # noqa: F401  (pure; re-exported here)
 from gpukit.specs import ModelSpec
 
 RECOMPUTE_KINDS = ("none", "full")

@@ -106,12 +106,12 @@ def collectives_section(sizes: str) -> dict:
 
 def tricks_section(threads: int | None) -> dict:
     """Notebook 02's time ratios at its full size, each with a 95% paired-bootstrap interval (gpukit.timing_stats),
-    and the CPU peak estimate from what this CPU is (gpukit.roofline) with the assumption it used."""
-    from gpukit import tricks
+    and the CPU peak estimate from what this CPU is (gpukit.compute.cpu_roofline) with the assumption it used."""
+    from gpukit import memory as tricks
     from gpukit.bench import measure
     from gpukit.bench.envinfo import cpu_identity
     from gpukit.bench.models import reference_spec
-    from gpukit.roofline import cpu_peak_from_identity
+    from gpukit.compute import cpu_peak_from_identity
 
     _section("4. Trick time ratios with their uncertainty (CPU, notebook 02's full size), CPU peak")
     ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
@@ -141,7 +141,7 @@ def ddp_section(netlab_rates: str) -> dict:
 
 def parallel_section() -> dict:
     """Issue 10: the step-time model vs published runs, the search's speed, FSDP on two gloo ranks."""
-    from gpukit.parallel_published import validate_published
+    from gpukit.parallel import validate_published
 
     _section("6a. 3D step-time model vs published runs (stated layouts, one set of efficiencies)")
     rows = validate_published()
@@ -153,7 +153,7 @@ def parallel_section() -> dict:
     megatron = [abs(v.error) for v in rows if v.run.name.startswith(("Megatron", "Korthikanti"))]
     print(f"  Megatron tables (Narayanan 2021 Table 1, Korthikanti 2022 Table 5): max |error| "
           f"{100 * max(megatron):.1f}% over {len(megatron)} rows (goal 10%); sources and assumptions: "
-          "gpukit.parallel_published.PUBLISHED_RUNS")
+          "gpukit.parallel.published.PUBLISHED_RUNS")
     return {"rows": [v.to_json_dict() for v in rows], "megatron_max_abs_error": max(megatron)}
 
 
@@ -194,7 +194,7 @@ def serving_section(device: str) -> dict:
 
     from gpukit.bench import decode
     from gpukit.catalog import get_gpu, get_model
-    from gpukit.serving_published import tp_ordering, validate_published
+    from gpukit.inference import tp_ordering, validate_published
 
     _section(f"7a. Serving: KV-cache prefill/decode measured vs roofline from measured rates ({device.upper()}, 1 thread)")
     out: dict = {"measured": []}

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 
 from gpukit import memory as mem
-from gpukit import memory_fit as mem_fit
+from gpukit import memory as mem_fit
+from gpukit.quant import LORA_TARGETS
 from gpukit.units import parse_count as parse_count_float
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
@@ -83,7 +84,7 @@ def register(subparsers) -> None:
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
     t.add_argument("--finetune", choices=mem.FINETUNE)
     t.add_argument("--lora-rank", dest="lora_rank", type=int)
-    t.add_argument("--lora-targets", dest="lora_targets", choices=mem.LORA_TARGETS)
+    t.add_argument("--lora-targets", dest="lora_targets", choices=LORA_TARGETS)
     t.add_argument("--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base")
     t.add_argument("--inference", action="store_true", default=None, help="serve: weights + KV cache, no training state")
     t.add_argument("--batch", type=int, help="inference: concurrent sequences in the KV cache")
@@ -229,7 +230,7 @@ def handle(args):
             if "dropout" not in kw and not kw.get("inference"):
                 # Its layout's recipe: GPT/Megatron (GeLU) trains with dropout 0.1, masks counted as in Korthikanti
                 # et al. 2022 Table 2; the Llama layout (--mlp swiglu) trains without (Touvron et al. 2023), as
-                # gpukit.parallel_search assumes.
+                # gpukit.parallel.layout_search assumes.
                 kw["dropout"] = model.mlp == "gelu"
                 picked.append(f"dropout masks {'counted (GPT' if kw['dropout'] else 'not counted (Llama'} layout; "
                               "--dropout/--no-dropout)")
@@ -274,7 +275,7 @@ def handle(args):
                          "stores (Dao et al. 2022); --recompute full or --attention eager make the difference")
         if setup.sp and setup.tp == 1:
             notes.append("--sp with --tp 1: sequence parallelism splits along the tensor-parallel group; no effect")
-        if model is not None and setup.inference:  # gpukit.memory_parts: the prefill working set, not a measured peak
+        if model is not None and setup.inference:  # gpukit.memory.parts: the prefill working set, not a measured peak
             notes.append(f"activations: one layer's prefill working set for all {setup.batch} x {setup.seq_len} tokens "
                          "at once (an upper bound: servers that chunk the prefill, as vLLM does, need less)")
         if model is None:  # a bare count: the total is a lower bound, and the seq/batch flags change nothing

@@ -78,7 +78,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: p.print_help())
 
 
-def _model(args):
+def as_model_spec(args):
     from gpukit.cli.memory import _model_from_args
 
     model, _ = _model_from_args(args)
@@ -110,14 +110,14 @@ class _RankedList(list):
 
 
 def handle_search(args):
-    model = _model(args)
+    model = as_model_spec(args)
     r = par.search(model, None, args.gpus, cluster=_cluster(args), global_batch=args.global_batch,
                    seq_len=args.seq_len, top_k=args.top, attention=args.attention)
     return _RankedList(r)
 
 
 def handle_estimate(args):
-    model = _model(args)
+    model = as_model_spec(args)
     cfg = par.ParallelConfig(dp=args.dp, tp=args.tp, pp=args.pp, virtual_stages=args.virtual_stages,
                              zero_stage=args.zero_stage, micro_batch=args.micro_batch, recompute=args.recompute,
                              sp=args.sp)

@@ -27,7 +27,7 @@ def _gpu_list(text: str):
     return names, priced
 
 
-def _model(args):
+def as_model_spec(args):
     from gpukit.catalog import get_model
     from gpukit.specs import ModelSpec
 
@@ -55,7 +55,7 @@ def _model(args):
 def _plan(args):
     from gpukit.plan import plan
 
-    model = _model(args)
+    model = as_model_spec(args)
     gpus = None
     if args.gpu:
         names, priced = _gpu_list(args.gpu)

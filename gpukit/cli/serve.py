@@ -21,8 +21,7 @@ def _price(text):
 
 def _serve(args):
     from gpukit.catalog import get_gpu, get_interconnect, get_model
-    from gpukit.inference import Assumptions, serve
-    from gpukit.serving_plan import default_tp
+    from gpukit.inference import Assumptions, default_tp, serve
 
     model, gpu = get_model(args.model), get_gpu(args.gpu)
     link = get_interconnect(args.link) if args.link is not None else None

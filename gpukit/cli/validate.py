@@ -7,7 +7,7 @@
 
 Prints, per category (params, grads, optimizer, activations, peak), the measured bytes
 (gpukit.bench.measure: MemTracker on CPU, torch.cuda.max_memory_allocated on a GPU) and three
-predictions with their errors: the eager replay (gpukit.memory_eager; GPT layout with eager
+predictions with their errors: the eager replay (gpukit.memory.eager; GPT layout with eager
 attention only), the planning model (gpukit.memory.estimate_memory, convention "pytorch": what
 users plan with) and the papers' Megatron convention (estimate_memory, convention "megatron").
 --grid runs the validation grid of the layout (gpukit.bench.measure.VALIDATION_GRID / LLAMA_GRID);
@@ -54,7 +54,7 @@ class ValidationResult:
         if c.get("sdpa_kernel"):
             lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
         if r["predicted"] is None:
-            lines.append("replay: not modelled for this layout/attention (gpukit.memory_eager replays the GPT "
+            lines.append("replay: not modelled for this layout/attention (gpukit.memory.eager replays the GPT "
                          "layout with eager attention)")
         lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
                      f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
@@ -95,7 +95,7 @@ def _single_flag(dest: str) -> str:
 
 def _measure(args):
     from gpukit.errors import require_choice
-    from gpukit.memory_eager import EagerSetup, llama_spec, reference_spec
+    from gpukit.memory import EagerSetup, llama_spec, reference_spec
 
     if args.grid or args.random is not None:  # the grid's or the draw's configurations: these would be ignored
         given = [_single_flag(k) for k in SINGLE_DEFAULTS if getattr(args, k) is not None]

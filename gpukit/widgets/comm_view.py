@@ -16,15 +16,8 @@ Used in: notebooks/04_communication.
 from __future__ import annotations
 
 from gpukit.catalog import frame, get_interconnect, interconnects
-from gpukit.comm import (
-    CURVE_OPS,
-    NICS,
-    CollectiveCurves,
-    collective_curves,
-)
-from gpukit.comm import (
-    SWEEP_SIZES as SWEEP_SIZES,  # re-exported: the sweep the plots use
-)
+from gpukit.comm import CURVE_OPS, NICS, CollectiveCurves, collective_curves
+from gpukit.comm import SWEEP_SIZES as SWEEP_SIZES
 from gpukit.errors import require_positive
 from gpukit.units import GB, MiB
 from gpukit.widgets.base import View, dropdown, number, slider

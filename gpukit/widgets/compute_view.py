@@ -164,9 +164,9 @@ def roofline_view(tokens: float = 1, hidden: int = 4096, gpu: str = "h100-sxm", 
 def mixed_roofline(tokens: float = 1, model: str = "llama-2-7b", gpu: str = "h100-sxm",
                    weight_dtype: str = "bf16", compute_dtype: str = DTYPE):
     """(tokens x hidden) @ (hidden x hidden) of catalog `model` with its weights stored in `weight_dtype` and
-    computed in `compute_dtype` (gpukit.roofline.matmul_roofline_mixed), and whether the model's weights
+    computed in `compute_dtype` (gpukit.compute.cpu_roofline.matmul_roofline_mixed), and whether the model's weights
     alone fit in `gpu`'s memory in that dtype (`fits`)."""
-    from gpukit.roofline import matmul_roofline_mixed
+    from gpukit.compute import matmul_roofline_mixed
 
     t = max(1, int(round(require_positive("tokens", tokens))))
     spec, card = get_model(model), get_gpu(gpu)

@@ -9,10 +9,10 @@ Thin views over pure functions (STYLE principle 2):
   stacked bar, the GPU's capacity as a line, the verdict as the title).
 - `plot_step_timeline(trace, replay, planning_phase_peaks)`: memory over one training step, measured
   op by op, replayed, and the planning model's phase peaks (notebook 01, section 4).
-- `tricks_compute(...)` -> `gpukit.tricks.TrickStack` (baseline, then each chosen trick added on
+- `tricks_compute(...)` -> `gpukit.memory.tricks.TrickStack` (baseline, then each chosen trick added on
   top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
 - `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: MemTracker's measurement
-  (gpukit.bench.measure.compare) beside the eager replay (gpukit.memory_eager), the planning model
+  (gpukit.bench.measure.compare) beside the eager replay (gpukit.memory.eager), the planning model
   (gpukit.memory, pytorch convention) and the Megatron convention, per category.
 
 Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
@@ -181,9 +181,9 @@ def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch
                    seq_len: int = 1024, precision: str = "bf16-mixed", recompute: str = "full",
                    optimizer: str = "adamw", finetune: str = "qlora", offload: str = "none",
                    lora_rank: int = 16, grad_accum: int = 1, zero_stage: int = 0, dp: int = 1):
-    """gpukit.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
+    """gpukit.memory.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
     Defaults: the article's case, a 7B model QLoRA-finetuned on a 24 GB RTX 4090."""
-    from gpukit.tricks import trick_stack
+    from gpukit.memory import trick_stack
 
     spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
     if require_positive_int("seq_len", seq_len) > spec.max_seq:
@@ -194,8 +194,8 @@ def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch
 
 
 def stack_time(stack, mfu: float = 0.4):
-    """Compute time of one optimizer step for every row of a TrickStack (gpukit.tricks.step_time_estimate)."""
-    from gpukit.tricks import step_time_estimate
+    """Compute time of one optimizer step for every row of a TrickStack (gpukit.memory.tricks.step_time_estimate)."""
+    from gpukit.memory import step_time_estimate
 
     card = catalog.get_gpu(stack.final.gpu_name)
     spec = catalog.get_model(stack.final.model_name)
@@ -338,7 +338,7 @@ def stretch_trace(points) -> tuple[list, list]:
 
 def plot_step_timeline(trace, replay=None, planning_phase_peaks=None, ax=None, title: str = ""):
     """Memory over one training step: the measured op-by-op trace (gpukit.bench.measure.measure_step_trace),
-    the replay's timeline (gpukit.memory_eager.replay_timeline) and the planning model's phase peaks
+    the replay's timeline (gpukit.memory.eager.replay_timeline) and the planning model's phase peaks
     (MemoryBreakdown.phase_peaks, as dotted segments in their phases)."""
     import matplotlib.pyplot as plt
 

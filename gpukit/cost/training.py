@@ -1,0 +1,359 @@
+"""Cluster economics: the cost of a training run with its scaling efficiency, cost vs time with the
+Pareto set, buy vs rent, spot instances with the optimal checkpoint interval, serving cost per
+million tokens, the articles' cost table and published training-run costs.
+
+Conventions: prices are USD per GPU-hour (an instance price divided by its GPU count, gpukit.prices);
+hours are wall-clock hours of the whole job; gpu_hours = hours x gpus. The single-GPU time comes from
+gpukit.compute.time_to_train (6ND FLOPs at peak x MFU, Kaplan et al. 2020; Narayanan et al. 2021
+eq. 4); n GPUs take t1 / (n x efficiency), so cost = t1 x price / efficiency: efficiency below 1 is
+what makes more GPUs cost more (never assumed 1 unless the caller says so).
+Split by reason to change (all reachable from here): the scaling efficiency in gpukit.cost.efficiency,
+buy vs rent in gpukit.cost.buy, spot instances in gpukit.cost.spot, published runs in
+gpukit.cost.published; prices (and a given price's checks) in gpukit.prices.
+Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan, gpukit.audits.cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from gpukit.catalog import get_gpu
+from gpukit.compute import time_to_train
+from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
+from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
+from gpukit.cost.spot import spot_run
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.prices import given_or_quote, node_price_warning, price_warning
+from gpukit.specs import ModelSpec
+from gpukit.units import GiB
+
+
+# ------------------------------------------------------------------------------- training cost
+@dataclass(frozen=True)
+class CostRow:
+    """One (GPU type, GPU count): wall hours, GPU-hours, cost, efficiency, the price used, and whether the
+    priced layout's training state fits each GPU (memory_per_gpu_bytes needed, gpu_memory_bytes usable)."""
+
+    gpu: str
+    gpus: int
+    nodes: int
+    hours: float
+    gpu_hours: float
+    cost_usd: float
+    efficiency: float
+    usd_per_gpu_hour: float
+    price_source: str
+    pareto: bool = False
+    spot: dict | None = None  # SpotEstimate.to_json_dict() when spot was asked for
+    fits: bool | None = None  # None: not checked
+    memory_per_gpu_bytes: int | None = None
+    gpu_memory_bytes: int | None = None
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Rows of a cost calculation, the assumptions it rests on, the Pareto set, and warnings (a layout
+    that does not fit, a price that looks like a node's)."""
+
+    rows: tuple[CostRow, ...]
+    tokens: float
+    n_params: float
+    utilization_source: str
+    efficiency_model: str
+    assumptions: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def pareto_rows(self) -> tuple[CostRow, ...]:
+        return tuple(r for r in self.rows if r.pareto)
+
+    def to_json_dict(self) -> dict:
+        return {"rows": [r.to_json_dict() for r in self.rows], "tokens": self.tokens, "n_params": self.n_params,
+                "utilization_source": self.utilization_source, "efficiency_model": self.efficiency_model,
+                "assumptions": list(self.assumptions), "warnings": list(self.warnings)}
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in r.to_json_dict().items() if k != "spot"} for r in self.rows])
+
+    def to_text(self) -> str:
+        lines = [f"{'gpu':<12} {'gpus':>5} {'hours':>10} {'GPU-hours':>11} {'cost USD':>12} {'eff':>6} {'$/GPU-h':>8} "
+                 f"{'GiB/GPU':>8} {'fits':>4}  pareto"]
+        for r in self.rows:
+            mem = f"{r.memory_per_gpu_bytes / GiB:>8.1f}" if r.memory_per_gpu_bytes is not None else f"{'n/a':>8}"
+            fit = {True: "yes", False: "NO", None: "n/a"}[r.fits]
+            lines.append(f"{r.gpu:<12} {r.gpus:>5} {r.hours:>10,.1f} {r.gpu_hours:>11,.0f} {r.cost_usd:>12,.0f} "
+                         f"{r.efficiency:>6.1%} {r.usd_per_gpu_hour:>8.2f} {mem} {fit:>4}  {'*' if r.pareto else ''}")
+        lines += [f"WARNING: {w}" for w in self.warnings]
+        lines += [f"utilization: {self.utilization_source}", f"efficiency: {self.efficiency_model}"]
+        lines += [f"assumes: {a}" for a in self.assumptions]
+        return "\n".join(lines)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> tuple[bool, ...]:
+    """Which points are non-dominated when both coordinates are minimized (no other point is <= in
+    both and < in one). Ties: equal points are all kept."""
+    out = []
+    for i, (a, b) in enumerate(points):
+        dominated = any((c <= a and d <= b and (c < a or d < b)) for j, (c, d) in enumerate(points) if j != i)
+        out.append(not dominated)
+    return tuple(out)
+
+
+_RECOMPUTE_WORDS = {"none": "no recompute", "selective": "selective recompute", "full": "full recompute"}
+
+
+def _fit(model, n_params: float, gpu, n: int, zero_stage: int, recompute: str, seq_len: int | None):
+    """gpukit.memory's per-GPU estimate of the layout training_cost prices: plain data parallel over n
+    GPUs (ZeRO `zero_stage`), bf16-mixed AdamW, micro_batch 1 of seq_len tokens, dropout as the model row's recipe, convention
+    "pytorch" (the peak of an eager step, as gpukit.plan decides fit), CUDA context and allocator slack
+    included (gpukit.memory.estimate_memory with the GPU)."""
+    from gpukit.memory import TrainSetup, estimate_memory
+
+    setup = TrainSetup(zero_stage=zero_stage if n > 1 else 0, dp=n, recompute=recompute, seq_len=seq_len or 2048,
+                       micro_batch=1, dropout=isinstance(model, ModelSpec) and model.dropout)  # the model's recipe
+    if isinstance(model, ModelSpec):
+        return estimate_memory(model, setup=setup, gpu=gpu)
+    return estimate_memory(n_params=int(round(n_params)), setup=setup, gpu=gpu)
+
+
+def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Sequence[int], *,
+                  mfu: float | None = None, profile=None, price_per_gpu_hour: float | None = None, prices=None,
+                  efficiency=None, gpus_per_node: int = 8, inter_link: str | None = None,
+                  tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, zero_stage: int = 0, overlap: float = 0.0,
+                  spot: dict | None = None, ports_per_node: int | None = None, recompute: str = "none",
+                  price_per_node_hour: float | None = None) -> CostTable:
+    """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
+
+    efficiency: None = predicted (predicted_efficiency, data-parallel model with `ports_per_node`
+    inter-node ports per node, default one per GPU; say so in the output), a number in (0, 1] for every
+    count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour, a given USD per node-hour
+    (price_per_node_hour / gpus_per_node), or the median market row of `gpu` in `prices`
+    (data/prices.csv by default); a given price that looks like the other kind gets a warning
+    (gpukit.prices.price_warning). spot: optional {"preemptions_per_day", "checkpoint_minutes",
+    "restart_minutes", "spot_price_per_gpu_hour"} adds the expected spot time and cost per row (spot_run).
+
+    Memory: every row says whether the priced layout (data parallel, ZeRO `zero_stage`, `recompute`,
+    micro_batch 1 at the FLOPs' seq_len; see _fit) fits each GPU, by gpukit.memory as gpukit.plan
+    decides it. A layout that does not fit is not an error (gpukit.plan lists such counts as "does not
+    fit" too): its row keeps its price, fits is False and a warning says so. With n_params alone only
+    the model states are counted (no activations): fits is then a lower bound on the need.
+    """
+    gpu_names = [gpu] if isinstance(gpu, str) else list(gpu)
+    counts = [gpus] if isinstance(gpus, int) else list(gpus)
+    if not gpu_names or not counts:
+        raise ValueError("gpu and gpus must name at least one GPU type and one count")
+    counts = [require_positive_int("gpus", c) for c in counts]
+    tokens = require_positive("tokens", tokens)
+    k = require_positive_int("gpus_per_node", gpus_per_node)
+    ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
+    if isinstance(zero_stage, bool) or zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    require_choice("recompute", recompute, ("none", "selective", "full"))
+    if price_per_gpu_hour is not None and price_per_node_hour is not None:
+        raise ValueError("give price_per_gpu_hour or price_per_node_hour, not both")
+    if isinstance(model, str):  # a catalog name
+        from gpukit.catalog import as_model
+
+        model = as_model(model)
+    n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
+    tokens_per_gpu = require_positive("tokens_per_gpu", tokens_per_gpu)
+    too_many = [n for n in counts if n * tokens_per_gpu > tokens]
+    if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
+        raise ValueError(f"gpus must be at most tokens / tokens_per_gpu = {tokens / tokens_per_gpu:,.0f} (one optimizer "
+                         f"step of {tokens_per_gpu:,.0f} tokens per GPU), got {too_many[0]:,}")
+    warnings: list[str] = []
+    if price_per_node_hour is not None:
+        node_usd = require_positive("price_per_node_hour", price_per_node_hour)
+        price_per_gpu_hour = node_usd / k
+    if (price_per_gpu_hour is not None or price_per_node_hour is not None) and len(gpu_names) > 1:
+        warnings.append(f"the price given applies to every GPU type ({', '.join(gpu_names)}): they are compared at "
+                        "the same price per GPU-hour; give one type per run, or --prices, to price each its own")
+    rows, util_source, eff_models, flops_line, seq_line = [], "", [], "", ""
+    for name in gpu_names:
+        g = get_gpu(name)
+        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype, recompute=recompute)
+        util_source = t1.utilization_source
+        # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
+        # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
+        per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
+        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
+                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
+                      f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
+                      if t1.seq_len is not None else
+                      f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
+        seq_line = (f"micro_batch 1 x seq_len {t1.seq_len} (the FLOPs' seq_len)" if t1.seq_len is not None else
+                    "model states only (n_params given: activations are not counted, so the need is a lower bound; "
+                    "give a model for them)")
+        if price_per_node_hour is not None:
+            usd, src = price_per_gpu_hour, f"given per node-hour: ${price_per_node_hour:g} / {k} GPUs per node"
+            w = node_price_warning(name, price_per_node_hour, k, prices,
+                                   field="price_per_node_hour (--price-per-node-hour)")
+        else:
+            usd, src = given_or_quote(name, price_per_gpu_hour, prices)
+            w = None
+            if price_per_gpu_hour is not None:
+                w = price_warning(name, usd, prices, gpus_per_node=k, field="price_per_gpu_hour (--price-per-gpu-hour)",
+                                  fix="give it as price_per_node_hour (--price-per-node-hour), which divides by "
+                                      "gpus_per_node (--gpus-per-node)")
+        if w and w not in warnings:
+            warnings.append(w)
+        no_fit = []
+        for n in counts:
+            if efficiency is None:
+                est = predicted_efficiency(n_params, name, n, gpus_per_node=k, inter_link=inter_link,
+                                           tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=zero_stage,
+                                           overlap=overlap, ports_per_node=ports)
+                eff, eff_model = est.efficiency, f"{name}: {est.model}"
+            else:
+                eff = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
+                if eff is None:
+                    raise ValueError(f"efficiency has no entry for {n} GPUs (keys: {sorted(efficiency)})")
+                eff = require_positive("efficiency", eff)
+                if eff > 1:
+                    raise ValueError(f"efficiency must be in (0, 1], got {eff}")
+                eff_model = "given by the caller"
+            if n == 1 and efficiency is None:  # one GPU has no communication: say so once, not as a second model
+                eff_model = f"{name}: 1 GPU: efficiency 1 (no communication)"
+            if eff_model not in eff_models:
+                eff_models.append(eff_model)
+            hours = t1.seconds / 3600 / (n * eff)
+            spot_est = None
+            if spot is not None:
+                sp = dict(spot)
+                sp_price = sp.pop("spot_price_per_gpu_hour", None)
+                if sp_price is None:
+                    sp_price, sp_src = given_or_quote(name, None, prices, spot=True)
+                else:
+                    sp_price, sp_src = require_positive("spot_price_per_gpu_hour", sp_price), "given"
+                    w = price_warning(name, sp_price, prices, gpus_per_node=k,
+                                      field="spot_price_per_gpu_hour (--spot-price-per-gpu-hour)",
+                                      fix="divide it by gpus_per_node (--gpus-per-node)")
+                    if w and w not in warnings:
+                        warnings.append(w)
+                spot_est = spot_run(hours, n, usd, sp_price, **sp).to_json_dict()
+                spot_est.update(spot_usd_per_gpu_hour=sp_price, spot_price_source=sp_src)
+            m = _fit(model, n_params, g, n, zero_stage, recompute, t1.seq_len)
+            if not m.fits:
+                no_fit.append((n, m.total_bytes))
+            rows.append(CostRow(gpu=name, gpus=n, nodes=math.ceil(n / k), hours=hours,
+                                gpu_hours=hours * n, cost_usd=hours * n * usd, efficiency=eff, usd_per_gpu_hour=usd,
+                                price_source=src, spot=spot_est, fits=m.fits, memory_per_gpu_bytes=m.total_bytes,
+                                gpu_memory_bytes=m.gpu_memory_bytes))
+        if no_fit:
+            need = (f"{no_fit[0][1] / GiB:,.1f} GiB per GPU" if len({b for _, b in no_fit}) == 1 else
+                    "per GPU " + ", ".join(f"{b / GiB:,.1f} GiB at {n}" for n, b in no_fit))
+            warnings.append(f"{name} does NOT fit at {', '.join(str(n) for n, _ in no_fit)} GPU(s): the priced layout "
+                            f"(data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}) needs {need}, and "
+                            f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
+                            "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
+                            "which searches the layouts that fit")
+    # the Pareto set is over the rows that can run as priced (gpukit.plan's rule): a layout that does not fit
+    # is neither faster nor cheaper than anything
+    runnable = [i for i, r in enumerate(rows) if r.fits is not False]
+    flags = dict(zip(runnable, pareto_front([(rows[i].hours, rows[i].cost_usd) for i in runnable]), strict=True))
+    rows = [CostRow(**{**asdict(r), "pareto": flags.get(i, False)}) for i, r in enumerate(rows)]
+    drop_words = ("dropout masks counted (the model's recipe)" if isinstance(model, ModelSpec) and model.dropout
+                  else "no dropout")
+    assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
+                   f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
+                   f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
+                   f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}, bf16-mixed AdamW, "
+                   f"{seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator slack, against the "
+                   "GPU's whole memory; the Pareto set is over the rows that fit")
+    return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
+                     efficiency_model="; ".join(eff_models), assumptions=assumptions, warnings=tuple(warnings))
+
+
+# ------------------------------------------------------------------------------- serving
+@dataclass(frozen=True)
+class ServingCost:
+    """USD per million generated tokens at a sustained total throughput."""
+
+    gpus: int
+    total_tokens_per_s: float
+    usd_per_gpu_hour: float
+    usd_per_hour: float
+    usd_per_million_tokens: float
+    source: str
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def serving_cost_per_million(total_tokens_per_s: float, gpus: int, usd_per_gpu_hour: float,
+                             source: str = "given throughput") -> ServingCost:
+    """usd / 1M tokens = gpus x price per GPU-hour / (tokens/s x 3600) x 1e6 (busy the whole hour)."""
+    tps = require_positive("total_tokens_per_s", total_tokens_per_s)
+    n = require_positive_int("gpus", gpus)
+    p = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
+    return ServingCost(gpus=n, total_tokens_per_s=tps, usd_per_gpu_hour=p, usd_per_hour=n * p,
+                       usd_per_million_tokens=n * p / (tps * 3600) * 1e6, source=source)
+
+
+def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, context: int = 2048,
+                 precision: str = "bf16", usd_per_gpu_hour: float | None = None, prices=None) -> ServingCost:
+    """Cost per million generated tokens of serving `model` on `gpus` x `gpu` (tensor parallel over all
+    of them) at batch `batch`, half the context prompt and half generated, the batch run as one static
+    batch: its `batch` prompts prefilled together (the first token each), then O - 1 decode steps, all
+    from gpukit.inference's roofline with its stated efficiencies. Throughput = batch x O / (prefill +
+    (O - 1) x ITL)."""
+    from gpukit.catalog import get_model
+
+    m, g = get_model(model), get_gpu(gpu)
+    n = require_positive_int("gpus", gpus)
+    b = require_positive_int("batch", batch)
+    c = require_positive_int("context", context)
+    usd, _ = given_or_quote(gpu, usd_per_gpu_hour, prices)
+    from gpukit import inference
+
+    i, o = max(1, c // 2), max(1, c - c // 2)
+    p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=i, output_tokens=o)
+    if not p.fits:
+        raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
+    prefill = inference.prefill_step(m, g, prompt_tokens=i, batch=b, **p.step_kwargs)
+    tps = b * o / (prefill.time_s + (o - 1) * p.itl_s)
+    return serving_cost_per_million(tps, n, usd, source=(
+        f"gpukit.inference: batch {b}, {i} prompt + {o} generated tokens, {precision}, TP {n}: the batch's "
+        "prefill then its decode steps, from the roofline with its stated efficiencies"))
+
+
+# ------------------------------------------------------------------------------- the articles' table
+ARTICLE_TABLE = ((1, 200.0, 800.0), (4, 50.0, 800.0), (16, 12.5, 800.0), (64, 3.1, 794.0))  # gpus, hours, USD
+
+
+@dataclass(frozen=True)
+class ArticleTableRow:
+    gpus: int
+    claimed_hours: float
+    claimed_cost_usd: float
+    efficiency: float
+    hours: float
+    cost_usd: float
+
+    def to_json_dict(self) -> dict:
+        return asdict(self)
+
+
+def article_table(*, n_params: float = 10e9, usd_per_gpu_hour: float = 4.0, hours_one_gpu: float = 200.0,
+                  efficiency=None, inter_link: str = "ib-ndr", tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+                  overlap: float = 0.0) -> tuple[ArticleTableRow, ...]:
+    """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
+    scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
+    fit one GPU without sharding) or given (number or {gpus: e})."""
+    out = []
+    for n, h, c in ARTICLE_TABLE:
+        if efficiency is None:
+            eff = predicted_efficiency(n_params, "h100-sxm", n, inter_link=inter_link, tokens_per_gpu=tokens_per_gpu,
+                                       zero_stage=3, overlap=overlap).efficiency
+        else:
+            eff = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else float(efficiency)
+        hours = hours_one_gpu / (n * eff)
+        out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
+    return tuple(out)

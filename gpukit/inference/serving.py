@@ -1,0 +1,452 @@
+"""Serving a model: memory per GPU and the prefill and decode steps on the roofline, with TP/PP.
+
+Pure calculator (no torch, no I/O). Every time here is a prediction under the named assumptions
+(`Assumptions`, printed with every result); nothing is fitted to a configuration.
+
+Memory per GPU (one model instance = tp x pp GPUs):
+- weights: the linear layers of the transformer blocks in the serving precision, everything else
+  (embeddings, LM head, norms, biases) in 16-bit, as bitsandbytes / vLLM / TensorRT-LLM keep them.
+  bf16/fp16 2 B per weight; fp8 1 B + one fp32 scale per matrix (per-tensor scaling, the FP8 recipe
+  of TensorRT-LLM and vLLM); int8 1 B + one fp32 scale per output row (LLM.int8(), Dettmers et al.
+  2022 sec. 3.1); int4 = NF4 with block-64 absmax, double-quantized (QLoRA, Dettmers et al. 2023
+  sec. 3: 0.5 B + 0.127 bit per weight; AWQ/GPTQ group-128 fp16 scales cost about the same). Bytes
+  come from gpukit.quant. Tensor parallelism shards every matrix and the vocabulary (Megatron-LM,
+  Shoeybi et al. 2019 sec. 3); pipeline parallelism gives each stage ceil(L/pp) layers, the first the
+  embedding and the last the LM head (the larger stage sets the memory per GPU).
+- KV cache: 2 x layers x kv_heads x head_dim x bytes per token (keys and values; grouped-query
+  attention stores n_kv_heads heads, Ainslie et al. 2023), kv heads split over tp (replicated when
+  tp > n_kv_heads), in the KV dtype, for min(context, W) tokens per sequence with a sliding window W
+  (ModelSpec.kv_tokens: Mistral 7B's rolling buffer cache, Jiang et al. 2023 sec. 2; vLLM frees the
+  blocks outside the window, TensorRT-LLM's cyclic KV cache and HF's SlidingWindowCache hold W).
+- activations: one layer's working set for the largest prefill chunk (no backward: nothing is kept
+  across layers), the same convention as gpukit.memory's inference branch, plus fp32 logits of the
+  sampled positions.
+- the runtime's reserve: a serving engine pre-allocates a fixed share of GPU memory and pages the KV
+  cache inside it (vLLM, Kwon et al. 2023 sec. 4; `gpu_memory_utilization` default 0.9). The usable
+  memory is that share; the KV cache gets what weights and activations leave.
+
+Time per step, per-op roofline (Williams et al. 2009): each part takes max(bytes / (share x HBM
+bandwidth), FLOPs / (share x dense peak)); the dense matmuls (weights read once per step for the
+whole batch) and the attention over the KV cache (each sequence reads its own cache) are separate
+parts, so at small batch decode is bandwidth-bound (time ~ weight bytes / bandwidth, Databricks 2023
+"LLM Inference Performance Engineering: Best Practices", MBU) and past the ridge point
+(batch ~ peak / bandwidth x bytes per weight / 2) the dense part becomes compute-bound. FLOPs per
+token from gpukit.compute.flops_per_token (2N + attention, Kaplan et al. 2020 table 1).
+Tensor parallelism adds two all-reduces per layer per step (after attention and after the MLP,
+Megatron-LM sec. 3) of tokens x hidden x 2 bytes, timed with gpukit.comm.collective_time over the
+chosen link: in decode these messages are a few KB, so the latency term dominates. Pipeline
+parallelism: a token passes every stage (ITL = pp x stage time + pp-1 point-to-point sends); with
+pp micro-batches in flight every stage stays busy, so the throughput is batch / ITL.
+
+Split by reason to change: the serving plan (TTFT, ITL, a replica's capacity, replicas for a rate,
+the smallest instance that fits, TP against replicas, `serve`) in gpukit.inference.capacity, the
+continuous-batching simulation in gpukit.inference.simulate, the validation against published serving
+measurements in gpukit.inference.published (all reachable from here too: inference.serve,
+inference.simulate, inference.validate_published, ...).
+
+Used in: notebooks/07_inference, gpukit.inference.capacity, gpukit.inference.published, gpukit.bench.decode,
+gpukit.cli.serve, gpukit.audits.inference, gpukit.plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+from gpukit import quant
+from gpukit.catalog import as_gpu, as_model
+from gpukit.comm import collective_time
+from gpukit.compute import flops_per_token, layer_matmul_params
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.inference.simulate import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
+from gpukit.specs import ModelSpec
+from gpukit.units import GB, GiB, dtype_bytes
+
+PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
+KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp32")
+ACT_BYTES = 2  # activations and TP all-reduce messages in 16-bit
+FP8_SCALE_BYTES = 4  # one fp32 scale per weight matrix (per-tensor FP8)
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the predictions assume (printed with every result). Change any with keyword arguments.
+
+    hbm_share: achieved / peak HBM bandwidth in decode. Databricks (2023, "LLM Inference Performance
+      Engineering", fig. 2-3) measured a model-bandwidth utilization of 55-60% at batch 1 on A100/H100
+      with TensorRT-LLM at 1-2-way TP; well-tuned kernels reach 70-80% of HBM peak on large reads.
+      Default 0.65: between the two.
+    flops_share: achieved / dense peak in prefill (large matmuls): 0.5, the MFU that well-tuned
+      serving prefills and Megatron training report (Narayanan et al. 2021: 52% of peak on A100).
+    reserve_fraction: the share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization
+      default 0.9).
+    prefill_chunk_tokens: tokens per prefill pass when sizing activations (vLLM's default
+      max_num_batched_tokens with chunked prefill is 2048 on large GPUs).
+    non_gpu_s: per-request time outside the GPUs (network, tokenization, a database): added to the
+      latency; with non_gpu_workers it also caps throughput (Amdahl).
+    target_utilization: replicas are sized so that each runs at most this share of its capacity.
+    gqa_kv_reuse: decode attention reads each KV head once per step for all the query heads of its
+      group (FlashDecoding, vLLM's paged attention, TensorRT-LLM's XQA kernel from v0.8). False: once
+      per query head, n_heads / n_kv_heads times (TensorRT-LLM's masked MHA before XQA; NVIDIA's XQA
+      blog reports 1.9-2.4x more Llama-70B throughput at 128/2048 tokens with it:
+      https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/blogs/XQA-kernel.md).
+    """
+
+    hbm_share: float = 0.65
+    flops_share: float = 0.5
+    reserve_fraction: float = 0.9
+    prefill_chunk_tokens: int = 2048
+    non_gpu_s: float = 0.0
+    non_gpu_workers: int | None = None  # None: the non-GPU part scales with the load (no cap)
+    target_utilization: float = 0.8
+    step_overhead_s: float = 0.0  # fixed time per forward pass (kernel launches, framework dispatch)
+    gqa_kv_reuse: bool = True
+
+    def __post_init__(self):
+        for f in ("hbm_share", "flops_share", "reserve_fraction", "target_utilization"):
+            v = require_positive(f, getattr(self, f))
+            if v > 1:
+                raise ValueError(f"{f} must be in (0, 1], got {v}")
+        require_positive_int("prefill_chunk_tokens", self.prefill_chunk_tokens)
+        require_positive("non_gpu_s", self.non_gpu_s, allow_zero=True)
+        require_positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        if self.non_gpu_workers is not None:
+            require_positive_int("non_gpu_workers", self.non_gpu_workers)
+
+    def lines(self) -> tuple[str, ...]:
+        out = [f"decode reaches {self.hbm_share:.0%} of HBM bandwidth, prefill {self.flops_share:.0%} of the "
+               f"dense peak (stated shares, not measured)",
+               f"the engine pre-allocates {self.reserve_fraction:.0%} of GPU memory (vLLM gpu_memory_utilization)",
+               f"activations sized for a prefill chunk of {self.prefill_chunk_tokens} tokens",
+               "weights, KV cache and activations each cross HBM once per step (ideal tiling)"]
+        if not self.gqa_kv_reuse:
+            out.append("decode attention reads each KV head once per query head (no GQA reuse: TensorRT-LLM "
+                       "masked MHA before the XQA kernel)")
+        if self.step_overhead_s:
+            out.append(f"fixed {self.step_overhead_s * 1e3:.3g} ms per forward pass (dispatch/launch)")
+        if self.non_gpu_s:
+            cap = (f", on {self.non_gpu_workers} shared worker(s): at most {self.non_gpu_workers / self.non_gpu_s:.4g} "
+                   "req/s" if self.non_gpu_workers else "")
+            out.append(f"{self.non_gpu_s * 1e3:.3g} ms per request outside the GPUs{cap}")
+        return tuple(out)
+
+
+# ------------------------------------------------------------------------------------ helpers
+def compute_dtype(gpu, precision: str) -> str:
+    """The dtype whose dense peak sets prefill speed: fp8 where the GPU has fp8 units (W8A8), else
+    16-bit (weight-only int8/int4/fp8 dequantize to 16-bit before the matmul: W8A16, W4A16)."""
+    require_choice("precision", precision, PRECISIONS)
+    if precision == "fp8" and gpu.has("fp8"):
+        return "fp8"
+    if precision == "fp16" or not gpu.has("bf16"):
+        return "fp16"
+    return "bf16"
+
+
+def default_kv_dtype(gpu) -> str:
+    """bf16, or fp16 on GPUs without bf16 units (V100, T4); bf16 when no GPU is given (a CPU)."""
+    return "bf16" if gpu is None else gpu.half_dtype
+
+
+def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
+    """Bytes of one transformer block's weights in `precision` (linear layers quantized, rest 16-bit)."""
+    require_choice("precision", precision, PRECISIONS)
+    n_lin, rows = model.linear_weights
+    n_mats = len(model.linear_shapes)
+    if precision in ("bf16", "fp16"):
+        lin = 2.0 * n_lin
+    elif precision == "fp8":
+        lin = 1.0 * n_lin + FP8_SCALE_BYTES * n_mats
+    elif precision == "int8":
+        lin = quant.quantized_bytes(n_lin, "int8", n_rows=rows)
+    else:
+        lin = quant.quantized_bytes(n_lin, "nf4", double_quant=True)
+    return lin + 2.0 * (model.layer_params() - n_lin)
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16", tp: int = 1, pp: int = 1) -> float:
+    """KV-cache bytes per token on one GPU: 2 x layers x kv_heads x head_dim x bytes (GQA-aware;
+    kv heads split over tp, replicated when tp > n_kv_heads; layers split over pp)."""
+    require_choice("kv_dtype", kv_dtype, KV_DTYPES)
+    kv_heads = math.ceil(model.n_kv_heads / require_positive_int("tp", tp))
+    layers = math.ceil(model.n_layers / require_positive_int("pp", pp))
+    return 2.0 * layers * kv_heads * model.head_dim * dtype_bytes(kv_dtype)
+
+
+def _split(model: ModelSpec, tp: int, pp: int) -> None:
+    if model.arch != "decoder":
+        raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
+    if model.n_heads % tp:
+        raise ValueError(f"tp must divide n_heads {model.n_heads} of {model.name}, got {tp}")
+    if model.n_kv_heads % tp and tp % model.n_kv_heads:
+        raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got {tp}")
+    if pp > model.n_layers:
+        raise ValueError(f"pp must be <= n_layers {model.n_layers}, got {pp}")
+
+
+# ------------------------------------------------------------------------------------ memory
+@dataclass(frozen=True)
+class ServingMemory:
+    """Bytes on the fullest GPU of one instance and what the KV cache can hold."""
+
+    weights_bytes: float
+    kv_cache_bytes: float  # for `batch` sequences of `context` tokens
+    activations_bytes: float
+    usable_bytes: float  # reserve_fraction x GPU memory
+    gpu_memory_bytes: float
+    kv_bytes_per_token: float  # per GPU
+    context: int
+    batch: int
+    max_batch: int  # sequences of `context` tokens the KV budget holds (0: the weights do not fit)
+    kv_tokens: int | None = None  # tokens cached per sequence: min(context, sliding_window); None -> context
+    sliding_window: int | None = None  # the model's attention window (None: full attention)
+    max_seq: int | None = None  # the model's context window (what max_context reports once the window fits)
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.usable_bytes
+
+    @property
+    def kv_budget_bytes(self) -> float:
+        return max(0.0, self.usable_bytes - self.weights_bytes - self.activations_bytes)
+
+    @property
+    def max_context(self) -> int:
+        """Tokens one sequence may hold at batch `batch` (0 if the weights do not fit). With a sliding
+        window W the cache of a sequence stops growing at W tokens (Jiang et al. 2023 sec. 2): once the
+        budget holds W per sequence, the KV cache no longer bounds the context and this is the model's
+        context window max_seq (its position limit), else the tokens that fit (< W)."""
+        fit = int(self.kv_budget_bytes // (self.kv_bytes_per_token * self.batch))
+        if self.sliding_window is not None and fit >= self.sliding_window and self.max_seq is not None:
+            return self.max_seq
+        return fit
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        d.update(total_bytes=self.total_bytes, fits=self.fits, kv_budget_bytes=self.kv_budget_bytes,
+                 max_context=self.max_context)
+        return d
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = [("weights", self.weights_bytes), ("kv_cache", self.kv_cache_bytes),
+                ("activations", self.activations_bytes), ("free", max(0.0, self.usable_bytes - self.total_bytes)),
+                ("engine reserve", self.gpu_memory_bytes - self.usable_bytes)]
+        return pd.DataFrame([(k, v, v / GiB) for k, v in rows], columns=["part", "bytes", "gib"])
+
+
+def weights_per_gpu(model: ModelSpec, precision: str = "bf16", tp: int = 1, pp: int = 1) -> float:
+    """Weight bytes on the fullest GPU of a tp x pp instance (module docstring)."""
+    _split(model, tp, pp)
+    layers = math.ceil(model.n_layers / pp)
+    emb = 2.0 * model.embedding_params()
+    head = 2.0 * model.head_params()
+    extra = emb + head if pp == 1 else max(emb, head)
+    return (layers * layer_weight_bytes(model, precision) + extra) / tp
+
+
+def weight_bytes_read_per_step(model: ModelSpec, precision: str = "bf16", tp: int = 1, pp: int = 1) -> float:
+    """Weight bytes one GPU reads per decode step: its layers and the LM head; the embedding table is
+    a lookup (b rows), unless tied to the head. Per pipeline stage when pp > 1 (the larger stage)."""
+    _split(model, tp, pp)
+    layers = math.ceil(model.n_layers / pp)
+    head = 2.0 * (model.vocab * model.hidden + model.norm_params())
+    return (layers * layer_weight_bytes(model, precision) + head) / tp
+
+
+def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: str | None = None,
+                   tp: int = 1, pp: int = 1, batch: int = 1, context: int = 2048,
+                   assumptions: Assumptions = Assumptions()) -> ServingMemory:  # noqa: B008 (frozen)
+    """Memory on the fullest GPU of one instance (module docstring) and the largest batch that fits.
+    The KV cache holds model.kv_tokens(context) tokens per sequence: `context`, or the sliding window W
+    when shorter (Jiang et al. 2023 sec. 2: 1/8 of the full cache at 32k tokens for W = 4096)."""
+    model, gpu = as_model(model), as_gpu(gpu)  # catalog names or specs
+    tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
+    batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
+    _split(model, tp, pp)
+    w = weights_per_gpu(model, precision, tp, pp)
+    kvt = kv_bytes_per_token(model, kv_dtype, tp, pp)
+    chunk = min(assumptions.prefill_chunk_tokens, batch * context)
+    mlp = (3 if model.mlp == "swiglu" else 1) * model.ffn_hidden  # gate, up and their product
+    live = 2 * model.hidden + (2 * model.q_dim + 2 * model.kv_dim + mlp) / tp
+    act = ACT_BYTES * chunk * live + 4.0 * batch * model.vocab / tp
+    usable = assumptions.reserve_fraction * gpu.memory_bytes
+    budget = usable - w - act
+    kept = model.kv_tokens(context)  # min(context, sliding_window)
+    max_batch = int(budget // (kvt * kept)) if budget > 0 else 0
+    return ServingMemory(weights_bytes=w, kv_cache_bytes=kvt * batch * kept, activations_bytes=act,
+                         usable_bytes=usable, gpu_memory_bytes=float(gpu.memory_bytes), kv_bytes_per_token=kvt,
+                         context=context, batch=batch, max_batch=max_batch, kv_tokens=kept,
+                         sliding_window=model.sliding_window, max_seq=model.max_seq)
+
+
+# ------------------------------------------------------------------------------------ step times
+@dataclass(frozen=True)
+class StepTime:
+    """One forward pass of an instance (prefill or decode) on the roofline, with its TP/PP terms."""
+
+    mode: str
+    tokens: int  # tokens processed per step (decode: batch; prefill: batch x prompt)
+    dense_flops: float  # per GPU
+    dense_bytes: float
+    attn_flops: float
+    attn_bytes: float
+    dense_s: float
+    attn_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    overhead_s: float
+    pp: int
+    bound: str  # dense part: memory | compute
+    attn_bound: str = "memory"  # attention part: memory | compute
+
+    @property
+    def step_bound(self) -> str:
+        """What bounds the step as a whole: the resource whose parts take more of it (dense and attention
+        each count for their own bound). At a large decode batch the weight matmuls turn compute-bound
+        while the KV-cache reads, which grow with the batch, take most of the step: memory."""
+        mem = (self.dense_s if self.bound == "memory" else 0.0) + (self.attn_s if self.attn_bound == "memory" else 0.0)
+        cmp = (self.dense_s if self.bound == "compute" else 0.0) + (self.attn_s if self.attn_bound == "compute" else 0.0)
+        return "memory" if mem >= cmp else "compute"
+
+    @property
+    def stage_s(self) -> float:
+        return self.dense_s + self.attn_s + self.tp_comm_s + self.overhead_s
+
+    @property
+    def time_s(self) -> float:
+        """Latency of the pass: all pp stages one after another, plus the sends between them."""
+        return self.pp * self.stage_s + self.pp_comm_s
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        d.update(stage_s=self.stage_s, time_s=self.time_s, step_bound=self.step_bound)
+        return d
+
+
+def _rates(gpu, precision: str, a: Assumptions, peak_tflops: float | None, bandwidth_gbps: float | None):
+    if gpu is None and (peak_tflops is None or bandwidth_gbps is None):
+        raise ValueError("give gpu, or both peak_tflops and bandwidth_gbps (e.g. measured on this machine)")
+    peak = peak_tflops if peak_tflops is not None else gpu.peak_tflops(compute_dtype(gpu, precision))
+    bw = bandwidth_gbps if bandwidth_gbps is not None else gpu.hbm_bandwidth_gbps
+    return require_positive("peak_tflops", peak) * 1e12 * a.flops_share, require_positive(
+        "bandwidth_gbps", bw) * GB * a.hbm_share
+
+
+def _tp_comm(model: ModelSpec, tokens: int, tp: int, pp: int, link) -> float:
+    """Two all-reduces per layer of tokens x hidden x 2 bytes (Megatron-LM sec. 3), per stage."""
+    if tp == 1:
+        return 0.0
+    if link is None:
+        raise ValueError("link is required when tp > 1 (e.g. catalog nvlink4)")
+    per = collective_time("all_reduce", tokens * model.hidden * ACT_BYTES, tp, link).time_s
+    return 2 * math.ceil(model.n_layers / pp) * per
+
+
+def _pp_comm(model: ModelSpec, tokens: int, pp: int, link) -> float:
+    if pp == 1:
+        return 0.0
+    if link is None:
+        raise ValueError("pp_link is required when pp > 1 (e.g. catalog ib-ndr)")
+    return (pp - 1) * collective_time("send_recv", tokens * model.hidden * ACT_BYTES, 2, link).time_s
+
+
+def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, precision: str = "bf16",
+                kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
+                assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
+                peak_tflops: float | None = None, bandwidth_gbps: float | None = None,
+                attn_tflops: float | None = None) -> StepTime:
+    """One decode step: `batch` sequences each add one token after `context` cached tokens (with pp
+    stages, as pp micro-batches of ceil(batch/pp): the figures are per stage and micro-batch).
+
+    Per GPU: dense part max(weight bytes read / bw, batch x (2N + 2Vh) / tp / flops); attention part
+    max(batch x keys x KV bytes / bw, batch x 4 L H Q keys / tp / attention flops), keys =
+    min(context, sliding window) (ModelSpec.kv_tokens; Jiang et al. 2023 sec. 2); + TP all-reduces.
+    peak_tflops / bandwidth_gbps replace the catalog figures (e.g. a measured CPU profile).
+    attn_tflops: the rate of decode attention's products, which are matrix-vector products (each
+    sequence multiplies its own cache by the query rows of one KV group, n_heads / n_kv_heads rows), not
+    the batch-wide GEMM of the dense part; None takes the dense rate (a GPU's decode attention is
+    bandwidth-bound either way). A CPU's one-row product runs far below its GEMM rate
+    (gpukit.bench.decode measures it)."""
+    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
+    batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
+    tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
+    _split(model, tp, pp)
+    flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
+    f = flops_per_token(model, seq_len=context, mode="decode", context=context, include_embeddings=True)
+    share = 1.0 / (tp * pp)
+    mb = -(-batch // pp)  # with pp stages the batch runs as pp micro-batches, one per stage at a time
+    dense_flops = mb * (f.get("dense_forward") + f.get("lm_head_forward")) * share
+    attn_flops = mb * f.get("attention_forward") * share
+    dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
+    attn_bytes = mb * model.kv_tokens(context) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache read
+    if not assumptions.gqa_kv_reuse:  # each query head streams its group's KV head on its own
+        attn_bytes *= (model.n_heads / tp) / math.ceil(model.n_kv_heads / tp)
+    dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
+    attn_rate = flops_rate if attn_tflops is None else (
+        require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
+    attn_mem, attn_cmp = attn_bytes / bw, attn_flops / attn_rate
+    return StepTime(mode="decode", tokens=batch, dense_flops=dense_flops, dense_bytes=dense_bytes,
+                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
+                    attn_s=max(attn_mem, attn_cmp),
+                    tp_comm_s=_tp_comm(model, mb, tp, pp, link), pp_comm_s=_pp_comm(model, mb, pp, pp_link),
+                    overhead_s=assumptions.step_overhead_s, pp=pp,
+                    bound="compute" if dense_cmp > dense_mem else "memory",
+                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
+
+
+def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int = 1, precision: str = "bf16",
+                 kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
+                 assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
+                 peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
+    """Prefill of `batch` prompts of `prompt_tokens` tokens: causal attention (half the score FLOPs; with
+    a sliding window each token sees min(position, W) keys, ModelSpec.mean_attended_keys), LM head for the
+    last position only; compute-bound unless the prompt is a few tokens. The KV cache is written once,
+    for the positions it keeps: min(prompt_tokens, W) with a window (HF transformers' SlidingWindowCache
+    stores the last W of a longer prompt; an engine that writes every position into a cyclic buffer
+    moves prompt_tokens x KV bytes instead, which the FLOPs of so long a prefill outweigh)."""
+    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
+    s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
+    tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
+    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
+    _split(model, tp, pp)
+    flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
+    f = flops_per_token(model, seq_len=s, mode="prefill", causal=True)
+    share = 1.0 / (tp * pp)
+    dense_flops = batch * (s * f.get("dense_forward") + 2.0 * model.vocab * model.hidden) * share
+    attn_flops = batch * s * f.get("attention_forward") * share
+    dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
+    attn_bytes = batch * model.kv_tokens(s) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache written once
+    dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
+    attn_mem, attn_cmp = attn_bytes / bw, attn_flops / flops_rate
+    return StepTime(mode="prefill", tokens=batch * s, dense_flops=dense_flops, dense_bytes=dense_bytes,
+                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
+                    attn_s=max(attn_mem, attn_cmp),
+                    tp_comm_s=_tp_comm(model, batch * s, tp, pp, link),
+                    pp_comm_s=_pp_comm(model, batch * s, pp, pp_link), overhead_s=assumptions.step_overhead_s,
+                    pp=pp, bound="compute" if dense_cmp > dense_mem else "memory",
+                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
+
+
+def ridge_batch(model: ModelSpec, gpu, precision: str = "bf16", assumptions: Assumptions = Assumptions(),  # noqa: B008
+                peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> float:
+    """Decode batch at which the dense part turns compute-bound: weight bytes / bw = batch x 2N / flops."""
+    flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
+    n = layer_matmul_params(model) + model.vocab * model.hidden
+    return weight_bytes_read_per_step(model, precision) / bw * flops_rate / (2.0 * n)
+
+
+def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
+    """Assumptions with some fields changed (ValueError for unknown names)."""
+    a = a or Assumptions()
+    unknown = [k for k in changes if k not in Assumptions.__dataclass_fields__]
+    if unknown:
+        raise ValueError(f"unknown assumption {unknown[0]!r}; known: {', '.join(Assumptions.__dataclass_fields__)}")
+    return replace(a, **changes)

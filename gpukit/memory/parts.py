@@ -1,0 +1,212 @@
+"""The sum of parts of the memory estimate: the bytes of every component (params, grads, optimizer,
+activations, logits, KV cache, CPU) on one pipeline stage, and the named terms inside them.
+
+Pure calculator (no torch, no I/O); float bytes per GPU, the most loaded rank of a stage. Model states
+per ZeRO (Rajbhandari et al. 2019, sec. 3.1 and 5), ZeRO-Offload (Ren et al. 2021) and ZeRO-Infinity
+(Rajbhandari et al. 2021); frozen or served bases per LoRA (Hu et al. 2021) and QLoRA (Dettmers et
+al. 2023), quantized through gpukit.quant; activations per Korthikanti et al. 2022 (Table 2, sec.
+4.2.3 and 4.3), generalised to grouped-query attention and SwiGLU (`layer_activation_bytes`); the
+KV cache as 2 x layers x kv_heads x head_dim per cached token (min(seq_len, sliding_window) of them,
+ModelSpec.kv_tokens). These are the "megatron" convention's components and
+the model states from which the "pytorch" convention (gpukit.memory.pytorch) starts. gpukit.memory's
+docstring states every convention, and gpukit.memory re-exports the public names here.
+
+Used in: gpukit.memory (estimate_memory), gpukit.memory.pytorch, gpukit.memory.eager
+(megatron_activation_bytes), gpukit.parallel, gpukit.audits.memory, gpukit.widgets.memory_view,
+tests/test_memory*.py (all through gpukit.memory).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpukit.catalog import as_model
+from gpukit.memory.train_setup import TrainSetup, state_bytes_per_param, uses_dropout
+from gpukit.quant import QUANT_DTYPES, lora_layer_params, quantized_bytes
+from gpukit.specs import ModelSpec
+from gpukit.units import dtype_bytes
+
+
+def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """Bytes one transformer layer keeps for its backward pass, per GPU, for one micro-batch.
+
+    Korthikanti et al. 2022, sec. 4.1 and Table 2, with a = n_heads, t = tp, in 16-bit:
+    attention 11sbh + 5as^2b (QKV input 2, Q and K 4, V 2, output-projection input 2, dropout mask 1;
+    softmax 2as^2b, its dropout mask as^2b and output 2as^2b), MLP 19sbh (input 2, GeLU input 8 and
+    output 8, mask 1), two LayerNorm inputs 4sbh: sbh(34 + 5as/h). Generalised with
+    q = n_heads*head_dim, kv = n_kv_heads*head_dim, f = ffn_hidden, e bytes per activation, m = 1
+    byte per dropout mask (0 without dropout):
+      attention  sb(e*h + e*(2q + 2kv) + m*h) + as^2b(e + m + e*[m])
+      MLP        sb(e*h + 2e*f + m*h)   (SwiGLU: 4e*f: gate, up, SiLU output, product)
+      norms      2e*sbh
+    For the GPT layout (q = kv = h, f = 4h, GeLU, e = 2, dropout) this is exactly Table 2. With TP
+    the norm inputs, QKV/MLP inputs and masks (10sbh) stay whole unless sp; selective recompute
+    drops the score terms; full recompute keeps only the layer input, 2sbh (/t with sp: Megatron
+    stores the SP-sharded input). attention="flash" replaces the score terms by a 4asb logsumexp.
+    """
+    recompute = recompute or setup.recompute
+    model = as_model(model)  # a catalog name or a ModelSpec
+    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
+    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    t = setup.tp
+    sp_div = t if setup.sp else 1
+    e = dtype_bytes(setup.compute_dtype)
+    m = 1 if uses_dropout(model, setup) else 0  # dropout masks are 1 byte per element (Table 2)
+    if recompute == "full":
+        return e * s * b * h / sp_div
+    # Not split by TP (split by SP): two norm inputs, the QKV and MLP-input linear inputs, two masks.
+    whole = s * b * h * (4 * e + 2 * m)
+    # Split by TP: Q, K (for QK^T), V, the output-projection input; the MLP's activation input and
+    # output (GeLU), or gate, up, SiLU output and their product (SwiGLU).
+    mlp = (4 if model.mlp == "swiglu" else 2) * e * f
+    split = s * b * (e * (2 * q + 2 * kv) + mlp)
+    if recompute != "selective":
+        if setup.attention == "eager":  # softmax output, its dropout mask and the dropout output
+            split += a * s * s * b * (e + m + (e if m else 0))
+        else:  # fused attention keeps one fp32 logsumexp per row (FlashAttention-2, Dao 2023)
+            split += 4 * a * s * b
+    return whole / sp_div + split / t
+
+
+def stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[int, int]:
+    """Layers on a pipeline stage and its non-layer parameters (elements, before TP)."""
+    layers = math.ceil(model.n_layers / setup.pp)
+    if stage == "only":
+        return layers, model.embedding_params() + model.head_params()
+    if stage == "first":
+        return layers, model.embedding_params()
+    tied_copy = model.vocab * model.hidden if model.tied_embeddings and model.arch == "decoder" else 0
+    return layers, model.head_params() + tied_copy
+
+
+def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: int) -> tuple[float, float]:
+    """(bytes of the frozen/served weights on one GPU, bytes of one layer) in setup.base_dtype."""
+    dt, ce = setup.base_dtype, dtype_bytes(setup.compute_dtype)
+    if dt in QUANT_DTYPES:  # only block linears are quantized; norms, biases, embeddings stay 16-bit
+        lin, rows = model.linear_weights
+        layer = quantized_bytes(lin, dt, rows) + (model.layer_params() - lin) * ce
+        return (layers * layer + extra * ce) / setup.tp, layer / setup.tp
+    layer = model.layer_params() * dtype_bytes(dt)
+    return (layers * layer + extra * dtype_bytes(dt)) / setup.tp, layer / setup.tp
+
+
+def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
+    """Float bytes of every component on one pipeline stage (see module docstring)."""
+    layers, extra = stage_layers_and_extra(model, setup, stage)
+    t, dp, z = setup.tp, setup.dp, setup.zero_stage
+    ce = dtype_bytes(setup.compute_dtype)
+    p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
+    holds_head = stage in ("only", "last")
+    s, b = setup.seq_len, setup.micro_batch
+    if setup.inference:
+        p["params"], layer_w = _base_weight_bytes(model, setup, layers, extra)
+        if model.arch == "decoder":  # KV cache: 2 x layers x kv_heads x head_dim x bytes per token
+            kv_heads = math.ceil(model.n_kv_heads / t)  # replicated when tp > n_kv_heads
+            # min(s, sliding_window) tokens per sequence: a rolling buffer (Jiang et al. 2023 sec. 2)
+            p["kv_cache"] = 2.0 * layers * kv_heads * model.head_dim * ce * setup.batch * model.kv_tokens(s)
+        # Prefill working set of one layer for the whole batch at once (an upper bound: servers that
+        # chunk the prefill need less): residual and normed input, Q/K/V and attention output, the
+        # MLP intermediates; nothing is kept across layers without a backward pass.
+        mlp = (3 if model.mlp == "swiglu" else 1) * model.ffn_hidden
+        live = 2 * model.hidden + (2 * model.q_dim + 2 * model.kv_dim + mlp) / t
+        p["activations"] = ce * setup.batch * s * live
+        if setup.attention == "eager":
+            p["activations"] += ce * model.n_heads / t * s * s * setup.batch
+        if holds_head:  # fp32 logits of the last position only, for sampling
+            p["logits"] = 4.0 * setup.batch * model.vocab / t
+        if setup.offload == "all":  # weights streamed from CPU; one layer resident at a time
+            p["cpu"], p["params"] = p["params"] - layer_w, layer_w
+        return p
+
+    w, g, o = state_bytes_per_param(setup)
+    if setup.finetune == "full":
+        n_elem = (layers * model.layer_params() + extra) / t
+        layer_elem = model.layer_params() / t
+        p["params"] = n_elem * w / (dp if z >= 3 else 1)
+        layer_w = layer_elem * w
+    else:  # frozen base + trainable adapters (LoRA, Hu et al. 2021; QLoRA, Dettmers et al. 2023)
+        base, layer_w = _base_weight_bytes(model, setup, layers, extra)
+        w, g, o = state_bytes_per_param(setup, adapters=True)
+        layer_elem = lora_layer_params(model, setup.lora_rank, setup.lora_targets) / t
+        n_elem = layers * layer_elem
+        p["params"] = (base + n_elem * w) / (dp if z >= 3 else 1)
+    p["grads"] = n_elem * g / (dp if z >= 2 else 1)
+    p["optimizer"] = n_elem * o / (dp if z >= 1 else 1)
+    layer_g = layer_elem * g
+    if setup.offload in ("optimizer", "all"):
+        # ZeRO-Offload (Ren et al. 2021, sec. 4.1): optimizer states, fp32 master and the 16-bit
+        # gradients live on the CPU; the GPU keeps a gradient buffer (here: one layer's).
+        p["cpu"] += p["optimizer"] + max(p["grads"] - layer_g, 0.0)
+        p["optimizer"], p["grads"] = 0.0, min(p["grads"], layer_g)
+    if setup.offload == "all":  # ZeRO-Infinity (Rajbhandari et al. 2021): parameters too
+        p["cpu"] += max(p["params"] - layer_w, 0.0)
+        p["params"] = min(p["params"], layer_w)
+    elif z >= 3:  # ZeRO-3 / FSDP gathers one layer's full weights to compute it, plus prefetched ones
+        p["params"] += layer_w * (1 + setup.zero3_prefetch_layers)
+
+    # 1F1B: the first stage holds min(pp, m) micro-batches (Korthikanti 4.2.3); interleaved x (1+(p-1)/(pv))
+    in_flight = setup.in_flight_micro_batches * setup.interleave_factor if stage == "first" else 1
+    sp_div = t if setup.sp else 1
+    act = layers * layer_activation_bytes(model, setup) * in_flight
+    if setup.recompute == "full":  # the layer being recomputed holds its full activations
+        act += layer_activation_bytes(model, setup, recompute="none")
+    if stage in ("only", "first") and uses_dropout(model, setup):  # mask after the embeddings, sec. 4.3
+        act += s * b * model.hidden / sp_div * in_flight
+    if holds_head:  # final-norm input and LM-head input, Korthikanti sec. 4.3 (4sbh/t); encoders: an MLM head
+        act += 2 * ce * s * b * model.hidden / sp_div
+        # Logits: the 16-bit output of the LM head and the fp32 softmax that cross entropy keeps for
+        # backward (Megatron's vocab-parallel cross entropy writes the gradient into that buffer);
+        # Korthikanti sec. 4.3 counts the fp32 part, 4sbv/t.
+        p["logits"] = (ce + 4.0) * s * b * model.vocab / t
+    if setup.base_dtype == "nf4" and not setup.inference:  # one weight dequantized to 16-bit at a time
+        act += max(i * o_ for _, i, o_ in model.linear_shapes) / t * ce
+    p["activations"] = act
+    return p
+
+
+def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[str, float], ...]:
+    """Named terms of the issue-10 conventions on one stage (bytes, or counts where named so); each is
+    already inside the components of `stage_parts`, listed so that none hides in a sum."""
+    if setup.inference:
+        return ()
+    layers, _ = stage_layers_and_extra(model, setup, stage)
+    first = stage == "first"
+    terms = [("in_flight_micro_batches", float(setup.in_flight_micro_batches if first else 1)),
+             ("interleave_factor", setup.interleave_factor if first else 1.0)]
+    in_flight = setup.in_flight_micro_batches * setup.interleave_factor if first else 1
+    if setup.recompute == "full":
+        terms += [("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
+                  ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none"))]
+    if setup.zero_stage >= 3 and setup.offload != "all":
+        if setup.finetune == "full":
+            w = state_bytes_per_param(setup)[0]
+            layer_w = model.layer_params() / setup.tp * w
+        else:
+            layer_w = _base_weight_bytes(model, setup, layers, 0)[1]
+        terms += [("zero3_gathered_bytes", layer_w), ("zero3_prefetch_bytes", layer_w * setup.zero3_prefetch_layers)]
+    return tuple(terms)
+
+
+def n_params_parts(n_params: int, setup: TrainSetup) -> dict:
+    """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
+    if setup.finetune != "full":
+        raise ValueError(f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)")
+    if setup.zero3_prefetch_layers:  # a layer's size is what is gathered ahead
+        raise ValueError(f"zero3_prefetch_layers {setup.zero3_prefetch_layers} needs the model's shape (the size of a "
+                         "layer); pass model= (CLI: --model or --layers/--hidden/--heads)")
+    n = n_params / (setup.tp * setup.pp)
+    p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
+    if setup.inference:  # int8 row scales need the shapes; omitted here
+        dt = setup.base_dtype
+        p["params"] = quantized_bytes(n, dt) if dt == "nf4" else n * dtype_bytes(dt)
+    else:
+        w, g, o = state_bytes_per_param(setup)
+        z, dp = setup.zero_stage, setup.dp
+        p["params"] = n * w / (dp if z >= 3 else 1)
+        p["grads"] = n * g / (dp if z >= 2 else 1)
+        p["optimizer"] = n * o / (dp if z >= 1 else 1)
+        if setup.offload in ("optimizer", "all"):
+            p["cpu"], p["optimizer"], p["grads"] = p["optimizer"] + p["grads"], 0.0, 0.0
+    if setup.offload == "all":
+        p["cpu"], p["params"] = p["cpu"] + p["params"], 0.0
+    return p

@@ -1,0 +1,411 @@
+"""3D parallel layouts: memory, communication, pipeline bubble and step time of (dp, tp, pp, v, ZeRO
+stage, micro-batch, recompute, sequence parallelism) on a cluster, and a search over every layout.
+
+Pure calculator (no torch, no I/O). Sources, formula by formula:
+
+- Layout: world_size = dp * tp * pp; tp divides n_heads (and n_kv_heads, or is a multiple of it);
+  Megatron's rank order puts tp innermost (a TP group is tp consecutive GPUs, inside a node when
+  tp <= gpus_per_node), then dp, then pp (Narayanan et al. 2021, "Efficient Large-Scale Language Model
+  Training on GPU Clusters Using Megatron-LM", sec. 3.3 and 5.4: TP inside the node, PP across).
+- Micro-batches per step m = global_batch / (dp * micro_batch) (Narayanan sec. 2.2, B = b * m * d).
+- Pipeline bubble (Narayanan sec. 2.2.1-2.2.2): 1F1B/GPipe idle time (p-1)(t_f + t_b) per step, ideal
+  m (t_f + t_b). Two conventions, both returned and named: `bubble_over_ideal` = (p-1)/(v m) (the
+  paper's "bubble time fraction", bubble / ideal) and `bubble_fraction` = (p-1)/(v m + p-1) (the idle
+  share of the whole step, GPipe's (p-1)/(m+p-1) when v = 1). Interleaving with v model chunks per
+  stage divides the bubble by v and multiplies the pipeline's point-to-point traffic by v.
+- Communication volume per GPU per step (Rajbhandari et al. 2019, ZeRO, sec. 7): DP and ZeRO-1/2
+  2 x the gradient bytes on the GPU (all-reduce = reduce-scatter + all-gather); ZeRO-3 3 x the
+  parameter bytes per micro-batch (all-gather in forward, again in backward, reduce-scatter of the
+  gradients: 1.5x DP). TP (Shoeybi et al. 2019, sec. 3): 2 all-reduces of b*s*h activations per layer
+  in forward and 2 in backward (+2 when full recompute replays the forward); with sequence parallelism
+  each becomes an all-gather + reduce-scatter of the same volume (Korthikanti et al. 2022, sec. 4.2.2),
+  so the ring time is the same. PP: b*s*h activations forward and their gradients backward between
+  neighbouring stages per micro-batch and model chunk (send/recv), split t-ways over the node's
+  links by the scatter/gather optimization (Narayanan sec. 4.1); on the inter-node link as soon as
+  the pipeline spans more than one node (the slowest boundary paces the steady state).
+- Times: gpukit.comm's alpha-beta model; TP on the intra-node link when tp <= gpus_per_node,
+  hierarchical otherwise; DP hierarchical (reduce-scatter in the node, all-reduce across nodes on the
+  shard, all-gather in the node) with the inter-node bandwidth per GPU = link x min(1, ports_per_node
+  / gpus_per_node); PP on the inter-node link when tp*dp*pp > gpus_per_node. Every link's bandwidth is
+  scaled by `link_efficiency` (a stated assumption, see ASSUMPTIONS).
+- Compute per GPU: executed (hardware) FLOPs of its stage (gpukit.compute.flops_per_token: dense
+  6N, attention, recompute, LM head) / (peak x matmul_efficiency), plus the memory-bound elementwise
+  kernels (norms, softmax, dropout, GeLU, residuals): reading and writing the layer's activations
+  (gpukit.memory.layer_activation_bytes) twice in forward, four times in backward, at HBM bandwidth x
+  hbm_efficiency, plus the optimizer step reading and writing the model states once.
+- Step time: (m + (p-1)/v) (t_f + t_b) (Narayanan eq. 1 with the bubble) + the exposed DP gradient
+  reduction (not overlapped: Megatron 2021 reduces after the pipeline flush; `dp_overlap` hides a
+  share) + ZeRO-3 gathers not hidden behind compute (prefetch overlaps them, FSDP) + optimizer step.
+  TP communication is on the critical path (exposed).
+- MFU = model FLOPs (no recompute) / (step time x world_size x peak) (PaLM sec. 4.1);
+  `tflops_per_gpu` is model FLOPs per second per GPU; `hardware_tflops_per_gpu` counts recompute
+  (Megatron's papers report that one: 96 B s l h^2 (1 + s/6h + V/16lh) per iteration, Narayanan eq. 3).
+
+Split by reason to change: the cluster (GPUs, links, stated efficiencies) in gpukit.parallel.cluster,
+the layout search in gpukit.parallel.layout_search, pipeline schedules in gpukit.parallel.pipeline_schedule, the
+validation against published runs in gpukit.parallel.published (all reachable from here too).
+
+Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel, gpukit.audits.parallel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from gpukit import memory as mem
+from gpukit.catalog import get_model
+from gpukit.comm import collective_time, hierarchical_all_reduce
+from gpukit.compute import flops_per_token
+from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.parallel.cluster import (
+    HBM_EFFICIENCY,
+    LINK_EFFICIENCY,
+    MATMUL_EFFICIENCY,
+    Cluster,
+)
+from gpukit.parallel.pipeline_schedule import (  # noqa: F401 (public here too)
+    Bubble,
+    Schedule,
+    Task,
+    bubble,
+    schedule,
+)
+from gpukit.results import json_safe as _json_safe
+from gpukit.specs import ModelSpec
+from gpukit.units import GB, GiB
+
+RECOMPUTE = mem.RECOMPUTE
+ZERO_STAGES = (0, 1, 2, 3)
+
+ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
+               f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
+               f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
+               "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
+               "ZeRO-3 gathers overlap compute (prefetch)",
+               "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)")
+
+
+# ------------------------------------------------------------------------------------ config
+@dataclass(frozen=True)
+class ParallelConfig:
+    """One layout. Validated the way the formula reads (see `validate`)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    virtual_stages: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    recompute: str = "none"
+    sp: bool = False
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp", "virtual_stages", "micro_batch"):
+            object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+        if self.zero_stage not in ZERO_STAGES or isinstance(self.zero_stage, bool):
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+        require_choice("recompute", self.recompute, RECOMPUTE)
+        if not isinstance(self.sp, bool):
+            raise ValueError(f"sp must be True or False, got {self.sp!r}")
+        if self.sp and self.tp == 1:
+            raise ValueError("sp (sequence parallelism) needs tp > 1: it splits the tp group's activations, got tp 1")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1, got pp 1")
+        if self.zero_stage == 3 and self.pp > 1:
+            raise ValueError(f"zero_stage 3 with pp {self.pp}: ZeRO-3/FSDP shards whole layers over dp and is not "
+                             "combined with pipeline stages here (DeepSpeed and FSDP do not support it); use zero 0-2")
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def validate(self, model: ModelSpec, gpus: int | None = None, global_batch: int | None = None) -> list[str]:
+        """Raise ValueError when the layout cannot run; return notes (e.g. uneven stages)."""
+        notes = []
+        if gpus is not None and self.world_size != gpus:
+            raise ValueError(f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}="
+                             f"{self.world_size}")
+        if model.n_heads % self.tp:
+            raise ValueError(f"tp must divide n_heads {model.n_heads}, got tp {self.tp}")
+        if model.n_kv_heads % self.tp and self.tp % model.n_kv_heads:
+            raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got tp {self.tp}")
+        if self.zero_stage and self.dp == 1:  # it would change nothing without a word
+            notes.append(f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
+                         "with ZeRO-0")
+        chunks = self.pp * self.virtual_stages
+        if chunks > model.n_layers:
+            raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
+                             f"{self.pp}*{self.virtual_stages}={chunks}")
+        if model.n_layers % chunks:
+            if self.virtual_stages > 1:
+                raise ValueError(f"pp*virtual_stages must divide n_layers {model.n_layers} for the interleaved "
+                                 f"schedule, got {self.pp}*{self.virtual_stages}={chunks}")
+            notes.append(f"uneven stages: {model.n_layers} layers on {self.pp} stages, the largest has "
+                         f"{math.ceil(model.n_layers / self.pp)} (it sets the pace)")
+        if global_batch is not None:
+            if global_batch % (self.dp * self.micro_batch):
+                raise ValueError(f"global_batch must be a multiple of dp*micro_batch = {self.dp}*{self.micro_batch}="
+                                 f"{self.dp * self.micro_batch}, got {global_batch}")
+            m = global_batch // (self.dp * self.micro_batch)
+            if self.virtual_stages > 1 and m % self.pp:
+                raise ValueError(f"micro-batches per step m = global_batch/(dp*micro_batch) = {m} must be a multiple "
+                                 f"of pp {self.pp} for the interleaved schedule (Narayanan et al. 2021 sec. 2.2.2)")
+        return notes
+
+    def label(self) -> str:
+        v = f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""
+        sp = "+SP" if self.sp else ""
+        return (f"DP{self.dp} x TP{self.tp}{sp} x PP{self.pp}{v}, ZeRO-{self.zero_stage}, b={self.micro_batch}, "
+                f"recompute {self.recompute}")
+
+
+# ------------------------------------------------------------------------------------ estimate
+@dataclass(frozen=True)
+class Estimate:
+    """Memory, communication and step time of one layout on one cluster."""
+
+    config: ParallelConfig
+    model_name: str
+    gpus: int
+    seq_len: int
+    global_batch: int
+    microbatches: int
+    memory_per_gpu_bytes: int
+    gpu_memory_bytes: int
+    fits: bool
+    step_time_s: float
+    tokens_per_s: float
+    tflops_per_gpu: float  # model FLOPs (no recompute) per second per GPU
+    hardware_tflops_per_gpu: float  # executed FLOPs (recompute included), Megatron's reporting
+    mfu: float
+    bubble_fraction: float
+    bubble_over_ideal: float
+    breakdown: tuple[tuple[str, float], ...]  # seconds per step, in order; sums to step_time_s
+    comm_bytes: tuple[tuple[str, float], ...]  # bytes sent per GPU per step by kind
+    notes: tuple[str, ...] = ()
+    memory: object = field(default=None, repr=False, compare=False)
+    # the cluster and the efficiencies this estimate used (cluster_assumptions); () -> ASSUMPTIONS
+    assumptions: tuple[str, ...] = ()
+
+    def share(self, name: str) -> float:
+        return dict(self.breakdown).get(name, 0.0) / self.step_time_s
+
+    def to_json_dict(self) -> dict:
+        c = self.config
+        return _json_safe({
+            "dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages, "zero_stage": c.zero_stage,
+            "micro_batch": c.micro_batch, "recompute": c.recompute, "sp": c.sp, "model": self.model_name,
+            "gpus": self.gpus, "seq_len": self.seq_len, "global_batch": self.global_batch,
+            "microbatches": self.microbatches, "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "gpu_memory_bytes": self.gpu_memory_bytes, "fits": self.fits, "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu,
+            "bubble_fraction": self.bubble_fraction, "bubble_over_ideal": self.bubble_over_ideal,
+            "breakdown": dict(self.breakdown), "comm_bytes_per_gpu": dict(self.comm_bytes),
+            "memory_terms": ({k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
+                             if self.memory is not None else {}),
+            "notes": list(self.notes), "assumptions": list(self.assumptions or ASSUMPTIONS)})
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{"part": k, "seconds": v, "share": v / self.step_time_s} for k, v in self.breakdown])
+
+    def to_text(self) -> str:
+        lines = [f"{self.model_name} on {self.gpus} GPUs: {self.config.label()}",
+                 f"global batch {self.global_batch} x {self.seq_len} tokens = {self.microbatches} micro-batches "
+                 f"per pipeline",
+                 f"memory per GPU {self.memory_per_gpu_bytes / GiB:.1f} GiB of {self.gpu_memory_bytes / GiB:.0f} -> "
+                 f"{'fits' if self.fits else 'does NOT fit'}",
+                 f"step {self.step_time_s:.3f} s, {self.tokens_per_s:,.0f} tokens/s, {self.tflops_per_gpu:.0f} "
+                 f"TFLOP/s per GPU (model), MFU {self.mfu:.1%}",
+                 f"bubble: idle share {self.bubble_fraction:.1%}, over ideal {self.bubble_over_ideal:.1%}"]
+        lines += [f"  {k:<22}{v:>10.4f} s {100 * v / self.step_time_s:>6.1f}%" for k, v in self.breakdown]
+        lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  assumes: {a}" for a in self.assumptions or ASSUMPTIONS]
+        return "\n".join(lines)
+
+
+def cluster_assumptions(cluster) -> tuple[str, ...]:
+    """ASSUMPTIONS with the values `cluster` really has (a calibration profile sets the matmul
+    efficiency, a ClusterNetwork the link efficiency), led by the links and ports it used."""
+    stated = cluster.matmul_efficiency == MATMUL_EFFICIENCY
+    return (f"cluster: {cluster.describe()}",
+            f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
+            + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
+            f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
+            f"collectives at {cluster.link_efficiency:g} of each link's bandwidth", *ASSUMPTIONS[3:])
+
+
+def as_model_spec(model) -> ModelSpec:
+    return get_model(model) if isinstance(model, str) else model
+
+
+def default_seq_len_note(model: ModelSpec) -> str:
+    """What a layout question assumes when no seq_len is given: the pretraining length, not the window."""
+    return f"seq_len not given: {model.train_seq_len} tokens, {model.train_seq_len_source}"
+
+
+@lru_cache(maxsize=4096)
+def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float:
+    if tp == 1:
+        return 0.0
+    if gpn % tp == 0:  # the TP group sits inside one node
+        return collective_time("all_reduce", size_bytes, tp, intra).time_s
+    if tp % gpn == 0:  # whole nodes: reduce-scatter in the node, all-reduce across, all-gather
+        return hierarchical_all_reduce(size_bytes, tp // gpn, gpn, intra, inter).time_s
+    return collective_time("all_reduce", size_bytes, tp, inter).time_s  # straddles nodes: the ring runs at the NIC
+
+
+@lru_cache(maxsize=4096)
+def _dp_reduce_s(size_bytes: float, dp: int, tp: int, gpn: int, intra, inter) -> float:
+    """All-reduce of a per-rank buffer over the dp group: its members inside a node first."""
+    if dp == 1:
+        return 0.0
+    in_node = max(1, min(dp, gpn // tp)) if tp < gpn and gpn % tp == 0 else 1
+    while dp % in_node:
+        in_node -= 1
+    return hierarchical_all_reduce(size_bytes, dp // in_node, in_node, intra, inter).time_s
+
+
+@lru_cache(maxsize=2048)
+def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    return f.model_flops, f.hardware_flops
+
+
+def layout_train_setup(config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions):
+    z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
+    return mem.TrainSetup(convention="megatron", dp=config.dp, tp=config.tp, pp=config.pp, sp=config.sp, zero_stage=config.zero_stage,
+                          seq_len=seq_len, micro_batch=config.micro_batch, grad_accum=m, recompute=config.recompute,
+                          attention=attention, dropout=dropout, virtual_stages=config.virtual_stages,
+                          zero3_prefetch_layers=z3, **conventions)
+
+
+def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: int, seq_len: int | None = None,
+             attention: str = "flash", dropout: bool | None = None, dp_overlap: float = 0.0,
+             _memory=None, **conventions) -> Estimate:
+    """Memory, communication and step time of `config` (formulas in the module docstring).
+
+    attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
+    s x s scores stored and computed). dropout defaults to the model row's `dropout` (GPT-style True,
+    Llama- and Falcon-style False). seq_len defaults to model.train_seq_len (the pretraining length,
+    not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options
+    (grad_dtype, grad_accum_buffer, precision, optimizer).
+    """
+    model = as_model_spec(model)
+    if not isinstance(config, ParallelConfig):
+        raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
+    G = require_positive_int("global_batch", global_batch)
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
+    require_choice("attention", attention, mem.ATTENTION)
+    if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
+        raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
+    dropout = model.dropout if dropout is None else dropout  # the model row's recipe (data/models.csv)
+    notes = list(config.validate(model, global_batch=G))
+    if seq_len is None:
+        notes.append(default_seq_len_note(model))
+    if window:
+        notes.append(window)
+    if config.tp > 1 and cluster.gpus_per_node % config.tp:
+        notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
+                     "the network")
+    c = config
+    m = G // (c.dp * c.micro_batch)
+    setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
+    mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
+
+    # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
+    causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
+    model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
+    tokens_mb = c.micro_batch * s
+    layers = math.ceil(model.n_layers / c.pp)
+    stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
+    rate = cluster.peak_flops * cluster.matmul_efficiency
+    compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
+    act = mem.layer_activation_bytes(model, setup, recompute="none") * layers
+    hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
+    passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
+    elem_all = passes * act / hbm
+    # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
+    h_bytes = tokens_mb * model.hidden * 2
+    n_ar = 4 + (2 if c.recompute == "full" else 0)
+    ar = _tp_allreduce_s(float(h_bytes), c.tp, cluster.gpus_per_node, cluster.intra, cluster.inter)
+    tp_s = n_ar * layers * ar
+    # PP: activations forward and gradients backward per micro-batch per chunk boundary
+    # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
+    pp_link = cluster.inter if c.tp * c.dp * c.pp > cluster.gpus_per_node else cluster.intra
+    p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
+    pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
+    t_mb = compute_all + elem_all + tp_s + pp_s
+    slots = m + (c.pp - 1) / c.virtual_stages
+    # DP / ZeRO: gradients of the stage's parameters
+    stage_params = (layers * model.layer_params() + (model.embedding_params() if c.pp == 1 else
+                    max(model.embedding_params(), model.head_params()))) / c.tp
+    gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    if c.zero_stage == 3:
+        per_mb = 3 * _dp_reduce_s(stage_params * 2 / 2, c.dp, c.tp, cluster.gpus_per_node, cluster.intra,
+                                  cluster.inter)  # all-gather or reduce-scatter = half an all-reduce
+        zero3_exposed = m * max(0.0, per_mb - (compute_all + elem_all))  # prefetch hides it behind the micro-batch
+        dp_s = 0.0
+        comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
+    else:
+        zero3_exposed = 0.0
+        dp_s = (1 - dp_overlap) * _dp_reduce_s(stage_params * gbytes, c.dp, c.tp, cluster.gpus_per_node,
+                                               cluster.intra, cluster.inter)
+        comm_dp = ("dp_grad_reduce", 2 * stage_params * gbytes * (c.dp - 1) / c.dp)
+    opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
+    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
+    # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
+    breakdown = (("compute", m * compute_all), ("elementwise", m * elem_all), ("tp_comm", m * tp_s),
+                 ("pp_comm", m * pp_s), ("bubble", (slots - m) * t_mb), ("dp_comm", dp_s),
+                 ("zero3_comm", zero3_exposed), ("optimizer", opt_s))
+    step = sum(v for _, v in breakdown)
+    if not math.isfinite(step) or step <= 0:
+        raise ValueError("inputs too large: the step time overflows a float")
+    gpus = c.world_size
+    tokens = G * s
+    model_flops = model_fpt * tokens
+    hw_flops = hw_fpt * tokens
+    tp_bytes = n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes
+    comm = (comm_dp, ("tp_activations", tp_bytes),
+            ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0))
+    b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
+    return Estimate(config=c, model_name=model.name, gpus=gpus, seq_len=s, global_batch=G, microbatches=m,
+                    memory_per_gpu_bytes=mb.total_bytes, gpu_memory_bytes=cluster.gpu.memory_bytes,
+                    fits=bool(mb.fits), step_time_s=step, tokens_per_s=tokens / step,
+                    tflops_per_gpu=model_flops / step / gpus / 1e12, hardware_tflops_per_gpu=hw_flops / step / gpus / 1e12,
+                    mfu=model_flops / step / gpus / cluster.peak_flops,
+                    bubble_fraction=b.bubble_fraction, bubble_over_ideal=b.bubble_over_ideal,
+                    breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb,
+                    assumptions=cluster_assumptions(cluster))
+
+
+def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None,
+                grad_bytes: float = 2.0) -> dict:
+    """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
+    traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
+    micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
+    defaults to model.train_seq_len, as in estimate."""
+    model = as_model_spec(model)
+    global_batch = require_positive_int("global_batch", global_batch)
+    seq_len = require_positive_int("seq_len", model.train_seq_len if seq_len is None else seq_len)
+    model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
+    grad_bytes = require_positive("grad_bytes", grad_bytes)
+    config.validate(model, global_batch=global_batch)
+    c = config
+    m = global_batch // (c.dp * c.micro_batch)
+    n = model.n_params / (c.tp * c.pp)
+    d = (c.dp - 1) / c.dp
+    h_bytes = c.micro_batch * seq_len * model.hidden * 2
+    layers = math.ceil(model.n_layers / c.pp)
+    n_ar = 4 + (2 if c.recompute == "full" else 0)
+    out = {"dp_bytes": 2 * d * n * grad_bytes if c.zero_stage < 3 else 0.0,
+           "zero3_bytes": 3 * d * n * 2 * m if c.zero_stage == 3 else 0.0,
+           "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
+           "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0}
+    out["total_bytes"] = sum(out.values())
+    return out

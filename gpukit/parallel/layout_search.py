@@ -1,0 +1,259 @@
+"""The search over 3D parallel layouts: every valid (dp, tp, pp, virtual stages, ZeRO stage,
+micro-batch, recompute, sp) on a number of GPUs, those that fit, ranked by predicted tokens/s, and
+what holds the best ones back (the largest non-compute part of the step, or memory).
+
+Pure calculator (no torch, no I/O) over gpukit.parallel.estimate and gpukit.memory.estimate_memory:
+memory in bytes (GiB in the text), times in seconds; the layout rules and the step-time model are
+gpukit.parallel's (Narayanan et al. 2021 sec. 3.3 and 5.4; Rajbhandari et al. 2019), under its stated
+ASSUMPTIONS. gpukit.parallel re-exports every name here lazily (this module imports it).
+
+Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel (parallel search), gpukit.widgets.parallel_view,
+gpukit.plan.train, gpukit.audits.parallel, gpukit.cli.benchreport (make bench), tests/test_parallel.py,
+tests/test_claims_parallel.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpukit import memory as mem
+from gpukit.errors import require_positive_int
+from gpukit.parallel.cluster import Cluster, make_cluster
+from gpukit.parallel.layout import (
+    ASSUMPTIONS,
+    RECOMPUTE,
+    ZERO_STAGES,
+    Estimate,
+    ParallelConfig,
+    as_model_spec,
+    default_seq_len_note,
+    estimate,
+    layout_train_setup,
+)
+from gpukit.results import json_safe as _json_safe
+from gpukit.units import GiB
+
+
+@dataclass(frozen=True)
+class Ranked:
+    estimate: Estimate
+    binding: str
+    reasons: tuple[str, ...]
+
+    def to_json_dict(self) -> dict:
+        e = self.estimate
+        c = e.config
+        return _json_safe({"dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages,
+                           "zero_stage": c.zero_stage, "micro_batch": c.micro_batch, "recompute": c.recompute,
+                           "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
+                           "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
+                           "binding": self.binding, "reasons": list(self.reasons),
+                           "breakdown": dict(e.breakdown), "seq_len": e.seq_len, "global_batch": e.global_batch,
+                           "notes": list(e.notes)})
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    model_name: str
+    gpus: int
+    cluster: str
+    global_batch: int
+    seq_len: int
+    enumerated: int
+    fitting: int
+    ranked: tuple[Ranked, ...]  # best first, all fitting layouts
+    top_k: int = 10
+    notes: tuple[str, ...] = ()  # defaults the search picked (seq_len)
+
+    @property
+    def best(self) -> Ranked | None:
+        return self.ranked[0] if self.ranked else None
+
+    def to_json_dict(self) -> dict:
+        return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
+                "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
+                "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
+                "notes": list(self.notes), "assumptions": list(self._assumptions())}
+
+    def _assumptions(self) -> tuple[str, ...]:
+        """The efficiencies the layouts used (every layout shares the cluster); ASSUMPTIONS when none fit."""
+        return self.ranked[0].estimate.assumptions[1:] if self.ranked and self.ranked[0].estimate.assumptions \
+            else ASSUMPTIONS
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for r in self.ranked[:self.top_k]:
+            d = r.to_json_dict()
+            d.pop("breakdown")
+            d.pop("reasons")
+            d["memory_gib"] = d.pop("memory_per_gpu_bytes") / GiB
+            rows.append(d)
+        return pd.DataFrame(rows)
+
+    def to_text(self) -> str:
+        lines = [f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
+                 f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"]
+        lines += [f"note: {n}" for n in self.notes]
+        if not self.ranked:
+            return "\n".join(lines + ["no layout fits in memory"])
+        for i, r in enumerate(self.ranked[:self.top_k], 1):
+            e = r.estimate
+            lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
+                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB" + (f"; binding: {r.binding}" if r.binding else ""))
+        return "\n".join(lines + [f"assumes: {a}" for a in self._assumptions()])
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: int = 16,
+                      max_virtual_stages: int = 8):
+    """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
+    model = as_model_spec(model)
+    n = require_positive_int("gpus", gpus)
+    G = require_positive_int("global_batch", global_batch)
+    out = []
+    for tp in _divisors(n):
+        if model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
+            continue
+        for pp in _divisors(n // tp):
+            if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
+                continue
+            dp = n // (tp * pp)
+            vs = [1] + [v for v in (2, 3, 4, 6, 8) if v <= max_virtual_stages and pp > 1
+                        and model.n_layers % (pp * v) == 0]
+            zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
+            b = 1
+            while b <= max_micro_batch and G % (dp * b) == 0:
+                m = G // (dp * b)
+                for v in vs:
+                    if v > 1 and m % pp:
+                        continue
+                    for z in zs:
+                        for rc in RECOMPUTE:
+                            for sp in ((False, True) if tp > 1 else (False,)):
+                                out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp))
+                b *= 2
+    return out
+
+
+def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
+    """What holds this layout back: the largest non-compute part of its step, and memory when a
+    cheaper recompute or a larger micro-batch would not fit."""
+    reasons = []
+    c = e.config
+    if c.recompute != "none":
+        lighter = "selective" if c.recompute == "full" else "none"
+        alt = est_of(replace(c, recompute=lighter))
+        if alt is not None and not alt.fits:
+            reasons.append(f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
+                           f"> {e.gpu_memory_bytes / GiB:.0f} GiB")
+    bigger = est_of(replace(c, micro_batch=c.micro_batch * 2))
+    if bigger is not None and not bigger.fits:
+        reasons.append(f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB")
+    parts = {k: v for k, v in e.breakdown if k not in ("compute", "elementwise")}
+    worst = max(parts, key=parts.get)
+    share = parts[worst] / e.step_time_s
+    label = {"bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
+             "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
+                        f"{share:.0%} of the step",
+             "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
+             "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
+             "pp_comm": f"PP traffic: {share:.0%} of the step",
+             "optimizer": f"optimizer step: {share:.0%} of the step"}[worst]
+    if c.pp > 1 and e.microbatches < 4 * c.pp:
+        reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
+    if share >= 0.02:
+        reasons.append(label)
+    else:
+        reasons.append(f"compute-bound: compute and elementwise kernels "
+                       f"{e.share('compute') + e.share('elementwise'):.0%} of the step")
+    return reasons[0], tuple(reasons)
+
+
+@dataclass(frozen=True)
+class _NoFit:
+    """A layout that does not fit: its memory (a lower bound when what == 'states'), no step time."""
+
+    memory_per_gpu_bytes: int
+    what: str
+    fits: bool = False
+
+
+def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int | None = None,
+           seq_len: int | None = None, link=None, inter_link=None, ports_per_node: int | None = None,
+           top_k: int = 10, attention: str = "flash", max_micro_batch: int = 16, cluster: Cluster | None = None,
+           **conventions) -> SearchResult:
+    """Enumerate every valid layout, keep those that fit, rank by predicted tokens/s, explain the top.
+
+    Speed: layouts sharing (tp, pp, v, zero, recompute, sp) are visited by increasing micro-batch and
+    stop at the first that does not fit (memory grows with the micro-batch)."""
+    model = as_model_spec(model)
+    n = require_positive_int("gpus", gpus)
+    cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
+    if n % cl.gpus_per_node and n > cl.gpus_per_node:
+        raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
+    G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
+    top_k = require_positive_int("top_k", top_k)
+    configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
+    cache: dict[ParallelConfig, Estimate | None] = {}
+    too_big: set[tuple] = set()
+    cap = cl.gpu.memory_bytes
+    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(convention="megatron", **{k: v for k, v in conventions.items()
+                                                          if k in ("precision", "optimizer", "grad_dtype",
+                                                                   "grad_accum_buffer")}))
+    layer_elems = model.layer_params() * model.n_layers
+    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (data/models.csv)
+
+    def est_of(c: ParallelConfig):
+        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
+        if c not in cache:
+            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
+            n = layer_elems / (c.tp * c.pp)
+            z, d = c.zero_stage, c.dp
+            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
+            if states > cap:
+                cache[c] = _NoFit(int(states), "states")
+                return cache[c]
+            try:
+                m = G // (c.dp * c.micro_batch)
+                mb = mem.estimate_memory(model, setup=layout_train_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu)
+                if not mb.fits:
+                    cache[c] = _NoFit(mb.total_bytes, "total")
+                else:
+                    cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, dropout=dropout,
+                                        _memory=mb, **conventions)
+            except ValueError:
+                cache[c] = None
+        return cache[c]
+
+    fitting = []
+    for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
+        fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp)
+        if fam in too_big:
+            continue
+        e = est_of(c)
+        if e is None:
+            continue
+        if not e.fits:  # a larger micro-batch of the same family cannot fit either
+            too_big.add(fam)
+            continue
+        fitting.append(e)
+    fitting.sort(key=lambda e: -e.tokens_per_s)
+    ranked = []
+    for i, e in enumerate(fitting):
+        if i < 3:
+            binding, reasons = _binding(e, est_of)
+        else:
+            binding, reasons = "", ()
+        ranked.append(Ranked(e, binding, reasons))
+    notes = ((default_seq_len_note(model),) if seq_len is None else ()) + ((window,) if window else ())
+    if global_batch is None:
+        notes += (f"global_batch not given: max(gpus, 512) = {G} sequences ({G * s:,} tokens per step)",)
+    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k,
+                        notes)

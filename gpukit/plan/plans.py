@@ -1,0 +1,120 @@
+"""The planner's types and constants: Plan (one candidate), PlanResult (the ranked answer), the
+workloads, the binding constraints, the global-batch cap and the models the planner names.
+
+Its own module so that the planner (gpukit.plan.planner) and the training candidates
+(gpukit.plan.train) both import it, and neither imports the other back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from gpukit.results import json_safe
+from gpukit.units import GiB
+
+WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "serve")
+BINDINGS = ("does not fit", "misses the deadline", "over budget", "network-bound", "input-bound", "compute-bound",
+            "memory-bandwidth-bound")
+DEFAULT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+MAX_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3 405B's largest batch, 16M tokens (Dubey et al. 2024, sec. 3.4)
+MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spreading wider
+PLAN_MODELS = (
+    "memory: gpukit.memory planning model (convention \"pytorch\": the peak of an eager step for full training; "
+    "the papers' sum of parts for LoRA/QLoRA), with overhead",
+    "time: gpukit.compute, 6N FLOPs per token of the layers' matmul weights and the LM head plus attention at seq_len (causal; full for an encoder) "
+    "(8N plus a second attention forward with full recompute) at peak x MFU",
+    "scaling: gpukit.cost.predicted_efficiency, data-parallel all-reduce from gpukit.comm (no overlap: a lower "
+    "bound on efficiency); tensor/pipeline layouts only where a 'layout' line below names them",
+    "price: gpukit.prices (median market row) or the price given per GPU",
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One candidate: GPU type and count, layout, memory per GPU, time, cost, what binds."""
+
+    gpu: str
+    gpus: int
+    nodes: int
+    layout: str
+    memory_per_gpu_bytes: int
+    hours: float | None  # training: wall hours; serve: None
+    cost_usd: float | None  # training: whole run; serve: USD per hour
+    efficiency: float
+    binding: str
+    feasible: bool
+    usd_per_gpu_hour: float
+    pareto: bool = False
+    tricks: tuple[str, ...] = ()
+    usd_per_million_tokens: float | None = None
+
+    @property
+    def scale(self) -> str:
+        return "one GPU" if self.gpus == 1 else f"one node of {self.gpus}" if self.nodes == 1 else f"{self.nodes} nodes"
+
+    def to_json_dict(self) -> dict:
+        d = asdict(self)
+        d["tricks"] = list(self.tricks)
+        d["scale"] = self.scale
+        return d
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Ranked plans, the Pareto set, the recommendation and what would have to change."""
+
+    workload: str
+    model: str
+    plans: tuple[Plan, ...]
+    recommendation: str
+    changes: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    models: tuple[str, ...] = PLAN_MODELS
+    assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans and self.plans[0].feasible else None
+
+    @property
+    def feasible(self) -> tuple[Plan, ...]:
+        return tuple(p for p in self.plans if p.feasible)
+
+    def to_json_dict(self) -> dict:
+        # a plan that does not fit has no hours or cost: null, never Infinity (not JSON; docs/CONTRACTS.md)
+        return json_safe({"workload": self.workload, "model": self.model,
+                          "plans": [p.to_json_dict() for p in self.plans], "recommendation": self.recommendation,
+                          "changes": list(self.changes), "skipped": list(self.skipped), "models": list(self.models),
+                          "assumptions": list(self.assumptions)})
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in p.to_json_dict().items() if k != "tricks"} for p in self.plans])
+
+    def to_text(self, top: int = 12) -> str:
+        serve = self.workload == "serve"
+        head = (f"{'gpu':<12} {'gpus':>5} {'layout':<34} {'GiB/GPU':>8} " +
+                (f"{'$/h':>9} {'$/1M tok':>9}" if serve else f"{'hours':>10} {'cost USD':>12}") +
+                f" {'eff':>5}  binding")
+        lines = [head]
+        for p in self.plans[:top]:
+            mid = (f"{cell(p.cost_usd, ',.2f', 9)} {cell(p.usd_per_million_tokens, '.3f', 9)}" if serve else
+                   f"{cell(p.hours, ',.1f', 10)} {cell(p.cost_usd, ',.0f', 12)}")
+            layout = p.layout if len(p.layout) <= 34 else p.layout[:33] + "…"  # cut, and say so
+            lines.append(f"{p.gpu:<12} {p.gpus:>5} {layout:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
+                         f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}")
+        if len(self.plans) > top:
+            lines.append(f"... {len(self.plans) - top} more (--json for all); * = Pareto set (time, cost)")
+        lines.append(f"RECOMMENDATION: {self.recommendation}")
+        lines += [f"change: {c}" for c in self.changes]
+        lines += [f"skipped: {s}" for s in self.skipped]
+        lines += [f"assumes: {a}" for a in self.assumptions]
+        lines += [f"model: {m}" for m in self.models]
+        return "\n".join(lines)
+
+
+def cell(v, spec: str, width: int) -> str:
+    """A number right-aligned in `width`, or n/a when there is none (a plan that does not fit)."""
+    return f"{v:>{width}{spec}}" if v is not None and math.isfinite(v) else f"{'n/a':>{width}}"
