@@ -5,7 +5,7 @@ registers them) and returns a Claim. Every time comes from gpukit.inference unde
 Assumptions (decode at 65% of HBM bandwidth, prefill at 50% of the dense peak, vLLM's 90% memory
 reserve); keyword arguments change them, e.g. `claim("h100_llama3_8b_300_tps", precision="bf16")`.
 
-Used in: notebooks/07_inference, tests/test_inference_audits.py.
+Used in: notebooks/07_inference, tests/test_claims_inference.py.
 """
 
 from __future__ import annotations
