@@ -104,7 +104,8 @@ class ModelSpec:
         capped by the context window max_seq (__post_init__ keeps train_seq_len <= max_seq already).
         The note names `flag` (the spelling of the input: "seq_len", "--seq-len"), the value and its source."""
         n = min(self.train_seq_len, self.max_seq)
-        return n, f"{flag} not given: {n} tokens, {self.train_seq_len_source}"
+        return n, (f"{flag} not given: {n} tokens, {self.name}'s pretraining length ({self.name} was pretrained "
+                   f"at {self.train_seq_len}: train_seq_len; context window max_seq {self.max_seq})")
 
     def tp_note(self, tp: int) -> str | None:
         """None when tensor parallelism of degree `tp` can split this model, else the one-line reason.
