@@ -43,6 +43,17 @@ def test_names_spell_the_inputs_as_the_caller_does():
         mem.resolve_setup("gpt2", seq=4)
 
 
+def test_memory_plans_at_the_pretraining_length_as_the_other_commands(capsys):
+    """`gpukit memory --model llama-3-8b` planned at 2048 tokens while train-time, cost, plan and parallel
+    used its pretraining length 8192; now all use ModelSpec.default_seq_len, and the text says so."""
+    assert main(["memory", "--model", "llama-3-8b"]) == 0
+    out = capsys.readouterr().out
+    assert "seq 8192 x micro-batch 1" in out
+    assert "note: --seq-len not given: 8192 tokens" in out and "train-time, cost, plan and parallel" in out
+    d = _json(capsys, "train-time", "--model", "llama-3-8b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8")
+    assert d["seq_len"] == 8192
+
+
 def test_a_bare_count_says_it_is_a_lower_bound():
     r = mem.resolve_setup(None, n_params=7 * 10**9, zero_stage=3, dp=8)
     assert any("nor ZeRO-3's gathered layer" in n for n in r.notes)
@@ -68,7 +79,8 @@ CUSTOM = ["--layers", "4", "--hidden", "512", "--heads", "8"]
 @pytest.mark.parametrize("block", [[], ["--mlp", "swiglu"], ["--mlp", "swiglu", "--norm", "rmsnorm", "--position", "rope"],
                                    ["--norm", "rmsnorm"], ["--kv-heads", "2", "--vocab", "32000"]])
 def test_the_same_flags_build_the_same_block_under_every_subcommand(block):
-    """memory, parallel and plan once built GPT, GPT and Llama blocks from the same flags."""
+    """memory, parallel and plan once built GPT, GPT and Llama blocks from the same flags; serve, train-time
+    and cost train took no custom shape at all."""
     from gpukit.cli import build_parser
     from gpukit.cli import parallel as cli_parallel
     from gpukit.cli import plan as cli_plan
@@ -81,12 +93,16 @@ def test_the_same_flags_build_the_same_block_under_every_subcommand(block):
              "parallel estimate": ["parallel", "estimate", *CUSTOM, *block, "--gpu", "a100-80gb", "--gpus-per-node",
                                    "8", "--dp", "8", "--tp", "1", "--pp", "1", "--micro-batch", "1",
                                    "--global-batch", "8"],
-             "plan": ["plan", "--workload", "pretrain", *CUSTOM, *block, "--tokens", "1B"]}
+             "plan": ["plan", "--workload", "pretrain", *CUSTOM, *block, "--tokens", "1B"],
+             # these read the flags with the shared builder itself (gpukit.cli.model_args.model_from_args)
+             "serve": ["serve", *CUSTOM, *block, "--gpu", "h100-sxm"],
+             "train-time": ["train-time", *CUSTOM, *block, "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"],
+             "cost train": ["cost", "train", *CUSTOM, *block, "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"]}
     specs = {}
     for name, argv in argvs.items():
         args = parser.parse_args(argv)
-        specs[name] = (model_from_args(args).model if name == "memory" else
-                       cli_plan.as_model_spec(args) if name == "plan" else cli_parallel.as_model_spec(args))
+        specs[name] = (cli_plan.as_model_spec(args) if name == "plan" else
+                       cli_parallel.as_model_spec(args) if name.startswith("parallel") else model_from_args(args).model)
     first = specs["memory"]
     assert all(s == first for s in specs.values()), specs
     llama = "--mlp" in block

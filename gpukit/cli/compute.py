@@ -11,6 +11,7 @@ from gpukit.cli.argtypes import (
     parse_count,  # noqa: F401 (its old home: `from gpukit.cli.compute import parse_count`)
     positive_int,
 )
+from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
 from gpukit.results import format_table
@@ -43,14 +44,15 @@ def _train_time(args):
 
     if args.efficiency is not None and args.profile is None:
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
-    model = _resolve_model(args)
+    choice = model_from_args(args, longest_seq=args.seq_len or 0)  # the shared model flags (cli/model_args.py)
+    model = choice.model
     profile = None
     if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     gpu = get_gpu(args.gpu)
-    r = time_to_train(model if model is not None else args.params, args.tokens, gpu, args.gpus,
+    r = time_to_train(model if model is not None else choice.n_params, args.tokens, gpu, args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
                       dtype=args.dtype or gpu.half_dtype, seq_len=args.seq_len)
     notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
@@ -158,7 +160,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train-time", help="time to train on T tokens: FLOPs, days, GPU-hours",
                               description="seconds = FLOPs / (n_gpus x peak x utilization) "
                                           "(Narayanan et al. 2021 eq. 4)")
-    _model_or_params(p)
+    add_model_args(p, params=True)
     p.add_argument("--tokens", type=count, required=True, help="training tokens, e.g. 300B, 2T, 2e12")
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=positive_int, required=True, help="number of GPUs")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, nonnegative_float, positive_float
+from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 
 
@@ -16,7 +17,6 @@ def _prices(args):
 
 
 def _train(args):
-    from gpukit.catalog import get_model
     from gpukit.cost import training_cost
 
     profile = None
@@ -44,7 +44,8 @@ def _train(args):
     if given and max(args.gpus) <= args.gpus_per_node:  # no count leaves the node: they would change nothing
         raise ValueError(f"{given[0]} sets the network between nodes, and every count in --gpus fits one node of "
                          f"--gpus-per-node {args.gpus_per_node}: give a count above it")
-    model = get_model(args.model) if args.model else args.params
+    choice = model_from_args(args)  # the shared model flags (cli/model_args.py)
+    model = choice.model if choice.model is not None else choice.n_params
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
                       price_per_gpu_hour=args.price_per_gpu_hour, price_per_node_hour=args.price_per_node_hour,
                       prices=_prices(args), gpus_per_node=args.gpus_per_node, ports_per_node=args.ports_per_node,
@@ -108,9 +109,7 @@ def register(subparsers) -> None:
                                    "anyway with a WARNING line (JSON: rows[].fits, memory_per_gpu_bytes, "
                                    "gpu_memory_bytes, warnings), as `plan` lists it rather than failing. A price per "
                                    "GPU-hour above every catalog row that looks like a node's price gets a WARNING too.")
-    g = t.add_mutually_exclusive_group(required=True)
-    g.add_argument("--model", help="a model from `gpukit models`")
-    g.add_argument("--params", type=count, help="n_params, e.g. 7B")
+    add_model_args(t, params=True)
     t.add_argument("--tokens", type=count, required=True, help="training tokens, e.g. 2T")
     t.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus` (or several, comma-separated)")
     t.add_argument("--gpus", type=count_list, required=True, help="GPU counts N[,N...]")

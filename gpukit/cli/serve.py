@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import positive_float, positive_int, price
+from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.inference import KV_DTYPES, PRECISIONS
 
 
 def _serve(args):
-    from gpukit.catalog import get_gpu, get_interconnect, get_model
+    from gpukit.catalog import get_gpu, get_interconnect
     from gpukit.inference import Assumptions, default_tp, serve
 
-    model, gpu = get_model(args.model), get_gpu(args.gpu)
+    # the shared model flags (cli/model_args.py); a custom shape's window covers the request
+    asked = max(args.context or 0, (args.input_tokens or 0) + (args.output_tokens or 0))
+    model, gpu = model_from_args(args, longest_seq=asked).model, get_gpu(args.gpu)
     link = get_interconnect(args.link) if args.link is not None else None
     inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
     # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
@@ -38,7 +41,7 @@ def register(subparsers) -> None:
                               description="Prefill and decode on the roofline with stated shares of peak, KV cache, "
                                           "tensor/pipeline parallelism, replicas and a continuous-batching simulation "
                                           "(gpukit.inference).")
-    p.add_argument("--model", required=True, help="a model from `gpukit models`")
+    add_model_args(p)
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=positive_int, help="GPUs per replica = tp x pp (default: tp)")
     p.add_argument("--tp", type=positive_int, help="tensor-parallel degree (default: min(gpus, 8))")

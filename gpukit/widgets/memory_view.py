@@ -6,8 +6,9 @@ Thin views over pure functions (STYLE principle 2):
   dp, pp, sp, attention, inference, batch, params_b, convention)` -> `gpukit.memory.MemoryBreakdown`
   for a catalog model (or a custom parameter count) on a catalog GPU, with the setup of
   `gpukit.memory.resolve_setup` (`memory_setup`: `gpukit memory`'s defaults and notes); `memory_view()`
-  puts controls on it (`memory_shown`: the breakdown and the notes, printed under the plot) (`memory_view_extra_controls`: the issue-8 additions) and draws `plot_breakdown` (one
-  stacked bar, the GPU's capacity as a line, the verdict as the title).
+  puts controls on it (`memory_view_extra_controls`: the issue-8 additions; `memory_shown`: the
+  breakdown and the notes, printed under the plot) and draws `plot_breakdown` (one stacked bar, the
+  GPU's capacity as a line, the verdict as the title).
 - `plot_step_timeline(trace, replay, planning_phase_peaks)`: memory over one training step, measured
   op by op, replayed, and the planning model's phase peaks (notebook 01, section 4).
 - `tricks_compute(...)` -> `gpukit.memory.tricks.TrickStack` (baseline, then each chosen trick added on
