@@ -6,6 +6,8 @@ Examples:
   gpukit memory --layers 24 --hidden 2048 --heads 16 --seq-len 2048 --micro-batch 4 --gpu a100-80gb --max-micro-batch
 
 Flags follow docs/CONTRACTS.md's vocabulary; old spellings stay as aliases (--seq, --n-layers, --n-heads).
+The model flags are the shared group of gpukit.cli.model_args; the defaults and notes (seq_len, dropout,
+grad_accum with pp, fp16 without bf16 units) are gpukit.memory.resolve_setup's, which the widget uses too.
 """
 
 from __future__ import annotations
