@@ -97,6 +97,36 @@ class ModelSpec:
         """Where a default seq_len comes from, in words: the pretraining length, not the window."""
         return f"{self.name}'s pretraining sequence length, train_seq_len; context window max_seq {self.max_seq}"
 
+    def default_seq_len(self, flag: str = "seq_len") -> tuple[int, str]:
+        """(tokens, note): the sequence length a question assumes when none is given, the one rule every
+        calculator, command and widget uses. The pretraining length train_seq_len (what the model was
+        trained on; Llama 3.1: 8192 although its window max_seq is 131072, Dubey et al. 2024 sec. 3.4),
+        capped by the context window max_seq (__post_init__ keeps train_seq_len <= max_seq already).
+        The note names `flag` (the spelling of the input: "seq_len", "--seq-len"), the value and its source."""
+        n = min(self.train_seq_len, self.max_seq)
+        return n, (f"{flag} not given: {n} tokens, {self.name}'s pretraining length ({self.name} was pretrained "
+                   f"at {self.train_seq_len}: train_seq_len; context window max_seq {self.max_seq})")
+
+    def tp_note(self, tp: int) -> str | None:
+        """None when tensor parallelism of degree `tp` can split this model, else the one-line reason.
+        Megatron-LM splits whole attention heads over the tp ranks (Shoeybi et al. 2019 sec. 3:
+        n_heads % tp == 0); grouped-query KV heads are split when tp divides n_kv_heads and replicated
+        when tp is a multiple of it (Megatron-LM/vLLM: each rank holds max(1, n_kv_heads/tp) KV heads)."""
+        tp = require_positive_int("tp", tp)
+        if self.n_heads % tp:
+            return (f"tp must divide n_heads {self.n_heads}, got {tp} (whole heads per GPU; and divide n_kv_heads "
+                    f"{self.n_kv_heads} or be a multiple of it)")
+        if self.n_kv_heads % tp and tp % self.n_kv_heads:
+            return (f"tp must divide n_kv_heads {self.n_kv_heads} or be a multiple of it, got {tp} (KV heads are "
+                    f"split or replicated whole; n_heads {self.n_heads})")
+        return None
+
+    def check_tp(self, tp: int) -> int:
+        """`tp` when tp_note allows it; else ValueError with tp_note's line."""
+        if (note := self.tp_note(tp)) is not None:
+            raise ValueError(note)
+        return require_positive_int("tp", tp)
+
     def window_note(self, seq_len: int, flag: str = "seq_len") -> str | None:
         """None when `seq_len` fits the context window max_seq. Beyond it: a ValueError for learned
         positions (the position table has max_seq rows: longer sequences cannot be encoded), a note

@@ -209,5 +209,7 @@ def test_json_says_what_the_text_header_says(capsys):
     d = run_json(capsys, "--model", "llama-2-7b", "--pp", "2", "--gpu", "h100-sxm")
     assert d["model"] == "llama-2-7b" and d["gpu"] == "h100-sxm" and d["convention"] == "pytorch"
     assert f"phase {d['peak_phase']}" in out and f"(stage: {d['stage']})" in out
-    assert d["train_setup"]["seq_len"] == 2048 and d["train_setup"]["grad_accum"] == 2  # the defaults picked
+    # the defaults picked; seq_len is the model's pretraining length now (ModelSpec.default_seq_len: llama-2-7b's
+    # train_seq_len 4096, as train-time, cost, plan and parallel use), no longer memory's own 2048
+    assert d["train_setup"]["seq_len"] == 4096 and d["train_setup"]["grad_accum"] == 2
     assert max(d["phase_peaks"].values()) == pytest.approx(d["total_bytes"] - d["overhead_bytes"], abs=8)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Flags that belong to one command only (a new shared concept goes into CONTRACTS.md instead).
 ALLOWED = {
     "": {"--version"},
-    "memory": {"--sp", "--mlp", "--offload", "--finetune", "--lora-rank", "--lora-targets", "--weights-dtype",
+    "memory": {"--sp", "--offload", "--finetune", "--lora-rank", "--lora-targets", "--weights-dtype",
                "--inference", "--batch", "--max-micro-batch", "--max-seq-len", "--min-gpus", "--max-gpus",
                "--convention", "--optimizer-impl", "--grad-dtype", "--grad-accum-buffer", "--zero3-prefetch-layers"},
     "train-time": {"--mfu", "--efficiency"},
@@ -34,8 +34,8 @@ ALLOWED = {
     "bench article": {"--calls", "--skew-ms"},
     "bench ddp": {"--hook", "--powersgd-rank", "--powersgd-start-iter", "--bucket-mb", "--loader-latency-ms",
                   "--loader-workers", "--loader-shared", "--scaling", "--netlab"},
-    "parallel search": {"--mlp", "--ports-per-node", "--global-batch", "--top"},
-    "parallel estimate": {"--mlp", "--ports-per-node", "--global-batch", "--sp"},
+    "parallel search": {"--ports-per-node", "--global-batch", "--top"},
+    "parallel estimate": {"--ports-per-node", "--global-batch", "--sp"},
     "parallel bubble": {"--microbatches"},
     "serve": {"--kv-dtype", "--batch", "--input-tokens", "--output-tokens", "--rate", "--price-per-gpu-hour",
               "--hbm-share", "--flops-share", "--reserve", "--non-gpu-ms", "--simulate-requests"},

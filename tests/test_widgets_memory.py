@@ -62,7 +62,9 @@ def test_memory_view_changes_with_every_control():
 
 @pytest.mark.parametrize("values, message", [
     (dict(micro_batch=0), "micro_batch must be a positive integer, got 0"),
-    (dict(tp=5), "tp must divide n_heads 32, got 5"),
+    # the rule's one line (ModelSpec.tp_note) now names n_kv_heads too, the same line in every calculator
+    (dict(tp=5), "tp must divide n_heads 32, got 5 (whole heads per GPU; and divide n_kv_heads 32 or be a multiple "
+                 "of it)"),
     (dict(model="gpt2", seq_len=2048), "seq_len must be <= max_seq 1024 of gpt2, got 2048"),
 ])
 def test_bad_combinations_show_one_line(values, message):

@@ -48,41 +48,6 @@ def _version() -> str:
     return f"gpukit {__version__}"
 
 
-def arg_type(parse, what: str | None = None):
-    """An argparse `type` from a parser that raises ValueError: its one line becomes argparse's error
-    (then ours: "error: gpukit ...: argument --x: <line>", exit 2)."""
-    def convert(text):
-        try:
-            return parse(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e) if what is None else f"{what}, got {text!r}") from None
-    convert.__name__ = getattr(parse, "__name__", "value")  # argparse names the type in its message
-    return convert
-
-
-def _int_at_least_1(text) -> int:
-    v = int(text)
-    if v < 1:
-        raise ValueError(text)
-    return v
-
-
-positive_int = arg_type(_int_at_least_1, "must be an integer >= 1")
-
-
-def int_list(text, flag: str, example: str = "1,2,4,8") -> list[int]:
-    """'N[,N...]' -> positive integers; ValueError naming `flag` for anything else (an empty item
-    such as '1,,2', a zero, a sign, a decimal)."""
-    parts = str(text).split(",")
-    try:
-        out = [int(x) for x in parts]
-    except ValueError:
-        out = []
-    if not out or min(out) < 1:
-        raise ValueError(f"{flag} must be comma-separated integers >= 1 like {example}; got {text!r}")
-    return out
-
-
 def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 

@@ -19,14 +19,10 @@ from __future__ import annotations
 import functools
 import sys
 
-from gpukit.cli import add_json_flag, emit, int_list
-from gpukit.errors import (
-    nonnegative_float_arg,
-    nonnegative_int_arg,
-    positive_float_arg,
-    positive_int_arg,
-    timeout_arg,
-)
+from gpukit.cli import add_json_flag, emit
+from gpukit.cli.argtypes import bounded_int, int_list, nonnegative_float, nonnegative_int, positive_float
+from gpukit.cli.argtypes import timeout as timeout_arg
+from gpukit.cli.report import Report
 
 
 def _common(p, timeout: float) -> None:
@@ -91,19 +87,6 @@ def _guarded(handler):
     return run
 
 
-class _Shown:
-    """A dict result (JSON as is) with a short text view for the terminal."""
-
-    def __init__(self, data: dict, text: str):
-        self.data, self.text = data, text
-
-    def to_json_dict(self) -> dict:
-        return self.data
-
-    def to_text(self) -> str:
-        return self.text
-
-
 @_guarded
 def _matmul(args):
     from gpukit.bench.matmul import harness_check, matmul_bench
@@ -146,7 +129,7 @@ def _harness(args):
 
     h = harness_check(args.device, args.dtype, args.size, threads=args.threads, timeout_s=args.timeout)
     e = h["env"]
-    return _Shown(h, f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
+    return Report(h, f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
                      f"ours (gpukit.bench.timing)      {h['ours_tflops']:.4f} TFLOPS\n"
                      f"torch.utils.benchmark.Timer     {h['timer_tflops']:.4f} TFLOPS\n"
                      f"ratio of medians {h['ratio']:.3f} (goal: within 5%: {'yes' if h['within_5pct'] else 'no'}), "
@@ -167,7 +150,7 @@ def _article(args):
              f"(p10 {a['p10_us']:.1f}, p90 {a['p90_us']:.1f})",
              f"the article's number is {a['overstatement']:.2f}x the honest one; what it gets wrong:"]
     lines += [f"  - {w}" for w in a["what_it_gets_wrong"]]
-    return _Shown(a, "\n".join(lines))
+    return Report(a, "\n".join(lines))
 
 
 @_guarded
@@ -212,16 +195,16 @@ def register(subparsers) -> None:
                         "--sizes: sizes are bytes elsewhere)")
     p.add_argument("--square-only", action="store_true", help="skip the LLM-like rectangular shapes")
     p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
-    p.add_argument("--peak-tflops", type=positive_float_arg, help="peak to compare with (e.g. a CPU's)")
-    p.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
-    p.add_argument("--repeats", type=positive_int_arg, default=7)
+    p.add_argument("--peak-tflops", type=positive_float, help="peak to compare with (e.g. a CPU's)")
+    p.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
+    p.add_argument("--repeats", type=bounded_int, default=7)
     p.add_argument("--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer")
     p.set_defaults(func=_matmul)
 
     p = sub.add_parser("memory", help="STREAM copy/triad bandwidth (decimal GB/s); h2d/d2h on cuda")
     _common(p, 120)
-    p.add_argument("--size-mib", type=positive_float_arg, default=64, help="MiB per array (>> last-level cache)")
-    p.add_argument("--threads", type=positive_int_arg)
+    p.add_argument("--size-mib", type=positive_float, default=64, help="MiB per array (>> last-level cache)")
+    p.add_argument("--threads", type=bounded_int)
     p.add_argument("--gpu", help="catalog GPU for the HBM peak")
     p.set_defaults(func=_memory)
 
@@ -235,38 +218,38 @@ def register(subparsers) -> None:
     p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
     _common(p, 120)
     p.add_argument("--dtype", default="fp32")
-    p.add_argument("--dims", "--size", dest="size", type=positive_int_arg, default=512,
+    p.add_argument("--dims", "--size", dest="size", type=bounded_int, default=512,
                    help="square matrix dimension N")
-    p.add_argument("--threads", type=positive_int_arg)
+    p.add_argument("--threads", type=bounded_int)
     p.set_defaults(func=_harness)
 
     p = sub.add_parser("article", help="the seed article's all-reduce latency loop vs the honest method")
     _common(p, 60)
-    p.add_argument("--ranks", type=positive_int_arg, default=2)
-    p.add_argument("--calls", type=positive_int_arg, default=10)
-    p.add_argument("--skew-ms", type=nonnegative_float_arg, default=0.0, help="delay ranks > 0 (a slow data loader)")
+    p.add_argument("--ranks", type=bounded_int, default=2)
+    p.add_argument("--calls", type=bounded_int, default=10)
+    p.add_argument("--skew-ms", type=nonnegative_float, default=0.0, help="delay ranks > 0 (a slow data loader)")
     p.set_defaults(func=_article)
 
     p = sub.add_parser("ddp", help="real DDP at world sizes 1..N: step, compute, exposed comm, bytes, prediction")
     _common(p, 600)
-    p.add_argument("--ranks", type=positive_int_arg, default=2, help="largest world size; rows for 1..N")
+    p.add_argument("--ranks", type=bounded_int, default=2, help="largest world size; rows for 1..N")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd, bf16 (nccl)")
-    p.add_argument("--powersgd-rank", type=positive_int_arg, default=1)
-    p.add_argument("--powersgd-start-iter", type=nonnegative_int_arg, default=2)
-    p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0, help="DDP bucket_cap_mb (MiB)")
-    p.add_argument("--grad-accum", type=positive_int_arg, default=1, help="micro-steps per optimizer step (no_sync)")
-    p.add_argument("--loader-latency-ms", type=nonnegative_float_arg, default=0.0, help="per-batch input latency")
-    p.add_argument("--loader-workers", type=nonnegative_int_arg, default=0, help="input-pipeline worker threads (0: load in the training loop)")
+    p.add_argument("--powersgd-rank", type=bounded_int, default=1)
+    p.add_argument("--powersgd-start-iter", type=nonnegative_int, default=2)
+    p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket_cap_mb (MiB)")
+    p.add_argument("--grad-accum", type=bounded_int, default=1, help="micro-steps per optimizer step (no_sync)")
+    p.add_argument("--loader-latency-ms", type=nonnegative_float, default=0.0, help="per-batch input latency")
+    p.add_argument("--loader-workers", type=nonnegative_int, default=0, help="input-pipeline worker threads (0: load in the training loop)")
     p.add_argument("--loader-shared", action="store_true", help="all ranks read one storage (one batch at a time)")
     p.add_argument("--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)")
     p.add_argument("--netlab", help="RATE: one rank per network namespace over an emulated link (root)")
-    p.add_argument("--steps", type=positive_int_arg, default=10)
-    p.add_argument("--warmup", type=nonnegative_int_arg, default=3)
-    p.add_argument("--micro-batch", type=positive_int_arg, default=4)
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int_arg, default=64)
-    p.add_argument("--layers", "--n-layers", dest="n_layers", type=positive_int_arg, default=2)
-    p.add_argument("--hidden", type=positive_int_arg, default=128)
-    p.add_argument("--heads", "--n-heads", dest="n_heads", type=positive_int_arg, default=4)
+    p.add_argument("--steps", type=bounded_int, default=10)
+    p.add_argument("--warmup", type=nonnegative_int, default=3)
+    p.add_argument("--micro-batch", type=bounded_int, default=4)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=bounded_int, default=64)
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=bounded_int, default=2)
+    p.add_argument("--hidden", type=bounded_int, default=128)
+    p.add_argument("--heads", "--n-heads", dest="n_heads", type=bounded_int, default=4)
     p.set_defaults(func=_ddp)
 
     p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from gpukit.bench.results import write_json
-from gpukit.errors import positive_int_arg
+from gpukit.cli.argtypes import bounded_int
 
 LAST_TEST_RUN = Path("build") / "last_test_run.json"
 
@@ -233,7 +233,7 @@ def serving_section(device: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads for the matmul check")
+    p.add_argument("--threads", type=bounded_int, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
     p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,economics")
     p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from gpukit.cli import add_json_flag
-from gpukit.errors import positive_int_arg, timeout_arg
+from gpukit.cli.argtypes import bounded_int, timeout
 
 
 def _run(args):
@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small sizes (~1 minute on 2 cores)")
     p.add_argument("--out", help="profile file (default: $GPUKIT_PROFILE or ~/.cache/gpukit/profile.json)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    p.add_argument("--threads", type=positive_int_arg, help="torch threads for matmul/memory (default: torch's)")
-    p.add_argument("--timeout", type=timeout_arg, default=900, help="seconds before giving up")
+    p.add_argument("--threads", type=bounded_int, help="torch threads for matmul/memory (default: torch's)")
+    p.add_argument("--timeout", type=timeout, default=900, help="seconds before giving up")
     add_json_flag(p)
     p.set_defaults(func=_run)

@@ -9,35 +9,27 @@ dicts with every column, provenance included; --sources adds source and access d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpukit import catalog
 from gpukit.cli import add_json_flag
+from gpukit.cli.report import Report
 from gpukit.units import fmt_count
 
 
-@dataclass(frozen=True)
-class CatalogTable:
-    """Rows for --json (all fields) and the narrower rows printed as a table."""
-
-    rows: tuple[dict, ...]
-    text_rows: tuple[dict, ...]
-    title: str = ""
-
-    def to_json_dict(self) -> list[dict]:
-        return [dict(r) for r in self.rows]
-
-    def to_text(self) -> str:
+def catalog_table(rows: list[dict], text_rows: list[dict], title: str = "") -> Report:
+    """Rows for --json (all fields) and the narrower rows printed as a table (drawn when asked for)."""
+    def draw() -> str:
         import pandas as pd
 
-        if not self.text_rows:
+        if not text_rows:
             return "(no rows)"
-        df = pd.DataFrame(list(self.text_rows))
+        df = pd.DataFrame(list(text_rows))
         for c in df.columns:  # a column that is None in every row shown is object-typed: na_rep misses it
             if df[c].dtype == object:
                 df[c] = df[c].where(df[c].notna(), "-")
         table = df.to_string(index=False, na_rep="-")
-        return f"{self.title}\n{table}" if self.title else table
+        return f"{title}\n{table}" if title else table
+
+    return Report([dict(r) for r in rows], draw)
 
 
 def _select(table: dict, names, lookup) -> list:
@@ -51,7 +43,7 @@ def _provenance(row: dict, d: dict, with_sources: bool) -> dict:
     return d
 
 
-def gpu_rows(names=(), with_sources: bool = False) -> CatalogTable:
+def gpu_rows(names=(), with_sources: bool = False) -> Report:
     """GPU rows: JSON rows carry every column (None where a dtype is unsupported)."""
     rows, text = [], []
     for g in _select(catalog.gpus(), names, catalog.get_gpu):
@@ -66,11 +58,11 @@ def gpu_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  **{d: peaks.get(d) for d in catalog.PEAK_DTYPES}, "nvlink_gbps": g.nvlink_gbps,
                  "pcie": g.pcie_gen, "tdp_w": g.tdp_w}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "GPUs (data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
+    return catalog_table(rows, text, "GPUs (data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
                         "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W")
 
 
-def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
+def model_rows(names=(), with_sources: bool = False) -> Report:
     """Model rows with n_params (computed), published_params and their difference in percent."""
     raw = {r["name"]: r for r in catalog.read_csv(catalog.data_dir() / "models.csv")}
     rows, text = [], []
@@ -89,13 +81,13 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
+    return catalog_table(rows, text, "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
                         "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
                         "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
                         "attention span ('-': full attention)")
 
 
-def link_rows(names=(), with_sources: bool = False) -> CatalogTable:
+def link_rows(names=(), with_sources: bool = False) -> Report:
     """Interconnect rows: unidirectional GB/s per GPU or port, one-way latency in us."""
     rows, text = [], []
     for link in _select(catalog.interconnects(), names, catalog.get_interconnect):
@@ -106,7 +98,7 @@ def link_rows(names=(), with_sources: bool = False) -> CatalogTable:
         short = {"name": link.name, "kind": link.kind, "scope": link.scope,
                  "bandwidth_gbps": link.bandwidth_gbps, "latency_us": link.latency_us}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "Links (data/interconnects.csv): bandwidth GB/s per GPU or port, "
+    return catalog_table(rows, text, "Links (data/interconnects.csv): bandwidth GB/s per GPU or port, "
                         "one direction; latency_us one way, small message")
 
 

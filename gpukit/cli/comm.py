@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from gpukit.cli import add_json_flag, arg_type, positive_int
+from gpukit.cli import add_json_flag
+from gpukit.cli.argtypes import arg_type, positive_int
+from gpukit.cli.report import Report
 from gpukit.comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
 from gpukit.units import fmt_bytes, fmt_seconds
 from gpukit.units import parse_bytes as units_parse_bytes
@@ -40,25 +42,18 @@ def link_source(name: str, profile=None) -> str:
     return f"{name}: catalog (profile {profile.source} has no link {name!r})"
 
 
-class _Report:
-    def __init__(self, cost, describe: str, sources: tuple[str, ...] = (), assumptions: tuple[str, ...] = ()):
-        self.cost, self.describe, self.sources, self.assumptions = cost, describe, sources, assumptions
-
-    def to_json_dict(self) -> dict:
-        return (self.cost.to_json_dict() | ({"link_sources": list(self.sources)} if self.sources else {})
-                | ({"assumptions": list(self.assumptions)} if self.assumptions else {}))
-
-    def to_text(self) -> str:
-        return (self._text() + (f"\nlinks: {'; '.join(self.sources)}" if self.sources else "")
-                + "".join(f"\nassumes: {a}" for a in self.assumptions))
-
-    def _text(self) -> str:
-        c = self.cost
-        head = (f"{self.describe}: {fmt_seconds(c.time_s)} (latency {fmt_seconds(c.latency_s)}, bandwidth "
-                f"{fmt_seconds(c.bandwidth_s)})")
-        if not math.isfinite(c.algbw_gbps):  # nothing moves (one GPU): a rate has no meaning; JSON says null
-            return f"{head}; algbw and busbw n/a (no data moves between {c.n_ranks} GPU)"
-        return f"{head}; algbw {c.algbw_gbps:.2f} GB/s, busbw {c.busbw_gbps:.2f} GB/s"
+def comm_report(cost, describe: str, sources: tuple[str, ...] = (), assumptions: tuple[str, ...] = ()) -> Report:
+    """A collective's cost with the links' sources and the assumptions, as JSON and as text."""
+    payload = (cost.to_json_dict() | ({"link_sources": list(sources)} if sources else {})
+               | ({"assumptions": list(assumptions)} if assumptions else {}))
+    head = (f"{describe}: {fmt_seconds(cost.time_s)} (latency {fmt_seconds(cost.latency_s)}, bandwidth "
+            f"{fmt_seconds(cost.bandwidth_s)})")
+    if not math.isfinite(cost.algbw_gbps):  # nothing moves (one GPU): a rate has no meaning; JSON says null
+        text = f"{head}; algbw and busbw n/a (no data moves between {cost.n_ranks} GPU)"
+    else:
+        text = f"{head}; algbw {cost.algbw_gbps:.2f} GB/s, busbw {cost.busbw_gbps:.2f} GB/s"
+    text += (f"\nlinks: {'; '.join(sources)}" if sources else "") + "".join(f"\nassumes: {a}" for a in assumptions)
+    return Report(payload, text)
 
 
 NODE_GPUS = 8  # GPUs one HGX/DGX node joins over NVLink or one PCIe tree
@@ -96,7 +91,7 @@ def _comm(args):
         elif args.op == "all_to_all":  # nccl-tests alltoall.cu: each rank sends S, S/n to every rank
             size += (f" per GPU ({fmt_bytes(args.bytes / args.gpus, binary=False)} to each of the {args.gpus} GPUs, "
                      "nccl-tests' convention)")
-        return _Report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
+        return comm_report(cost, f"{args.op} of {size} on {args.gpus} GPUs over {args.link} ({args.algorithm})",
                        (link_source(args.link, profile),) if profile is not None else (),
                        _flat_assumptions(args.link, args.gpus))
     if args.gpus_per_node is None or args.inter_link is None:
@@ -108,7 +103,7 @@ def _comm(args):
     nodes = args.gpus // args.gpus_per_node
     cost = hierarchical_all_reduce(args.bytes, nodes, args.gpus_per_node, link,
                                    resolve_link(args.inter_link, profile), args.algorithm)
-    return _Report(cost, f"all_reduce of {size} on {nodes} nodes x {args.gpus_per_node} GPUs "
+    return comm_report(cost, f"all_reduce of {size} on {nodes} nodes x {args.gpus_per_node} GPUs "
                          f"({args.link} inside, ring; {args.inter_link} across, {args.algorithm})",
                    (link_source(args.link, profile), link_source(args.inter_link, profile))
                    if profile is not None else (),

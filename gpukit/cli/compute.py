@@ -4,50 +4,31 @@ from __future__ import annotations
 
 import argparse
 
-from gpukit.cli import add_json_flag, arg_type, positive_int
+from gpukit.cli import add_json_flag
+from gpukit.cli.argtypes import (
+    count,
+    fraction,
+    parse_count,  # noqa: F401 (its old home: `from gpukit.cli.compute import parse_count`)
+    positive_int,
+)
+from gpukit.cli.model_args import add_model_args, model_from_args
+from gpukit.cli.report import Report
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
 from gpukit.results import format_table
 from gpukit.units import BYTES_PER_DTYPE
-from gpukit.units import parse_count as units_parse_count
-
-
-def parse_count(text: str) -> float:
-    """'2e12', '2T', '300B', '1.5M', '10K', '2_000' -> a positive float (units.parse_count)."""
-    return units_parse_count(text, "count")
-
-
-_count = arg_type(parse_count)
-_positive_int = positive_int
 
 
 def _dims(text):
     parts = str(text).split(",")
     if len(parts) != 3:
         raise argparse.ArgumentTypeError(f"expected three dimensions M,N,K, got {text!r}")
-    return tuple(_positive_int(x.strip()) for x in parts)
-
-
-def _positive(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
-
-
-def _fraction(text):
-    v = _positive(text)
-    if v > 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
-    return v
+    return tuple(positive_int(x.strip()) for x in parts)
 
 
 def _model_or_params(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", help="a model from `gpukit models` (data/models.csv)")
-    g.add_argument("--params", type=_count, help="n_params, e.g. 175B or 7e9 (no attention term)")
+    g.add_argument("--params", type=count, help="n_params, e.g. 175B or 7e9 (no attention term)")
 
 
 def _resolve_model(args):
@@ -58,32 +39,20 @@ def _resolve_model(args):
     return get_model(args.model)
 
 
-class Report:
-    """A handler result: JSON dict plus a text rendering."""
-
-    def __init__(self, payload: dict, text: str):
-        self.payload, self.text = payload, text
-
-    def to_json_dict(self) -> dict:
-        return self.payload
-
-    def to_text(self) -> str:
-        return self.text
-
-
 def _train_time(args):
     from gpukit.catalog import get_gpu
 
     if args.efficiency is not None and args.profile is None:
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
-    model = _resolve_model(args)
+    choice = model_from_args(args, longest_seq=args.seq_len or 0)  # the shared model flags (cli/model_args.py)
+    model = choice.model
     profile = None
     if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
     gpu = get_gpu(args.gpu)
-    r = time_to_train(model if model is not None else args.params, args.tokens, gpu, args.gpus,
+    r = time_to_train(model if model is not None else choice.n_params, args.tokens, gpu, args.gpus,
                       mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
                       dtype=args.dtype or gpu.half_dtype, seq_len=args.seq_len)
     notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
@@ -191,33 +160,33 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train-time", help="time to train on T tokens: FLOPs, days, GPU-hours",
                               description="seconds = FLOPs / (n_gpus x peak x utilization) "
                                           "(Narayanan et al. 2021 eq. 4)")
-    _model_or_params(p)
-    p.add_argument("--tokens", type=_count, required=True, help="training tokens, e.g. 300B, 2T, 2e12")
+    add_model_args(p, params=True)
+    p.add_argument("--tokens", type=count, required=True, help="training tokens, e.g. 300B, 2T, 2e12")
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
-    p.add_argument("--gpus", type=_positive_int, required=True, help="number of GPUs")
+    p.add_argument("--gpus", type=positive_int, required=True, help="number of GPUs")
     u = p.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=_fraction, help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower")
+    u.add_argument("--mfu", type=fraction, help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower")
     u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
-    p.add_argument("--efficiency", type=_fraction, help="with --profile: share of the measured matmul rate (default 1)")
+    p.add_argument("--efficiency", type=fraction, help="with --profile: share of the measured matmul rate (default 1)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
                    help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int,
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int,
                    help="sequence length (default: the model's pretraining train_seq_len, not its context window)")
     add_json_flag(p)
     p.set_defaults(func=_train_time)
 
     p = subparsers.add_parser("flops", help="FLOPs per token (train, prefill, decode) with a breakdown")
     _model_or_params(p)
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int, required=True)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int, required=True)
     p.add_argument("--mode", choices=MODES, default="train")
-    p.add_argument("--context", type=_positive_int, help="decode: KV length attended (default seq-len)")
+    p.add_argument("--context", type=positive_int, help="decode: KV length attended (default seq-len)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
     p.add_argument("--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)")
-    p.add_argument("--layers", "--n-layers", dest="n_layers", type=_positive_int,
+    p.add_argument("--layers", "--n-layers", dest="n_layers", type=positive_int,
                    help="with --params: layers, for the attention term")
-    p.add_argument("--hidden", type=_positive_int, help="with --params: n_heads x head_dim, for the attention term")
+    p.add_argument("--hidden", type=positive_int, help="with --params: n_heads x head_dim, for the attention term")
     add_json_flag(p)
     p.set_defaults(func=_flops)
 
@@ -226,14 +195,14 @@ def register(subparsers) -> None:
     p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
                    help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
-    p.add_argument("--m", type=_positive_int)
-    p.add_argument("--n", type=_positive_int)
-    p.add_argument("--k", type=_positive_int)
-    p.add_argument("--batch", type=_positive_int, default=1, help="number of identical matmuls")
+    p.add_argument("--m", type=positive_int)
+    p.add_argument("--n", type=positive_int)
+    p.add_argument("--k", type=positive_int)
+    p.add_argument("--batch", type=positive_int, default=1, help="number of identical matmuls")
     p.add_argument("--model", help="instead of m/n/k: one layer of this model")
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=_positive_int)
-    p.add_argument("--micro-batch", type=_positive_int, default=1)
+    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int)
+    p.add_argument("--micro-batch", type=positive_int, default=1)
     p.add_argument("--mode", choices=("prefill", "decode"), default="prefill")
-    p.add_argument("--context", type=_positive_int)
+    p.add_argument("--context", type=positive_int)
     add_json_flag(p)
     p.set_defaults(func=_roofline)

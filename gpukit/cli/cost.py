@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
-from gpukit.cli import add_json_flag, arg_type, int_list
-from gpukit.cli.compute import Report, _fraction, _positive
-from gpukit.errors import nonnegative_float_arg, positive_int_arg
-from gpukit.units import parse_count
-
-
-def _count(text):
-    try:
-        return parse_count(text, "count")
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-_int_list = arg_type(lambda text: int_list(text, "GPU counts", "8,16,32"))
+from gpukit.cli import add_json_flag
+from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, nonnegative_float, positive_float
+from gpukit.cli.model_args import add_model_args, model_from_args
+from gpukit.cli.report import Report
 
 
 def _prices(args):
@@ -29,7 +17,6 @@ def _prices(args):
 
 
 def _train(args):
-    from gpukit.catalog import get_model
     from gpukit.cost import training_cost
 
     profile = None
@@ -57,7 +44,8 @@ def _train(args):
     if given and max(args.gpus) <= args.gpus_per_node:  # no count leaves the node: they would change nothing
         raise ValueError(f"{given[0]} sets the network between nodes, and every count in --gpus fits one node of "
                          f"--gpus-per-node {args.gpus_per_node}: give a count above it")
-    model = get_model(args.model) if args.model else args.params
+    choice = model_from_args(args)  # the shared model flags (cli/model_args.py)
+    model = choice.model if choice.model is not None else choice.n_params
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
                       price_per_gpu_hour=args.price_per_gpu_hour, price_per_node_hour=args.price_per_node_hour,
                       prices=_prices(args), gpus_per_node=args.gpus_per_node, ports_per_node=args.ports_per_node,
@@ -121,14 +109,12 @@ def register(subparsers) -> None:
                                    "anyway with a WARNING line (JSON: rows[].fits, memory_per_gpu_bytes, "
                                    "gpu_memory_bytes, warnings), as `plan` lists it rather than failing. A price per "
                                    "GPU-hour above every catalog row that looks like a node's price gets a WARNING too.")
-    g = t.add_mutually_exclusive_group(required=True)
-    g.add_argument("--model", help="a model from `gpukit models`")
-    g.add_argument("--params", type=_count, help="n_params, e.g. 7B")
-    t.add_argument("--tokens", type=_count, required=True, help="training tokens, e.g. 2T")
+    add_model_args(t, params=True)
+    t.add_argument("--tokens", type=count, required=True, help="training tokens, e.g. 2T")
     t.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus` (or several, comma-separated)")
-    t.add_argument("--gpus", type=_int_list, required=True, help="GPU counts N[,N...]")
-    t.add_argument("--gpus-per-node", type=positive_int_arg, default=8, help="GPUs per node (default 8)")
-    t.add_argument("--ports-per-node", type=positive_int_arg,
+    t.add_argument("--gpus", type=count_list, required=True, help="GPU counts N[,N...]")
+    t.add_argument("--gpus-per-node", type=bounded_int, default=8, help="GPUs per node (default 8)")
+    t.add_argument("--ports-per-node", type=bounded_int,
                    help="inter-node network ports per node, shared by its GPUs (default: one per GPU, rail-optimized; "
                         "e.g. 1 for one 100 GbE NIC per node)")
     t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
@@ -138,40 +124,40 @@ def register(subparsers) -> None:
     t.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
                                         "of its era, 100 Gb/s Ethernet for others)")
     u = t.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
+    u.add_argument("--mfu", type=fraction, help="share of peak sustained (default 0.40, assumed)")
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
     pr = t.add_mutually_exclusive_group()
-    pr.add_argument("--price-per-gpu-hour", type=_positive, help="USD per GPU-hour (default: median row of the price file)")
-    pr.add_argument("--price-per-node-hour", type=_positive,
+    pr.add_argument("--price-per-gpu-hour", type=positive_float, help="USD per GPU-hour (default: median row of the price file)")
+    pr.add_argument("--price-per-node-hour", type=positive_float,
                     help="USD per node-hour (an instance's price), divided by --gpus-per-node")
     pr.add_argument("--prices", help="a price CSV: data/prices.csv format or a SkyPilot catalog vms.csv")
     t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
-    t.add_argument("--preemptions-per-day", type=_positive, help="with --spot: interruptions of the job per day")
-    t.add_argument("--checkpoint-minutes", type=_positive, help="with --spot: time to write one checkpoint")
-    t.add_argument("--restart-minutes", type=_positive, help="with --spot: time to resume (default 10)")
-    t.add_argument("--spot-price-per-gpu-hour", type=_positive, help="with --spot (default: the price file's SpotPrice)")
+    t.add_argument("--preemptions-per-day", type=positive_float, help="with --spot: interruptions of the job per day")
+    t.add_argument("--checkpoint-minutes", type=positive_float, help="with --spot: time to write one checkpoint")
+    t.add_argument("--restart-minutes", type=positive_float, help="with --spot: time to resume (default 10)")
+    t.add_argument("--spot-price-per-gpu-hour", type=positive_float, help="with --spot (default: the price file's SpotPrice)")
     add_json_flag(t)
     t.set_defaults(func=_train)
 
     b = sub.add_parser("buy-vs-rent", help="owned cost per GPU-hour, break-even utilization and months")
     b.add_argument("--gpu", required=True)
     b.add_argument("--gpus", type=int, required=True)
-    b.add_argument("--purchase-usd", type=_count, required=True, help="capital: GPUs and servers, USD")
-    b.add_argument("--network-usd", type=_count, default=0.0, help="networking capital, USD (default 0)")
+    b.add_argument("--purchase-usd", type=count, required=True, help="capital: GPUs and servers, USD")
+    b.add_argument("--network-usd", type=count, default=0.0, help="networking capital, USD (default 0)")
     pr = b.add_mutually_exclusive_group()
-    pr.add_argument("--rent-per-gpu-hour", type=_positive, help="rental price, USD per GPU-hour")
+    pr.add_argument("--rent-per-gpu-hour", type=positive_float, help="rental price, USD per GPU-hour")
     pr.add_argument("--prices", help="price CSV to take the rental price from (median row)")
-    b.add_argument("--power-kw", type=_positive, help="kW per GPU incl. its server share (default TDP x 1.82)")
-    b.add_argument("--pue", type=_positive, default=1.56, help="power usage effectiveness (default 1.56)")
-    b.add_argument("--usd-per-kwh", type=nonnegative_float_arg, default=0.10)
-    b.add_argument("--years", type=_positive, default=3.0, help="depreciation period (default 3)")
-    b.add_argument("--utilization", type=_fraction, default=0.7, help="share of hours in use (default 0.7)")
-    b.add_argument("--ops-usd-per-year", type=nonnegative_float_arg, default=0.0, help="staff, rack space, support per year")
+    b.add_argument("--power-kw", type=positive_float, help="kW per GPU incl. its server share (default TDP x 1.82)")
+    b.add_argument("--pue", type=positive_float, default=1.56, help="power usage effectiveness (default 1.56)")
+    b.add_argument("--usd-per-kwh", type=nonnegative_float, default=0.10)
+    b.add_argument("--years", type=positive_float, default=3.0, help="depreciation period (default 3)")
+    b.add_argument("--utilization", type=fraction, default=0.7, help="share of hours in use (default 0.7)")
+    b.add_argument("--ops-usd-per-year", type=nonnegative_float, default=0.0, help="staff, rack space, support per year")
     add_json_flag(b)
     b.set_defaults(func=_buy)
 
     pb = sub.add_parser("published", help="published training runs: cost, implied MFU, predicted GPU-hours")
-    pb.add_argument("--mfu", type=_fraction, default=0.4)
+    pb.add_argument("--mfu", type=fraction, default=0.4)
     add_json_flag(pb)
     pb.set_defaults(func=_published)
 

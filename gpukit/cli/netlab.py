@@ -13,7 +13,7 @@ import sys
 
 from gpukit.bench import netlab
 from gpukit.cli import add_json_flag
-from gpukit.errors import nonnegative_float_arg, nonnegative_int_arg, positive_int_arg, timeout_arg
+from gpukit.cli.argtypes import bounded_int, nonnegative_float, nonnegative_int, timeout
 from gpukit.units import parse_sizes
 
 
@@ -26,7 +26,7 @@ def register(sub) -> None:
     up = act.add_parser("up", help="create N namespaces on an emulated link (stay until `netlab down`)")
     up.add_argument("--nodes", type=int, default=2, help="2..8 (default 2)")
     up.add_argument("--rate", default="1gbit", help="per-direction link rate, tc style: 1gbit, 200mbit")
-    up.add_argument("--delay-ms", type=nonnegative_float_arg, default=0.0, help="one-way delay (needs kernel netem)")
+    up.add_argument("--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)")
     add_json_flag(up)
     up.set_defaults(func=_up)
 
@@ -47,10 +47,10 @@ def register(sub) -> None:
     b.add_argument("--sizes", type=str, default=None,
                    help="message sizes in bytes, e.g. 1K,1M,64M (bare K/M binary, 1MB = 10^6, 1MiB = 2^20; "
                         "default: up to ~0.5 s per op at the rate)")
-    b.add_argument("--repeats", type=positive_int_arg, default=5, help="timed repeats per size; the median is reported")
-    b.add_argument("--warmup", type=nonnegative_int_arg, default=1, help="untimed calls per size")
-    b.add_argument("--delay-ms", type=nonnegative_float_arg, default=0.0, help="one-way delay (needs kernel netem)")
-    b.add_argument("--timeout", type=timeout_arg, default=None, help="seconds (default from sizes and rate)")
+    b.add_argument("--repeats", type=bounded_int, default=5, help="timed repeats per size; the median is reported")
+    b.add_argument("--warmup", type=nonnegative_int, default=1, help="untimed calls per size")
+    b.add_argument("--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)")
+    b.add_argument("--timeout", type=timeout, default=None, help="seconds (default from sizes and rate)")
     add_json_flag(b)
     b.set_defaults(func=_bench)
 

@@ -10,22 +10,8 @@ Examples:
 from __future__ import annotations
 
 from gpukit import parallel as par
-
-
-def _model_args(p) -> None:
-    from gpukit.cli.memory import add_sliding_window_flag
-
-    g = p.add_argument_group("model (one of: --model, or --layers/--hidden/--heads)")
-    g.add_argument("--model", help="catalog model name (gpukit catalogs models)")
-    g.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers")
-    g.add_argument("--hidden", type=int, help="hidden size")
-    g.add_argument("--heads", "--n-heads", dest="heads", type=int, help="n_heads")
-    g.add_argument("--kv-heads", dest="kv_heads", type=int, help="n_kv_heads (grouped-query attention)")
-    g.add_argument("--ffn-hidden", dest="ffn_hidden", type=int, help="MLP width")
-    g.add_argument("--vocab", type=int, help="vocabulary size (default 50257)")
-    g.add_argument("--mlp", choices=("gelu", "swiglu"), help="gelu: GPT layout; swiglu: Llama layout")
-    add_sliding_window_flag(g)
-    p.set_defaults(params=None)
+from gpukit.cli.model_args import add_model_args, model_from_args
+from gpukit.cli.report import Report
 
 
 def _cluster_args(p, search: bool) -> None:
@@ -52,13 +38,13 @@ def register(subparsers) -> None:
                                           "parallel layouts (gpukit.parallel).")
     sub = p.add_subparsers(dest="parallel_command", metavar="{search,estimate,bubble}")
     s = sub.add_parser("search", help="rank every layout that fits by predicted tokens/s, explain the top three")
-    _model_args(s)
+    add_model_args(s)
     _cluster_args(s, search=True)
     s.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
     add_json_flag(s)
     s.set_defaults(func=handle_search)
     e = sub.add_parser("estimate", help="memory, step time, tokens/s, TFLOP/s per GPU, MFU of one layout")
-    _model_args(e)
+    add_model_args(e)
     _cluster_args(e, search=False)
     for flag in ("--dp", "--tp", "--pp"):
         e.add_argument(flag, type=int, required=True)
@@ -79,10 +65,8 @@ def register(subparsers) -> None:
 
 
 def as_model_spec(args):
-    from gpukit.cli.memory import _model_from_args
-
-    model, _ = _model_from_args(args)
-    return model
+    """The model of the shared model flags (gpukit.cli.model_args): the same block as memory and plan."""
+    return model_from_args(args, longest_seq=args.seq_len or 0).model
 
 
 def _cluster(args):
@@ -93,27 +77,18 @@ def _cluster(args):
                             profile=prof)
 
 
-class _RankedList(list):
-    """--json prints the ranked list; text prints the search's table."""
-
-    def __init__(self, result):
-        # each row carries the search's own notes (the defaults it picked): --json says what the text says
-        super().__init__(r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]}
-                         for r in result.ranked[:result.top_k])
-        self.result = result
-
-    def to_json_dict(self):
-        return list(self)
-
-    def to_text(self):
-        return self.result.to_text()
+def ranked_report(result) -> Report:
+    """--json prints the ranked list, each row with the search's own notes (the defaults it picked, so
+    --json says what the text says); text prints the search's table."""
+    rows = [r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]} for r in result.ranked[:result.top_k]]
+    return Report(rows, result.to_text)
 
 
 def handle_search(args):
     model = as_model_spec(args)
     r = par.search(model, None, args.gpus, cluster=_cluster(args), global_batch=args.global_batch,
                    seq_len=args.seq_len, top_k=args.top, attention=args.attention)
-    return _RankedList(r)
+    return ranked_report(r)
 
 
 def handle_estimate(args):

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
-from gpukit.cli.compute import _positive_int
-from gpukit.cli.cost import _count, _fraction, _int_list, _positive
-from gpukit.cli.memory import add_sliding_window_flag
-from gpukit.errors import positive_int_arg
+from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, positive_float, positive_int
+from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.plan import DEFAULT_COUNTS, SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
 
 
@@ -28,28 +26,13 @@ def _gpu_list(text: str):
 
 
 def as_model_spec(args):
-    from gpukit.catalog import get_model
-    from gpukit.specs import ModelSpec
-
-    dims = [f for f in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "sliding_window")
-            if getattr(args, f) is not None]
-    if args.model and dims:
-        flags = ", ".join("--" + f.replace("_", "-") for f in dims)
-        raise ValueError(f"--model and {flags} are mutually exclusive: give the model one way")
-    if args.model:
-        return get_model(args.model)
-    if not {"layers", "hidden", "heads"} <= set(dims):
-        raise ValueError("give the model: --model NAME, or --layers L --hidden H --heads A")
-    if args.hidden % args.heads:
-        raise ValueError(f"--heads {args.heads} must divide --hidden {args.hidden}")
-    # a custom shape has no context window of its own: make it long enough for what is asked
-    # (the training length, or a served request's prompt and output)
+    """The model of the shared model flags (gpukit.cli.model_args): the same block as memory and parallel
+    (a custom shape is the GPT block unless --mlp swiglu). A custom shape has no context window of its
+    own: it is made long enough for what is asked (the training length, or a served request's prompt
+    and output)."""
     asked = ((args.input_tokens or SERVE_INPUT_TOKENS) + (args.output_tokens or SERVE_OUTPUT_TOKENS)
              if args.workload == "serve" else 0)
-    return ModelSpec(name="custom", n_layers=args.layers, hidden=args.hidden, n_heads=args.heads,
-                     n_kv_heads=args.kv_heads, ffn_hidden=args.ffn_hidden, vocab=args.vocab or 50257,
-                     max_seq=max(args.seq_len or 2048, asked), mlp="swiglu", norm="rmsnorm", position="rope", bias=False,
-                     sliding_window=args.sliding_window)
+    return model_from_args(args, longest_seq=max(args.seq_len or 0, asked)).model
 
 
 def _plan(args):
@@ -108,37 +91,30 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help="one GPU, one node or many nodes? plans ranked, with the reason",
                               description="Feasible plans for a workload with a deadline and a budget (gpukit.plan)")
     p.add_argument("--workload", choices=WORKLOADS, required=True)
-    p.add_argument("--model", help="a model from `gpukit models`, or give --layers --hidden --heads")
-    p.add_argument("--layers", type=int)
-    p.add_argument("--hidden", type=int)
-    p.add_argument("--heads", type=int)
-    p.add_argument("--kv-heads", type=int)
-    p.add_argument("--ffn-hidden", type=int)
-    p.add_argument("--vocab", type=int)
-    add_sliding_window_flag(p)
-    p.add_argument("--seq-len", type=_positive_int,
+    add_model_args(p)
+    p.add_argument("--seq-len", type=positive_int,
                    help="training sequence length (default: the model's pretraining length train_seq_len, as "
                         "train-time, cost and parallel use; the output says so)")
-    p.add_argument("--micro-batch", type=_positive_int, help="training sequences per GPU per micro-step (default 1)")
-    p.add_argument("--tokens", type=_count, help="training tokens (pretrain, finetune, lora, qlora)")
-    p.add_argument("--rate", type=_positive, help="serve: requests per second")
-    p.add_argument("--input-tokens", type=_positive_int, help="serve: prompt tokens per request (default 512)")
-    p.add_argument("--output-tokens", type=_positive_int, help="serve: generated tokens per request (default 256)")
-    p.add_argument("--deadline-hours", type=_positive)
-    p.add_argument("--budget-usd", type=_count, help="USD for the run (serve: USD per hour)")
+    p.add_argument("--micro-batch", type=positive_int, help="training sequences per GPU per micro-step (default 1)")
+    p.add_argument("--tokens", type=count, help="training tokens (pretrain, finetune, lora, qlora)")
+    p.add_argument("--rate", type=positive_float, help="serve: requests per second")
+    p.add_argument("--input-tokens", type=positive_int, help="serve: prompt tokens per request (default 512)")
+    p.add_argument("--output-tokens", type=positive_int, help="serve: generated tokens per request (default 256)")
+    p.add_argument("--deadline-hours", type=positive_float)
+    p.add_argument("--budget-usd", type=count, help="USD for the run (serve: USD per hour)")
     p.add_argument("--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)")
-    p.add_argument("--gpus", type=_int_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
+    p.add_argument("--gpus", type=count_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
                                         "of its era, 100 Gb/s Ethernet for others)")
-    p.add_argument("--ports-per-node", type=positive_int_arg,
+    p.add_argument("--ports-per-node", type=bounded_int,
                    help="training: inter-node network ports per node, shared by its GPUs (default: one per GPU, "
                         "rail-optimized; e.g. 1 for one 100 GbE NIC per node)")
     p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
-    p.add_argument("--loader-tokens-per-s", type=_positive,
+    p.add_argument("--loader-tokens-per-s", type=positive_float,
                    help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
     u = p.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=_fraction, help="share of peak sustained (default 0.40, assumed)")
+    u.add_argument("--mfu", type=fraction, help="share of peak sustained (default 0.40, assumed)")
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")
     add_json_flag(p)
     p.set_defaults(func=_plan)

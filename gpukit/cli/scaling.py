@@ -3,8 +3,8 @@ tokens per GPU above which the gradient all-reduce hides behind the backward."""
 
 from __future__ import annotations
 
-from gpukit.cli import add_json_flag, int_list, positive_int
-from gpukit.errors import positive_float_arg
+from gpukit.cli import add_json_flag
+from gpukit.cli.argtypes import int_list, positive_float, positive_int
 
 
 def _scaling(args):
@@ -60,16 +60,16 @@ def register(subparsers) -> None:
     p.add_argument("--inter-link", help="inter-node link, one port per GPU (default: --link when it leaves the node, else the "
                         "InfiniBand of the GPU's era, 100 Gb/s Ethernet for others)")
     p.add_argument("--ports-per-node", type=positive_int, help="inter-node ports per node (default: one per GPU, rail)")
-    p.add_argument("--efficiency", type=positive_float_arg, help="share of the inter-node line rate reached (assumption)")
+    p.add_argument("--efficiency", type=positive_float, help="share of the inter-node line rate reached (assumption)")
     p.add_argument("--tokens-per-gpu", help="tokens per GPU per micro-step (weak scaling)")
     p.add_argument("--global-batch-tokens", help="tokens per optimizer step over all GPUs, split over --grad-accum micro-steps (strong scaling)")
     p.add_argument("--grad-dtype", help="fp32, bf16, fp16 (default bf16, fp16 on GPUs without bf16 units)")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd")
     p.add_argument("--powersgd-rank", type=positive_int, help="with --hook powersgd: rank of the factors (default 1, PyTorch's PowerSGDState and gpukit bench ddp)")
-    p.add_argument("--bucket-mb", type=positive_float_arg, default=25.0)
+    p.add_argument("--bucket-mb", type=positive_float, default=25.0)
     p.add_argument("--grad-accum", type=positive_int, default=1)
     p.add_argument("--overlap", default="on", choices=["on", "off"])
-    p.add_argument("--mfu", type=positive_float_arg, help="model FLOPs utilization (default 0.4, an assumption)")
+    p.add_argument("--mfu", type=positive_float, help="model FLOPs utilization (default 0.4, an assumption)")
     p.add_argument("--profile", help="calibration profile (gpukit calibrate): measured compute and link")
     add_json_flag(p)
     p.set_defaults(func=_scaling)

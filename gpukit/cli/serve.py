@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gpukit.cli import add_json_flag
-from gpukit.cli.compute import _positive, _positive_int
+from gpukit.cli.argtypes import positive_float, positive_int, price
+from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.inference import KV_DTYPES, PRECISIONS
 
 
-def _price(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a price in USD >= 0, got {text!r}") from None
-    if not (v >= 0 and v != float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite price in USD >= 0, got {text!r}")
-    return v
-
-
 def _serve(args):
-    from gpukit.catalog import get_gpu, get_interconnect, get_model
+    from gpukit.catalog import get_gpu, get_interconnect
     from gpukit.inference import Assumptions, default_tp, serve
 
-    model, gpu = get_model(args.model), get_gpu(args.gpu)
+    # the shared model flags (cli/model_args.py); a custom shape's window covers the request
+    asked = max(args.context or 0, (args.input_tokens or 0) + (args.output_tokens or 0))
+    model, gpu = model_from_args(args, longest_seq=asked).model, get_gpu(args.gpu)
     link = get_interconnect(args.link) if args.link is not None else None
     inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
     # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
@@ -50,10 +41,10 @@ def register(subparsers) -> None:
                               description="Prefill and decode on the roofline with stated shares of peak, KV cache, "
                                           "tensor/pipeline parallelism, replicas and a continuous-batching simulation "
                                           "(gpukit.inference).")
-    p.add_argument("--model", required=True, help="a model from `gpukit models`")
+    add_model_args(p)
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
-    p.add_argument("--gpus", type=_positive_int, help="GPUs per replica = tp x pp (default: tp)")
-    p.add_argument("--tp", type=_positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
+    p.add_argument("--gpus", type=positive_int, help="GPUs per replica = tp x pp (default: tp)")
+    p.add_argument("--tp", type=positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
     p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
                                    "NVLink, else its PCIe)")
     p.add_argument("--inter-link", help="link between pipeline stages (default: the node's NVLink/PCIe when the replica fits "
@@ -61,22 +52,22 @@ def register(subparsers) -> None:
     p.add_argument("--precision", choices=PRECISIONS, default=None,
                    help="weight precision (default bf16, fp16 on GPUs without bf16)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
-    p.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded together (default 1)")
-    p.add_argument("--context", type=_positive_int, help="KV tokens per sequence (default input + output)")
-    p.add_argument("--input-tokens", type=_positive_int, default=None,
+    p.add_argument("--batch", type=positive_int, default=1, help="sequences decoded together (default 1)")
+    p.add_argument("--context", type=positive_int, help="KV tokens per sequence (default input + output)")
+    p.add_argument("--input-tokens", type=positive_int, default=None,
                    help="prompt tokens (default 1000, less when that and the output do not fit the model's context)")
-    p.add_argument("--output-tokens", type=_positive_int, default=None,
+    p.add_argument("--output-tokens", type=positive_int, default=None,
                    help="generated tokens (default 200, less for a context under 1000 tokens)")
-    p.add_argument("--rate", type=_positive, help="requests per second to serve: replicas and p50/p99 latency")
-    p.add_argument("--price-per-gpu-hour", type=_price, help="USD per GPU-hour: cost per million output tokens")
-    p.add_argument("--hbm-share", type=_positive, default=0.65,
+    p.add_argument("--rate", type=positive_float, help="requests per second to serve: replicas and p50/p99 latency")
+    p.add_argument("--price-per-gpu-hour", type=price, help="USD per GPU-hour: cost per million output tokens")
+    p.add_argument("--hbm-share", type=positive_float, default=0.65,
                    help="assumed share of HBM bandwidth reached in decode, in (0, 1] (default 0.65)")
-    p.add_argument("--flops-share", type=_positive, default=0.5,
+    p.add_argument("--flops-share", type=positive_float, default=0.5,
                    help="assumed share of the dense peak reached in prefill, in (0, 1] (default 0.5)")
-    p.add_argument("--reserve", type=_positive, default=0.9,
+    p.add_argument("--reserve", type=positive_float, default=0.9,
                    help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)")
-    p.add_argument("--non-gpu-ms", type=_positive, help="per-request time outside the GPUs, ms")
-    p.add_argument("--simulate-requests", type=_positive_int,
+    p.add_argument("--non-gpu-ms", type=positive_float, help="per-request time outside the GPUs, ms")
+    p.add_argument("--simulate-requests", type=positive_int,
                    help="requests in the queueing simulation with --rate (default 400, at most 100,000)")
     add_json_flag(p)
     p.set_defaults(func=_serve)

@@ -18,59 +18,51 @@ The CUDA branch is not yet run on a GPU.
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
-from gpukit.errors import positive_int_arg, timeout_arg
+from gpukit.cli.argtypes import bounded_int, timeout
+from gpukit.cli.report import Report
 from gpukit.units import fmt_bytes
 
 _NAMES = (("predicted", "replay"), ("planning", "planning"), ("megatron", "megatron"))
 
 
-class ValidationResult:
-    """One configuration: the dict of gpukit.bench.measure.compare, printable as a table."""
+def validation_text(r: dict) -> str:
+    """One configuration (the dict of gpukit.bench.measure.compare) as a table."""
+    from gpukit.bench.measure import config_label
 
-    def __init__(self, result: dict):
-        self.result = result
-
-    def to_json_dict(self) -> dict:
-        return self.result
-
-    def to_text(self) -> str:
-        from gpukit.bench.measure import config_label
-
-        r = self.result
-        c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
-        lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
-                 f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
-                 f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (the models' CUDA branches: not yet run on a GPU before this run)"),
-                 f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES)]
-        for k in ("params", "grads", "optimizer", "activations", "peak"):
-            name = f"peak ({m['peak_phase']})" if k == "peak" else k
-            row = f"{name:<22}{fmt_bytes(m[k]):>12}"
-            for key, _ in _NAMES:
-                if r[key] is None:
-                    row += f"{'-':>12}{'-':>9}"
-                else:
-                    row += f"{fmt_bytes(r[key][k]):>12}{100 * e[key][k]:>+8.2f}%"
-            lines.append(row)
-        if c.get("sdpa_kernel"):
-            lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
-        if r["predicted"] is None:
-            lines.append("replay: not modelled for this layout/attention (gpukit.memory.eager replays the GPT "
-                         "layout with eager attention)")
-        lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
-                     f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
-        if c["precision"] == "bf16-mixed":
-            lines.append("megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
-                         "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks")
-        if r["predicted"] is not None:
-            p = r["predicted"]
-            meg, lay = p["megatron_activations"], p["layer_activations"]
-            lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (16-bit, dropout masks "
-                         f"counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} ({lay / meg:.2f}x)")
-            for step, delta in r.get("reconcile", ()):
-                lines.append(f"  {step:<78}{'+' if delta >= 0 else '-'}{fmt_bytes(abs(delta))} per layer")
-        if c["device"] == "cuda":
-            lines.append(f"CUDA baseline subtracted (context, cuBLAS workspace): {fmt_bytes(m['baseline'])}")
-        return "\n".join(lines)
+    c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
+    lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
+             f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
+             f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (the models' CUDA branches: not yet run on a GPU before this run)"),
+             f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES)]
+    for k in ("params", "grads", "optimizer", "activations", "peak"):
+        name = f"peak ({m['peak_phase']})" if k == "peak" else k
+        row = f"{name:<22}{fmt_bytes(m[k]):>12}"
+        for key, _ in _NAMES:
+            if r[key] is None:
+                row += f"{'-':>12}{'-':>9}"
+            else:
+                row += f"{fmt_bytes(r[key][k]):>12}{100 * e[key][k]:>+8.2f}%"
+        lines.append(row)
+    if c.get("sdpa_kernel"):
+        lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
+    if r["predicted"] is None:
+        lines.append("replay: not modelled for this layout/attention (gpukit.memory.eager replays the GPT "
+                     "layout with eager attention)")
+    lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
+                 f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
+    if c["precision"] == "bf16-mixed":
+        lines.append("megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
+                     "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks")
+    if r["predicted"] is not None:
+        p = r["predicted"]
+        meg, lay = p["megatron_activations"], p["layer_activations"]
+        lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (16-bit, dropout masks "
+                     f"counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} ({lay / meg:.2f}x)")
+        for step, delta in r.get("reconcile", ()):
+            lines.append(f"  {step:<78}{'+' if delta >= 0 else '-'}{fmt_bytes(abs(delta))} per layer")
+    if c["device"] == "cuda":
+        lines.append(f"CUDA baseline subtracted (context, cuBLAS workspace): {fmt_bytes(m['baseline'])}")
+    return "\n".join(lines)
 
 
 def _run(args):
@@ -157,7 +149,8 @@ def _measure(args):
         kv = args.kv_heads if args.kv_heads is not None else max(1, args.heads // 2)
         spec = llama_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, n_kv_heads=kv,
                           vocab=args.vocab, seq=args.seq, tied_embeddings=args.tied)
-    return ValidationResult(compare(spec, setup, steps=args.steps, attention=args.attention))
+    result = compare(spec, setup, steps=args.steps, attention=args.attention)
+    return Report(result, lambda: validation_text(result))
 
 
 def register(subparsers) -> None:
@@ -181,9 +174,9 @@ def register(subparsers) -> None:
     m.add_argument("--optimizer", help="adamw, sgd-momentum or sgd (default adamw)")
     m.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     m.add_argument("--tied", action="store_true", default=None, help="tie the LM head to the token embedding")
-    m.add_argument("--steps", type=positive_int_arg, help="training steps measured (>= 2, default 2)")
-    m.add_argument("--threads", type=positive_int_arg, help="torch threads (default: torch's)")
-    m.add_argument("--timeout", type=timeout_arg, default=600,
+    m.add_argument("--steps", type=bounded_int, help="training steps measured (>= 2, default 2)")
+    m.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
+    m.add_argument("--timeout", type=timeout, default=600,
                    help="seconds before giving up (default 600; --grid/--random: the whole run)")
     m.add_argument("--grid", action="store_true", help="run the layout's whole validation grid instead")
     m.add_argument("--random", type=int, help="run N random configurations of the layout instead (shapes no grid names)")

@@ -238,7 +238,7 @@ def default_tp(model: ModelSpec, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PE
 def tp_splits_heads(model: ModelSpec, tp: int) -> bool:
     """tp divides the attention heads and divides or is a multiple of the KV heads (gpukit.inference's
     check: Megatron-LM splits whole heads, GQA's KV heads are split or replicated)."""
-    return model.n_heads % tp == 0 and (model.n_kv_heads % tp == 0 or tp % model.n_kv_heads == 0)
+    return model.tp_note(tp) is None
 
 
 def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str | None = None,

@@ -176,10 +176,7 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16", tp: int = 1, pp
 def _split(model: ModelSpec, tp: int, pp: int) -> None:
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
-    if model.n_heads % tp:
-        raise ValueError(f"tp must divide n_heads {model.n_heads} of {model.name}, got {tp}")
-    if model.n_kv_heads % tp and tp % model.n_kv_heads:
-        raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got {tp}")
+    model.check_tp(tp)  # ModelSpec's rule: whole heads, KV heads split or replicated
     if pp > model.n_layers:
         raise ValueError(f"pp must be <= n_layers {model.n_layers}, got {pp}")
 

@@ -94,6 +94,12 @@ from gpukit.memory.tricks import (
     step_time_estimate,
     lora_trainable_params,
 )
+from gpukit.memory.resolve import (
+    SETUP_FIELDS,
+    TRAINING_ONLY,
+    ResolvedSetup,
+    resolve_setup,
+)
 
 __all__ = [
     "PRECISIONS",
@@ -168,4 +174,8 @@ __all__ = [
     "StepTimeEstimate",
     "step_time_estimate",
     "lora_trainable_params",
+    "SETUP_FIELDS",
+    "TRAINING_ONLY",
+    "ResolvedSetup",
+    "resolve_setup",
 ]

@@ -220,10 +220,7 @@ def _pipeline_line(s: TrainSetup) -> str:
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     """ValueError when the parallel layout does not fit the model's shape."""
     model = as_model(model)
-    if model.n_heads % setup.tp:
-        raise ValueError(f"tp must divide n_heads {model.n_heads}, got {setup.tp}")
-    if model.n_kv_heads % setup.tp and setup.tp % model.n_kv_heads:
-        raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got {setup.tp}")
+    model.check_tp(setup.tp)  # ModelSpec's rule: whole heads, KV heads split or replicated
     if setup.pp > model.n_layers:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
     if setup.pp * setup.virtual_stages > model.n_layers:

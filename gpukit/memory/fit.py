@@ -121,11 +121,11 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         tp, refused = 1, []
         while tp * setup.pp <= max_gpus:
             s = replace(setup, tp=tp, dp=1)
-            try:
-                r = total(s)
-            except ValueError:  # tp not allowed by the heads
+            if model is not None and model.tp_note(tp) is not None:  # tp not allowed by the heads (ModelSpec's rule)
                 r = None
                 refused.append(tp)
+            else:
+                r = total(s)
             if r is not None and r.fits:
                 options.append(GpuOption(0, 1, tp, s.pp, s.world_size, r.total_bytes))
                 break
@@ -136,7 +136,7 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
             verb = "does" if len(tried) == 1 else "do"
             why = (f"at pp {setup.pp}: tp {', '.join(map(str, tried))} {verb} not fit, and {model.name}'s "
                    f"{model.n_heads} heads ({model.n_kv_heads} kv) allow no power-of-two tp from {refused[0]} to "
-                   f"{refused[-1]} (tp must divide n_heads); the GPU limit is not what stops it: try pp > 1")
+                   f"{refused[-1]} (tp must divide n_heads, and divide n_kv_heads or be a multiple of it); the GPU limit is not what stops it: try pp > 1")
         return GpuPlan(gpu.name, tuple(options), why)
     mp = setup.tp * setup.pp
     if max_gpus < mp:

@@ -127,10 +127,7 @@ class ParallelConfig:
         if gpus is not None and self.world_size != gpus:
             raise ValueError(f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}="
                              f"{self.world_size}")
-        if model.n_heads % self.tp:
-            raise ValueError(f"tp must divide n_heads {model.n_heads}, got tp {self.tp}")
-        if model.n_kv_heads % self.tp and self.tp % model.n_kv_heads:
-            raise ValueError(f"tp must divide n_kv_heads {model.n_kv_heads} or be a multiple of it, got tp {self.tp}")
+        model.check_tp(self.tp)  # the model's own rule (ModelSpec.tp_note): whole heads, KV heads split or replicated
         if self.zero_stage and self.dp == 1:  # it would change nothing without a word
             notes.append(f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
                          "with ZeRO-0")
@@ -244,8 +241,8 @@ def as_model_spec(model) -> ModelSpec:
 
 
 def default_seq_len_note(model: ModelSpec) -> str:
-    """What a layout question assumes when no seq_len is given: the pretraining length, not the window."""
-    return f"seq_len not given: {model.train_seq_len} tokens, {model.train_seq_len_source}"
+    """What a layout question assumes when no seq_len is given (ModelSpec.default_seq_len's note)."""
+    return model.default_seq_len()[1]
 
 
 @lru_cache(maxsize=4096)
@@ -299,7 +296,7 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     if not isinstance(config, ParallelConfig):
         raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
     G = require_positive_int("global_batch", global_batch)
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
     window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     require_choice("attention", attention, mem.ATTENTION)
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
@@ -392,7 +389,7 @@ def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: in
     defaults to model.train_seq_len, as in estimate."""
     model = as_model_spec(model)
     global_batch = require_positive_int("global_batch", global_batch)
-    seq_len = require_positive_int("seq_len", model.train_seq_len if seq_len is None else seq_len)
+    seq_len = require_positive_int("seq_len", model.default_seq_len()[0] if seq_len is None else seq_len)
     model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
     grad_bytes = require_positive("grad_bytes", grad_bytes)
     config.validate(model, global_batch=global_batch)

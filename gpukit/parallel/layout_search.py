@@ -26,7 +26,6 @@ from gpukit.parallel.layout import (
     Estimate,
     ParallelConfig,
     as_model_spec,
-    default_seq_len_note,
     estimate,
     layout_train_setup,
 )
@@ -117,7 +116,7 @@ def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: i
     G = require_positive_int("global_batch", global_batch)
     out = []
     for tp in _divisors(n):
-        if model.n_heads % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
+        if model.tp_note(tp) is not None:  # ModelSpec's rule: whole heads, KV heads split or replicated
             continue
         for pp in _divisors(n // tp):
             if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
@@ -196,7 +195,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
     if n % cl.gpus_per_node and n > cl.gpus_per_node:
         raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
-    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.train_seq_len)
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
     window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
@@ -252,7 +251,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
         else:
             binding, reasons = "", ()
         ranked.append(Ranked(e, binding, reasons))
-    notes = ((default_seq_len_note(model),) if seq_len is None else ()) + ((window,) if window else ())
+    notes = ((model.default_seq_len()[1],) if seq_len is None else ()) + ((window,) if window else ())
     if global_batch is None:
         notes += (f"global_batch not given: max(gpus, 512) = {G} sequences ({G * s:,} tokens per step)",)
     return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k,

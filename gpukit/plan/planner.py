@@ -56,7 +56,7 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
         best = too_many = None
         for prec in ("bf16", "fp8", "int8", "int4"):
             for tp in (1, 2, 4, 8):
-                if tp > min(gpus_per_node, max_gpus) or model.n_heads % tp:
+                if tp > min(gpus_per_node, max_gpus) or model.tp_note(tp) is not None:
                     continue
                 try:
                     p = inference.serve(model, g, gpus=tp, tp=tp, precision=prec, input_tokens=input_tokens,
@@ -278,10 +278,10 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                        "roofline, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
     else:
         plans = train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
-                             profile, seq_len or model.train_seq_len, micro_batch, gpus_per_node, inter_link,
+                             profile, seq_len or model.default_seq_len()[0], micro_batch, gpus_per_node, inter_link,
                              deadline_hours, budget_usd, loader_tokens_per_s, ports_per_node)
     if workload in ("pretrain", "finetune") and refine:
-        plans, refined = refine_with_parallel(plans, model, tokens, seq_len or model.train_seq_len, gpus_per_node,
+        plans, refined = refine_with_parallel(plans, model, tokens, seq_len or model.default_seq_len()[0], gpus_per_node,
                                                inter_link, deadline_hours, budget_usd,
                                                mfu_v if profile is None else None, profile, loader_tokens_per_s,
                                                ports_per_node=ports_per_node)
@@ -319,7 +319,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
                        f"{gpus_per_node} GPUs per node; between nodes "
                        f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}"]
     if workload != "serve":
-        seq_words = f"seq_len {seq_len}" if seq_len else f"seq_len {model.train_seq_len} ({model.train_seq_len_source})"
+        seq_words = f"seq_len {seq_len}" if seq_len else f"seq_len {model.default_seq_len()[0]} ({model.train_seq_len_source})"
         drop_words = "dropout masks counted" if model.dropout else "no dropout"
         assumptions.append(f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
                            f"data/models.csv); GPU counts limited to a global batch of at most "

@@ -4,9 +4,11 @@ Thin views over pure functions (STYLE principle 2):
 
 - `memory_compute(model, gpu, precision, optimizer, micro_batch, seq_len, recompute, tp, zero_stage,
   dp, pp, sp, attention, inference, batch, params_b, convention)` -> `gpukit.memory.MemoryBreakdown`
-  for a catalog model (or a custom parameter count) on a catalog GPU; `memory_view()` puts controls
-  on it (`memory_view_extra_controls`: the issue-8 additions) and draws `plot_breakdown` (one
-  stacked bar, the GPU's capacity as a line, the verdict as the title).
+  for a catalog model (or a custom parameter count) on a catalog GPU, with the setup of
+  `gpukit.memory.resolve_setup` (`memory_setup`: `gpukit memory`'s defaults and notes); `memory_view()`
+  puts controls on it (`memory_view_extra_controls`: the issue-8 additions; `memory_shown`: the
+  breakdown and the notes, printed under the plot) and draws `plot_breakdown` (one stacked bar, the
+  GPU's capacity as a line, the verdict as the title).
 - `plot_step_timeline(trace, replay, planning_phase_peaks)`: memory over one training step, measured
   op by op, replayed, and the planning model's phase peaks (notebook 01, section 4).
 - `tricks_compute(...)` -> `gpukit.memory.tricks.TrickStack` (baseline, then each chosen trick added on
@@ -38,13 +40,45 @@ PARTS = tuple(COLORS)
 CUSTOM = "custom (parameter count)"  # the model dropdown's entry for a bare parameter count
 
 
-def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str = "bf16-mixed",
-                   optimizer: str = "adamw", micro_batch: int = 1, seq_len: int = 1024,
+def memory_setup(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str | None = "bf16-mixed",
+                 optimizer: str = "adamw", micro_batch: int = 1, seq_len: int | None = 1024,
+                 recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
+                 sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
+                 params_b: float = 7.0, convention: str = "pytorch"):
+    """(ModelSpec or None, n_params or None, GPU, gpukit.memory.ResolvedSetup) of memory_compute's
+    arguments: the memory policy of `gpukit memory` (gpukit.memory.resolve_setup), the same defaults
+    and notes. seq_len None: the model's pretraining length; precision None: bf16-mixed, fp16-mixed on
+    a GPU without bf16 units; pp > 1: pp micro-batches per step (grad_accum = pp)."""
+    card = catalog.get_gpu(gpu)
+    require_positive_int("micro_batch", micro_batch)
+    require_positive_int("tp", tp)
+    spec = n_params = None
+    if model != CUSTOM:
+        spec = catalog.get_model(model)
+        if seq_len is not None and require_positive_int("seq_len", seq_len) > spec.max_seq:
+            # positions beyond what the model was built for (its config.json)
+            raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
+    else:
+        if not isinstance(params_b, (int, float)) or not params_b > 0:
+            raise ValueError(f"params_b must be a positive number of billions, got {params_b!r}")
+        n_params = int(params_b * 1e9)
+    kw = dict(precision=precision, seq_len=seq_len, tp=tp, pp=pp, attention=attention, convention=convention)
+    if inference:  # ZeRO, dp, optimizer and recompute do not apply to serving: not passed
+        kw |= dict(inference=True, batch=batch, sp=sp or None)
+    else:
+        kw |= dict(optimizer=optimizer, micro_batch=micro_batch, recompute=recompute, zero_stage=zero_stage, dp=dp,
+                   sp=sp)
+    return spec, n_params, card, mem.resolve_setup(spec, gpu=card, n_params=n_params, **kw)
+
+
+def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str | None = "bf16-mixed",
+                   optimizer: str = "adamw", micro_batch: int = 1, seq_len: int | None = 1024,
                    recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
                    sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
                    params_b: float = 7.0, convention: str = "pytorch") -> mem.MemoryBreakdown:
     """Per-GPU memory (bytes) of training (or serving) catalog `model` on catalog `gpu`:
-    gpukit.memory.estimate_memory with the TrainSetup of these arguments, overhead included.
+    gpukit.memory.estimate_memory with the TrainSetup gpukit.memory.resolve_setup makes of these
+    arguments (`memory_setup`), overhead included.
 
     model CUSTOM uses a bare count of params_b billion parameters (model states only: activations,
     logits and KV cache need a shape). inference=True serves `batch` sequences of seq_len tokens of
@@ -52,26 +86,27 @@ def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: 
     With pp > 1 the step runs pp micro-batches (grad_accum = pp, the fewest that fill a 1F1B
     pipeline), so the first stage holds pp micro-batches of activations (Korthikanti et al. 2022 sec.
     4.2.3). convention: "pytorch" (what eager PyTorch keeps at the peak of a step) or "megatron"."""
-    card = catalog.get_gpu(gpu)
-    require_positive_int("micro_batch", micro_batch)
-    require_positive_int("tp", tp)
-    seq_len = require_positive_int("seq_len", seq_len)
-    spec = None
-    if model != CUSTOM:
-        spec = catalog.get_model(model)
-        if seq_len > spec.max_seq:  # positions beyond what the model was built for (its config.json)
-            raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
-    kw = dict(precision=precision, seq_len=seq_len, tp=tp, pp=pp, sp=sp, attention=attention, convention=convention)
-    if inference:
-        setup = mem.TrainSetup(inference=True, batch=batch, **kw)
-    else:
-        setup = mem.TrainSetup(optimizer=optimizer, micro_batch=micro_batch, recompute=recompute,
-                               zero_stage=zero_stage, dp=dp, grad_accum=max(1, pp), **kw)
-    if spec is None:
-        if not isinstance(params_b, (int, float)) or not params_b > 0:
-            raise ValueError(f"params_b must be a positive number of billions, got {params_b!r}")
-        return mem.estimate_memory(n_params=int(params_b * 1e9), setup=setup, gpu=card)
-    return mem.estimate_memory(spec, setup=setup, gpu=card)
+    spec, n_params, card, resolved = memory_setup(model, gpu, precision, optimizer, micro_batch, seq_len, recompute,
+                                                  tp, zero_stage, dp, pp, sp, attention, inference, batch, params_b,
+                                                  convention)
+    return mem.estimate_memory(spec, n_params=n_params, setup=resolved.setup, gpu=card)
+
+
+class ShownMemory:
+    """What the memory view shows: the breakdown (its fields read through, view.result.total_bytes) and
+    the notes of the memory policy, the same `gpukit memory` prints."""
+
+    def __init__(self, breakdown: mem.MemoryBreakdown, notes: tuple[str, ...]):
+        self.breakdown, self.notes = breakdown, notes
+
+    def __getattr__(self, name):
+        return getattr(self.breakdown, name)
+
+
+def memory_shown(**values) -> ShownMemory:
+    """memory_compute's breakdown with memory_setup's notes (the view's compute)."""
+    spec, n_params, card, resolved = memory_setup(**values)
+    return ShownMemory(mem.estimate_memory(spec, n_params=n_params, setup=resolved.setup, gpu=card), resolved.notes)
 
 
 def parts_gib(bd: mem.MemoryBreakdown) -> dict[str, float]:
@@ -125,13 +160,16 @@ def plot_breakdown(bd: mem.MemoryBreakdown, ax=None):
     return ax.figure
 
 
-def _render_memory(bd):
+def _render_memory(shown):
+    bd = shown.breakdown if isinstance(shown, ShownMemory) else shown
     where = (f"the peak of a step in eager PyTorch, reached in phase '{bd.peak_phase}'"
              if bd.convention == "pytorch" and bd.peak_phase != "sum" else "a sum of parts (papers' convention)")
     print(f"{verdict_text(bd)}; components at {where}")
     if bd.setup.inference is False and bd.activations_bytes == 0 and bd.peak_phase in ("sum", "optimizer") \
             and bd.model_name.endswith("params"):
         print("custom parameter count: model states only (activations need a model's shape)")
+    for note in getattr(shown, "notes", ()):
+        print(f"note: {note}")
     plot_breakdown(bd)
 
 
@@ -156,7 +194,7 @@ def memory_view(**defaults) -> View:
         "tp": number("tp", v["tp"], integer=True),
         **memory_view_extra_controls(v, widgets),
     }
-    return View(memory_compute, controls, _render_memory, title="Memory of one training step, per GPU")
+    return View(memory_shown, controls, _render_memory, title="Memory of one training step, per GPU")
 
 
 def memory_view_extra_controls(v: dict, widgets) -> dict:
