@@ -150,3 +150,18 @@ def test_the_two_commands_json(name, gpu, n, searched, capsys):
     assert p["memory_per_gpu_bytes"] == row["memory_per_gpu_bytes"] and p["binding"] == row["binding"]
     for key in ("hours", "cost_usd", "efficiency"):
         assert p[key] == pytest.approx(row[key], rel=1e-12), key
+
+
+@pytest.mark.parametrize("workload", ["lora", "qlora"])
+def test_adapters_are_priced_by_the_same_loop(workload):
+    """LoRA/QLoRA plans (frozen base, cheaper backward, no data-parallel gradient traffic) and cost train told
+    finetune=workload at the planner's recompute: the same memory, hours, cost and efficiency."""
+    for name, gpu, n in itertools.product(("llama-2-7b", "llama-3-8b"), GPUS, (1, 8)):
+        m = get_model(name)
+        (p,) = train_plans(m, workload, 1e9, [gpu], [n], {gpu: PRICE}, None, None, m.train_seq_len, 1, 8, None,
+                           None, None, None)
+        assert p.binding != "does not fit", (name, gpu, n)
+        row = cost.training_cost(m, 1e9, gpu, [n], finetune=workload, price_per_gpu_hour=PRICE,
+                                 **_layout_of(p.tricks)).rows[0]
+        _same(p, row, f"{workload} {name} on {n} x {gpu}: plan {p.layout!r}")
+        assert row.efficiency == 1.0  # only the adapters' gradients cross the network

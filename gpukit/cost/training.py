@@ -264,12 +264,12 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                   efficiency=None, gpus_per_node: int = 8, inter_link: str | None = None,
                   zero_stage: int = 0, overlap: float = 0.0, spot: dict | None = None,
                   ports_per_node: int | None = None, recompute: str = "none", offload: str = "none",
-                  seq_len: int | None = None, micro_batch: int = 1, grad_accum: int = 1,
+                  finetune: str = "full", seq_len: int | None = None, micro_batch: int = 1, grad_accum: int = 1,
                   price_per_node_hour: float | None = None) -> CostTable:
     """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
 
     Every row is one training_run (the price loop the planner uses too) of the data-parallel layout
-    data_parallel_setup(zero_stage, recompute, offload, seq_len, micro_batch, grad_accum): its memory per
+    data_parallel_setup(zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum): its memory per
     GPU and fits, its efficiency, hours and cost. Tokens per GPU per optimizer step = seq_len x micro_batch x
     grad_accum (seq_len: the model's train_seq_len unless given; 2048 for a bare n_params).
     efficiency: None = predicted (predicted_efficiency, data-parallel model with `ports_per_node`
@@ -306,8 +306,8 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
         raise ValueError("seq_len needs a model (its attention FLOPs and activations); with n_params alone give none")
     # one GPU has no data parallelism to shard over: ZeRO 0, unless offload needs a stage (ZeRO-Offload)
     setups = {n: data_parallel_setup(model, n, zero_stage=zero_stage if n > 1 or offload != "none" else 0,
-                                     recompute=recompute,
-                                     offload=offload, seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum)
+                                     recompute=recompute, offload=offload, finetune=finetune, seq_len=seq_len,
+                                     micro_batch=micro_batch, grad_accum=grad_accum)
               for n in counts}
     tokens_per_gpu = float(setups[counts[0]].seq_len * micro_batch * grad_accum)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]
@@ -404,6 +404,9 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     drop_words = ("dropout masks counted (the model's recipe)" if isinstance(model, ModelSpec) and model.dropout
                   else "no dropout")
     off_words = {"none": "", "optimizer": ", optimizer offload", "all": ", offload all"}[offload]
+    if finetune != "full":  # adapters: a frozen base, a cheaper backward, negligible gradient traffic
+        off_words += (f", {finetune} adapters (rank {TrainSetup().lora_rank}) on a frozen base: the backward skips its "
+                      f"weight gradients, {ADAPTER_BACKWARD_SHARE:.3g} x the full step's time (Hu et al. 2021)")
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
                    f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
                    f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
