@@ -7,10 +7,15 @@ hours are wall-clock hours of the whole job; gpu_hours = hours x gpus. The singl
 gpukit.compute.time_to_train (6ND FLOPs at peak x MFU, Kaplan et al. 2020; Narayanan et al. 2021
 eq. 4); n GPUs take t1 / (n x efficiency), so cost = t1 x price / efficiency: efficiency below 1 is
 what makes more GPUs cost more (never assumed 1 unless the caller says so).
+One price loop: training_run prices one layout (memory per GPU and fits, step, efficiency over
+seq_len x micro_batch x grad_accum tokens per GPU per optimizer step, offload and input caps, hours,
+cost, binding); training_cost (`gpukit cost train`) and the planner's candidates (gpukit.plan.train)
+both call it, so for the same model, GPU, count and layout they give the same answer.
 Split by reason to change (all reachable from here): the scaling efficiency in gpukit.cost.efficiency,
 buy vs rent in gpukit.cost.buy, spot instances in gpukit.cost.spot, published runs in
 gpukit.cost.published; prices (and a given price's checks) in gpukit.prices.
-Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan, gpukit.audits.cost.
+Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan (training_run in
+gpukit.plan.train), gpukit.cli.cost, gpukit.widgets.cost_view, gpukit.audits.cost.
 """
 
 from __future__ import annotations
