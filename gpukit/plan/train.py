@@ -21,7 +21,7 @@ from dataclasses import replace
 from gpukit.catalog import get_gpu
 from gpukit.compute import time_to_train
 from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, training_run
-from gpukit.memory import TrainSetup
+from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.plan.plans import MAX_GLOBAL_BATCH_TOKENS, MIN_STEPS, Plan
 from gpukit.specs import ModelSpec
 
@@ -92,10 +92,10 @@ def train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of
                 s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,
                                recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=model.dropout,
                                finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"))
-                run = training_run(model, tokens, name, s, usd_per_gpu_hour=usd, **kw)
-                plans.append(Plan(gpu=name, gpus=n, nodes=run.nodes,
+                m = estimate_memory(model, setup=s, gpu=get_gpu(name))  # what the lightest layout would need
+                plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
                                   layout=_layout(n, gpus_per_node, ("nothing fits",)),
-                                  memory_per_gpu_bytes=run.memory_per_gpu_bytes, hours=math.inf, cost_usd=math.inf,
+                                  memory_per_gpu_bytes=m.total_bytes, hours=math.inf, cost_usd=math.inf,
                                   efficiency=0.0, binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
                 continue
             run, tricks = best
