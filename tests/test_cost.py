@@ -320,7 +320,9 @@ def test_published_implied_mfu_plausible():
 def test_cost_train_counts_beyond_one_step_are_errors(capsys):
     """7B on 1T tokens at 1e11 GPUs printed 0.0 hours, 0.0% efficiency and $7.1B as a Pareto row: one
     optimizer step (8,192 tokens a GPU) of that many GPUs is 800x the run. Now an error naming the limit."""
-    with pytest.raises(ValueError, match="gpus must be at most tokens / tokens_per_gpu = 122,070,312"):
+    # issue 22: one price loop for cost train and plan: a step is seq_len x micro_batch x grad_accum tokens per GPU
+    # (2048 x 1 x 1 for a bare n_params), not a separate 8,192 (4 x 2048); the limit was 1e12 / 8192 = 122,070,312
+    with pytest.raises(ValueError, match="gpus must be at most tokens / tokens_per_gpu = 488,281,250"):
         cost.training_cost(7e9, 1e12, "h100-sxm", [8, 10**11], price_per_gpu_hour=3.0)
     assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,99999999999",
                  "--price-per-gpu-hour", "3"]) == 2
@@ -458,7 +460,11 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
             "--price-per-gpu-hour", "3", "--inter-link", "eth-100g"]
     assert main(argv + ["--ports-per-node", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["rows"][0]["efficiency"] == pytest.approx(want, rel=1e-9)
+    # issue 22: cost train prices a step of seq_len x micro_batch x grad_accum = 4096 x 1 x 1 tokens per GPU for
+    # llama-2-7b (the planner's step, one price loop), no longer predicted_efficiency's default 8,192
+    step = scaling(n_params=n, gpu="h100-sxm", gpus=(1, 16), inter_link="eth-100g", ports_per_node=1,
+                   tokens_per_gpu=4096, overlap=False).rows[-1].efficiency
+    assert d["rows"][0]["tokens_per_gpu"] == 4096 and d["rows"][0]["efficiency"] == pytest.approx(step, rel=1e-9)
     assert any("1 eth-100g port(s) per node shared by its 8 GPUs" in a and "--ports-per-node 1" in a
                for a in d["assumptions"])
     assert main(argv + ["--ports-per-node", "0"]) == 2

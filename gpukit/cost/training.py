@@ -7,10 +7,15 @@ hours are wall-clock hours of the whole job; gpu_hours = hours x gpus. The singl
 gpukit.compute.time_to_train (6ND FLOPs at peak x MFU, Kaplan et al. 2020; Narayanan et al. 2021
 eq. 4); n GPUs take t1 / (n x efficiency), so cost = t1 x price / efficiency: efficiency below 1 is
 what makes more GPUs cost more (never assumed 1 unless the caller says so).
+One price loop: training_run prices one layout (memory per GPU and fits, step, efficiency over
+seq_len x micro_batch x grad_accum tokens per GPU per optimizer step, offload and input caps, hours,
+cost, binding); training_cost (`gpukit cost train`) and the planner's candidates (gpukit.plan.train)
+both call it, so for the same model, GPU, count and layout they give the same answer.
 Split by reason to change (all reachable from here): the scaling efficiency in gpukit.cost.efficiency,
 buy vs rent in gpukit.cost.buy, spot instances in gpukit.cost.spot, published runs in
 gpukit.cost.published; prices (and a given price's checks) in gpukit.prices.
-Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan, gpukit.audits.cost.
+Used in: notebooks/08_cluster_economics, notebooks/09_decide, gpukit.plan (training_run in
+gpukit.plan.train), gpukit.cli.cost, gpukit.widgets.cost_view, gpukit.audits.cost.
 """
 
 from __future__ import annotations
@@ -20,21 +25,169 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from gpukit.catalog import get_gpu
-from gpukit.compute import time_to_train
+from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
 from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.memory import TrainSetup
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
+
+# ------------------------------------------------------------------------------- one training run
+OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
+ADAPTER_BACKWARD_SHARE = 4 / 6  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
+NETWORK_BOUND_BELOW = 0.5  # a run whose data-parallel efficiency is below this is called network-bound
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training layout priced: memory per GPU and whether it fits, the step, the efficiency, wall hours
+    and cost. efficiency is the share of a step that is useful compute (network, offload and input waits
+    excluded); network_efficiency the data-parallel part alone. tokens_per_gpu: per optimizer step."""
+
+    gpu: str
+    gpus: int
+    nodes: int
+    setup: TrainSetup  # the layout: zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum
+    memory_per_gpu_bytes: int
+    gpu_memory_bytes: int
+    fits: bool
+    tokens_per_gpu: float
+    compute_s: float  # per optimizer step, on one GPU's share of the tokens
+    step_s: float
+    network_efficiency: float
+    efficiency: float
+    hours: float
+    usd_per_gpu_hour: float
+    input_bound: bool
+    efficiency_model: str
+    single_gpu: TrainTime = field(compare=False, repr=False)  # gpukit.compute.time_to_train on one GPU
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.hours * self.gpus
+
+    @property
+    def cost_usd(self) -> float:
+        return self.hours * self.gpus * self.usd_per_gpu_hour
+
+    @property
+    def binding(self) -> str:
+        """What limits the run as laid out: does not fit, input-bound (the loader caps the step),
+        network-bound (data-parallel efficiency below NETWORK_BOUND_BELOW) or compute-bound."""
+        if not self.fits:
+            return "does not fit"
+        if self.input_bound:
+            return "input-bound"
+        return "network-bound" if self.network_efficiency < NETWORK_BOUND_BELOW else "compute-bound"
+
+    def to_json_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k not in ("setup", "single_gpu")}
+        d.update(setup=asdict(self.setup), gpu_hours=self.gpu_hours, cost_usd=self.cost_usd, binding=self.binding)
+        return d
+
+
+def data_parallel_setup(model, gpus: int, *, zero_stage: int = 0, recompute: str = "none", offload: str = "none",
+                        finetune: str = "full", seq_len: int | None = None, micro_batch: int = 1,
+                        grad_accum: int = 1) -> TrainSetup:
+    """The TrainSetup of a data-parallel layout over `gpus` GPUs: bf16-mixed AdamW, convention "pytorch" (the
+    peak of an eager step), dropout as the model row's recipe (none for a bare n_params), seq_len the model's
+    pretraining length train_seq_len unless given (2048, TrainSetup's default, for a bare n_params)."""
+    spec = model if isinstance(model, ModelSpec) else None
+    if seq_len is None:
+        seq_len = spec.train_seq_len if spec is not None else TrainSetup().seq_len
+    return TrainSetup(zero_stage=zero_stage, dp=gpus, recompute=recompute, offload=offload, finetune=finetune,
+                      seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
+                      dropout=spec is not None and spec.dropout)
+
+
+def offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
+    """Extra seconds per optimizer step from optimizer offload: 16-bit gradients down and parameters up
+    over PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
+    written at OFFLOAD_CPU_GBPS (an assumption). Once per step, whatever its tokens: more tokens per
+    step (a larger micro-batch) hide it better."""
+    if setup.offload == "none":
+        return 0.0
+    pcie_gbps = {3: 16.0, 4: 32.0, 5: 64.0}.get(gpu.pcie_gen, 32.0)
+    per_gpu = n_params / setup.dp
+    return 4 * per_gpu / (pcie_gbps * 1e9) + 32 * per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
+
+
+def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_gpu_hour: float,
+                 mfu: float | None = None, profile=None, efficiency: float | None = None, gpus_per_node: int = 8,
+                 inter_link: str | None = None, ports_per_node: int | None = None, overlap: float = 0.0,
+                 loader_tokens_per_s: float | None = None) -> TrainingRun:
+    """Price one training layout: `model` (ModelSpec or n_params) on `tokens` tokens over setup.dp GPUs of
+    type `gpu` laid out as `setup` (data parallel with its ZeRO stage, recompute, offload, finetune,
+    seq_len, micro_batch, grad_accum). The one price loop behind `gpukit cost train` and the planner.
+
+    memory: gpukit.memory.estimate_memory with the GPU (CUDA context and allocator slack); n_params alone
+      counts the model states only. time: gpukit.compute.time_to_train on one GPU at seq_len with the
+      setup's recompute (6N, 8N with full recompute, Narayanan et al. 2021 eq. 4; attention at seq_len);
+      adapters (LoRA/QLoRA) skip the frozen weights' gradients: ADAPTER_BACKWARD_SHARE of it (Hu et al.
+      2021). step: the tokens one GPU processes per optimizer step, seq_len x micro_batch x grad_accum,
+      at that rate, divided by the data-parallel efficiency (predicted_efficiency over those tokens per GPU,
+      or `efficiency` given; adapters' gradients are negligible traffic: 1), plus the offload's PCIe and
+      CPU Adam time (offload_slowdown_s); a loader slower than the GPUs caps the step (Amdahl).
+    hours = one GPU's hours / (gpus x efficiency), efficiency = useful compute / step time; cost = hours x
+    gpus x usd_per_gpu_hour.
+    """
+    from gpukit.memory import estimate_memory
+
+    if not isinstance(setup, TrainSetup):
+        raise ValueError(f"setup must be a gpukit.memory.TrainSetup, got {type(setup).__name__}")
+    g = get_gpu(gpu)
+    n, k = setup.dp, require_positive_int("gpus_per_node", gpus_per_node)
+    usd = require_positive("usd_per_gpu_hour", usd_per_gpu_hour, allow_zero=True)
+    spec = model if isinstance(model, ModelSpec) else None
+    n_params = spec.n_params if spec is not None else require_positive("n_params", model)
+    if spec is not None:
+        m = estimate_memory(spec, setup=setup, gpu=g)
+    else:
+        m = estimate_memory(n_params=int(round(n_params)), setup=setup, gpu=g)
+    t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, recompute=setup.recompute,
+                       seq_len=setup.seq_len if spec is not None else None, dtype=g.half_dtype)
+    adapters = setup.finetune != "full"
+    t1_s = t1.seconds * (ADAPTER_BACKWARD_SHARE if adapters else 1.0)
+    tokens_per_gpu = float(setup.seq_len * setup.micro_batch * setup.grad_accum)
+    if efficiency is not None:
+        eff = require_positive("efficiency", efficiency)
+        if eff > 1:
+            raise ValueError(f"efficiency must be in (0, 1], got {eff}")
+        eff_model = "given by the caller"
+    elif n == 1:  # one GPU has no communication
+        eff, eff_model = 1.0, f"{g.name}: 1 GPU: efficiency 1 (no communication)"
+    elif adapters:  # only the adapters' gradients are all-reduced: negligible traffic
+        eff, eff_model = 1.0, f"{g.name}: adapters only ({setup.finetune}): their gradients' all-reduce is negligible"
+    else:
+        est = predicted_efficiency(n_params, g.name, n, gpus_per_node=k, inter_link=inter_link,
+                                   tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=setup.zero_stage,
+                                   overlap=overlap, ports_per_node=ports_per_node)
+        eff, eff_model = est.efficiency, f"{g.name}: {est.model}"
+    compute_s = t1_s * tokens_per_gpu / tokens  # one GPU's share of a step at the single-GPU rate
+    extra_s = offload_slowdown_s(n_params, setup, g)
+    step_s = compute_s / eff + extra_s
+    input_bound = False
+    if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > require_positive(
+            "loader_tokens_per_s", loader_tokens_per_s):
+        step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)
+        input_bound = True
+    eff_total = eff if (extra_s == 0 and not input_bound) else compute_s / step_s
+    return TrainingRun(gpu=g.name, gpus=n, nodes=math.ceil(n / k), setup=setup,
+                       memory_per_gpu_bytes=m.total_bytes, gpu_memory_bytes=g.memory_bytes, fits=bool(m.fits),
+                       tokens_per_gpu=tokens_per_gpu, compute_s=compute_s, step_s=step_s, network_efficiency=eff,
+                       efficiency=eff_total, hours=t1_s / 3600 / (n * eff_total), usd_per_gpu_hour=usd,
+                       input_bound=input_bound, efficiency_model=eff_model, single_gpu=t1)
 
 
 # ------------------------------------------------------------------------------- training cost
 @dataclass(frozen=True)
 class CostRow:
     """One (GPU type, GPU count): wall hours, GPU-hours, cost, efficiency, the price used, and whether the
-    priced layout's training state fits each GPU (memory_per_gpu_bytes needed, gpu_memory_bytes usable)."""
+    priced layout's training state fits each GPU (memory_per_gpu_bytes needed, gpu_memory_bytes usable);
+    binding and tokens_per_gpu (per optimizer step) as training_run gives them."""
 
     gpu: str
     gpus: int
@@ -50,6 +203,8 @@ class CostRow:
     fits: bool | None = None  # None: not checked
     memory_per_gpu_bytes: int | None = None
     gpu_memory_bytes: int | None = None
+    binding: str | None = None
+    tokens_per_gpu: float | None = None
 
     def to_json_dict(self) -> dict:
         return asdict(self)
@@ -109,28 +264,19 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> tuple[bool, ...]:
 _RECOMPUTE_WORDS = {"none": "no recompute", "selective": "selective recompute", "full": "full recompute"}
 
 
-def _fit(model, n_params: float, gpu, n: int, zero_stage: int, recompute: str, seq_len: int | None):
-    """gpukit.memory's per-GPU estimate of the layout training_cost prices: plain data parallel over n
-    GPUs (ZeRO `zero_stage`), bf16-mixed AdamW, micro_batch 1 of seq_len tokens, dropout as the model row's recipe, convention
-    "pytorch" (the peak of an eager step, as gpukit.plan decides fit), CUDA context and allocator slack
-    included (gpukit.memory.estimate_memory with the GPU)."""
-    from gpukit.memory import TrainSetup, estimate_memory
-
-    setup = TrainSetup(zero_stage=zero_stage if n > 1 else 0, dp=n, recompute=recompute, seq_len=seq_len or 2048,
-                       micro_batch=1, dropout=isinstance(model, ModelSpec) and model.dropout)  # the model's recipe
-    if isinstance(model, ModelSpec):
-        return estimate_memory(model, setup=setup, gpu=gpu)
-    return estimate_memory(n_params=int(round(n_params)), setup=setup, gpu=gpu)
-
-
 def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Sequence[int], *,
                   mfu: float | None = None, profile=None, price_per_gpu_hour: float | None = None, prices=None,
                   efficiency=None, gpus_per_node: int = 8, inter_link: str | None = None,
-                  tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, zero_stage: int = 0, overlap: float = 0.0,
-                  spot: dict | None = None, ports_per_node: int | None = None, recompute: str = "none",
+                  zero_stage: int = 0, overlap: float = 0.0, spot: dict | None = None,
+                  ports_per_node: int | None = None, recompute: str = "none", offload: str = "none",
+                  finetune: str = "full", seq_len: int | None = None, micro_batch: int = 1, grad_accum: int = 1,
                   price_per_node_hour: float | None = None) -> CostTable:
     """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
 
+    Every row is one training_run (the price loop the planner uses too) of the data-parallel layout
+    data_parallel_setup(zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum): its memory per
+    GPU and fits, its efficiency, hours and cost. Tokens per GPU per optimizer step = seq_len x micro_batch x
+    grad_accum (seq_len: the model's train_seq_len unless given; 2048 for a bare n_params).
     efficiency: None = predicted (predicted_efficiency, data-parallel model with `ports_per_node`
     inter-node ports per node, default one per GPU; say so in the output), a number in (0, 1] for every
     count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour, a given USD per node-hour
@@ -139,11 +285,9 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     (gpukit.prices.price_warning). spot: optional {"preemptions_per_day", "checkpoint_minutes",
     "restart_minutes", "spot_price_per_gpu_hour"} adds the expected spot time and cost per row (spot_run).
 
-    Memory: every row says whether the priced layout (data parallel, ZeRO `zero_stage`, `recompute`,
-    micro_batch 1 at the FLOPs' seq_len; see _fit) fits each GPU, by gpukit.memory as gpukit.plan
-    decides it. A layout that does not fit is not an error (gpukit.plan lists such counts as "does not
-    fit" too): its row keeps its price, fits is False and a warning says so. With n_params alone only
-    the model states are counted (no activations): fits is then a lower bound on the need.
+    A layout that does not fit is not an error (gpukit.plan lists such counts as "does not fit" too): its
+    row keeps its price, fits is False and a warning says so. With n_params alone only the model states
+    are counted (no activations): fits is then a lower bound on the need.
     """
     gpu_names = [gpu] if isinstance(gpu, str) else list(gpu)
     counts = [gpus] if isinstance(gpus, int) else list(gpus)
@@ -163,11 +307,19 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
 
         model = as_model(model)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
-    tokens_per_gpu = require_positive("tokens_per_gpu", tokens_per_gpu)
+    if seq_len is not None and not isinstance(model, ModelSpec):
+        raise ValueError("seq_len needs a model (its attention FLOPs and activations); with n_params alone give none")
+    # one GPU has no data parallelism to shard over: ZeRO 0, unless offload needs a stage (ZeRO-Offload)
+    setups = {n: data_parallel_setup(model, n, zero_stage=zero_stage if n > 1 or offload != "none" else 0,
+                                     recompute=recompute, offload=offload, finetune=finetune, seq_len=seq_len,
+                                     micro_batch=micro_batch, grad_accum=grad_accum)
+              for n in counts}
+    tokens_per_gpu = float(setups[counts[0]].seq_len * micro_batch * grad_accum)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]
     if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
         raise ValueError(f"gpus must be at most tokens / tokens_per_gpu = {tokens / tokens_per_gpu:,.0f} (one optimizer "
-                         f"step of {tokens_per_gpu:,.0f} tokens per GPU), got {too_many[0]:,}")
+                         f"step of {tokens_per_gpu:,.0f} tokens per GPU: seq_len x micro_batch x grad_accum), got "
+                         f"{too_many[0]:,}")
     warnings: list[str] = []
     if price_per_node_hour is not None:
         node_usd = require_positive("price_per_node_hour", price_per_node_hour)
@@ -178,19 +330,6 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     rows, util_source, eff_models, flops_line, seq_line = [], "", [], "", ""
     for name in gpu_names:
         g = get_gpu(name)
-        t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, dtype=g.half_dtype, recompute=recompute)
-        util_source = t1.utilization_source
-        # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
-        # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
-        per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
-        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
-                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
-                      f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({t1.seq_len_source})"
-                      if t1.seq_len is not None else
-                      f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
-        seq_line = (f"micro_batch 1 x seq_len {t1.seq_len} (the FLOPs' seq_len)" if t1.seq_len is not None else
-                    "model states only (n_params given: activations are not counted, so the need is a lower bound; "
-                    "give a model for them)")
         if price_per_node_hour is not None:
             usd, src = price_per_gpu_hour, f"given per node-hour: ${price_per_node_hour:g} / {k} GPUs per node"
             w = node_price_warning(name, price_per_node_hour, k, prices,
@@ -206,24 +345,16 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
             warnings.append(w)
         no_fit = []
         for n in counts:
-            if efficiency is None:
-                est = predicted_efficiency(n_params, name, n, gpus_per_node=k, inter_link=inter_link,
-                                           tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=zero_stage,
-                                           overlap=overlap, ports_per_node=ports)
-                eff, eff_model = est.efficiency, f"{name}: {est.model}"
-            else:
-                eff = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
-                if eff is None:
+            eff_given = None
+            if efficiency is not None:
+                eff_given = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
+                if eff_given is None:
                     raise ValueError(f"efficiency has no entry for {n} GPUs (keys: {sorted(efficiency)})")
-                eff = require_positive("efficiency", eff)
-                if eff > 1:
-                    raise ValueError(f"efficiency must be in (0, 1], got {eff}")
-                eff_model = "given by the caller"
-            if n == 1 and efficiency is None:  # one GPU has no communication: say so once, not as a second model
-                eff_model = f"{name}: 1 GPU: efficiency 1 (no communication)"
-            if eff_model not in eff_models:
-                eff_models.append(eff_model)
-            hours = t1.seconds / 3600 / (n * eff)
+            run = training_run(model, tokens, name, setups[n], usd_per_gpu_hour=usd, mfu=mfu, profile=profile,
+                               efficiency=eff_given, gpus_per_node=k, inter_link=inter_link, ports_per_node=ports,
+                               overlap=overlap)
+            if run.efficiency_model not in eff_models:
+                eff_models.append(run.efficiency_model)
             spot_est = None
             if spot is not None:
                 sp = dict(spot)
@@ -237,15 +368,31 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                                       fix="divide it by gpus_per_node (--gpus-per-node)")
                     if w and w not in warnings:
                         warnings.append(w)
-                spot_est = spot_run(hours, n, usd, sp_price, **sp).to_json_dict()
+                spot_est = spot_run(run.hours, n, usd, sp_price, **sp).to_json_dict()
                 spot_est.update(spot_usd_per_gpu_hour=sp_price, spot_price_source=sp_src)
-            m = _fit(model, n_params, g, n, zero_stage, recompute, t1.seq_len)
-            if not m.fits:
-                no_fit.append((n, m.total_bytes))
-            rows.append(CostRow(gpu=name, gpus=n, nodes=math.ceil(n / k), hours=hours,
-                                gpu_hours=hours * n, cost_usd=hours * n * usd, efficiency=eff, usd_per_gpu_hour=usd,
-                                price_source=src, spot=spot_est, fits=m.fits, memory_per_gpu_bytes=m.total_bytes,
-                                gpu_memory_bytes=m.gpu_memory_bytes))
+            if not run.fits:
+                no_fit.append((n, run.memory_per_gpu_bytes))
+            rows.append(CostRow(gpu=name, gpus=n, nodes=run.nodes, hours=run.hours, gpu_hours=run.gpu_hours,
+                                cost_usd=run.cost_usd, efficiency=run.efficiency, usd_per_gpu_hour=usd,
+                                price_source=src, spot=spot_est, fits=run.fits,
+                                memory_per_gpu_bytes=run.memory_per_gpu_bytes, gpu_memory_bytes=run.gpu_memory_bytes,
+                                binding=run.binding, tokens_per_gpu=run.tokens_per_gpu))
+            t1 = run.single_gpu
+        util_source = t1.utilization_source
+        # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
+        # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
+        per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
+        seq_source = t1.seq_len_source if seq_len is not None or t1.seq_len is None else model.train_seq_len_source
+        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
+                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
+                      f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({seq_source})"
+                      if t1.seq_len is not None else
+                      f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
+        seq_line = (f"micro_batch {micro_batch} x seq_len {t1.seq_len} (the FLOPs' seq_len) x grad_accum {grad_accum}: "
+                    f"{tokens_per_gpu:,.0f} tokens per GPU per optimizer step" if t1.seq_len is not None else
+                    "model states only (n_params given: activations are not counted, so the need is a lower bound; "
+                    f"give a model for them); {tokens_per_gpu:,.0f} tokens per GPU per optimizer step (seq_len "
+                    f"{setups[counts[0]].seq_len} x micro_batch {micro_batch} x grad_accum {grad_accum})")
         if no_fit:
             need = (f"{no_fit[0][1] / GiB:,.1f} GiB per GPU" if len({b for _, b in no_fit}) == 1 else
                     "per GPU " + ", ".join(f"{b / GiB:,.1f} GiB at {n}" for n, b in no_fit))
@@ -261,12 +408,16 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     rows = [CostRow(**{**asdict(r), "pareto": flags.get(i, False)}) for i, r in enumerate(rows)]
     drop_words = ("dropout masks counted (the model's recipe)" if isinstance(model, ModelSpec) and model.dropout
                   else "no dropout")
+    off_words = {"none": "", "optimizer": ", optimizer offload", "all": ", offload all"}[offload]
+    if finetune != "full":  # adapters: a frozen base, a cheaper backward, negligible gradient traffic
+        off_words += (f", {finetune} adapters (rank {TrainSetup().lora_rank}) on a frozen base: the backward skips its "
+                      f"weight gradients, {ADAPTER_BACKWARD_SHARE:.3g} x the full step's time (Hu et al. 2021)")
     assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
                    f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
                    f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
-                   f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}, bf16-mixed AdamW, "
-                   f"{seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator slack, against the "
-                   "GPU's whole memory; the Pareto set is over the rows that fit")
+                   f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}{off_words}, "
+                   f"bf16-mixed AdamW, {seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator "
+                   "slack, against the GPU's whole memory; the Pareto set is over the rows that fit")
     return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
                      efficiency_model="; ".join(eff_models), assumptions=assumptions, warnings=tuple(warnings))
 

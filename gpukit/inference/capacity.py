@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.inference.serving import (
-    KV_DTYPES,
     PRECISIONS,
     Assumptions,
     ServingMemory,
@@ -36,6 +35,7 @@ from gpukit.inference.serving import (
     serving_memory,
 )
 from gpukit.inference.simulate import SimResult, simulate
+from gpukit.memory import KV_DTYPES
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB

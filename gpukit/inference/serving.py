@@ -13,11 +13,12 @@ Memory per GPU (one model instance = tp x pp GPUs):
   come from gpukit.quant. Tensor parallelism shards every matrix and the vocabulary (Megatron-LM,
   Shoeybi et al. 2019 sec. 3); pipeline parallelism gives each stage ceil(L/pp) layers, the first the
   embedding and the last the LM head (the larger stage sets the memory per GPU).
-- KV cache: 2 x layers x kv_heads x head_dim x bytes per token (keys and values; grouped-query
-  attention stores n_kv_heads heads, Ainslie et al. 2023), kv heads split over tp (replicated when
-  tp > n_kv_heads), in the KV dtype, for min(context, W) tokens per sequence with a sliding window W
-  (ModelSpec.kv_tokens: Mistral 7B's rolling buffer cache, Jiang et al. 2023 sec. 2; vLLM frees the
-  blocks outside the window, TensorRT-LLM's cyclic KV cache and HF's SlidingWindowCache hold W).
+- KV cache: gpukit.memory.kv_cache, the one formula `gpukit memory --inference` uses too: 2 x layers x
+  kv_heads x head_dim x bytes per token (keys and values; grouped-query attention stores n_kv_heads
+  heads, Ainslie et al. 2023), kv heads split over tp (replicated when tp > n_kv_heads), in the KV
+  dtype, for min(context, W) tokens per sequence with a sliding window W (ModelSpec.kv_tokens: Mistral
+  7B's rolling buffer cache, Jiang et al. 2023 sec. 2; vLLM frees the blocks outside the window,
+  TensorRT-LLM's cyclic KV cache and HF's SlidingWindowCache hold W).
 - activations: one layer's working set for the largest prefill chunk (no backward: nothing is kept
   across layers), the same convention as gpukit.memory's inference branch, plus fp32 logits of the
   sampled positions.
@@ -59,11 +60,16 @@ from gpukit.comm import collective_time
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.inference.simulate import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
+from gpukit.memory import (  # noqa: F401 (public here too)
+    KV_DTYPES,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    kv_heads_per_gpu,
+)
 from gpukit.specs import ModelSpec
-from gpukit.units import GB, GiB, dtype_bytes
+from gpukit.units import GB, GiB
 
 PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
-KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp32")
 ACT_BYTES = 2  # activations and TP all-reduce messages in 16-bit
 FP8_SCALE_BYTES = 4  # one fp32 scale per weight matrix (per-tensor FP8)
 
@@ -162,15 +168,6 @@ def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
     else:
         lin = quant.quantized_bytes(n_lin, "nf4", double_quant=True)
     return lin + 2.0 * (model.layer_params() - n_lin)
-
-
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16", tp: int = 1, pp: int = 1) -> float:
-    """KV-cache bytes per token on one GPU: 2 x layers x kv_heads x head_dim x bytes (GQA-aware;
-    kv heads split over tp, replicated when tp > n_kv_heads; layers split over pp)."""
-    require_choice("kv_dtype", kv_dtype, KV_DTYPES)
-    kv_heads = math.ceil(model.n_kv_heads / require_positive_int("tp", tp))
-    layers = math.ceil(model.n_layers / require_positive_int("pp", pp))
-    return 2.0 * layers * kv_heads * model.head_dim * dtype_bytes(kv_dtype)
 
 
 def _split(model: ModelSpec, tp: int, pp: int) -> None:
@@ -277,7 +274,8 @@ def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: 
     budget = usable - w - act
     kept = model.kv_tokens(context)  # min(context, sliding_window)
     max_batch = int(budget // (kvt * kept)) if budget > 0 else 0
-    return ServingMemory(weights_bytes=w, kv_cache_bytes=kvt * batch * kept, activations_bytes=act,
+    kv = kv_cache_bytes(model, context, batch, kv_dtype, tp, pp)  # gpukit.memory.kv_cache
+    return ServingMemory(weights_bytes=w, kv_cache_bytes=kv, activations_bytes=act,
                          usable_bytes=usable, gpu_memory_bytes=float(gpu.memory_bytes), kv_bytes_per_token=kvt,
                          context=context, batch=batch, max_batch=max_batch, kv_tokens=kept,
                          sliding_window=model.sliding_window, max_seq=model.max_seq)
@@ -383,9 +381,9 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     dense_flops = mb * (f.get("dense_forward") + f.get("lm_head_forward")) * share
     attn_flops = mb * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = mb * model.kv_tokens(context) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache read
+    attn_bytes = kv_cache_bytes(model, context, mb, kv_dtype, tp, pp)  # the cache read (gpukit.memory.kv_cache)
     if not assumptions.gqa_kv_reuse:  # each query head streams its group's KV head on its own
-        attn_bytes *= (model.n_heads / tp) / math.ceil(model.n_kv_heads / tp)
+        attn_bytes *= (model.n_heads / tp) / kv_heads_per_gpu(model, tp)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     attn_rate = flops_rate if attn_tflops is None else (
         require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
@@ -420,7 +418,7 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
     dense_flops = batch * (s * f.get("dense_forward") + 2.0 * model.vocab * model.hidden) * share
     attn_flops = batch * s * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = batch * model.kv_tokens(s) * kv_bytes_per_token(model, kv_dtype, tp, pp)  # the cache written once
+    attn_bytes = kv_cache_bytes(model, s, batch, kv_dtype, tp, pp)  # the cache written once (gpukit.memory.kv_cache)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     attn_mem, attn_cmp = attn_bytes / bw, attn_flops / flops_rate
     return StepTime(mode="prefill", tokens=batch * s, dense_flops=dense_flops, dense_bytes=dense_bytes,

@@ -27,6 +27,12 @@ from gpukit.memory.train_setup import (
     grad_bytes_per_param,
     uses_dropout,
 )
+from gpukit.memory.kv_cache import (
+    KV_DTYPES,
+    kv_heads_per_gpu,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+)
 from gpukit.memory.parts import (
     layer_activation_bytes,
     stage_layers_and_extra,
@@ -121,6 +127,10 @@ __all__ = [
     "state_bytes_per_param",
     "grad_bytes_per_param",
     "uses_dropout",
+    "KV_DTYPES",
+    "kv_heads_per_gpu",
+    "kv_bytes_per_token",
+    "kv_cache_bytes",
     "layer_activation_bytes",
     "stage_layers_and_extra",
     "stage_parts",

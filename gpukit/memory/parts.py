@@ -6,9 +6,8 @@ per ZeRO (Rajbhandari et al. 2019, sec. 3.1 and 5), ZeRO-Offload (Ren et al. 202
 (Rajbhandari et al. 2021); frozen or served bases per LoRA (Hu et al. 2021) and QLoRA (Dettmers et
 al. 2023), quantized through gpukit.quant; activations per Korthikanti et al. 2022 (Table 2, sec.
 4.2.3 and 4.3), generalised to grouped-query attention and SwiGLU (`layer_activation_bytes`); the
-KV cache as 2 x layers x kv_heads x head_dim per cached token (min(seq_len, sliding_window) of them,
-ModelSpec.kv_tokens). These are the "megatron" convention's components and
-the model states from which the "pytorch" convention (gpukit.memory.pytorch) starts. gpukit.memory's
+KV cache from gpukit.memory.kv_cache (the one formula `gpukit serve` uses too), in the compute dtype.
+These are the "megatron" convention's components and the model states from which the "pytorch" convention (gpukit.memory.pytorch) starts. gpukit.memory's
 docstring states every convention, and gpukit.memory re-exports the public names here.
 
 Used in: gpukit.memory (estimate_memory), gpukit.memory.pytorch, gpukit.memory.eager
@@ -21,6 +20,7 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
+from gpukit.memory.kv_cache import kv_cache_bytes
 from gpukit.memory.train_setup import TrainSetup, state_bytes_per_param, uses_dropout
 from gpukit.quant import QUANT_DTYPES, lora_layer_params, quantized_bytes
 from gpukit.specs import ModelSpec
@@ -100,10 +100,8 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     s, b = setup.seq_len, setup.micro_batch
     if setup.inference:
         p["params"], layer_w = _base_weight_bytes(model, setup, layers, extra)
-        if model.arch == "decoder":  # KV cache: 2 x layers x kv_heads x head_dim x bytes per token
-            kv_heads = math.ceil(model.n_kv_heads / t)  # replicated when tp > n_kv_heads
-            # min(s, sliding_window) tokens per sequence: a rolling buffer (Jiang et al. 2023 sec. 2)
-            p["kv_cache"] = 2.0 * layers * kv_heads * model.head_dim * ce * setup.batch * model.kv_tokens(s)
+        if model.arch == "decoder":  # the one KV formula (gpukit.memory.kv_cache), in the compute dtype
+            p["kv_cache"] = kv_cache_bytes(model, s, setup.batch, setup.compute_dtype, t, setup.pp)
         # Prefill working set of one layer for the whole batch at once (an upper bound: servers that
         # chunk the prefill need less): residual and normed input, Q/K/V and attention output, the
         # MLP intermediates; nothing is kept across layers without a backward pass.

@@ -18,7 +18,6 @@ from gpukit.plan.plans import (
     cell,
 )
 from gpukit.plan.train import (
-    OFFLOAD_CPU_GBPS,
     train_plans,
     refine_with_parallel,
 )
@@ -44,7 +43,6 @@ __all__ = [
     "Plan",
     "PlanResult",
     "cell",
-    "OFFLOAD_CPU_GBPS",
     "train_plans",
     "refine_with_parallel",
     "SERVE_INPUT_TOKENS",

@@ -4,18 +4,19 @@ a budget; every plan with its memory per GPU, layout, time, cost, efficiency and
 Workloads: pretrain / finetune (full) / lora / qlora (training on `tokens`), serve (a request rate
 with input and output lengths). For each allowed GPU type and count the planner picks the cheapest
 memory layout that fits (gpukit.memory: ZeRO stage, activation recompute, optimizer offload on one
-GPU; QLoRA/LoRA adapters), predicts time from gpukit.compute (6ND at peak x MFU, or the calibrated
-profile) divided by n x the data-parallel efficiency of gpukit.cost.predicted_efficiency (gpukit.comm
-alpha-beta all-reduce), and cost from gpukit.prices. Serving uses the decode roofline (weights +
+GPU; QLoRA/LoRA adapters), each layout priced by gpukit.cost.training_run (time from gpukit.compute,
+6ND at peak x MFU or the calibrated profile, divided by n x the data-parallel efficiency of
+gpukit.cost.predicted_efficiency; the same price loop as `gpukit cost train`), at prices from gpukit.prices. Serving uses the decode roofline (weights +
 KV cache per step at HBM bandwidth) and prefill at peak x MFU. Plans are checked against the
 deadline and the budget, ranked (feasible first, cheapest first), the Pareto set (time, cost) is
 marked, and a recommendation names the reason. An infeasible request gets the nearest plan and
 what would have to change. Every output names the models it used (`models`).
 
-Split by reason to change: the training candidates (layouts tried per GPU count, the time of each,
-offload, the input cap, the 3D-layout refinement) in gpukit.plan.train, the articles' decision
+Split by reason to change: the training candidates (layouts tried per GPU count, the fastest that
+fits, the 3D-layout refinement) in gpukit.plan.train, the articles' decision
 frameworks beside the planner (frameworks_grid, article_000_size_rule, ...) in gpukit.plan.frameworks
-(both reachable from here too: plan.frameworks_grid, plan.OFFLOAD_CPU_GBPS, ...).
+(both reachable from here too: plan.frameworks_grid, plan.train_plans, ...); a layout is priced by
+gpukit.cost.training_run, the price loop of `gpukit cost train`.
 
 Used in: notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan, gpukit.audits.plan,
 gpukit.plan.train, gpukit.plan.frameworks.

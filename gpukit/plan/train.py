@@ -1,16 +1,14 @@
-"""The planner's training candidates: for each GPU type and count, the layouts to try, the time of
-each, the cheapest that fits as a Plan, and the re-estimate of the best ones with 3D layouts.
+"""The planner's training candidates: for each GPU type and count, the layouts to try, the cheapest
+that fits as a Plan, and the re-estimate of the best ones with 3D layouts.
 
 Holds the layouts tried per GPU count (ZeRO stage x activation recompute, optimizer or full offload
-for full training; adapters only for LoRA/QLoRA), the step time of a layout (gpukit.compute's
-single-GPU time, the adapters' cheaper backward, gpukit.cost.predicted_efficiency's data-parallel
-all-reduce, the offload's PCIe and CPU Adam time, an input pipeline's cap), the training plans with
-their binding constraint, and `_refine_with_parallel` (gpukit.parallel's DP x TP x PP search for the
-cheapest fitting plans). Units: hours for a run, seconds per step, GB/s decimal, USD.
-Sources: ZeRO-Offload (Ren et al. 2021, sec. 4) for the offload traffic; LoRA (Hu et al. 2021) for
-the backward that skips the frozen weights' gradients; OFFLOAD_CPU_GBPS is an assumption.
-gpukit.plan (the entry point, Plan, ranking and recommendation) calls these and re-exports
-OFFLOAD_CPU_GBPS; this module imports Plan, MAX_GLOBAL_BATCH_TOKENS and MIN_STEPS from it.
+for full training; adapters only for LoRA/QLoRA), the choice of the fastest that fits, the plan's
+binding constraint (deadline and budget first), and `refine_with_parallel` (gpukit.parallel's
+DP x TP x PP search for the cheapest fitting plans). Pricing a layout (memory per GPU, single-GPU time,
+the adapters' cheaper backward, the data-parallel efficiency, offload and input caps, hours, cost) is
+gpukit.cost.training_run, the one price loop `gpukit cost train` uses too: for the same model, GPU,
+count and layout the two give the same memory, hours, cost and efficiency. Units: hours for a run, USD.
+This module imports Plan, MAX_GLOBAL_BATCH_TOKENS and MIN_STEPS from gpukit.plan.plans.
 Used in: gpukit.plan (and through it notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan,
 gpukit.audits.plan, tests/test_plan.py).
 """
@@ -22,12 +20,10 @@ from dataclasses import replace
 
 from gpukit.catalog import get_gpu
 from gpukit.compute import time_to_train
-from gpukit.cost import predicted_efficiency
+from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, training_run
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.plan.plans import MAX_GLOBAL_BATCH_TOKENS, MIN_STEPS, Plan
 from gpukit.specs import ModelSpec
-
-OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
 
 
 # ------------------------------------------------------------------------------- training layouts
@@ -56,86 +52,57 @@ def _layout(n: int, gpus_per_node: int, tricks) -> str:
     return scale + ("" if not tricks else ", " + ", ".join(tricks))
 
 
-def _offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
-    """Extra seconds per optimizer step from optimizer offload: 16-bit gradients down and parameters up
-    over PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
-    written at OFFLOAD_CPU_GBPS (an assumption). Once per step, whatever its tokens: more tokens per
-    step (a larger micro-batch) hide it better."""
-    if setup.offload == "none":
-        return 0.0
-    pcie_gbps = {3: 16.0, 4: 32.0, 5: 64.0}.get(gpu.pcie_gen, 32.0)
-    per_gpu = n_params / setup.dp
-    return 4 * per_gpu / (pcie_gbps * 1e9) + 32 * per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
-
-
-def _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len, micro_batch,
-                gpus_per_node, inter_link, loader_tokens_per_s, ports_per_node=None):
-    """(hours, efficiency incl. offload and input, network efficiency, input-bound) of one layout."""
-    recompute = "full" if s.recompute == "full" else "none"
-    if recompute not in t1_by_rc:
-        t1_by_rc[recompute] = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, recompute=recompute,
-                                            seq_len=seq_len, dtype=g.half_dtype)
-    t1 = t1_by_rc[recompute]
-    # adapters: the backward skips the frozen weights' gradients (about 4N of 6N; Hu et al. 2021, LoRA)
-    t1_s = t1.seconds * (4 / 6) if workload in ("lora", "qlora") else t1.seconds
-    tokens_per_gpu = seq_len * micro_batch
-    step_compute = t1_s * tokens_per_gpu / tokens
-    if workload in ("lora", "qlora"):  # only adapter gradients are all-reduced: negligible traffic
-        eff = 1.0
-    else:
-        eff = predicted_efficiency(model.n_params, name, n, gpus_per_node=gpus_per_node, inter_link=inter_link,
-                                   tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization,
-                                   zero_stage=s.zero_stage, ports_per_node=ports_per_node).efficiency
-    step_s = step_compute / eff + _offload_slowdown_s(model.n_params, s, g)
-    input_bound = False
-    if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > loader_tokens_per_s:
-        step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)
-        input_bound = True
-    eff_total = step_compute / step_s
-    return t1_s / 3600 / (n * eff_total), eff_total, eff, input_bound
+def _binding(run: TrainingRun, deadline_hours, budget_usd) -> str:
+    """The planner's constraints first (deadline, budget), then what limits the run (TrainingRun.binding)."""
+    if deadline_hours is not None and run.hours > deadline_hours:
+        return "misses the deadline"
+    if budget_usd is not None and run.cost_usd > budget_usd:
+        return "over budget"
+    return run.binding
 
 
 def train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of, mfu, profile, seq_len,
                  micro_batch, gpus_per_node, inter_link, deadline_hours, budget_usd, loader_tokens_per_s,
-                 ports_per_node=None):
+                 ports_per_node=None, zero_stages=None):
+    """For each GPU type and count, the fastest layout of _train_setups that fits, priced by
+    gpukit.cost.training_run (the price loop of `gpukit cost train`), as a Plan; "does not fit" when none does.
+    zero_stages: only the layouts with these ZeRO stages (None: every stage), to fix a layout as cost train
+    prices it."""
     plans = []
+    kw = dict(mfu=mfu, profile=profile, gpus_per_node=gpus_per_node, inter_link=inter_link,
+              ports_per_node=ports_per_node, loader_tokens_per_s=loader_tokens_per_s)
     for name in gpu_names:
-        g = get_gpu(name)
         usd = prices_of[name]
-        t1_by_rc = {}
         for n in counts:
             if n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
                 continue  # the global batch would exceed what one run can use
             best = None
             for tricks, s in _train_setups(workload, n, seq_len, micro_batch, model.dropout):
+                if zero_stages is not None and s.zero_stage not in zero_stages:
+                    continue
                 try:
-                    m = estimate_memory(model, setup=s, gpu=g)
+                    run = training_run(model, tokens, name, s, usd_per_gpu_hour=usd, **kw)
                 except ValueError:
                     continue
-                if not m.fits:
+                if not run.fits:
                     continue
-                est = _train_time(model, workload, tokens, g, name, n, s, t1_by_rc, mfu, profile, seq_len,
-                                  micro_batch, gpus_per_node, inter_link, loader_tokens_per_s, ports_per_node)
-                if best is None or est[0] < best[0][0] * (1 - 1e-9):  # ties: the layout with fewer tricks
-                    best = (est, tricks, s, m)
+                if best is None or run.hours < best[0].hours * (1 - 1e-9):  # ties: the layout with fewer tricks
+                    best = (run, tricks)
             if best is None:
                 s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,
                                recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=model.dropout,
                                finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"))
-                m = estimate_memory(model, setup=s, gpu=g)
+                m = estimate_memory(model, setup=s, gpu=get_gpu(name))  # what the lightest layout would need
                 plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
-                                  layout=_layout(n, gpus_per_node, ("nothing fits",)), memory_per_gpu_bytes=m.total_bytes,
-                                  hours=math.inf, cost_usd=math.inf, efficiency=0.0, binding="does not fit",
-                                  feasible=False, usd_per_gpu_hour=usd))
+                                  layout=_layout(n, gpus_per_node, ("nothing fits",)),
+                                  memory_per_gpu_bytes=m.total_bytes, hours=math.inf, cost_usd=math.inf,
+                                  efficiency=0.0, binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
                 continue
-            (hours, eff_total, eff_net, input_bound), tricks, s, m = best
-            cost_usd = hours * n * usd
-            binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
-                       "over budget" if budget_usd is not None and cost_usd > budget_usd else
-                       "input-bound" if input_bound else "network-bound" if eff_net < 0.5 else "compute-bound")
-            plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
-                              layout=_layout(n, gpus_per_node, tricks), memory_per_gpu_bytes=m.total_bytes,
-                              hours=hours, cost_usd=cost_usd, efficiency=eff_total, binding=binding,
+            run, tricks = best
+            binding = _binding(run, deadline_hours, budget_usd)
+            plans.append(Plan(gpu=name, gpus=n, nodes=run.nodes, layout=_layout(n, gpus_per_node, tricks),
+                              memory_per_gpu_bytes=run.memory_per_gpu_bytes, hours=run.hours, cost_usd=run.cost_usd,
+                              efficiency=run.efficiency, binding=binding,
                               feasible=binding not in ("misses the deadline", "over budget"),
                               usd_per_gpu_hour=usd, tricks=tricks))
     return plans
@@ -182,7 +149,7 @@ def refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_lin
         cost_usd = hours * p.gpus * p.usd_per_gpu_hour
         binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
                    "over budget" if budget_usd is not None and cost_usd > budget_usd else
-                   "input-bound" if input_bound else "network-bound" if useful < 0.5 else "compute-bound")
+                   "input-bound" if input_bound else "network-bound" if useful < NETWORK_BOUND_BELOW else "compute-bound")
         layout = f"DP {c.dp} x TP {c.tp} x PP {c.pp}, ZeRO-{c.zero_stage}, {c.recompute} recompute (parallel search)"
         tricks = tuple(t for t in (f"TP {c.tp}" if c.tp > 1 else "", f"PP {c.pp}" if c.pp > 1 else "",
                                    f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
