@@ -86,7 +86,7 @@ class GPU:
 
     name: str
     vendor: str
-    memory_gib: float  # vendor "80GB" HBM read as 80 GiB (data/README.md)
+    memory_gib: float  # vendor "80GB" HBM read as 80 GiB (gpukit/data/README.md)
     hbm_bandwidth_gbps: float  # decimal GB/s
     peaks_tflops: tuple[tuple[str, float], ...]  # (dtype, dense peak) for the dtypes it supports
     nvlink_gbps: float  # unidirectional per GPU, decimal GB/s; 0 if none
@@ -295,17 +295,17 @@ def _interconnects(path: str, _stamp_key: tuple[int, int]) -> dict[str, Intercon
 
 # ---------------------------------------------------------------- public API
 def gpus() -> dict[str, GPU]:
-    """All GPUs of data/gpus.csv by name."""
+    """All GPUs of gpukit/data/gpus.csv by name."""
     return _gpus(*_stamp("gpus"))
 
 
 def models() -> dict[str, ModelSpec]:
-    """All models of data/models.csv by name (ModelSpec with published_params)."""
+    """All models of gpukit/data/models.csv by name (ModelSpec with published_params)."""
     return _models(*_stamp("models"))
 
 
 def interconnects() -> dict[str, Interconnect]:
-    """All links of data/interconnects.csv by name."""
+    """All links of gpukit/data/interconnects.csv by name."""
     return _interconnects(*_stamp("interconnects"))
 
 

@@ -1,4 +1,4 @@
-"""`gpukit gpus`, `gpukit models`, `gpukit links`: print the catalogs (data/*.csv) as tables or JSON.
+"""`gpukit gpus`, `gpukit models`, `gpukit links`: print the catalogs (gpukit/data/*.csv) as tables or JSON.
 
 gpus    GPU spec sheets: memory (GiB), HBM GB/s, dense peak TFLOPS per dtype, NVLink GB/s (one way)
 models  model shapes with n_params computed by gpukit.specs.ModelSpec next to the published count
@@ -66,7 +66,7 @@ def gpu_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  **{d: peaks.get(d) for d in catalog.PEAK_DTYPES}, "nvlink_gbps": g.nvlink_gbps,
                  "pcie": g.pcie_gen, "tdp_w": g.tdp_w}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "GPUs (data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
+    return CatalogTable(tuple(rows), tuple(text), "GPUs (gpukit/data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
                         "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W")
 
 
@@ -89,7 +89,7 @@ def model_rows(names=(), with_sources: bool = False) -> CatalogTable:
                  "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
+    return CatalogTable(tuple(rows), tuple(text), "Models (gpukit/data/models.csv): n_params from gpukit.specs.ModelSpec, "
                         "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
                         "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
                         "attention span ('-': full attention)")
@@ -106,7 +106,7 @@ def link_rows(names=(), with_sources: bool = False) -> CatalogTable:
         short = {"name": link.name, "kind": link.kind, "scope": link.scope,
                  "bandwidth_gbps": link.bandwidth_gbps, "latency_us": link.latency_us}
         text.append(_provenance(full, short, with_sources))
-    return CatalogTable(tuple(rows), tuple(text), "Links (data/interconnects.csv): bandwidth GB/s per GPU or port, "
+    return CatalogTable(tuple(rows), tuple(text), "Links (gpukit/data/interconnects.csv): bandwidth GB/s per GPU or port, "
                         "one direction; latency_us one way, small message")
 
 

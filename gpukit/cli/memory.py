@@ -225,7 +225,7 @@ def handle(args):
             if not custom:
                 notes.append(f"--seq-len not given: {kw['seq_len']} tokens (default 2048, capped at the context "
                              f"window {model.max_seq}); {model.name} was pretrained at {model.train_seq_len}")
-        if custom:  # a custom shape has no row in data/models.csv: every default picked for it is said
+        if custom:  # a custom shape has no row in gpukit/data/models.csv: every default picked for it is said
             picked = []
             if "dropout" not in kw and not kw.get("inference"):
                 # Its layout's recipe: GPT/Megatron (GeLU) trains with dropout 0.1, masks counted as in Korthikanti
@@ -242,7 +242,7 @@ def handle(args):
                 notes.append("custom shape, defaults: " + ", ".join(picked))
         if model is not None and "dropout" not in kw and not kw.get("inference"):
             notes.append(f"dropout masks {'counted' if model.dropout else 'not counted'}: {model.name} trains "
-                         f"{'with' if model.dropout else 'without'} dropout (data/models.csv; --dropout/--no-dropout)")
+                         f"{'with' if model.dropout else 'without'} dropout (gpukit/data/models.csv; --dropout/--no-dropout)")
         pp = kw.get("pp", 1)
         if pp > 1 and "grad_accum" not in kw and not kw.get("inference"):
             # 1F1B keeps min(pp, grad_accum) micro-batches on the first stage (Korthikanti et al. 2022 sec. 4.2.3);
