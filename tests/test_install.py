@@ -1,0 +1,201 @@
+"""gpukit installed as a user installs it: a wheel (no -e) in a fresh virtual environment, run from
+another folder (issue 25, section 4).
+
+The slow test builds the wheel and the sdist from a copy of the package's files (pyproject.toml,
+README.md, LICENSE, gpukit/), checks both carry the catalogs (gpukit/data/*.csv), installs the wheel
+with its core dependencies from the package registry into a new venv (no system site-packages), and
+runs the README's CLI examples from tmp_path with PYTHONPATH and GPUKIT_DATA unset: gpukit must come
+from the wheel, find its data inside itself, and run without torch, matplotlib or ipywidgets.
+When the registry cannot be reached, the dependencies are borrowed from the running interpreter's
+site-packages through a .pth file (never gpukit itself: that still comes from the wheel), and the
+"no torch in a light install" check is skipped with the reason.
+
+The quick test runs the CLI of this checkout with torch and the course packages made unimportable:
+the light commands work and `gpukit bench` names the extra to install in one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tarfile
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOG_FILES = ("gpus.csv", "models.csv", "interconnects.csv", "prices.csv", "serving_published.csv",
+                 "claims.csv", "README.md")
+LIGHT_BLOCKED = ("torch", "matplotlib", "seaborn", "ipywidgets", "IPython", "papermill", "nbformat", "nbclient",
+                 "jupyter_client")
+PIP_TIMEOUT_S = 300
+CLI_TIMEOUT_S = 120
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: nothing pointing at this checkout or at another catalog."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPUKIT_DATA", "PYTHONHOME",
+                                                             "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env.update(TQDM_DISABLE="1", PYTHONNOUSERSITE="1", PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = CLI_TIMEOUT_S, env: dict | None = None):
+    return subprocess.run(cmd, cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv python, venv gpukit, deps from the registry?, a folder outside the checkout)."""
+    top = tmp_path_factory.mktemp("install")
+    src, dist, venv, elsewhere = top / "src", top / "dist", top / "venv", top / "elsewhere"
+    src.mkdir()
+    elsewhere.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "gpukit", src / "gpukit",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    # Build with this interpreter's setuptools (no build isolation: nothing to download).
+    r = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),
+              str(src)], cwd=top, timeout=PIP_TIMEOUT_S)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    r = _run([sys.executable, "-c", f"from setuptools import build_meta as b; print(b.build_sdist({str(dist)!r}))"],
+             cwd=src, timeout=PIP_TIMEOUT_S)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (wheel,) = dist.glob("gpukit-*.whl")
+    (sdist,) = dist.glob("gpukit-*.tar.gz")
+
+    r = _run([sys.executable, "-m", "venv", str(venv)], cwd=top, timeout=PIP_TIMEOUT_S)
+    assert r.returncode == 0, r.stderr[-2000:]
+    py, gk = venv / "bin" / "python", venv / "bin" / "gpukit"
+    r = _run([str(py), "-m", "pip", "install", "-q", str(wheel)], cwd=top, timeout=PIP_TIMEOUT_S)
+    from_registry = r.returncode == 0
+    if not from_registry:  # offline: the wheel alone, its dependencies borrowed from this interpreter
+        r = _run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], cwd=top,
+                 timeout=PIP_TIMEOUT_S)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                       cwd=top).stdout.strip()
+        # Plain path lines only: the borrowed folder's own .pth files (an editable gpukit) are not run.
+        Path(purelib, "zz_borrowed_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return {"py": py, "gpukit": gk, "from_registry": from_registry, "cwd": elsewhere, "wheel": wheel,
+            "sdist": sdist, "venv": venv}
+
+
+@pytest.mark.slow
+def test_wheel_and_sdist_carry_the_catalogs(installed):
+    names = set(zipfile.ZipFile(installed["wheel"]).namelist())
+    missing = [f for f in CATALOG_FILES if f"gpukit/data/{f}" not in names]
+    assert not missing, f"the wheel lacks gpukit/data/{missing}"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "the wheel carries no LICENSE"
+    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "data/"))], "the wheel ships non-package files"
+    with tarfile.open(installed["sdist"]) as tar:
+        snames = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert not [f for f in CATALOG_FILES if f"gpukit/data/{f}" not in snames], "the sdist lacks the catalogs"
+    assert {"pyproject.toml", "README.md", "LICENSE"} <= snames
+
+
+@pytest.mark.slow
+def test_gpukit_comes_from_the_wheel_and_finds_its_data_inside_it(installed):
+    r = _run([str(installed["py"]), "-c", "import gpukit, gpukit.catalog as c; print(gpukit.__file__); "
+              "print(c.data_dir())"], cwd=installed["cwd"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    pkg_file, data = (Path(x) for x in r.stdout.split())
+    assert installed["venv"] in pkg_file.parents, f"gpukit imported from {pkg_file}, not from the installed wheel"
+    assert ROOT not in pkg_file.parents
+    assert data == pkg_file.parent / "data" and (data / "models.csv").is_file()
+    # GPUKIT_DATA still points elsewhere: an empty folder is named in the one-line error.
+    empty = installed["cwd"] / "empty"
+    empty.mkdir(exist_ok=True)
+    r = _run([str(installed["gpukit"]), "gpus"], cwd=installed["cwd"], env=_env(GPUKIT_DATA=str(empty)))
+    assert r.returncode == 2 and str(empty) in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_the_light_install_has_no_torch(installed):
+    if not installed["from_registry"]:
+        pytest.skip("the package registry was unreachable: dependencies were borrowed from the test's "
+                    "interpreter (which has torch), so a light install cannot be checked here")
+    for mod in ("torch", "matplotlib", "ipywidgets"):
+        r = _run([str(installed["py"]), "-c", f"import {mod}"], cwd=installed["cwd"])
+        assert r.returncode != 0, f"a plain `pip install gpukit` pulled {mod}"
+    r = _run([str(installed["gpukit"]), "bench", "matmul"], cwd=installed["cwd"])
+    assert r.returncode == 2 and "gpukit[bench]" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_the_readme_examples_run_from_the_installed_wheel(installed):
+    """The README's command-line examples, as a user types them, from a folder outside the checkout."""
+    gk, cwd = str(installed["gpukit"]), installed["cwd"]
+
+    def ok(*args: str) -> str:
+        r = _run([gk, *args], cwd=cwd)
+        assert r.returncode == 0, f"gpukit {' '.join(args)} -> {r.returncode}: {r.stderr[-2000:]}"
+        assert "Traceback" not in r.stderr
+        return r.stdout
+
+    assert "memory" in ok("--help") and ok("--version").strip().startswith("gpukit ")
+    text = ok("memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--seq-len", "4096")
+    assert "h100-sxm" in text and "fit" in text
+    mem = json.loads(ok("memory", "--model", "llama-2-70b", "--zero", "3", "--dp", "16", "--recompute", "full",
+                        "--gpu", "a100-80gb", "--json"))
+    assert mem and isinstance(mem, dict)
+    serve = json.loads(ok("serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2", "--precision",
+                          "fp8", "--rate", "5", "--price-per-gpu-hour", "3", "--json"))
+    assert serve and isinstance(serve, dict)
+    assert "h100-sxm" in ok("gpus") and "ib-ndr" in ok("links")
+    models = json.loads(ok("models", "--json"))
+    names = {m["name"] for m in (models if isinstance(models, list) else models["rows"])}
+    assert {"gpt2", "llama-2-7b", "llama-2-70b"} <= names
+    cost = json.loads(ok("cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm",
+                         "--gpus", "8,64", "--zero", "3", "--json"))
+    assert cost and isinstance(cost, dict)
+    assert "h100-sxm" in ok("cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.35M",
+                            "--rent-per-gpu-hour", "12.29", "--utilization", "0.9")
+    plan = json.loads(ok("plan", "--workload", "qlora", "--model", "llama-2-70b", "--tokens", "100M",
+                         "--deadline-hours", "24", "--budget-usd", "500", "--json"))
+    assert plan and isinstance(plan, dict)
+    assert "TFLOP/s" in ok("train-time", "--model", "llama-3-8b", "--tokens", "15T", "--gpu", "h100-sxm",
+                           "--gpus", "1024", "--mfu", "0.4")
+    assert "busbw" in ok("comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "64", "--gpus-per-node", "8",
+                         "--link", "nvlink4", "--inter-link", "ib-ndr")
+    # The generated claims file inside the wheel is in step with the installed audits.
+    r = _run([str(installed["py"]), "-m", "gpukit.audits.export", "--check"], cwd=cwd)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+# A sitecustomize-free blocker: the named top-level packages raise ModuleNotFoundError on import.
+_BLOCKER = textwrap.dedent("""
+    import importlib.abc, sys
+    BLOCK = set(sys.argv[1].split(","))
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCK:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    sys.meta_path.insert(0, Block())
+    from gpukit.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.parametrize("args, rc, needle", [
+    (["--help"], 0, "memory"),
+    (["memory", "--model", "gpt2", "--gpu", "t4", "--micro-batch", "1", "--seq-len", "1024"], 0, "t4"),
+    (["serve", "--model", "llama-2-7b", "--gpu", "l4", "--rate", "1", "--json"], 0, "{"),
+    (["bench", "matmul"], 2, "pip install 'gpukit[bench]'"),
+    (["validate", "memory", "--layers", "2", "--hidden", "64", "--heads", "2", "--seq-len", "32"], 2,
+     "pip install 'gpukit[bench]'"),
+])
+def test_light_commands_need_no_torch_and_heavy_ones_name_the_extra(tmp_path, args, rc, needle):
+    env = _env(PYTHONPATH=str(ROOT))
+    r = _run([sys.executable, "-c", _BLOCKER, ",".join(LIGHT_BLOCKED), *args], cwd=tmp_path, env=env)
+    assert r.returncode == rc, r.stdout[-1500:] + r.stderr[-1500:]
+    assert needle in (r.stdout if rc == 0 else r.stderr)
+    if rc == 2:
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
