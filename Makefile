@@ -1,9 +1,12 @@
-# gpukit: every target creates .venv on first use (Python 3.11+ and pip; torch is the pinned CPU wheel).
+# gpukit: every target creates .venv on first use (Python 3.11+ and pip; torch pinned to 2.13.0, its CPU build
+# with PIP_ARGS below).
 # lab, run and bench install requirements.txt (the course); test and test-quick add requirements-dev.txt.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip install -q --disable-pip-version-check
+# PIP_ARGS: extra pip options, e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu" for the CPU torch
+PIP_ARGS ?=
+PIP := $(PY) -m pip install -q --disable-pip-version-check $(PIP_ARGS)
 STAMP := $(VENV)/.gpukit-installed
 DEV_STAMP := $(VENV)/.gpukit-dev-installed
 PORT ?= 8888

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import site
 import subprocess
@@ -199,3 +200,68 @@ def test_light_commands_need_no_torch_and_heavy_ones_name_the_extra(tmp_path, ar
     assert needle in (r.stdout if rc == 0 else r.stderr)
     if rc == 2:
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ the README's own examples
+
+def _readme_block(heading: str) -> list[str]:
+    """The lines of the first ```bash block after `heading` in the README."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(heading):]
+    block = after[after.index("```bash") + len("```bash"):]
+    return block[:block.index("```")].strip().splitlines()
+
+
+def _papermill_value(text: str):
+    """papermill's reading of `-p NAME VALUE` (papermill.cli._resolve_type): bool, None, int, float, else str."""
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def test_readme_papermill_examples_pass_the_notebooks_own_parameter_check():
+    """Each `papermill notebooks/X.ipynb ... -p NAME VALUE` line of the README, with the notebook's
+    `parameters` cell, its overrides, then the validation cell after it (what stops a bad run)."""
+    import nbformat
+
+    from gpukit import catalog
+    from gpukit.course import nbtools
+
+    runs = [(line, shlex.split(line, comments=True)) for line in _readme_block("## Running headless")]
+    runs = [(line, words) for line, words in runs if words and words[0].endswith("papermill")]
+    assert runs, "the README's headless section lost its papermill example"
+    for line, words in runs:
+        nb_path = next(w for w in words if w.startswith("notebooks/") and w.endswith(".ipynb"))
+        overrides = {words[i + 1]: _papermill_value(words[i + 2]) for i, w in enumerate(words) if w == "-p"}
+        cells = nbformat.read(str(ROOT / nb_path), as_version=4).cells
+        (i,) = [k for k, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+        ns = {"catalog": catalog, "nbtools": nbtools}
+        exec(cells[i].source, ns)  # noqa: S102 - the notebook's own parameters cell
+        unknown = set(overrides) - set(ns)
+        assert not unknown, f"README: {line!r} sets parameters {nb_path} does not have: {sorted(unknown)}"
+        ns.update(overrides)
+        try:
+            exec(cells[i + 1].source, ns)  # noqa: S102 - its validation cell
+        except ValueError as e:
+            pytest.fail(f"README: {line!r} stops in the notebook's parameter check: {e}")
+
+
+_CLI_EXAMPLES = [x for x in _readme_block("## The command line") if x.startswith("gpukit ")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", _CLI_EXAMPLES,
+                         ids=[f"{i:02d}-" + "-".join(x.split()[1:3]) for i, x in enumerate(_CLI_EXAMPLES)])
+def test_readme_command_line_examples_exit_0(tmp_path, line):
+    """Every `gpukit ...` line of the README's command-line section, as written, from the checkout."""
+    words = shlex.split(line, comments=True)
+    env = _env(PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    r = _run([sys.executable, "-m", "gpukit", *words[1:]], cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, f"README: {line!r} -> exit {r.returncode}: {r.stderr[-1500:]}"
