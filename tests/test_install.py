@@ -10,14 +10,18 @@ When the registry cannot be reached, the dependencies are borrowed from the runn
 site-packages through a .pth file (never gpukit itself: that still comes from the wheel), and the
 "no torch in a light install" check is skipped with the reason.
 
-The quick test runs the CLI of this checkout with torch and the course packages made unimportable:
-the light commands work and `gpukit bench` names the extra to install in one line (exit 2).
+Also here: every `gpukit` line of the README's command-line section runs from the checkout and exits 0
+(slow); the README's papermill parameters pass the notebook's own check; the CLI of this checkout, with
+torch and the course packages made unimportable, runs the light commands and names the extra a heavy
+one needs in one line (exit 2); the package metadata (core vs extras, version, license, CITATION.cff)
+agree.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import site
@@ -265,3 +269,43 @@ def test_readme_command_line_examples_exit_0(tmp_path, line):
     env = _env(PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     r = _run([sys.executable, "-m", "gpukit", *words[1:]], cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 0, f"README: {line!r} -> exit {r.returncode}: {r.stderr[-1500:]}"
+
+
+# ------------------------------------------------------------------ the package's metadata
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+
+def test_core_dependencies_are_light_and_extras_bring_the_rest():
+    """A plain install gets what the calculators and the CLI import (simpy for `serve --rate`); torch,
+    plotting and Jupyter come only with an extra; no exact pins (requirements.txt holds those)."""
+    project = _pyproject()["project"]
+    core, extras = project["dependencies"], project["optional-dependencies"]
+    assert _names(core) >= {"numpy", "pandas", "simpy", "tqdm"}
+    heavy = {"torch", "matplotlib", "seaborn", "ipywidgets", "jupyterlab", "papermill", "nbformat", "nbclient"}
+    assert not _names(core) & heavy, f"core pulls {sorted(_names(core) & heavy)}"
+    assert "torch" in _names(extras["bench"])
+    assert _names(extras["course"]) >= {"jupyterlab", "ipywidgets", "matplotlib", "seaborn", "papermill", "nbformat",
+                                        "nbclient"}
+    assert not [r for r in core + sum(extras.values(), []) if "==" in r], "exact pins belong in requirements.txt"
+
+
+def test_version_license_and_citation_agree():
+    import yaml
+
+    import gpukit
+
+    project = _pyproject()["project"]
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert project["version"] == gpukit.__version__ == str(cff["version"])
+    assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"] and cff["message"]
+    assert project["license"] == cff["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert f"## [{gpukit.__version__}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
