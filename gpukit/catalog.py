@@ -1,9 +1,10 @@
-"""Catalogs: load and validate data/*.csv; look rows up by name with a "did you mean".
+"""Catalogs: load and validate gpukit/data/*.csv; look rows up by name with a "did you mean".
 
 Every row carries `source`, `source_url` and `accessed` (an ISO date); a row without them, a
 duplicate name or a non-numeric number is a ValueError naming the file and line. Columns, units
-and conventions (GiB capacities, dense peaks, unidirectional bandwidth) are in data/README.md.
-Set GPUKIT_DATA to read another folder. Used in: gpukit/cli/catalogs.py, memory, compute, comm.
+and conventions (GiB capacities, dense peaks, unidirectional bandwidth) are in gpukit/data/README.md.
+The CSVs ship inside the package (wheel and sdist), found through importlib.resources, so a plain
+`pip install` reads them too. Set GPUKIT_DATA to read another folder. Used in: gpukit/cli/catalogs.py, memory, compute, comm.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from gpukit.errors import did_you_mean, require_positive_int
@@ -68,8 +70,14 @@ BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias", "dropout"), "i
 
 
 def data_dir() -> Path:
-    """The catalog folder: $GPUKIT_DATA, else the repository's data/."""
-    return Path(os.environ.get("GPUKIT_DATA") or Path(__file__).resolve().parent.parent / "data")
+    """The catalog folder: $GPUKIT_DATA, else the package's own data/ (gpukit/data in the checkout, or
+    site-packages/gpukit/data in an installed wheel), located through importlib.resources."""
+    env = os.environ.get("GPUKIT_DATA")
+    if env:
+        return Path(env)
+    # files() is a pathlib.Path for a package on disk (a checkout, an editable or a wheel install); a
+    # zipped import would give another Traversable, which the CSV readers (open, stat) cannot use.
+    return Path(str(resources.files("gpukit") / "data"))
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ class GPU:
 
     name: str
     vendor: str
-    memory_gib: float  # vendor "80GB" HBM read as 80 GiB (data/README.md)
+    memory_gib: float  # vendor "80GB" HBM read as 80 GiB (gpukit/data/README.md)
     hbm_bandwidth_gbps: float  # decimal GB/s
     peaks_tflops: tuple[tuple[str, float], ...]  # (dtype, dense peak) for the dtypes it supports
     nvlink_gbps: float  # unidirectional per GPU, decimal GB/s; 0 if none
@@ -287,17 +295,17 @@ def _interconnects(path: str, _stamp_key: tuple[int, int]) -> dict[str, Intercon
 
 # ---------------------------------------------------------------- public API
 def gpus() -> dict[str, GPU]:
-    """All GPUs of data/gpus.csv by name."""
+    """All GPUs of gpukit/data/gpus.csv by name."""
     return _gpus(*_stamp("gpus"))
 
 
 def models() -> dict[str, ModelSpec]:
-    """All models of data/models.csv by name (ModelSpec with published_params)."""
+    """All models of gpukit/data/models.csv by name (ModelSpec with published_params)."""
     return _models(*_stamp("models"))
 
 
 def interconnects() -> dict[str, Interconnect]:
-    """All links of data/interconnects.csv by name."""
+    """All links of gpukit/data/interconnects.csv by name."""
     return _interconnects(*_stamp("interconnects"))
 
 

@@ -1,4 +1,4 @@
-"""GPU prices: read data/prices.csv (or a downloaded SkyPilot catalog) and quote a price per GPU-hour.
+"""GPU prices: read gpukit/data/prices.csv (or a downloaded SkyPilot catalog) and quote a price per GPU-hour.
 
 The shipped file follows the column names of SkyPilot's public catalog
 (skypilot-org/skypilot-catalog, catalogs/v7/<cloud>/vms.csv: InstanceType, AcceleratorName,
@@ -6,7 +6,7 @@ AcceleratorCount, Price, SpotPrice, Region), so a user can pass a downloaded cat
 (`--prices FILE`). Columns are found by header name (their order differs between clouds); a missing
 required column is a ValueError naming the file and the column. Prices are USD per instance-hour;
 per GPU-hour = Price / AcceleratorCount. The shipped file adds gpukit columns (cloud, gpu, as_of,
-PurchasePrice) and row provenance (source, source_url, accessed). Prices move: data/README.md says
+PurchasePrice) and row provenance (source, source_url, accessed). Prices move: gpukit/data/README.md says
 how to refresh them. Used in: gpukit.cost, gpukit.plan, notebooks/08_cluster_economics.
 """
 
@@ -26,7 +26,7 @@ SHIPPED_REQUIRED = (*SKYPILOT_REQUIRED, "SpotPrice", "PurchasePrice", "cloud", "
 POLICIES = ("lowest", "median", "highest")
 ARTICLE_CLOUDS = ("article-000", "article-002")
 
-# SkyPilot's AcceleratorName -> data/gpus.csv name (H100 is SXM unless the instance type says PCIe).
+# SkyPilot's AcceleratorName -> gpukit/data/gpus.csv name (H100 is SXM unless the instance type says PCIe).
 ACCELERATOR_NAMES = {
     "H100": "h100-sxm", "H100-80GB": "h100-sxm", "H100-MEGA": "h100-sxm", "H100-SXM": "h100-sxm",
     "H200": "h200", "B200": "b200", "A100": "a100-40gb", "A100-80GB": "a100-80gb", "A100-80GB-SXM": "a100-80gb", "L4": "l4", "L40S": "l40s",
@@ -47,7 +47,7 @@ class PriceRow:
     purchase_usd: float | None
     region: str
     cloud: str
-    gpu: str  # data/gpus.csv name, "" when the catalog has no matching GPU
+    gpu: str  # gpukit/data/gpus.csv name, "" when the catalog has no matching GPU
     as_of: str = ""
     source: str = ""
     source_url: str = ""
@@ -185,7 +185,7 @@ def read_prices(path) -> PriceTable:
                     raise ValueError(f"{path}:{lineno}: empty {c!r} (every row needs its provenance)")
             gpu = row["gpu"]
             if gpu and gpu not in gpus():
-                raise ValueError(f"{path}:{lineno}: gpu {gpu!r} is not in data/gpus.csv")
+                raise ValueError(f"{path}:{lineno}: gpu {gpu!r} is not in gpukit/data/gpus.csv")
             if price is None and spot is None and purchase is None:
                 raise ValueError(f"{path}:{lineno}: a row needs Price, SpotPrice or PurchasePrice")
         else:
@@ -203,7 +203,7 @@ _CACHE: dict[tuple[str, int, int], PriceTable] = {}
 
 
 def load_prices(path=None) -> PriceTable:
-    """data/prices.csv (default) or `path`, cached by file stamp."""
+    """gpukit/data/prices.csv (default) or `path`, cached by file stamp."""
     p = Path(path) if path is not None else data_dir() / "prices.csv"
     try:
         st = p.stat()
@@ -295,7 +295,7 @@ def node_price_warning(gpu: str, usd_per_node_hour: float, gpus_per_node: int, t
 def given_or_quote(gpu: str, price: float | None, table: PriceTable | None = None, *,
                    spot: bool = False) -> tuple[float, str]:
     """(usd_per_gpu_hour, source): a price given is checked and labelled 'given'; None takes the median
-    row of `gpu` in `table` (data/prices.csv by default; its spot column with spot=True)."""
+    row of `gpu` in `table` (gpukit/data/prices.csv by default; its spot column with spot=True)."""
     if price is not None:
         return require_positive("price_per_gpu_hour", price), "given"
     q = quote(gpu, table, policy="median", spot=spot)
@@ -304,5 +304,5 @@ def given_or_quote(gpu: str, price: float | None, table: PriceTable | None = Non
 
 def market_range(gpu: str, prices: PriceTable | None = None) -> tuple[float, float, float]:
     """(lowest, median, highest) market on-demand USD per GPU-hour of `gpu` in the price table
-    (data/prices.csv by default): the range the articles' price claims are audited against."""
+    (gpukit/data/prices.csv by default): the range the articles' price claims are audited against."""
     return tuple(quote(gpu, prices, policy=p).usd_per_gpu_hour for p in ("lowest", "median", "highest"))

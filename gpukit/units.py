@@ -1,6 +1,6 @@
 """Units, written down once: bytes per dtype, GB (1e9) vs GiB (2**30), formatting.
 
-Convention (see data/README.md): memory is reported in bytes and GiB (2**30), as DeepSpeed and
+Convention (see gpukit/data/README.md): memory is reported in bytes and GiB (2**30), as DeepSpeed and
 torch.cuda do; bandwidth is decimal GB/s (1e9 bytes/s), as nccl-tests and spec sheets do.
 """
 

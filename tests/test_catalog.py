@@ -1,4 +1,4 @@
-"""Tests for data/*.csv, gpukit.catalog and `gpukit gpus|models|links`.
+"""Tests for gpukit/data/*.csv, gpukit.catalog and `gpukit gpus|models|links`.
 
 The raw CSVs are read with the csv module (not the loader) for the provenance and unit checks, so
 a loader bug cannot hide a bad row. Malformed catalogs are written to a tmp folder and loaded via
@@ -24,7 +24,7 @@ from gpukit.catalog import get_gpu, get_interconnect, get_model
 from gpukit.cli import main
 from gpukit.units import GiB
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "gpukit" / "data"  # the catalogs ship inside the package
 KINDS = ("gpus", "models", "interconnects")
 PEAKS = ("fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops")
 
@@ -55,6 +55,21 @@ def num(row: dict, col: str) -> float | None:
 
 
 # ---------------------------------------------------------------- provenance and names
+def test_catalogs_ship_inside_the_package(monkeypatch):
+    """data_dir() is the package's own data/ (importlib.resources), so an installed wheel finds its
+    catalogs wherever it lives; GPUKIT_DATA points elsewhere (tests/test_install.py checks a real wheel)."""
+    from importlib import resources
+
+    import gpukit
+
+    assert catalog.data_dir() == Path(gpukit.__file__).resolve().parent / "data" == DATA
+    assert catalog.data_dir() == Path(str(resources.files("gpukit") / "data"))
+    for kind in (*KINDS, "prices", "serving_published", "claims"):
+        assert (catalog.data_dir() / f"{kind}.csv").is_file(), kind
+    monkeypatch.setenv("GPUKIT_DATA", "/elsewhere")
+    assert catalog.data_dir() == Path("/elsewhere")
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_row_has_provenance(kind):
     rows = raw(kind)
@@ -78,7 +93,7 @@ def test_names_unique_lower_case_and_required_rows_present(kind):
 def test_readme_documents_every_column(kind):
     readme = (DATA / "README.md").read_text()
     for col in raw(kind)[0]:
-        assert f"`{col}`" in readme, f"{kind}.csv column {col!r} is not documented in data/README.md"
+        assert f"`{col}`" in readme, f"{kind}.csv column {col!r} is not documented in gpukit/data/README.md"
 
 
 # ---------------------------------------------------------------- GPU units

@@ -1,4 +1,4 @@
-"""data/claims.csv is generated from gpukit/audits (python -m gpukit.audits.export) and in sync."""
+"""gpukit/data/claims.csv is generated from gpukit/audits (python -m gpukit.audits.export) and in sync."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from gpukit.audits.claims import VERDICTS, claim_keys
 
 def test_claims_csv_in_sync_with_the_audits():
     path = export.default_path()
-    assert path.exists(), "data/claims.csv missing: run python -m gpukit.audits.export"
+    assert path.exists(), "gpukit/data/claims.csv missing: run python -m gpukit.audits.export"
     assert path.read_text(encoding="utf-8") == export.render(), (
-        "data/claims.csv is stale: run python -m gpukit.audits.export")
+        "gpukit/data/claims.csv is stale: run python -m gpukit.audits.export")
 
 
 def test_claims_csv_rows_and_columns():

@@ -464,7 +464,7 @@ def test_load_profile_and_errors(tmp_path):
 @pytest.fixture
 def catalog_dir(tmp_path, monkeypatch):
     """A tiny catalog (fixture rows, values from the cited datasheets) so the CLI tests do not depend on
-    data/*.csv."""
+    gpukit/data/*.csv."""
     prov = "test fixture,https://www.nvidia.com/en-us/data-center/a100/,2025-01-01"
     (tmp_path / "gpus.csv").write_text(
         "name,vendor,memory_gib,hbm_bandwidth_gbps,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,"
@@ -539,12 +539,12 @@ def test_cli_flops_and_roofline(catalog_dir, capsys):
 
 
 def test_real_catalog_reproduces_narayanan(capsys):
-    """With data/*.csv (the catalog's own parameter counts): GPT-3 175B -> ~34 days, Megatron 1T
+    """With gpukit/data/*.csv (the catalog's own parameter counts): GPT-3 175B -> ~34 days, Megatron 1T
     (1008B) -> ~84 days (Narayanan et al. 2021 sec. 5.1)."""
     from gpukit.catalog import data_dir
 
     if not (data_dir() / "models.csv").exists() or not (data_dir() / "gpus.csv").exists():
-        pytest.skip("data/models.csv or data/gpus.csv not written yet")
+        pytest.skip("gpukit/data/models.csv or gpukit/data/gpus.csv not written yet")
     for model, tokens, gpus, x, days in (("gpt3-175b", "300B", "1024", 140, 34), ("megatron-1t", "450B", "3072", 163, 84)):
         from gpukit.catalog import get_model
 

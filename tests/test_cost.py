@@ -473,7 +473,7 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
 
 def test_a_node_price_typed_per_gpu_hour_gets_a_warning(capsys):
     """--price-per-gpu-hour 23.92 (Lambda's 8 x H100 instance per hour) was priced as $23.92 per GPU-hour
-    without a word: 8x the run's cost. A price above every h100-sxm row of data/prices.csv whose eighth lies
+    without a word: 8x the run's cost. A price above every h100-sxm row of gpukit/data/prices.csv whose eighth lies
     in their range now gets a warning naming the field and --price-per-node-hour; honest prices get none."""
     from gpukit.prices import price_warning
 

@@ -291,7 +291,7 @@ def test_memory_bandwidth_out_of_memory(capsys, monkeypatch):
 # ---------------------------------------------------------------- broken user files
 def _data_dir(tmp_path: Path) -> Path:
     d = tmp_path / "data"
-    shutil.copytree(ROOT / "data", d)
+    shutil.copytree(ROOT / "gpukit" / "data", d)
     return d
 
 

@@ -21,7 +21,7 @@ NOTEBOOKS = sorted(NB_DIR.glob("*.ipynb"))
 NAME_RE = re.compile(r"^(\d{2})_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
 MAX_CODE_LINES = 15
 PROVENANCE = ("source", "source_url", "accessed")
-CATALOGS = sorted((ROOT / "data").glob("*.csv"))  # measured results live in subfolders, not here
+CATALOGS = sorted((ROOT / "gpukit" / "data").glob("*.csv"))  # the packaged catalogs; measured results stay in data/measured/
 
 
 def _read(path: Path):

@@ -1,5 +1,5 @@
 """gpukit.memory against published figures. Each test names its source and why its tolerance is what
-it is. Models are built here from their papers' shapes (not from data/models.csv) so that these
+it is. Models are built here from their papers' shapes (not from gpukit/data/models.csv) so that these
 tests check the formulas, not the catalog."""
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def test_seq_len_beyond_a_learned_position_table_is_an_error():
 
 
 def test_dropout_follows_the_model_row():
-    """falcon-7b has a GeLU MLP but trains without dropout (data/models.csv): its masks were charged
+    """falcon-7b has a GeLU MLP but trains without dropout (gpukit/data/models.csv): its masks were charged
     because the default was `mlp == "gelu"`; gpukit.memory follows the row's dropout."""
     m = get_model("falcon-7b")
     assert m.mlp == "gelu" and not m.dropout

@@ -17,7 +17,7 @@ from gpukit.cli import CliError, build_parser, main
 from gpukit.compute import flops_per_token, roofline_matmul, time_to_train
 from gpukit.units import parse_bytes, parse_count
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "gpukit" / "data"  # the catalogs ship inside the package
 
 
 def run(capsys, *argv):

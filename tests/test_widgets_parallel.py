@@ -59,7 +59,7 @@ def test_conventions_view_uses_the_issue_names():
 
 
 def test_conventions_compute_dropout_follows_the_model_row():
-    """falcon-7b: GeLU MLP, trained without dropout (data/models.csv); masks were charged because the
+    """falcon-7b: GeLU MLP, trained without dropout (gpukit/data/models.csv); masks were charged because the
     widget read dropout from `mlp == "gelu"`."""
     from gpukit import catalog
     from gpukit import memory as mem

@@ -1,6 +1,6 @@
 """Audits of the seed articles' quantitative claims: the claim, its quote, our calculation, a verdict.
 
-Each audit is a pure function (catalog numbers from data/*.csv, gpukit calculators, no torch, no
+Each audit is a pure function (catalog numbers from gpukit/data/*.csv, gpukit calculators, no torch, no
 other I/O) that returns a frozen `Claim`: what the article says (`quote`, verbatim), the number it
 claims, the number we compute with gpukit.compute / gpukit.comm under stated `assumptions`, the
 calculation written out (`check`), extra `figures` (an ordered breakdown) and a `verdict` from

@@ -48,7 +48,7 @@ def allreduce_30b_1gbe(n_params: float = 30e9, grad_dtype: str = "fp32", n_nodes
                f"NVLink inside nodes, one NIC per node): {hier16.time_s:,.0f} s, still {hier16.time_s / claimed_s:.0f}x "
                f"12 s. 12 s moves only {fits_12s / GB:.2f} GB ({fmt_count(fits_12s / 4)} fp32 gradients)."),
         assumptions=(f"{grad_dtype} gradients, one all-reduce of all of them per step", "1 GbE = 0.125 GB/s per "
-                     "direction (data/interconnects.csv eth-1g)", f"{n_nodes} nodes x {gpus_per_node} GPUs"),
+                     "direction (gpukit/data/interconnects.csv eth-1g)", f"{n_nodes} nodes x {gpus_per_node} GPUs"),
         figures=(("gradient bytes", size, "B"), ("flat ring, one 1GbE port per GPU", flat.time_s, "s"),
                  ("hierarchical, one 1GbE NIC per node", hier.time_s, "s"),
                  ("flat ring, bf16 gradients", flat16.time_s, "s"),
@@ -73,7 +73,7 @@ def allreduce_30b_ib200(n_params: float = 30e9, grad_dtype: str = "fp32", n_node
         check=(f"2 x {n - 1}/{n} x {size / GB:.0f} GB / {flat.bandwidth_gbps:g} GB/s = {flat.time_s:.1f} s ({flat.time_s / claimed_s:.0f}x "
                f"0.1 s). Most favourable (bf16, NVLink4 inside nodes, one 200 Gb NIC per GPU, hierarchical): "
                f"{best.time_s:.2f} s, still {best.time_s / claimed_s:.0f}x the claim."),
-        assumptions=("200 Gb/s = 25 GB/s per direction (InfiniBand HDR, data/interconnects.csv ib-hdr)",
+        assumptions=("200 Gb/s = 25 GB/s per direction (InfiniBand HDR, gpukit/data/interconnects.csv ib-hdr)",
                      f"{grad_dtype} gradients, {n_nodes} nodes x {gpus_per_node} GPUs"),
         figures=(("flat ring", flat.time_s, "s"), ("hierarchical, NVLink4 + HDR per GPU", hier.time_s, "s"),
                  ("hierarchical, bf16 gradients", best.time_s, "s")))
@@ -94,7 +94,7 @@ def nvlink_latency(n_ranks: int = 8, size_bytes: float = 4, claimed_us: float = 
                f"(tree {tree.time_s * 1e6:.1f} us): well under 100 us; NCCL's measured small all-reduce on one node "
                "is some tens of us (kernel launch included)."),
         assumptions=(f"{n_ranks} GPUs, NVLink4 alpha {cost.alpha_s * 1e6:g} us (NCCL tuning model, "
-                     "data/interconnects.csv)",),
+                     "gpukit/data/interconnects.csv)",),
         figures=(("ring", cost.time_s * 1e6, "us"), ("tree", tree.time_s * 1e6, "us")))
 
 
@@ -113,7 +113,7 @@ def ethernet_latency(gpus_per_node: int = 8, size_bytes: float = 4, claimed_us: 
         check=(f"alpha-beta, hierarchical: {cost.time_s * 1e6:.0f} us over {link}, {slow.time_s * 1e6:.0f} us over 1 GbE "
                f"(kernel TCP): {claimed_us / (slow.time_s * 1e6):.0f}-{claimed_us / (cost.time_s * 1e6):.0f}x below 2 ms."
                " The article's loop (no warm-up, no barrier, 10 calls) also times set-up and rank skew."),
-        assumptions=("one-way latencies from data/interconnects.csv (Ethernet values are estimates)",
+        assumptions=("one-way latencies from gpukit/data/interconnects.csv (Ethernet values are estimates)",
                      f"2 nodes x {gpus_per_node} GPUs"),
         figures=((f"hierarchical over {link}", cost.time_s * 1e6, "us"), ("hierarchical over 1 GbE", slow.time_s * 1e6,
                                                                             "us")))
@@ -220,7 +220,7 @@ def nvlink_50_ib_200(claimed_ib_gbps: float = 200.0, claimed_nvlink_gbps: float 
         check=(f"200 Gb/s / 8 = {ib.bandwidth_gbps:g} GB/s per direction (8x less than claimed: bits read as bytes); "
                f"NVLink4 carries {nvl.bandwidth_gbps:g} GB/s per direction per GPU, {nvl.bandwidth_gbps / ib.bandwidth_gbps:.0f}x "
                "InfiniBand HDR, not a quarter of it."),
-        assumptions=("per GPU, per direction (data/interconnects.csv ib-hdr, nvlink4)",),
+        assumptions=("per GPU, per direction (gpukit/data/interconnects.csv ib-hdr, nvlink4)",),
         figures=(("InfiniBand HDR", ib.bandwidth_gbps, "GB/s"), ("NVLink4", nvl.bandwidth_gbps, "GB/s"),
                  ("NVLink4 / claimed NVLink", nvl.bandwidth_gbps / claimed_nvlink_gbps, "x")))
 
@@ -238,7 +238,7 @@ def pcie4_64(claimed_gbps: float = 64.0) -> Claim:
         verdict_from_ratio(p4.bandwidth_gbps / claimed_gbps),
         check=(f"16 x 16 GT/s x 128/130 / 8 = {p4.bandwidth_gbps:.1f} GB/s per direction; 64 is both directions added "
                f"(or gen5 one way, {p5.bandwidth_gbps:.1f}). A gradient transfer runs at the per-direction rate."),
-        assumptions=("per direction, before packet overhead (data/interconnects.csv pcie4)",),
+        assumptions=("per direction, before packet overhead (gpukit/data/interconnects.csv pcie4)",),
         figures=(("PCIe4 x16 per direction", p4.bandwidth_gbps, "GB/s"), ("PCIe5 x16 per direction", p5.bandwidth_gbps,
                                                                           "GB/s")))
 
@@ -280,7 +280,7 @@ def nvlink_900(claimed_gbps: float = 900.0) -> Claim:
         check=(f"NVIDIA's 900 GB/s counts both directions; a transfer (an all-reduce step) moves "
                f"{nvl.bandwidth_gbps:g} GB/s one way per GPU. Compare per-direction figures with per-direction ones "
                "(InfiniBand's 50 GB/s is per direction)."),
-        assumptions=("H100 SXM, NVLink4 (data/interconnects.csv nvlink4)",),
+        assumptions=("H100 SXM, NVLink4 (gpukit/data/interconnects.csv nvlink4)",),
         figures=(("NVLink4 per direction", nvl.bandwidth_gbps, "GB/s"),))
 
 
@@ -296,7 +296,7 @@ def ib_400_50(claimed_gbps: float = 50.0) -> Claim:
         verdict=verdict_from_ratio(ib.bandwidth_gbps / claimed_gbps, correct=1.02),
         check=(f"400 Gb/s / 8 = {ib.bandwidth_gbps:g} GB/s per direction (NDR; XDR doubles it). A node with one port "
                "per GPU (8 per node) has 8x that between nodes; a node with one shared port has 1x."),
-        assumptions=("data/interconnects.csv ib-ndr",),
+        assumptions=("gpukit/data/interconnects.csv ib-ndr",),
         figures=(("NDR per direction", ib.bandwidth_gbps, "GB/s"),))
 
 
@@ -313,7 +313,7 @@ def ethernet_100_12_5(claimed_gbps: float = 12.5) -> Claim:
         check=(f"100 / 8 = {eth.bandwidth_gbps:g} GB/s per direction; shared by 8 GPUs it is "
                f"{eth.bandwidth_gbps / 8:.2f} GB/s each, 1/{get_interconnect('nvlink4').bandwidth_gbps / (eth.bandwidth_gbps / 8):.0f} "
                "of NVLink4. What TCP reaches is lower still (no RDMA)."),
-        assumptions=("data/interconnects.csv eth-100g",),
+        assumptions=("gpukit/data/interconnects.csv eth-100g",),
         figures=(("per GPU when 8 share it", eth.bandwidth_gbps / 8, "GB/s"),))
 
 

@@ -35,7 +35,7 @@ def pretrain_70b_200_days(n_params: float = 70e9, tokens: float = 2e12, mfu: flo
                f" TFLOP/s x {mfu:.0%}) = {fmt_seconds(tt.seconds)} ({tt.days / 365.25:.0f} years). 200 days buys "
                f"only {fmt_count(implied)} tokens ({implied / n_params:.2f} per parameter)."),
         assumptions=(f"'standard pretraining run' = {fmt_count(tokens)} tokens (Llama 2 70B: 2T; Touvron et al. 2023)",
-                     f"{g.name} dense bf16 peak from data/gpus.csv", "6N FLOPs per token, attention left out"),
+                     f"{g.name} dense bf16 peak from gpukit/data/gpus.csv", "6N FLOPs per token, attention left out"),
         figures=(("training FLOPs (6ND)", tt.flops, "FLOP"), ("days on one GPU", tt.days, "days"),
                  ("years on one GPU", tt.days / 365.25, "years"), ("tokens 200 days buy", implied, "tokens"),
                  ("tokens per parameter in 200 days", implied / n_params, "tokens/param"),

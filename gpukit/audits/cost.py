@@ -3,7 +3,7 @@ by their own arithmetic. Registered under topic "cost" in gpukit.audits.claims (
 the registry). The economics claims (prices, buy vs rent, spot, cluster budgets; issue 12) follow, audited
 with gpukit.prices and gpukit.cost: article 000's here, article 002's (buying, renting on AWS, buy vs rent,
 spot) in gpukit.audits.cost_buy_rent, which this module imports after its own audits (the registry keeps
-that order: the rows of data/claims.csv) and whose audits it re-exports (cost.spot_60_90, ...).
+that order: the rows of gpukit/data/claims.csv) and whose audits it re-exports (cost.spot_60_90, ...).
 Used in: notebooks/03_compute_and_time, notebooks/08_cluster_economics, tests/test_claims.py,
 tests/test_claims_plan_cost.py, gpukit.audits.cost_buy_rent.
 """
@@ -94,7 +94,7 @@ def asr_3b_cluster_cost(days_one_gpu: float = 4.0, hours_cluster: float = 12.0, 
 
 
 # ------------------------------------------------------------------------------------ economics (issue 12)
-# Prices: data/prices.csv through gpukit.prices (market rows only unless a claim is about the articles'
+# Prices: gpukit/data/prices.csv through gpukit.prices (market rows only unless a claim is about the articles'
 # own rows); cost models: gpukit.cost. H100 training rate: dense BF16 peak x 40% MFU (assumed).
 def _h100_tokens_per_hour(n_params: float, gpus: int = 1, mfu: float = 0.4) -> float:
     from gpukit.catalog import get_gpu
@@ -104,7 +104,7 @@ def _h100_tokens_per_hour(n_params: float, gpus: int = 1, mfu: float = 0.4) -> f
 
 @register("h100_4_per_hour", "cost")
 def h100_4_per_hour(claimed_usd: float = 4.0) -> Claim:
-    """The table's stylized $4 per H100-hour against the market rows of data/prices.csv."""
+    """The table's stylized $4 per H100-hour against the market rows of gpukit/data/prices.csv."""
     lo, med, hi = market_range("h100-sxm")
     return Claim(
         key="h100_4_per_hour", topic="cost", article="000",
@@ -112,9 +112,9 @@ def h100_4_per_hour(claimed_usd: float = 4.0) -> Claim:
         quote="Cost comparison (stylized cloud pricing, July 2026):",
         claimed=claimed_usd, claimed_unit="USD/GPU-hour", computed=med, unit="USD/GPU-hour",
         verdict="plausible" if lo <= claimed_usd <= hi else "doubtful",
-        check=(f"Market H100 SXM rows in data/prices.csv: ${lo:.2f} (lowest) to ${hi:.2f} (AWS p5 on demand, 98.32/8), "
+        check=(f"Market H100 SXM rows in gpukit/data/prices.csv: ${lo:.2f} (lowest) to ${hi:.2f} (AWS p5 on demand, 98.32/8), "
                f"median ${med:.2f}. $4 sits inside the range, above the specialist clouds and a third of AWS on demand."),
-        assumptions=("on-demand prices; the rows' dates are in data/prices.csv",),
+        assumptions=("on-demand prices; the rows' dates are in gpukit/data/prices.csv",),
         figures=(("lowest market row", lo, "USD/GPU-hour"), ("median market row", med, "USD/GPU-hour"),
                  ("highest market row", hi, "USD/GPU-hour")))
 
@@ -189,7 +189,7 @@ def decision_cluster_5_20_per_hr(low: float = 5.0, high: float = 20.0) -> Claim:
         check=(f"{inside} of {len(rows)} market 4- and 8-GPU A100/H100 rows fall in $5-20/hr; 4 H100s at the median "
                f"${med:.2f}/GPU-hour are ${4 * med:.2f}/hr, 8 are ${8 * med:.2f}/hr; AWS p5 is $98.32. $5-20 fits A100 "
                "nodes and 4-GPU H100 slices on specialist clouds, not 8 H100s or the hyperscalers."),
-        assumptions=("on-demand list prices of data/prices.csv",),
+        assumptions=("on-demand list prices of gpukit/data/prices.csv",),
         figures=tuple((f"{r.cloud} {r.instance_type}", r.price_usd_per_h, "USD/hour") for r in rows)
         + (("cheapest per GPU-hour", min(per_gpu), "USD/GPU-hour"),))
 
@@ -232,7 +232,7 @@ def infiniband_doubles_cost(cluster_usd: float = 1.2e6, network_usd: float = 150
 
 @register("node_30_50_per_hr", "cost")
 def node_30_50_per_hr(low: float = 30.0, high: float = 50.0) -> Claim:
-    """8-GPU instance prices of data/prices.csv against $30-50/hr."""
+    """8-GPU instance prices of gpukit/data/prices.csv against $30-50/hr."""
     from statistics import median
 
     from gpukit.prices import load_prices

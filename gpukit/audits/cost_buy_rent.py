@@ -3,13 +3,13 @@ and a 32-GPU cluster, renting on AWS, buy vs rent at a utilization, spot against
 
 Holds the audits of article 002's buy-or-rent section (registered under topic "cost" in
 gpukit.audits.claims, after gpukit.audits.cost's own; see there for Claim and the registry). Prices
-in USD, USD per hour and per GPU-hour: data/prices.csv through gpukit.prices (market rows only),
+in USD, USD per hour and per GPU-hour: gpukit/data/prices.csv through gpukit.prices (market rows only),
 cost models from gpukit.cost (buy_vs_rent: PUE 1.56, $0.10/kWh; spot_run: Daly 2006; predicted
 efficiency), the article's own figures where gpukit has no price list (switches, retail GPUs).
 gpukit.audits.claims imports this module right after gpukit.audits.cost (TOPIC_MODULES keeps that
-order: the rows of data/claims.csv); both take the market price range from gpukit.prices.market_range.
+order: the rows of gpukit/data/claims.csv); both take the market price range from gpukit.prices.market_range.
 Used in: notebooks/08_cluster_economics (claim("spot_60_90")), and through the registry
-notebooks/08_cluster_economics, notebooks/09_decide, data/claims.csv (python -m gpukit.audits.export),
+notebooks/08_cluster_economics, notebooks/09_decide, gpukit/data/claims.csv (python -m gpukit.audits.export),
 tests/test_claims.py, tests/test_claims_plan_cost.py.
 """
 
@@ -89,7 +89,7 @@ def networking_150k(network_usd: float = 150e3, gpus: int = 32) -> Claim:
 
 @register("p4d_p5_prices", "cost")
 def p4d_p5_prices(p4d: float = 32.77, p5: float = 98.32) -> Claim:
-    """The articles' AWS prices against data/prices.csv's AWS p5 row."""
+    """The articles' AWS prices against gpukit/data/prices.csv's AWS p5 row."""
     from gpukit.prices import load_prices
 
     aws = [r for r in load_prices().rows if r.cloud == "aws" and r.instance_type == "p5.48xlarge"]
@@ -101,7 +101,7 @@ def p4d_p5_prices(p4d: float = 32.77, p5: float = 98.32) -> Claim:
                "p5.48xlarge (8 H100) is $98.32/hour."),
         claimed=p5, claimed_unit="USD/hour", computed=row, unit="USD/hour",
         verdict=verdict_from_ratio(row / p5, correct=1.01),
-        check=(f"data/prices.csv: p5.48xlarge ${row:g}/h (AWS list price reported July 2023); per GPU ${p5 / 8:.2f} "
+        check=(f"gpukit/data/prices.csv: p5.48xlarge ${row:g}/h (AWS list price reported July 2023); per GPU ${p5 / 8:.2f} "
                f"(H100) and ${p4d / 8:.2f} (A100 40GB), 2-5x the specialist clouds. AWS capacity blocks were "
                "$39.33 (p5) and $14.75 (p4d) per hour."),
         assumptions=("us-east-1 on demand; a reported 2026 price cut could not be confirmed on an AWS page",),

@@ -1,13 +1,13 @@
-"""Write data/claims.csv from the audits: one row per registered claim, every topic.
+"""Write gpukit/data/claims.csv from the audits: one row per registered claim, every topic.
 
-    python -m gpukit.audits.export            # (re)write data/claims.csv
+    python -m gpukit.audits.export            # (re)write gpukit/data/claims.csv
     python -m gpukit.audits.export --check    # exit 1, naming the first difference, if it is stale
     python -m gpukit.audits.export --out FILE # write elsewhere
 
-The file is GENERATED (data/README.md says so; a CSV comment line would break the catalog header
+The file is GENERATED (gpukit/data/README.md says so; a CSV comment line would break the catalog header
 checks): edit the audit functions in gpukit/audits/<topic>.py, then rerun this.
 Numbers are written with 6 significant digits so that the file is the same on every machine.
-tests/test_claims_csv.py checks that data/claims.csv equals what this module would write.
+tests/test_claims_csv.py checks that gpukit/data/claims.csv equals what this module would write.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 COLUMNS = ("key", "topic", "article", "text", "quote", "claimed", "claimed_unit", "computed", "unit", "ratio",
            "verdict", "check", "assumptions", "source", "source_url", "accessed")
-# The provenance columns every data/*.csv carries: the article, its file, when the seeds were read.
+# The provenance columns every gpukit/data/*.csv carries: the article, its file, when the seeds were read.
 SEEDS_READ = "2026-12-03"
 
 
@@ -45,7 +45,7 @@ def rows() -> list[dict]:
 
 
 def render() -> str:
-    """data/claims.csv's full text."""
+    """gpukit/data/claims.csv's full text."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -62,7 +62,7 @@ def default_path() -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.audits.export", description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
-    p.add_argument("--out", help="file to write (default data/claims.csv)")
+    p.add_argument("--out", help="file to write (default gpukit/data/claims.csv)")
     args = p.parse_args(argv)
     path = Path(args.out) if args.out else default_path()
     text = render()

@@ -174,7 +174,7 @@ def cluster_adds_latency(model: str = "llama-3-8b", gpu: str = "h100-sxm", link:
                f"{share:.2%} of a {p.ttft_s * 1e3:.0f} ms TTFT and {added / p.request_latency_s:.3%} of the "
                f"{p.request_latency_s:.1f} s request. Replicas behind a balancer do not make a request slower; "
                "queueing on too few replicas does (see the simulation)."),
-        assumptions=(f"one-way latency of {link} from data/interconnects.csv",),
+        assumptions=(f"one-way latency of {link} from gpukit/data/interconnects.csv",),
         figures=(("added latency", added * 1e3, "ms"), ("TTFT", p.ttft_s * 1e3, "ms"),
                  ("request latency", p.request_latency_s, "s")))
 

@@ -5,7 +5,7 @@ for the workloads the rule covers, and where they disagree.
 Each audit registers under topic "plan" in the claims registry and returns a Claim. Conventions as in
 gpukit.plan: H100 SXM at the dense BF16 peak, 40% MFU (assumed; Llama 3 reports 38-43%), 8 GPUs per
 node, InfiniBand NDR between nodes, compute-optimal pretraining = 20 tokens per parameter (Hoffmann
-et al. 2022). Used in: notebooks/09_decide, data/claims.csv (python -m gpukit.audits.export).
+et al. 2022). Used in: notebooks/09_decide, gpukit/data/claims.csv (python -m gpukit.audits.export).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from gpukit.units import GiB
 
 CHINCHILLA = 20  # tokens per parameter, Hoffmann et al. 2022
 H100 = "h100-sxm"
-PRICE = 3.0  # USD per H100-hour used in these audits (data/prices.csv market rows span about 1.8-12.3)
+PRICE = 3.0  # USD per H100-hour used in these audits (gpukit/data/prices.csv market rows span about 1.8-12.3)
 
 
 def _days_one_gpu(n_params: float, tokens: float, gpu: str = H100, mfu: float = 0.4) -> float:

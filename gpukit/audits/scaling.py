@@ -100,7 +100,7 @@ def dp_sagemaker_13b(tokens_per_gpu: float = 2048, claimed_4: float = 0.90, clai
                f"per GPU, fp32 gradients: {e4:.0%} at 4 GPUs (NVLink, one node), {e64:.0%} at 64 with overlap, "
                f"{e64_off:.0%} without; with 4x the tokens per GPU {e64_big:.0%}. The drop comes from leaving the "
                "node (EFA has a fraction of NVLink's bandwidth), not from all-reduce growing with N."),
-        assumptions=("p4d: 400 Gb/s EFA per 8 GPUs (data/interconnects.csv efa-p4d), line rate",
+        assumptions=("p4d: 400 Gb/s EFA per 8 GPUs (gpukit/data/interconnects.csv efa-p4d), line rate",
                      "40% MFU; SageMaker's own setup (sharded data parallel?) is not stated in the article"),
         figures=(("efficiency at 4 GPUs", e4, "fraction"), ("efficiency at 64, overlap", e64, "fraction"),
                  ("efficiency at 64, no overlap", e64_off, "fraction"),

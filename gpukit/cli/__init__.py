@@ -19,6 +19,21 @@ from gpukit.results import dumps
 COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "scaling", "parallel", "serve", "cost", "plan")
 
 
+# An optional dependency a command needs -> the pip extra that brings it (pyproject.toml
+# [project.optional-dependencies]); the calculators and their commands need none of these.
+EXTRA_OF = {"torch": "bench", "matplotlib": "course", "seaborn": "course", "ipywidgets": "course",
+            "papermill": "course", "nbformat": "course", "nbclient": "course", "jupyter_client": "course"}
+
+
+def missing_extra_message(err: ModuleNotFoundError, command: str | None) -> str | None:
+    """One line for a command that imports an optional dependency this install lacks, else None."""
+    top = (err.name or "").split(".")[0]
+    if top not in EXTRA_OF:
+        return None
+    what = f"gpukit {command}" if command else "gpukit"
+    return f"{what} needs {top}, which is not installed: pip install 'gpukit[{EXTRA_OF[top]}]'"
+
+
 class CliError(Exception):
     """Raised for bad command-line input; printed as one line, exit code 2."""
 
@@ -69,6 +84,7 @@ def emit(result, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -81,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"error: {msg}" if not msg.startswith("gpukit") else msg, file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # a light install (no gpukit[bench]) running `gpukit bench`, say
+        msg = missing_extra_message(e, getattr(args, "command", None))
+        if msg is None:
+            raise
+        print(f"error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept, where a suite says so), 130
         print((str(e).splitlines() or ["interrupted"])[0], file=sys.stderr)

@@ -17,7 +17,7 @@ P. issue 10: the 3D step-time model vs published runs, the layout search's speed
    DDP vs FSDP2 / ZeRO-1 / TP / PP on two gloo ranks.
 5. serving: KV-cache prefill/decode of the reference model measured on this machine against the roofline
    from its measured rates (gpukit.bench.decode, goal within 25%), and gpukit.inference against published
-   serving figures (data/serving_published.csv, goal within 30%) with the TP-vs-replicas ordering.
+   serving figures (gpukit/data/serving_published.csv, goal within 30%) with the TP-vs-replicas ordering.
 These are benchmarks, not tests: they print figures and never fail on a slow machine.
 """
 

@@ -58,7 +58,7 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
                  **{d: peaks.get(d) for d in catalog.PEAK_DTYPES}, "nvlink_gbps": g.nvlink_gbps,
                  "pcie": g.pcie_gen, "tdp_w": g.tdp_w}
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "GPUs (data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
+    return catalog_table(rows, text, "GPUs (gpukit/data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
                         "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W")
 
 
@@ -81,7 +81,7 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
                  "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
                  "diff_pct": None if diff is None else round(diff, 3)}
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "Models (data/models.csv): n_params from gpukit.specs.ModelSpec, "
+    return catalog_table(rows, text, "Models (gpukit/data/models.csv): n_params from gpukit.specs.ModelSpec, "
                         "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
                         "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
                         "attention span ('-': full attention)")
@@ -98,7 +98,7 @@ def link_rows(names=(), with_sources: bool = False) -> Report:
         short = {"name": link.name, "kind": link.kind, "scope": link.scope,
                  "bandwidth_gbps": link.bandwidth_gbps, "latency_us": link.latency_us}
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "Links (data/interconnects.csv): bandwidth GB/s per GPU or port, "
+    return catalog_table(rows, text, "Links (gpukit/data/interconnects.csv): bandwidth GB/s per GPU or port, "
                         "one direction; latency_us one way, small message")
 
 

@@ -27,7 +27,7 @@ def _dims(text):
 
 def _model_or_params(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--model", help="a model from `gpukit models` (data/models.csv)")
+    g.add_argument("--model", help="a model from `gpukit models` (gpukit/data/models.csv)")
     g.add_argument("--params", type=count, help="n_params, e.g. 175B or 7e9 (no attention term)")
 
 

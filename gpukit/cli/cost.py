@@ -98,7 +98,7 @@ def _published(args):
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("cost", help="cost of a training run, buy vs rent, published runs",
-                              description="Cluster economics (gpukit.cost); prices from data/prices.csv or --prices")
+                              description="Cluster economics (gpukit.cost); prices from gpukit/data/prices.csv or --prices")
     sub = p.add_subparsers(dest="cost_command", metavar="WHAT", parser_class=type(p))
 
     t = sub.add_parser("train", help="time and cost over GPU types and counts, with scaling efficiency",
@@ -130,7 +130,7 @@ def register(subparsers) -> None:
     pr.add_argument("--price-per-gpu-hour", type=positive_float, help="USD per GPU-hour (default: median row of the price file)")
     pr.add_argument("--price-per-node-hour", type=positive_float,
                     help="USD per node-hour (an instance's price), divided by --gpus-per-node")
-    pr.add_argument("--prices", help="a price CSV: data/prices.csv format or a SkyPilot catalog vms.csv")
+    pr.add_argument("--prices", help="a price CSV: gpukit/data/prices.csv format or a SkyPilot catalog vms.csv")
     t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
     t.add_argument("--preemptions-per-day", type=positive_float, help="with --spot: interruptions of the job per day")
     t.add_argument("--checkpoint-minutes", type=positive_float, help="with --spot: time to write one checkpoint")

@@ -140,7 +140,7 @@ def handle(args):
                 "weights_dtype", "inference", "batch", "convention", "optimizer_impl", "grad_dtype",
                 "grad_accum_buffer", "virtual_stages", "zero3_prefetch_layers")
         given = {k: getattr(args, k) for k in keys}
-        if custom:  # a custom shape has no row in data/models.csv: every default picked for it is said
+        if custom:  # a custom shape has no row in gpukit/data/models.csv: every default picked for it is said
             picked = [words for f, words in choice.defaults
                       if not (f == "dropout" and (args.dropout is not None or args.inference))]
             if picked:

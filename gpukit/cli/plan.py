@@ -110,7 +110,7 @@ def register(subparsers) -> None:
     p.add_argument("--ports-per-node", type=bounded_int,
                    help="training: inter-node network ports per node, shared by its GPUs (default: one per GPU, "
                         "rail-optimized; e.g. 1 for one 100 GbE NIC per node)")
-    p.add_argument("--prices", help="price CSV (data/prices.csv format or a SkyPilot catalog vms.csv)")
+    p.add_argument("--prices", help="price CSV (gpukit/data/prices.csv format or a SkyPilot catalog vms.csv)")
     p.add_argument("--loader-tokens-per-s", type=positive_float,
                    help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
     u = p.add_mutually_exclusive_group()

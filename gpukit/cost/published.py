@@ -18,7 +18,7 @@ class PublishedRun:
 
     key: str
     model: str
-    gpu: str  # data/gpus.csv name of the GPU (or its compute twin)
+    gpu: str  # gpukit/data/gpus.csv name of the GPU (or its compute twin)
     n_params: float  # active parameters per token
     tokens: float
     gpu_hours: float
@@ -77,7 +77,7 @@ class PublishedCheck:
 
 def published_check(key: str, *, usd_per_gpu_hour: float | None = None, mfu: float = 0.4) -> PublishedCheck:
     """Reproduce a published run: its cost at its disclosed (or a given) price, the MFU its GPU-hours
-    imply (6ND FLOPs, dense BF16 peak of data/gpus.csv), and the GPU-hours gpukit predicts at `mfu`."""
+    imply (6ND FLOPs, dense BF16 peak of gpukit/data/gpus.csv), and the GPU-hours gpukit predicts at `mfu`."""
     runs = {r.key: r for r in PUBLISHED_RUNS}
     if key not in runs:
         raise ValueError(f"key must be one of {', '.join(runs)}; got {key!r}")

@@ -281,7 +281,7 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     inter-node ports per node, default one per GPU; say so in the output), a number in (0, 1] for every
     count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour, a given USD per node-hour
     (price_per_node_hour / gpus_per_node), or the median market row of `gpu` in `prices`
-    (data/prices.csv by default); a given price that looks like the other kind gets a warning
+    (gpukit/data/prices.csv by default); a given price that looks like the other kind gets a warning
     (gpukit.prices.price_warning). spot: optional {"preemptions_per_day", "checkpoint_minutes",
     "restart_minutes", "spot_price_per_gpu_hour"} adds the expected spot time and cost per row (spot_run).
 

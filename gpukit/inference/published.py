@@ -1,4 +1,4 @@
-"""gpukit.inference against published serving measurements (data/serving_published.csv) and the
+"""gpukit.inference against published serving measurements (gpukit/data/serving_published.csv) and the
 published ordering of tensor parallelism against replicas.
 
 Each row is one published figure with its hardware, model, precision, lengths, concurrency and
@@ -23,7 +23,7 @@ TP_ORDERING_SOURCE = ("NVIDIA NIM for LLMs, Optimization: 'latency variants use 
 
 
 def published_serving() -> list[dict]:
-    """Rows of data/serving_published.csv (published serving measurements, each with its source)."""
+    """Rows of gpukit/data/serving_published.csv (published serving measurements, each with its source)."""
     from gpukit.catalog import data_dir, read_csv
 
     return read_csv(data_dir() / PUBLISHED_FILE, ("model", "gpu", "n_gpus", "tp", "precision", "input_tokens",

@@ -82,7 +82,7 @@ def resolve_setup(model: ModelSpec | str | None, *, gpu=None, n_params: int | No
             kw["dropout"] = model.dropout
         else:
             notes.append(f"dropout masks {'counted' if model.dropout else 'not counted'}: {model.name} trains "
-                         f"{'with' if model.dropout else 'without'} dropout (data/models.csv; {say('dropout')})")
+                         f"{'with' if model.dropout else 'without'} dropout (gpukit/data/models.csv; {say('dropout')})")
     pp = kw.get("pp", 1)
     if pp > 1 and "grad_accum" not in kw and not inference:
         # 1F1B keeps min(pp, grad_accum) micro-batches on the first stage (Korthikanti et al. 2022 sec. 4.2.3)

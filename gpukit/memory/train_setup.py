@@ -247,6 +247,6 @@ def grad_bytes_per_param(setup: TrainSetup, default: float) -> float:
 
 
 def uses_dropout(model: ModelSpec, setup: TrainSetup) -> bool:
-    """Dropout masks are stored: setup.dropout if given, else the model row's `dropout` (data/models.csv:
+    """Dropout masks are stored: setup.dropout if given, else the model row's `dropout` (gpukit/data/models.csv:
     Llama, Mistral, Qwen, Falcon train without dropout, GPT-2/OPT/Megatron with 0.1)."""
     return model.dropout if setup.dropout is None else setup.dropout

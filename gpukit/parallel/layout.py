@@ -301,7 +301,7 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     require_choice("attention", attention, mem.ATTENTION)
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
-    dropout = model.dropout if dropout is None else dropout  # the model row's recipe (data/models.csv)
+    dropout = model.dropout if dropout is None else dropout  # the model row's recipe (gpukit/data/models.csv)
     notes = list(config.validate(model, global_batch=G))
     if seq_len is None:
         notes.append(default_seq_len_note(model))

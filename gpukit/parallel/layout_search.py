@@ -207,7 +207,7 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
                                                           if k in ("precision", "optimizer", "grad_dtype",
                                                                    "grad_accum_buffer")}))
     layer_elems = model.layer_params() * model.n_layers
-    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (data/models.csv)
+    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
 
     def est_of(c: ParallelConfig):
         """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""

@@ -201,7 +201,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
          gpus_per_node: int = 8, inter_link: str | None = None, loader_tokens_per_s: float | None = None,
          suggest_alternatives: bool = True, refine: bool = True, ports_per_node: int | None = None) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
-    of names (priced from `prices`, data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
+    of names (priced from `prices`, gpukit/data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
     None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
     is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs).
     ports_per_node: inter-node network ports per node shared by its GPUs (default one per GPU,
@@ -323,7 +323,7 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         seq_words = f"seq_len {seq_len}" if seq_len else f"seq_len {model.default_seq_len()[0]} ({model.train_seq_len_source})"
         drop_words = "dropout masks counted" if model.dropout else "no dropout"
         assumptions.append(f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
-                           f"data/models.csv); GPU counts limited to a global batch of at most "
+                           f"gpukit/data/models.csv); GPU counts limited to a global batch of at most "
                            f"{MAX_GLOBAL_BATCH_TOKENS:,} tokens and at least {MIN_STEPS} optimizer steps")
     else:
         assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "

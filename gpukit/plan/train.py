@@ -29,7 +29,7 @@ from gpukit.specs import ModelSpec
 # ------------------------------------------------------------------------------- training layouts
 def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False):
     """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
-    (data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
+    (gpukit/data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
     ft = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}[workload]
     base = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout)
     out = []

@@ -68,7 +68,7 @@ def draw_allreduce(r: CollectiveCurves):
 
 
 def link_options(scope: str | None = None) -> list[str]:
-    """Catalog links (data/interconnects.csv), optionally one scope (intra-node / inter-node)."""
+    """Catalog links (gpukit/data/interconnects.csv), optionally one scope (intra-node / inter-node)."""
     return [n for n, ln in interconnects().items() if scope is None or ln.scope == scope]
 
 

@@ -25,11 +25,11 @@ from gpukit.widgets.base import View, dropdown, number, slider
 
 N_GPUS_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 SEQ_LENS = (512, 1024, 2048, 4096, 8192)
-DTYPE = "bf16"  # every time-to-train here is at the GPU's dense bf16 peak (data/gpus.csv)
+DTYPE = "bf16"  # every time-to-train here is at the GPU's dense bf16 peak (gpukit/data/gpus.csv)
 
 
 def model_options() -> list[str]:
-    """Decoder models of data/models.csv with max_seq >= 2048 (what the widget's dropdown lists)."""
+    """Decoder models of gpukit/data/models.csv with max_seq >= 2048 (what the widget's dropdown lists)."""
     return [n for n, m in models().items() if m.arch == "decoder" and m.max_seq >= 2048]
 
 

@@ -20,7 +20,7 @@ CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
 def model_options() -> list[str]:
-    """Decoder models of data/models.csv (what the dropdown lists)."""
+    """Decoder models of gpukit/data/models.csv (what the dropdown lists)."""
     return [n for n, m in models().items() if m.arch == "decoder"]
 
 
