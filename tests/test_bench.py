@@ -39,13 +39,13 @@ def test_one_median_everywhere_is_the_true_median():
     hand-made medians in calibrate and benchreport returned)."""
     from types import SimpleNamespace
 
-    from gpukit.bench.calibrate import _link_entry
+    from gpukit.bench.calibrate import link_entry
 
     assert timing.percentile([1.0, 2.0, 3.0, 10.0], 50) == 2.5
     assert timing.percentile([3.0, 1.0, 2.0], 50) == 2.0
     rows = [{"size_bytes": s, "time_us": 10 + s / 1e3, "world_size": 2, "busbw_gbps": 1.0, "harness_ratio": h}
             for s, h in ((1e3, 0.8), (1e4, 1.1), (1e5, 0.9), (1e6, 1.0))]
-    entry = _link_entry(SimpleNamespace(rows=rows, env={"backend": "gloo"}), {"holdout_error_max": 0.0,
+    entry = link_entry(SimpleNamespace(rows=rows, env={"backend": "gloo"}), {"holdout_error_max": 0.0,
                                                                                 "holdout_error_median": 0.0})
     assert entry["harness_ratio_median"] == pytest.approx(0.95)
     with pytest.raises(ValueError, match="empty"):

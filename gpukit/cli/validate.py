@@ -10,8 +10,8 @@ Prints, per category (params, grads, optimizer, activations, peak), the measured
 predictions with their errors: the eager replay (gpukit.memory.eager; GPT layout with eager
 attention only), the planning model (gpukit.memory.estimate_memory, convention "pytorch": what
 users plan with) and the papers' Megatron convention (estimate_memory, convention "megatron").
---grid runs the validation grid of the layout (gpukit.bench.measure.VALIDATION_GRID / LLAMA_GRID);
---random N draws N configurations that no grid names (gpukit.bench.measure.random_configs).
+--grid runs the validation grid of the layout (gpukit.bench.measure_validate.VALIDATION_GRID / LLAMA_GRID);
+--random N draws N configurations that no grid names (gpukit.bench.measure_validate.random_configs).
 The CUDA branch is not yet run on a GPU.
 """
 
@@ -25,7 +25,7 @@ _NAMES = (("predicted", "replay"), ("planning", "planning"), ("megatron", "megat
 
 
 class ValidationResult:
-    """One configuration: the dict of gpukit.bench.measure.compare, printable as a table."""
+    """One configuration: the dict of gpukit.bench.measure_validate.compare, printable as a table."""
 
     def __init__(self, result: dict):
         self.result = result
@@ -34,7 +34,7 @@ class ValidationResult:
         return self.result
 
     def to_text(self) -> str:
-        from gpukit.bench.measure import config_label
+        from gpukit.bench.measure_validate import config_label
 
         r = self.result
         c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
@@ -126,7 +126,7 @@ def _measure(args):
         torch.set_num_threads(args.threads)
     if args.grid or args.random:
         from gpukit.bench.envinfo import env_stamp
-        from gpukit.bench.measure import (
+        from gpukit.bench.measure_validate import (
             COMPARED,
             LLAMA_GRID,
             VALIDATION_GRID,
@@ -146,7 +146,7 @@ def _measure(args):
                     "models": error_table(df).to_dict(orient="records"),
                     "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
         return None
-    from gpukit.bench.measure import compare
+    from gpukit.bench.measure_validate import compare
 
     setup = EagerSetup(seq_len=args.seq, micro_batch=args.micro_batch, recompute=args.recompute,
                        precision=args.precision, optimizer=args.optimizer, device=args.device)
