@@ -100,8 +100,8 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     device = resolve_device(device)
     backend = pick_backend(backend, device)
     hook = validate_ddp(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
-                     bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
-                     timeout_s, backend)
+                        bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
+                        timeout_s, backend)
     check_gpu_count(n_ranks, device)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
