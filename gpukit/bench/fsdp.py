@@ -409,9 +409,6 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def summary_markdown(result: BenchResult) -> str:
     """The run's key figures as Markdown bullets (notebook 06 section 2); every number read from `result`."""
@@ -439,3 +436,7 @@ def summary_markdown(result: BenchResult) -> str:
         f"- PP (torch.distributed.pipelining) on {s['backend']}: {ran(pp)} ({pp.get('schedule', '')}, "
         f"{pp.get('microbatches', '?')} micro-batches, {pp.get('step_ms', float('nan')):.0f} ms per step).",
     ))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
