@@ -28,11 +28,9 @@ def pick_backend(backend: str, device: str) -> str:
 
 
 def check_gpu_count(n_ranks: int, device: str, name: str = "n_ranks") -> None:
-    """ValueError before any rank starts when CUDA has fewer GPUs than `n_ranks` (`name`: what the count is called).
-
-    On CUDA every spawned rank takes the GPU of its rank number and a torchrun rank the GPU of its
-    LOCAL_RANK (setup_rank): without this check rank 1 of 2 on a one-GPU machine dies with 'invalid
-    device ordinal'."""
+    """ValueError before any rank starts when CUDA has fewer GPUs than `n_ranks` (`name`: what the count is called)."""
+    # a rank takes the GPU of its (local) rank number (setup_rank): without this check rank 1 of 2 on a
+    # one-GPU machine dies with 'invalid device ordinal'
     if device == "cuda":
         import torch
 
@@ -57,8 +55,7 @@ def setup_rank(cfg: dict, local_rank: int) -> None:
 
 
 def rank_env(cfg: dict) -> dict:
-    """The environment stamp of a collective rank (gpukit.bench.envinfo.env_stamp): world size, backend, op,
-    launcher, MASTER_ADDR and GLOO_SOCKET_IFNAME; call inside an initialized process group."""
+    """A collective rank's environment stamp (envinfo.env_stamp + world size, backend, op, launcher, MASTER_ADDR, GLOO_SOCKET_IFNAME)."""
     import torch.distributed as dist
 
     from gpukit.bench.envinfo import env_stamp
