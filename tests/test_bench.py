@@ -39,13 +39,13 @@ def test_one_median_everywhere_is_the_true_median():
     hand-made medians in calibrate and benchreport returned)."""
     from types import SimpleNamespace
 
-    from gpukit.bench.calibrate import _link_entry
+    from gpukit.bench.calibrate import link_entry
 
     assert timing.percentile([1.0, 2.0, 3.0, 10.0], 50) == 2.5
     assert timing.percentile([3.0, 1.0, 2.0], 50) == 2.0
     rows = [{"size_bytes": s, "time_us": 10 + s / 1e3, "world_size": 2, "busbw_gbps": 1.0, "harness_ratio": h}
             for s, h in ((1e3, 0.8), (1e4, 1.1), (1e5, 0.9), (1e6, 1.0))]
-    entry = _link_entry(SimpleNamespace(rows=rows, env={"backend": "gloo"}), {"holdout_error_max": 0.0,
+    entry = link_entry(SimpleNamespace(rows=rows, env={"backend": "gloo"}), {"holdout_error_max": 0.0,
                                                                                 "holdout_error_median": 0.0})
     assert entry["harness_ratio_median"] == pytest.approx(0.95)
     with pytest.raises(ValueError, match="empty"):
@@ -443,3 +443,55 @@ def test_cli_bench_all_sigterm_writes_the_partial_json_and_exits_130(monkeypatch
     saved = json.loads(out.read_text())
     assert list(saved["sections"]) == ["matmul"] and saved["incomplete"]["interrupted_in"] == "memory"
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
+
+
+# ---------------------------------------------------------------- the bench layer's own house (issue 22)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a self-import): import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan 1972
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"a"}}) == [["a"]] and _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_among_bench_modules():
+    """Every import counts, at the top of a module or inside a function (grimp, as import-linter reads
+    them): no bench module imports one that imports it back. The launchers hand their rank body to
+    gpukit.bench.launch instead of a mode string dispatched inside collectives, and the shared rank
+    helpers live in gpukit.bench.ranks, which imports no launcher."""
+    import grimp
+
+    graph = grimp.build_graph("gpukit", cache_dir=None)
+    bench = {m for m in graph.modules if m.startswith("gpukit.bench.") or m == "gpukit.bench"}
+    edges = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in bench} for m in bench}
+    assert _cycles(edges) == []
+    assert "gpukit.bench.launch" in edges["gpukit.bench.collectives"] | edges["gpukit.bench.ddp"]
+    assert not edges["gpukit.bench.ranks"] - {"gpukit.bench.envinfo"}  # the ranks' helpers import no launcher

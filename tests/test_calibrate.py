@@ -83,7 +83,7 @@ def test_a_failed_nccl_link_keeps_the_rest_of_the_gpu_profile(tmp_path, monkeypa
         return "gloo rows"
     monkeypatch.setattr(collectives, "run_collectives", links)
     monkeypatch.setattr(collectives, "fit_and_holdout", lambda res, holdout: {})
-    monkeypatch.setattr(cal, "_link_entry", lambda res, h: {"alpha_us": 50.0, "beta_gbps": 1.0, "holdout_error": 0.1})
+    monkeypatch.setattr(cal, "link_entry", lambda res, h: {"alpha_us": 50.0, "beta_gbps": 1.0, "holdout_error": 0.1})
     out = tmp_path / "profile.json"
     assert main(["calibrate", "--quick", "--device", "cuda", "--out", str(out)]) == 0
     text = capsys.readouterr().out

@@ -106,8 +106,7 @@ def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatc
 
     def spawned(*a, **k):
         raise AssertionError("ranks were spawned")
-    monkeypatch.setattr(col, "spawn_ranks", spawned)
-    monkeypatch.setattr(launcher, "spawn", spawned)  # fsdp spawns through gpukit.bench.launch directly
+    monkeypatch.setattr(launcher, "spawn", spawned)  # every launcher spawns through gpukit.bench.launch
     run = {"collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
            "article": lambda: article_latency_snippet(2, device="cuda"),
            "ddp": lambda: run_ddp(2, device="cuda"),
@@ -268,10 +267,13 @@ def test_send_recv_runs():
 @pytest.mark.slow  # spawns ranks
 def test_timeout_kills_the_ranks():
     # rank 1 sleeps 120 s before its first all_reduce: rank 0 waits, the launcher must give up
-    cfg = {"mode": "article", "n_calls": 1, "skew_s": 120.0, "backend": "gloo", "device": "cpu", "threads": 1,
+    from gpukit.bench.article import article_body
+    from gpukit.bench.launch import spawn
+
+    cfg = {"n_calls": 1, "skew_s": 120.0, "backend": "gloo", "device": "cpu", "threads": 1,
            "timeout_s": 300, "op": "all_reduce"}
     with pytest.raises(TimeoutError, match="timed out"):
-        col.spawn_ranks(cfg, 2, timeout_s=1, startup_s=6)
+        spawn(article_body, cfg, 2, timeout_s=1, startup_s=6)
     assert multiprocessing.active_children() == [] and _children() == []
 
 

@@ -77,17 +77,17 @@ def test_peak_reads_the_device_the_run_used():
     must be the GPU's, not the first key's. CPU-only runs read the CPU."""
     import torch
 
-    from gpukit.bench.fsdp import _peak
+    from gpukit.bench.fsdp import memtracker_peak
 
     cpu_only = _FakeTracker({torch.device("cpu"): _categories(1)})
-    assert _peak(cpu_only, "cpu") == {"Parameter": 1, "Gradient": 3, "Optstate": 6, "Activation": 4, "Temp": 5,
+    assert memtracker_peak(cpu_only, "cpu") == {"Parameter": 1, "Gradient": 3, "Optstate": 6, "Activation": 4, "Temp": 5,
                                       "Total": 28}
     both = _FakeTracker({torch.device("cpu"): _categories(1), torch.device("cuda", 0): _categories(1000)})
     for dev in ("cuda:0", "cuda"):
-        p = _peak(both, dev)
+        p = memtracker_peak(both, dev)
         assert p["Parameter"] == 1000 and p["Optstate"] == 6000 and p["Total"] == 28000, (dev, p)
-    assert _peak(both, "cpu")["Total"] == 28
+    assert memtracker_peak(both, "cpu")["Total"] == 28
     with pytest.raises(RuntimeError, match=r"expected one device cuda:1, found 0 \(devices: cpu, cuda:0\)"):
-        _peak(both, "cuda:1")
+        memtracker_peak(both, "cuda:1")
     with pytest.raises(RuntimeError, match="expected one device cuda, found 0"):
-        _peak(cpu_only, "cuda")
+        memtracker_peak(cpu_only, "cuda")

@@ -213,7 +213,7 @@ def stubs():
     import torch
     import torch.utils.benchmark
 
-    from gpukit.bench import calibrate, collectives, matmul, membw, models, netlab
+    from gpukit.bench import calibrate, launch, matmul, membw, models, netlab
     from gpukit.bench.timing import summarize
 
     def fake_time_op(fn, **kw):  # matmul: the operands were really built; the op is not run (2048^3)
@@ -238,7 +238,7 @@ def stubs():
         mp.setattr(matmul, "time_op", fake_time_op)
         mp.setattr(membw, "time_op", run_once_time_op)
         mp.setattr(torch.utils.benchmark, "Timer", FakeTimer)
-        mp.setattr(collectives, "spawn_ranks", reached)
+        mp.setattr(launch, "spawn", reached)  # every launcher (collectives, article, ddp, fsdp) spawns here
         mp.setattr(models, "build_reference_model", reached)
         mp.setattr(models, "build_model", reached)
         real_plan = calibrate._plan

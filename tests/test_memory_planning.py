@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpukit import memory as mem
-from gpukit.bench.measure import (
+from gpukit.bench.measure_validate import (
     LLAMA_GRID,
     TOLERANCE,
     compare,

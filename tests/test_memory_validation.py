@@ -15,12 +15,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpukit.bench.measure import (
+from gpukit.bench.measure import measure_training_memory
+from gpukit.bench.measure_validate import (
     COMPARED,
     TOLERANCE,
     VALIDATION_GRID,
     compare,
-    measure_training_memory,
     relative_error,
     validate_grid,
 )

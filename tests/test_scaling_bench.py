@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from gpukit.bench import netlab
-from gpukit.bench.ddp import ddp_scaling, run_ddp
+from gpukit.bench.ddp import run_ddp
+from gpukit.bench.ddp_sweep import ddp_scaling
 from gpukit.memory import reference_spec
 from gpukit.scaling import ddp_buckets, gpt_param_shapes, hook_bytes
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gpukit import catalog
 from gpukit import memory as mem
 from gpukit import memory as tricks
-from gpukit.bench import measure
+from gpukit.bench import measure_tricks
 from gpukit.bench.models import build_reference_model, make_batch, reference_spec
 
 SPEC = reference_spec(n_layers=2, hidden=32, n_heads=2, vocab=64, seq=32)
@@ -20,7 +20,7 @@ KW = dict(micro_batch=2, seq_len=32, steps=2, warmup=0, threads=1, lora_rank=2)
 
 @pytest.fixture(scope="module")
 def measured():
-    return {name: measure.measure_trick(name, SPEC, **KW) for name in tricks.TRICKS}
+    return {name: measure_tricks.measure_trick(name, SPEC, **KW) for name in tricks.TRICKS}
 
 
 def _n_tensors(model, trainable_only=True):
@@ -91,7 +91,7 @@ def test_timing_fields_and_tables(measured):
         assert len(df) == len(r.variants) and df["peak_vs_base"].iloc[0] == 1.0
         assert "CPU, 1 threads" in r.to_text()
         assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
-    df = measure.results_frame(measured.values())
+    df = measure_tricks.results_frame(measured.values())
     assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
     assert (df["time_ratio_lo"] <= df["time_ratio_paired"]).all() and (df["time_ratio_paired"] <= df["time_ratio_hi"]).all()
     assert set(df["time_verdict"]) <= {"slower", "faster", "no measurable difference at this size"}
@@ -122,7 +122,7 @@ def test_lora_starts_as_the_base_model():
     batch = make_batch(SPEC, 2, 16)
     with torch.no_grad():
         before = model(*batch).item()
-        trainable = measure.apply_lora(model, 4)
+        trainable = measure_tricks.apply_lora(model, 4)
         after = model(*batch).item()
     assert after == pytest.approx(before, abs=1e-6)  # B = 0: the update starts at zero
     assert trainable == sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
@@ -131,15 +131,15 @@ def test_lora_starts_as_the_base_model():
 
 def test_bad_inputs_are_one_line_value_errors():
     with pytest.raises(ValueError, match="trick must be one of"):
-        measure.trick_configs("zero")
+        measure_tricks.trick_configs("zero")
     with pytest.raises(ValueError, match="grad_accum must be at least 2"):
-        measure.trick_configs("grad_accum", grad_accum=1)
+        measure_tricks.trick_configs("grad_accum", grad_accum=1)
     with pytest.raises(ValueError, match="micro_batch must be a positive integer, got 0"):
-        measure.RunConfig("x", micro_batch=0)
+        measure_tricks.RunConfig("x", micro_batch=0)
     with pytest.raises(ValueError, match="seq_len must be <= max_seq 32, got 64"):
-        measure.run_config(SPEC, measure.RunConfig("x", seq_len=64))
+        measure_tricks.run_config(SPEC, measure_tricks.RunConfig("x", seq_len=64))
     with pytest.raises(ValueError, match="lora_rank must be a positive integer"):
-        measure.apply_lora(build_reference_model(SPEC), 0)
+        measure_tricks.apply_lora(build_reference_model(SPEC), 0)
 
 
 # ---- modelled (pure) ----------------------------------------------------------------------------

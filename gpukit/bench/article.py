@@ -3,8 +3,10 @@
 shared/seeds/000_*.txt times `dist.all_reduce(torch.ones(1).cuda())` between two CUDA events, ten
 times, no warm-up, no barrier, and prints the mean. `article_latency_snippet` runs exactly that
 (the host clock on CPU, where there are no events) and, in the same ranks right after, our method:
-warm-up, barrier, many calls between two timestamps, median over repeats.
-Used in: notebooks/04_* ("What the article claims"), `gpukit bench article`.
+warm-up, barrier, many calls between two timestamps, median over repeats: `article_body` is that rank
+body, handed to the spawn launcher (gpukit.bench.launch).
+Used in: notebooks/04_* ("What the article claims"), `gpukit bench article`, gpukit.bench.collectives
+(re-exports article_latency_snippet), tests/test_collectives.py.
 """
 
 from __future__ import annotations
@@ -48,6 +50,24 @@ def article_snippet(n_calls: int = 10, *, device: str = "cpu", skew_s: float = 0
     return lat_us
 
 
+def article_body(cfg: dict) -> dict:
+    """One rank inside an initialized group: the article's loop (cfg n_calls, skew_s), every rank's calls
+    gathered, then our all_reduce measurement of 4 bytes (cfg warmup, repeats, iters); rank 0's payload."""
+    import torch.distributed as dist
+
+    from gpukit.bench.collectives_measure import measure
+    from gpukit.bench.ranks import rank_env
+
+    device = cfg["device"]
+    env = rank_env(cfg)
+    calls = article_snippet(cfg["n_calls"], device=device, skew_s=cfg.get("skew_s", 0.0))
+    per_rank = [None] * dist.get_world_size()
+    dist.all_gather_object(per_rank, calls)
+    rows = measure("all_reduce", [4], warmup=cfg.get("warmup", 20), repeats=cfg.get("repeats", 11),
+                   iters=cfg.get("iters"), device=device, backend=cfg["backend"], bare_check=False)
+    return {"env": env, "article_calls_us": per_rank, "rows": rows}
+
+
 def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str = "cpu", backend: str = "auto",
                             skew_ms: float = 0.0, timeout_s: float = 60) -> dict:
     """The article's number and the honest one (us), from the same ranks in the same run.
@@ -57,7 +77,8 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     median. `skew_ms` makes ranks > 0 arrive late. Also returns every rank's per-call list and the
     list of what the article's method gets wrong.
     """
-    from gpukit.bench.collectives import _check, _check_gpu_count, _pick_backend, spawn_ranks
+    from gpukit.bench.launch import spawn
+    from gpukit.bench.ranks import check_gpu_count, pick_backend
     from gpukit.bench.timing import resolve_device
     from gpukit.errors import require_positive, require_positive_int, require_timeout
 
@@ -72,12 +93,11 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     if skew_ms / 1e3 > MAX_TIMEOUT_S:
         raise ValueError(f"skew_ms must be at most {MAX_TIMEOUT_S * 1e3:g} ms (one week), got {skew_ms:g}")
     device = resolve_device(device)
-    _check("all_reduce", backend, device, "fp32")
-    _check_gpu_count(n_ranks, device)
-    backend = _pick_backend(backend, device)
-    cfg = {"mode": "article", "n_calls": n_calls, "skew_s": float(skew_ms) / 1e3, "backend": backend,
+    backend = pick_backend(backend, device)
+    check_gpu_count(n_ranks, device)
+    cfg = {"n_calls": n_calls, "skew_s": float(skew_ms) / 1e3, "backend": backend,
            "device": device, "threads": 1, "timeout_s": timeout_s, "op": "all_reduce", "launcher": "spawn"}
-    payload = spawn_ranks(cfg, n_ranks, timeout_s)
+    payload = spawn(article_body, cfg, n_ranks, timeout_s)
     calls = payload["article_calls_us"]
     row = payload["rows"][0]
     r0 = calls[0]

@@ -116,7 +116,7 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
                     raise
                 links_failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 continue
-            links[name] = _link_entry(res, fit_and_holdout(res, holdout="alternate"))
+            links[name] = link_entry(res, fit_and_holdout(res, holdout="alternate"))
     dev = {"kind": device, "name": device_name(device), "label": "GPU" if device == "cuda" else "CPU",
            "threads": threads or _threads()}
     if device == "cuda":
@@ -160,7 +160,7 @@ def _threads() -> int:
     return torch.get_num_threads()
 
 
-def _link_entry(res, holdout: dict) -> dict:
+def link_entry(res, holdout: dict) -> dict:
     """alpha/beta fitted on every size; the holdout error from the every-other-size fit."""
     from gpukit.bench.timing import percentile
     from gpukit.comm import fit_alpha_beta

@@ -1,6 +1,6 @@
 """Collective benchmarks in the nccl-tests shape: size, count, type, time, algbw, busbw.
 
-Two ways to run the same worker (the spawn launcher is gpukit.bench.launch):
+Two ways to run the same rank body, `collective_body` (both through gpukit.bench.launch):
 - torchrun (one or many nodes; reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT):
   `torchrun --nproc-per-node 2 -m gpukit.bench.collectives --op all_reduce --sizes 1K,1M --out r.json`
   (rank 0 prints the table and writes {"env": ..., "rows": [...]}; docs/CONTRACTS.md).
@@ -10,9 +10,10 @@ Two ways to run the same worker (the spawn launcher is gpukit.bench.launch):
 
 What every rank measures (method, algbw/busbw, count, harness_ratio) is gpukit.bench.collectives_measure
 (re-exported here: OPS, size_and_count, busbw_gbps, measure, bare_loop_busbw, fault_hook, ...). This
-module validates the arguments, runs the ranks (`_worker_body`: measure, or DDP/article modes), builds
-the result and its nccl-tests table, fits alpha/beta to a sweep (`fit_and_holdout`) and is the command
-line. Bandwidths in decimal GB/s, times in us.
+module validates the arguments, hands `collective_body` to the launcher (launch.spawn, or
+launch.torchrun_rank under torchrun), builds the result and its nccl-tests table, fits alpha/beta to a
+sweep (`fit_and_holdout`) and is the command line. The seed article's loop (gpukit.bench.article) is
+re-exported here. Bandwidths in decimal GB/s, times in us.
 Used in: notebooks/04_* (collectives), `gpukit bench collectives`, `gpukit calibrate`.
 """
 
@@ -22,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-from datetime import timedelta
 
 from gpukit.bench.article import (
     article_latency_snippet,  # noqa: F401 - re-exported: the notebooks' entry point
@@ -33,14 +33,13 @@ from gpukit.bench.collectives_measure import (  # noqa: F401 - re-exported: the 
     OPS,
     SPLIT_OPS,
     UnsupportedOp,
-    _rank_mean,  # gpukit.bench.ddp
-    _sync,  # gpukit.bench.ddp, fsdp
     bare_loop_busbw,
     busbw_gbps,
     fault_hook,
     measure,
     size_and_count,
 )
+from gpukit.bench.ranks import check_gpu_count, pick_backend, rank_env
 from gpukit.bench.results import BenchResult, write_json
 from gpukit.bench.timing import percentile, resolve_device
 from gpukit.errors import nonnegative_int_arg, positive_int_arg, timeout_arg
@@ -50,7 +49,6 @@ from gpukit.units import (  # noqa: F401 (parse_size: the worker's public API)
     parse_sizes,
 )
 
-BACKENDS = ("auto", "gloo", "nccl")
 COLUMNS = ("size_bytes", "count", "dtype", "time_us", "algbw_gbps", "busbw_gbps")
 HEADERS = ("size(B)", "count(elements)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)")
 
@@ -58,15 +56,11 @@ HEADERS = ("size(B)", "count(elements)", "type", "time(us)", "algbw(GB/s)", "bus
 # ---------------------------------------------------------------- argument checks
 
 
-def _check(op: str, backend: str, device: str, dtype: str) -> None:
+def _check_op(op: str, dtype: str) -> None:
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
-    if backend == "nccl" and device != "cuda":
-        raise ValueError("backend nccl needs --device cuda (use gloo on cpu)")
 
 
 def _check_counts(iters, warmup, repeats, timeout_s, threads):
@@ -80,82 +74,17 @@ def _check_counts(iters, warmup, repeats, timeout_s, threads):
             None if threads is None else require_positive_int("threads", threads))
 
 
-def _pick_backend(backend: str, device: str) -> str:
-    return ("nccl" if device == "cuda" else "gloo") if backend == "auto" else backend
+# ---------------------------------------------------------------- the rank body and the launchers
 
 
-def _check_gpu_count(n_ranks: int, device: str, name: str = "n_ranks") -> None:
-    """On CUDA every spawned rank takes the GPU of its rank number (torch.cuda.set_device(rank)), and a
-    torchrun rank the GPU of its LOCAL_RANK: ValueError before spawning (or before the rendezvous) when
-    there are fewer GPUs than ranks (else rank 1 of 2 on a one-GPU machine dies with 'invalid device
-    ordinal'). `name`: what the count is called where it was given."""
-    if device == "cuda":
-        import torch
-
-        if n_ranks > torch.cuda.device_count():
-            raise ValueError(f"{name} must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
-
-
-def _check_local_gpu_count(device: str) -> None:
-    """Under torchrun: the ranks of this node (LOCAL_WORLD_SIZE, at least LOCAL_RANK + 1) each need a GPU."""
-    local = max(int(os.environ.get("LOCAL_WORLD_SIZE", 0)), int(os.environ.get("LOCAL_RANK", 0)) + 1)
-    _check_gpu_count(local, device, "torchrun --nproc-per-node")
-
-
-# ---------------------------------------------------------------- the launchers (spawn, torchrun)
-
-
-def _worker_body(cfg: dict) -> dict:
-    """Everything a rank does inside an initialized group; returns the payload rank 0 reports."""
-    import torch.distributed as dist
-
-    from gpukit.bench.envinfo import env_stamp
-
-    device, backend = cfg["device"], cfg["backend"]
-    if cfg.get("mode") == "ddp":
-        from gpukit.bench.ddp import ddp_body
-
-        return ddp_body(cfg)
-    env = env_stamp(device, threads=cfg.get("threads"), world_size=dist.get_world_size(), backend=backend,
-                    op=cfg.get("op"), launcher=cfg.get("launcher"), master_addr=os.environ.get("MASTER_ADDR"),
-                    gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"))
-    if cfg.get("mode") == "article":
-        from gpukit.bench.article import article_snippet
-
-        calls = article_snippet(cfg["n_calls"], device=device, skew_s=cfg.get("skew_s", 0.0))
-        per_rank = [None] * dist.get_world_size()
-        dist.all_gather_object(per_rank, calls)
-        rows = measure("all_reduce", [4], warmup=cfg.get("warmup", 20), repeats=cfg.get("repeats", 11),
-                       iters=cfg.get("iters"), device=device, backend=backend, bare_check=False)
-        return {"env": env, "article_calls_us": per_rank, "rows": rows}
-    notes: dict = {}
+def collective_body(cfg: dict) -> dict:
+    """One rank's sweep inside an initialized group (cfg: op, sizes, iters, warmup, repeats, dtype,
+    device, backend, bare_check, timeout_s, launcher); returns the payload rank 0 reports."""
+    env, notes = rank_env(cfg), {}
     rows = measure(cfg["op"], cfg["sizes"], iters=cfg.get("iters"), warmup=cfg["warmup"], repeats=cfg["repeats"],
-                   dtype=cfg["dtype"], device=device, backend=backend, bare_check=cfg.get("bare_check", True),
-                   deadline_s=cfg.get("timeout_s"), notes=notes)
+                   dtype=cfg["dtype"], device=cfg["device"], backend=cfg["backend"],
+                   bare_check=cfg.get("bare_check", True), deadline_s=cfg.get("timeout_s"), notes=notes)
     return {"env": env, "rows": rows, "notes": notes}
-
-
-def _setup_rank(cfg: dict, local_rank: int) -> None:
-    import torch
-
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg["threads"]))
-    if cfg["device"] == "cuda":
-        torch.cuda.set_device(local_rank)
-
-
-def _spawn_entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
-    """Entry point of a spawned rank: join the launcher's store and group, run, report (launch.rank_main)."""
-    from gpukit.bench.launch import rank_main
-
-    rank_main(rank, n_ranks, port, cfg, q, _worker_body)
-
-
-def spawn_ranks(cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | None = None) -> dict:
-    """Run this module's worker on `n_ranks` spawned local ranks; rank 0's payload (launch.spawn)."""
-    from gpukit.bench.launch import spawn
-
-    return spawn(_spawn_entry, cfg, n_ranks, timeout_s, startup_s)
 
 
 def _result(payload: dict, op: str) -> BenchResult:
@@ -188,15 +117,17 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     n_ranks = require_positive_int("n_ranks", n_ranks)
     iters, warmup, repeats, timeout_s, threads = _check_counts(iters, warmup, repeats, timeout_s, threads)
     device = resolve_device(device)
-    _check(op, backend, device, dtype)
-    backend = _pick_backend(backend, device)
+    _check_op(op, dtype)
+    backend = pick_backend(backend, device)
     if n_ranks < 2:  # one rank moves no data: bus bandwidth is 0 and the harness ratio 0/0
         raise ValueError(f"n_ranks must be >= 2 (a collective over one rank moves no data), got {n_ranks}")
-    _check_gpu_count(n_ranks, device)
+    check_gpu_count(n_ranks, device)
     cfg = {"op": op, "sizes": parse_sizes(sizes), "iters": iters, "warmup": warmup, "repeats": repeats,
            "dtype": dtype, "backend": backend, "device": device, "threads": threads, "timeout_s": timeout_s,
            "bare_check": bare_check, "launcher": "spawn"}
-    result = _result(spawn_ranks(cfg, n_ranks, timeout_s), op)
+    from gpukit.bench.launch import spawn
+
+    result = _result(spawn(collective_body, cfg, n_ranks, timeout_s), op)
     if not result.rows and result.summary.get("out_of_memory"):
         raise ValueError(result.summary["out_of_memory"])
     if out:
@@ -277,34 +208,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _torchrun_main(args) -> int:
-    """One rank under torchrun: env:// rendezvous, measure, rank 0 prints and writes."""
-    import torch.distributed as dist
+    """One rank under torchrun (launch.torchrun_rank): env:// rendezvous, measure, rank 0 prints and writes."""
+    from gpukit.bench.launch import torchrun_rank
 
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
     _check_counts(args.iters, args.warmup, args.repeats, args.timeout, args.threads)
     device = resolve_device(args.device)
-    _check(args.op, args.backend, device, args.dtype)
-    _check_local_gpu_count(device)  # before the rendezvous: not 'invalid device ordinal' in a rank
-    backend = _pick_backend(args.backend, device)
+    _check_op(args.op, args.dtype)
+    backend = pick_backend(args.backend, device)
     cfg = {"op": args.op, "sizes": parse_sizes(args.sizes), "iters": args.iters, "warmup": args.warmup,
            "repeats": args.repeats, "dtype": args.dtype, "backend": backend, "device": device,
            "threads": args.threads, "timeout_s": args.timeout, "bare_check": args.bare_check, "launcher": "torchrun"}
-    from gpukit.bench.supervise import die_with_parent
-
-    die_with_parent()  # a rank must not outlive its torchrun agent (netlab: even a SIGKILLed owner)
-    _setup_rank(cfg, local_rank)
     try:
-        dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=args.timeout))
-        payload = _worker_body(cfg)
-        dist.barrier()
-        if dist.get_rank() == 0:
-            _report(_result(payload, args.op), args)
+        torchrun_rank(cfg, collective_body, lambda payload: _report(_result(payload, args.op), args))
     except UnsupportedOp as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
     return 0
 
 

@@ -14,9 +14,10 @@ reduce_scatter input); `count` is the element count passed to the call, as nccl-
 repeat of each size in turn) so that load from other processes spreads over all sizes. Each row
 also carries bare_busbw_gbps (three plain loops of the same calls, spread over the run) and
 harness_ratio = busbw / bare_busbw (goal >= 0.9: the harness costs nothing). Times in s (rows: us).
-Used in: gpukit.bench.collectives (every rank's body), gpukit.bench.ddp (measure, _rank_mean, _sync),
-gpukit.bench.fsdp (_sync); notebooks/04_* through run_collectives; tests/test_collectives.py,
-tests/test_faults.py (GPUKIT_FAULT).
+The device sync and the means over ranks are gpukit.bench.ranks'.
+Used in: gpukit.bench.collectives (every rank's body), gpukit.bench.article, gpukit.bench.ddp_rank
+(measure), gpukit.bench.netlab.benchmark (OPS); notebooks/04_* through run_collectives;
+tests/test_collectives.py, tests/test_faults.py (GPUKIT_FAULT).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 import time
 
+from gpukit.bench.ranks import rank_max, rank_mean, sync
 from gpukit.bench.timing import is_out_of_memory, oom_line, percentile
 from gpukit.units import parse_size, parse_sizes
 
@@ -54,13 +56,6 @@ def busbw_gbps(op: str, algbw: float, n_ranks: int) -> float:
 
 class UnsupportedOp(RuntimeError):
     """The backend cannot run this collective (raised on every rank alike)."""
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
 
 
 def _make_op(op: str, size_bytes: int, dtype: str, device: str, backend: str):
@@ -135,35 +130,16 @@ def _first_supported(op, backend, candidates, used, count):
                         f"({'; '.join(errors)})")
 
 
-def _rank_mean(values: list[float], device: str) -> list[float]:
-    """Element-wise mean over ranks (nccl-tests' default -a 1 averages the time over ranks)."""
-    import torch
-    import torch.distributed as dist
-
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return (t / dist.get_world_size()).tolist()
-
-
-def _rank_max(value: float, device: str) -> float:
-    import torch
-    import torch.distributed as dist
-
-    t = torch.tensor([value], dtype=torch.float64, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t.item())
-
-
 def _timed_loop(fn, iters: int, device: str) -> float:
     """Seconds per call: barrier, sync, `iters` calls between two timestamps, sync."""
     import torch.distributed as dist
 
     dist.barrier()
-    _sync(device)
+    sync(device)
     t0 = time.perf_counter()
     for _ in range(iters):
         fn()
-    _sync(device)
+    sync(device)
     return (time.perf_counter() - t0) / iters
 
 
@@ -175,7 +151,7 @@ def _bare_loop(fn, iters: int, device: str) -> float:
     t0 = time.perf_counter()
     for _ in range(iters):
         fn()
-    _sync(device)
+    sync(device)
     return (time.perf_counter() - t0) / iters
 
 
@@ -191,7 +167,7 @@ def bare_loop_busbw(op: str, size_bytes: int, iters: int, *, dtype: str = "fp32"
 
     fn, used, _, _ = _make_op(op, size_bytes, dtype, device, backend)
     fn()
-    _sync(device)
+    sync(device)
     per_call = _bare_loop(fn, iters, device)
     return busbw_gbps(op, used / per_call / 1e9, dist.get_world_size())
 
@@ -201,7 +177,7 @@ def _pick_iters(fn, device: str, target_s: float, max_iters: int) -> int:
     slowest rank's time decides, so every rank gets the same answer)."""
     k = 1
     while True:
-        loop_s = _rank_max(_timed_loop(fn, k, device), device) * k
+        loop_s = rank_max(_timed_loop(fn, k, device), device) * k
         if loop_s >= target_s / 2 or k >= max_iters:
             return max(1, min(max_iters, round(k * target_s / max(loop_s, 1e-9))))
         k *= 2
@@ -279,7 +255,7 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
         specs = []
         for size in batch:
             failed = _probe_alloc(op, size, dtype, device, n)
-            if _rank_max(float(bool(failed)), device) > 0:  # all ranks stop here, none waits alone
+            if rank_max(float(bool(failed)), device) > 0:  # all ranks stop here, none waits alone
                 notes["out_of_memory"] = failed or f"out of memory at size {size} bytes (on another rank)"
                 stop = True
                 break
@@ -300,7 +276,7 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
                     bare[i].append(_bare_loop(fn, k, device))
             # every rank reads its own clock; agree on stopping so no rank waits alone in a collective
             more = rep < repeats - 1 or batch is not batches[-1]  # the same on every rank
-            if more and _rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s),
+            if more and rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s),
                                   device) > 0:
                 stop = True
                 notes["timed_out"] = (f"stopped after {time.monotonic() - start:.1f} s (timeout {deadline_s:g} s): "
@@ -308,7 +284,7 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
                                       f"{all_sizes[-1]} bytes")
                 break
         for (_size, _fn, used, count, impl, k), own, own_bare in zip(specs, samples, bare, strict=True):
-            per_call = _rank_mean(own, device)
+            per_call = rank_mean(own, device)
             med = percentile(per_call, 50)
             algbw = used / med / 1e9
             row = {"op": op, "size_bytes": used, "count": count, "dtype": dtype, "time_us": med * 1e6,

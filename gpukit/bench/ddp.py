@@ -1,15 +1,15 @@
 """Real DDP on the reference GPT: step time, compute, exposed communication, bytes, overlap timeline.
 
 Each rank trains gpukit.bench.models' reference GPT under torch.nn.parallel.DistributedDataParallel
-(gloo on CPU, NCCL on CUDA). Launchers: `run_ddp` spawns local ranks (notebooks, tests),
-`python -m gpukit.bench.ddp ...` under torchrun (one node, many nodes, one node per netlab
-namespace), `ddp_scaling` runs world sizes 1..N and puts gpukit.scaling's prediction beside each.
+(gloo on CPU, NCCL on CUDA). Launchers, each handing the rank body gpukit.bench.ddp_rank.ddp_body to
+gpukit.bench.launch: `run_ddp` spawns local ranks (notebooks, tests), `python -m gpukit.bench.ddp ...`
+runs under torchrun (one node, many nodes, one node per netlab namespace: `run_ddp_netlab`).
 
 What one rank measures and how (steps, bytes, the overlap timeline, the input pipeline):
-gpukit.bench.ddp_rank. World sizes 1..N, the prediction and the summaries: gpukit.bench.ddp_sweep.
-Both modules' names are reachable here too (ddp.ddp_body, ddp.ddp_scaling, ddp.summarize, ...; the
-sweep's lazily, as ddp_sweep imports this module). This module holds the launchers and their input
-check, before any rank starts.
+gpukit.bench.ddp_rank (ddp_body, calibrate_kernels and LINK_SIZES are re-exported here). World sizes
+1..N beside gpukit.scaling's prediction: gpukit.bench.ddp_sweep (ddp_scaling, link_fit), which imports
+this module. This module holds the launchers, their input check (`validate_ddp`, before any rank
+starts) and `summarize` (one payload's medians and spreads, printed by the torchrun entry).
 
 Hygiene: a timeout on the process group, barrier -> drop DDP model and optimizer ->
 destroy_process_group (destroying the group while a DDP model is alive can abort a rank,
@@ -26,8 +26,7 @@ import sys
 import tempfile
 
 from gpukit.bench.ddp_rank import LINK_SIZES, calibrate_kernels, ddp_body  # noqa: F401 (public here too)
-from gpukit.bench.timing import resolve_device
-from gpukit.lazy import reexports
+from gpukit.bench.timing import percentile, resolve_device
 
 HOOKS = ("none", "fp16", "powersgd", "bf16")
 HOOK_ALIASES = {"fp16_compress": "fp16", "bf16_compress": "bf16", "allreduce": "none"}
@@ -41,9 +40,10 @@ def normalize_hook(hook: str) -> str:
 
 
 # ---------------------------------------------------------------- launchers
-def _validate(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab, bucket_mb,
+def validate_ddp(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab, bucket_mb,
               grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers, timeout_s,
               backend="gloo"):
+    """The launchers' input check, before any rank starts: one-line ValueError naming the field; the hook's name."""
     from gpukit.errors import require_positive, require_positive_int
     from gpukit.memory import reference_spec
 
@@ -91,19 +91,18 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
             trace_path: str | None = None) -> dict:
     """Spawn `n_ranks` local ranks and measure DDP steps; rank 0's payload (step_s, compute_s lists
     per step, bytes_per_step, timeline of the median step, link_samples, param_shapes, env)."""
-    from gpukit.bench.collectives import _check, _check_gpu_count, _pick_backend, spawn_ranks
+    from gpukit.bench.ranks import check_gpu_count, pick_backend
 
     if threads is not None:
         from gpukit.errors import require_positive_int
 
         require_positive_int("threads", threads)
     device = resolve_device(device)
-    _check("all_reduce", backend, device, "fp32")
-    backend = _pick_backend(backend, device)
-    hook = _validate(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
-                     bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
-                     timeout_s, backend)
-    _check_gpu_count(n_ranks, device)
+    backend = pick_backend(backend, device)
+    hook = validate_ddp(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
+                        bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
+                        timeout_s, backend)
+    check_gpu_count(n_ranks, device)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
     import torch.multiprocessing as mp
@@ -111,13 +110,33 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     # one shared storage = one lock for every rank's loader threads (a spawn-context lock travels to the
     # ranks with their arguments; no file, so nothing is left behind even when the run is killed)
     lock = mp.get_context("spawn").Lock() if loader_shared else None
-    cfg = _cfg(mode="ddp", hook=hook, steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len,
+    cfg = _cfg(hook=hook, steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len,
                n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, bucket_mb=float(bucket_mb),
                grad_accum=grad_accum, powersgd_rank=powersgd_rank, powersgd_start_iter=powersgd_start_iter,
                loader_latency_ms=float(loader_latency_ms), loader_workers=loader_workers, loader_lock_obj=lock,
-               device=device, backend=backend, threads=threads, timeout_s=timeout_s, op="ddp",
+               device=device, backend=backend, threads=threads, timeout_s=timeout_s,
                launcher="spawn", calibrate_link=calibrate_link, profile=profile, trace_path=trace_path)
-    return spawn_ranks(cfg, n_ranks, timeout_s, startup_s)
+    from gpukit.bench.launch import spawn
+
+    return spawn(ddp_body, cfg, n_ranks, timeout_s, startup_s)
+
+
+def summarize(payload: dict, tokens_per_step: int) -> dict:
+    """Medians and spreads of one world size's payload."""
+    st, ct = payload["step_s"], payload["compute_s"]
+    # medians resist other programs' bursts; with a loader the steps alternate between waiting for a
+    # batch and not (W batches arrive together), and only the mean gives the throughput
+    stat = (lambda x: sum(x) / len(x)) if payload.get("loader") else (lambda x: percentile(x, 50))
+    step, comp = stat(st), stat(ct)
+    # paired: each synced step against the compute-only step that ran right after it (same load)
+    wt = payload.get("input_wait_s") or [0.0] * len(st)
+    exposed = stat([a - b - w for a, b, w in zip(st, ct, wt, strict=True)])
+    return {"ranks": payload["world_size"], "measured_step_s": step, "step_p10_s": percentile(st, 10),
+            "step_p90_s": percentile(st, 90), "compute_s": comp, "compute_p10_s": percentile(ct, 10),
+            "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, exposed),
+            "input_wait_s": stat(wt),
+            "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
+            "tokens_per_s": tokens_per_step / step, "steps": len(st)}
 
 
 def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -> dict:
@@ -209,13 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """torchrun entry point: env:// rendezvous (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)."""
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    from gpukit.bench.collectives import _check_local_gpu_count, _pick_backend, _setup_rank
-    from gpukit.bench.ddp_sweep import summarize
+    """torchrun entry point (launch.torchrun_rank): env:// rendezvous (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)."""
+    from gpukit.bench.launch import torchrun_rank
+    from gpukit.bench.ranks import pick_backend
     from gpukit.bench.results import write_json
 
     a = build_parser().parse_args(argv)
@@ -224,48 +239,37 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        hook = _validate(int(os.environ["WORLD_SIZE"]), a.hook, a.steps, a.warmup, a.micro_batch, a.seq_len,
-                         a.layers, a.hidden, a.heads, a.vocab, a.bucket_mb, a.grad_accum, a.powersgd_rank,
-                         a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout,
-                         _pick_backend("auto", resolve_device(a.device)))
         device = resolve_device(a.device)
-        _check_local_gpu_count(device)  # before the rendezvous: not 'invalid device ordinal' in a rank
+        backend = pick_backend("auto", device)
+        hook = validate_ddp(int(os.environ["WORLD_SIZE"]), a.hook, a.steps, a.warmup, a.micro_batch, a.seq_len,
+                            a.layers, a.hidden, a.heads, a.vocab, a.bucket_mb, a.grad_accum, a.powersgd_rank,
+                            a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout, backend)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    backend = _pick_backend("auto", device)
-    cfg = _cfg(mode="ddp", hook=hook, steps=a.steps, warmup=a.warmup, micro_batch=a.micro_batch, seq_len=a.seq_len,
+    cfg = _cfg(hook=hook, steps=a.steps, warmup=a.warmup, micro_batch=a.micro_batch, seq_len=a.seq_len,
                n_layers=a.layers, hidden=a.hidden, n_heads=a.heads, vocab=a.vocab, bucket_mb=a.bucket_mb,
                grad_accum=a.grad_accum, powersgd_rank=a.powersgd_rank, powersgd_start_iter=a.powersgd_start_iter,
                loader_latency_ms=a.loader_latency_ms, loader_workers=a.loader_workers, loader_lock=a.loader_lock,
                device=device, backend=backend, threads=a.threads, timeout_s=a.timeout, launcher="torchrun")
-    _setup_rank(cfg, int(os.environ.get("LOCAL_RANK", 0)))
+
+    def report(payload: dict) -> None:
+        if a.out:
+            write_json(payload, a.out)
+        s = summarize(payload, a.micro_batch * payload["world_size"] * a.seq_len * a.grad_accum)
+        print(json.dumps(s), flush=True)
+
     try:
-        dist.init_process_group(backend, init_method="env://", timeout=timedelta(seconds=a.timeout))
-        payload = ddp_body(cfg)
-        dist.barrier()
-        if dist.get_rank() == 0:
-            if a.out:
-                write_json(payload, a.out)
-            s = summarize(payload, a.micro_batch * payload["world_size"] * a.seq_len * a.grad_accum)
-            print(json.dumps(s), flush=True)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        torchrun_rank(cfg, ddp_body, report)
+    except ValueError as e:  # this node's GPUs, checked before the rendezvous
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     # done and reported: skip the interpreter's teardown of torch, where a C++ thread still joinable at
     # exit aborts the rank now and then ("terminate called without an active exception", SIGABRT, seen
     # with the fp16 hook on a loaded 2-core machine), turning a finished run into a failed one
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-_SWEEP_NAMES = ("SCALINGS", "COLUMNS", "DdpScalingResult", "summarize", "link_fit", "ddp_scaling",
-                "cpu_overlap_possible", "predict_row")
-
-
-# world sizes 1..N live in gpukit.bench.ddp_sweep (it imports this module)
-__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.bench.ddp_sweep": _SWEEP_NAMES})
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 """One DDP rank's measurement (gloo on CPU, NCCL on CUDA): step time, compute, bytes, overlap timeline.
 
-`ddp_body` runs inside an initialized process group, under either launcher of gpukit.bench.ddp
-(`run_ddp` spawns local ranks through gpukit.bench.collectives; `python -m gpukit.bench.ddp` runs
-under torchrun). It trains gpukit.bench.models' reference GPT under
+`ddp_body` runs inside an initialized process group, handed by either launcher of gpukit.bench.ddp to
+gpukit.bench.launch (`run_ddp` spawns local ranks; `python -m gpukit.bench.ddp` runs under torchrun). It trains gpukit.bench.models' reference GPT under
 torch.nn.parallel.DistributedDataParallel and returns the payload rank 0 reports (times in seconds,
 bytes per step, the median step's timeline, the in-run all-reduce samples, kernel calibration).
 
@@ -32,7 +31,7 @@ Hygiene: barrier -> the loader's workers shut down -> drop DDP model and optimiz
 launcher's destroy_process_group (destroying the group while a DDP model is alive can abort a
 rank, REFERENCE.md sec. 4). gpukit.bench.ddp re-exports `ddp_body`, `calibrate_kernels` and
 `LINK_SIZES`.
-Used in: gpukit.bench.collectives (spawned ranks, mode 'ddp'), gpukit.bench.ddp (torchrun main),
+Used in: gpukit.bench.ddp (run_ddp and the torchrun main hand it to gpukit.bench.launch),
 gpukit.widgets.scaling_view (plot_overlap draws the timeline), tests/test_scaling_bench.py.
 """
 
@@ -42,21 +41,21 @@ import os
 import time
 from contextlib import contextmanager
 
+from gpukit.bench.ranks import rank_mean
+from gpukit.bench.ranks import sync as device_sync  # `sync` names a synced step below
 from gpukit.bench.timing import percentile
 
 LINK_SIZES = (64 * 1024, 1024**2, 4 * 1024**2, 16 * 1024**2)  # the in-run alpha-beta calibration
 
 
 def _median_time(fn, device: str, repeats: int = 7) -> float:
-    from gpukit.bench.collectives import _sync
-
     fn()
     times = []
     for _ in range(repeats):
-        _sync(device)
+        device_sync(device)
         t = time.perf_counter()
         fn()
-        _sync(device)
+        device_sync(device)
         times.append(time.perf_counter() - t)
     return percentile(times, 50)
 
@@ -251,7 +250,7 @@ def ddp_body(cfg: dict) -> dict:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from gpukit.bench.collectives import _rank_mean, _sync, measure
+    from gpukit.bench.collectives_measure import measure
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.models import build_reference_model, make_batch, make_optimizer
     from gpukit.memory import reference_spec
@@ -301,18 +300,18 @@ def ddp_body(cfg: dict) -> dict:
 
     def one_step(sync: bool) -> tuple[float, dict]:
         dist.barrier()  # every step starts together: rank skew is not counted as communication
-        _sync(device)
+        device_sync(device)
         rec["events"], rec["bytes"], rec["calls"] = [], 0, 0
         rec["t0"] = time.perf_counter()
         rec["active"] = sync
         marks["input_wait_s"] = 0.0
         for i in range(k_acc):
             micro(sync and i == k_acc - 1, sync)
-        _sync(device)
+        device_sync(device)
         marks["bwd_done"] = time.perf_counter() - rec["t0"]
         live["opt"].step()
         live["opt"].zero_grad(set_to_none=True)
-        _sync(device)
+        device_sync(device)
         dt = time.perf_counter() - rec["t0"]
         rec["active"] = False
         return dt, {"bytes": rec["bytes"], "calls": rec["calls"], "events": list(rec["events"]), "step_s": dt,
@@ -347,10 +346,10 @@ def ddp_body(cfg: dict) -> dict:
             # the last micro-step's forward and backward, and the optimizer, of the compute-only step
             phases.append([info_c["fwd_end"] - info_c["fwd_start"], info_c["bwd_end"] - info_c["fwd_end"],
                            dt_c - info_c["bwd_done"]])
-    steps_mean = _rank_mean(step_times, device)
-    waits_mean = _rank_mean(waits, device)
-    compute_mean = _rank_mean(compute_times, device)
-    phase_med = [percentile(_rank_mean([ph[i] for ph in phases], device), 50) for i in range(3)]
+    steps_mean = rank_mean(step_times, device)
+    waits_mean = rank_mean(waits, device)
+    compute_mean = rank_mean(compute_times, device)
+    phase_med = [percentile(rank_mean([ph[i] for ph in phases], device), 50) for i in range(3)]
     link = link16 = None
     if cfg.get("calibrate_link", True):
         def sweep(dtype):

@@ -4,10 +4,10 @@
 network namespace) at world sizes 1..N, weak or strong scaling, and returns a DdpScalingResult:
 per world size the measured step, compute, exposed communication (s), bytes per step, tokens/s,
 efficiency = tokens/s(n) / (n x tokens/s(1)), and the predicted step (gpukit.scaling's
-predict_measured_ddp, from this machine's calibrations only). `summarize` turns one payload into
-medians and spreads, `link_fit` fits the in-run all-reduce samples (alpha s, bandwidth GB/s,
-gpukit.comm.fit_alpha_beta), `cpu_overlap_possible` says whether gloo's all-reduce can overlap the
-backward on this host's cores. gpukit.bench.ddp re-exports every name here.
+predict_measured_ddp, from this machine's calibrations only). Each world size's payload is summarized
+by gpukit.bench.ddp.summarize (medians and spreads); `link_fit` fits the in-run all-reduce samples
+(alpha s, bandwidth GB/s, gpukit.comm.fit_alpha_beta), `cpu_overlap_possible` says whether gloo's
+all-reduce can overlap the backward on this host's cores.
 Used in: gpukit.cli.bench (`gpukit bench ddp`), gpukit.bench.ddp_validate (`make bench`),
 notebooks/05_data_parallel_scaling, tests/test_scaling_bench.py, tests/test_collectives.py.
 """
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 
-from gpukit.bench.ddp import _validate, normalize_hook, run_ddp, run_ddp_netlab
+from gpukit.bench.ddp import netlab_device, normalize_hook, run_ddp, run_ddp_netlab, summarize, validate_ddp
+from gpukit.bench.ranks import pick_backend
 from gpukit.bench.results import BenchResult
 from gpukit.bench.timing import percentile, resolve_device
 
@@ -55,24 +56,6 @@ class DdpScalingResult(BenchResult):
                 "GLOO_SOCKET_IFNAME": self.env.get("gloo_socket_ifname"), "MASTER_ADDR": self.env.get("master_addr")}
 
 
-def summarize(payload: dict, tokens_per_step: int) -> dict:
-    """Medians and spreads of one world size's payload."""
-    st, ct = payload["step_s"], payload["compute_s"]
-    # medians resist other programs' bursts; with a loader the steps alternate between waiting for a
-    # batch and not (W batches arrive together), and only the mean gives the throughput
-    stat = (lambda x: sum(x) / len(x)) if payload.get("loader") else (lambda x: percentile(x, 50))
-    step, comp = stat(st), stat(ct)
-    # paired: each synced step against the compute-only step that ran right after it (same load)
-    wt = payload.get("input_wait_s") or [0.0] * len(st)
-    exposed = stat([a - b - w for a, b, w in zip(st, ct, wt, strict=True)])
-    return {"ranks": payload["world_size"], "measured_step_s": step, "step_p10_s": percentile(st, 10),
-            "step_p90_s": percentile(st, 90), "compute_s": comp, "compute_p10_s": percentile(ct, 10),
-            "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, exposed),
-            "input_wait_s": stat(wt),
-            "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
-            "tokens_per_s": tokens_per_step / step, "steps": len(st)}
-
-
 def link_fit(samples, world_size: int = 2) -> tuple[float, float] | None:
     """(alpha_s, bandwidth GB/s) of the in-run all-reduce calibration (gpukit.comm.fit_alpha_beta);
     on one rank (no ring: c_alpha = 0) a plain least-squares line t = a + S / B: (a, B)."""
@@ -101,7 +84,6 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     split over the ranks (micro_batch x ranks must divide by every world size). netlab='1gbit':
     world sizes >= 2 run one rank per network namespace over that emulated link (root, iproute2).
     """
-    from gpukit.bench.collectives import _pick_backend
     from gpukit.errors import require_choice, require_positive_int
 
     ranks = require_positive_int("ranks", ranks)
@@ -114,7 +96,6 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
             raise ValueError(f"micro_batch x ranks ({global_batch}) must divide by every world size for strong "
                              f"scaling; it does not for {bad}")
     if netlab is not None:
-        from gpukit.bench.ddp import netlab_device
         from gpukit.bench.netlab import parse_rate, require_available
 
         parse_rate(netlab)
@@ -123,11 +104,11 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
         if ranks < 2:
             raise ValueError(f"ranks must be >= 2 with --netlab (one rank per namespace), got {ranks}")
     # input check before any rank starts
-    _validate(ranks, kw.get("hook", "none"), kw.get("steps", 10), kw.get("warmup", 3), mb, kw.get("seq_len", 64),
-              kw.get("n_layers", 2), kw.get("hidden", 128), kw.get("n_heads", 4), kw.get("vocab", 512),
-              kw.get("bucket_mb", 25.0), kw.get("grad_accum", 1), kw.get("powersgd_rank", 1),
-              kw.get("powersgd_start_iter", 2), kw.get("loader_latency_ms", 0.0), kw.get("loader_workers", 0),
-              timeout_s, _pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))))
+    validate_ddp(ranks, kw.get("hook", "none"), kw.get("steps", 10), kw.get("warmup", 3), mb, kw.get("seq_len", 64),
+                 kw.get("n_layers", 2), kw.get("hidden", 128), kw.get("n_heads", 4), kw.get("vocab", 512),
+                 kw.get("bucket_mb", 25.0), kw.get("grad_accum", 1), kw.get("powersgd_rank", 1),
+                 kw.get("powersgd_start_iter", 2), kw.get("loader_latency_ms", 0.0), kw.get("loader_workers", 0),
+                 timeout_s, pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))))
     seq, k_acc = kw.get("seq_len", 64), kw.get("grad_accum", 1)
     payloads, rows = [], []
     # the largest world size first: a failing multi-rank run fails before the others are spent

@@ -6,7 +6,7 @@ Used in: gpukit/cli/benchreport.py.
 
 from __future__ import annotations
 
-from gpukit.bench.ddp import ddp_scaling
+from gpukit.bench.ddp_sweep import ddp_scaling
 from gpukit.bench.timing import percentile
 
 GRID_MODELS = {"S": dict(n_layers=2, hidden=256, n_heads=4), "M": dict(n_layers=4, hidden=384, n_heads=6),

@@ -19,7 +19,8 @@ The parent compares the FSDP memory per rank with gpukit.memory's ZeRO-3 predict
 CPU: 4 + 4 + 8 bytes/param, / n ranks, plus one gathered layer) and the FSDP step time with a model:
 DDP's no-sync compute time + 2 all-gathers + 1 reduce-scatter of the parameters, as measured on the
 group (FSDP2 overlaps them with compute on GPUs; on 2 CPU cores they mostly serialize).
-Workers live here (spawned functions must be importable). Used in: notebooks/06_beyond_data_parallel,
+The rank body `fsdp_body` lives here (spawned functions must be importable) and is handed to
+gpukit.bench.launch.spawn. Used in: notebooks/06_beyond_data_parallel,
 tests/test_fsdp.py, `make bench`.
 """
 
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 import time
 
+from gpukit.bench.ranks import sync
 from gpukit.bench.results import BenchResult
 from gpukit.bench.timing import percentile
 
 CATS = ("Parameter", "Gradient", "Optstate", "Activation", "Temp")
 
 
-def _peak(mt, device: str) -> dict:
+def memtracker_peak(mt, device: str) -> dict:
     """MemTracker's peak bytes per category (and 'Total') on `device`: 'cpu', 'cuda:N', or 'cuda' when
     the rank holds one GPU. The snapshot is keyed by torch.device and on CUDA also holds the CPU (AdamW's
     step counters live there), so the key is chosen by the device the run used, never by dict order."""
@@ -52,17 +54,15 @@ def _peak(mt, device: str) -> dict:
 def _timed(step, steps: int, warmup: int, device: str) -> list[float]:
     import torch.distributed as dist
 
-    from gpukit.bench.collectives import _sync
-
     for _ in range(warmup):
         step()
     ts = []
     for _ in range(steps):
         dist.barrier()
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         step()
-        _sync(device)
+        sync(device)
         ts.append(time.perf_counter() - t0)
     return ts
 
@@ -84,15 +84,13 @@ def _mem_of(model, opt, batch, device: str) -> dict:
     mt.track_external(model, opt)
     with mt:
         _train(model, opt, batch)
-    return _peak(mt, device)
+    return memtracker_peak(mt, device)
 
 
 def _collective_s(op: str, numel: int, device: str, reps: int = 5) -> float:
     """Median time of one all_gather_into_tensor / reduce_scatter_tensor of `numel` fp32 elements total."""
     import torch
     import torch.distributed as dist
-
-    from gpukit.bench.collectives import _sync
 
     n = dist.get_world_size()
     shard = -(-numel // n)
@@ -101,13 +99,13 @@ def _collective_s(op: str, numel: int, device: str, reps: int = 5) -> float:
     ts = []
     for i in range(reps + 1):
         dist.barrier()
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         if op == "all_gather":
             dist.all_gather_into_tensor(full, part)
         else:
             dist.reduce_scatter_tensor(part, full)
-        _sync(device)
+        sync(device)
         if i:
             ts.append(time.perf_counter() - t0)
     return percentile(ts, 50)
@@ -309,13 +307,6 @@ def fsdp_body(cfg: dict) -> dict:
     return {"env": env, "ranks": per_rank, "n_params": n_params}
 
 
-def _entry(rank: int, n_ranks: int, port: int, cfg: dict, q) -> None:
-    """Spawned rank: join the launcher's store and group, run fsdp_body, report (launch.rank_main)."""
-    from gpukit.bench.launch import rank_main
-
-    rank_main(rank, n_ranks, port, cfg, q, fsdp_body)
-
-
 def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len: int, micro_batch: int,
                   ranks: int):
     """gpukit.memory's ZeRO-3 and DDP predictions for the reference GPT in fp32 AdamW (CPU convention).
@@ -342,7 +333,7 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
 
     Rows: one per (mode, rank) with measured MemTracker peaks and, for FSDP, the ZeRO-3 prediction.
     Summary: step times, the FSDP step-time model and its error, what ran and what could not (why)."""
-    from gpukit.bench.collectives import _check_gpu_count, _pick_backend
+    from gpukit.bench.ranks import check_gpu_count, pick_backend
     from gpukit.bench.timing import resolve_device
     from gpukit.errors import require_positive, require_positive_int
     from gpukit.memory import reference_spec
@@ -359,14 +350,14 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
     if hidden * 4 % n_ranks or n_heads % n_ranks:
         raise ValueError(f"n_ranks must divide n_heads {n_heads} and 4*hidden for the TP check, got {n_ranks}")
     device = resolve_device(device)
-    _check_gpu_count(n_ranks, device)  # rank r takes GPU r (launch.rank_main): fail here, not in rank 1
-    backend = _pick_backend(backend, device)
+    backend = pick_backend(backend, device)
+    check_gpu_count(n_ranks, device)  # rank r takes GPU r (launch.rank_main): fail here, not in rank 1
     cfg = dict(steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len, n_layers=n_layers,
                hidden=hidden, n_heads=n_heads, vocab=vocab, microbatches=microbatches, device=device,
                backend=backend, threads=threads, timeout_s=timeout_s, tp_pp=tp_pp)
     from gpukit.bench.launch import spawn
 
-    payload = spawn(_entry, cfg, n_ranks, timeout_s)
+    payload = spawn(fsdp_body, cfg, n_ranks, timeout_s)
     z3, ddp_pred = predict_zero3(n_layers, hidden, n_heads, vocab, seq_len, micro_batch, n_ranks)
     rows = []
     for r in payload["ranks"]:
@@ -418,9 +409,6 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def summary_markdown(result: BenchResult) -> str:
     """The run's key figures as Markdown bullets (notebook 06 section 2); every number read from `result`."""
@@ -448,3 +436,7 @@ def summary_markdown(result: BenchResult) -> str:
         f"- PP (torch.distributed.pipelining) on {s['backend']}: {ran(pp)} ({pp.get('schedule', '')}, "
         f"{pp.get('microbatches', '?')} micro-batches, {pp.get('step_ms', float('nan')):.0f} ms per step).",
     ))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

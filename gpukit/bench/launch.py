@@ -1,11 +1,21 @@
-"""Start local ranks with torch.multiprocessing (spawn), wait with a timeout, leave nothing behind.
+"""Run a rank body on local ranks (torch.multiprocessing, spawn) or under torchrun; leave nothing behind.
+
+Every launcher hands its own rank body, a function body(cfg) -> payload that runs inside an
+initialized process group (collectives.collective_body, article.article_body, ddp_rank.ddp_body,
+fsdp.fsdp_body), to one of the two ways of running it:
+- `spawn(body, cfg, n_ranks, timeout_s)`: local ranks from Python or a notebook, rank 0's payload;
+- `torchrun_rank(cfg, body, report)`: this process is one rank started by torchrun (one node or
+  many, under SLURM's srun too): env:// rendezvous from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR
+  and MASTER_PORT; rank 0 hands the payload to `report`.
+Both set a rank up the same way (gpukit.bench.ranks.setup_rank: threads, the GPU of the local rank),
+make it die with its parent (supervise.die_with_parent) and destroy the group on every exit path.
 
 The launcher holds a TCPStore server on a port the OS picks (port 0) for the whole run, listening
 on 127.0.0.1 only; ranks connect to it as clients. Nothing can take the port between choosing and
 binding it, so two runs at the same time never collide (the bind-0-then-release `free_port` is
 racy: only for callers that must name a port first). Ranks report ("ok" | "error", rank, payload) on a
 queue; on error, death or timeout the others are terminated, then killed, and the store and queue
-are closed. The rank entry point must live in an importable module (spawn pickles it by name:
+are closed. The rank body must live in an importable module (spawn pickles it by name:
 functions defined in a notebook cannot be spawned).
 
 Signals (when called from the main thread): the ranks start with SIGINT ignored, so Ctrl-C reaches
@@ -13,6 +23,7 @@ only the launcher, which stops them and raises KeyboardInterrupt (the CLI: "inte
 SIGTERM/SIGHUP stop the ranks the same way, print one line, then take their usual course (exit
 status 128 + signal, as netlab does; gpukit.bench.supervise.signals_reraised). Each rank also dies
 with the launcher (supervise.die_with_parent), so even a SIGKILLed launcher leaves no rank behind.
+Used in: gpukit.bench.collectives, gpukit.bench.article, gpukit.bench.ddp, gpukit.bench.fsdp.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import threading
 import time
 from datetime import timedelta
 
+from gpukit.bench.ranks import check_local_gpu_count, setup_rank
 from gpukit.bench.supervise import signals_reraised, stop
 
 # a rank's error line starting with one of these is bad input found inside the rank: ValueError
@@ -78,8 +90,8 @@ def _start_ranks(procs) -> None:
             signal.signal(signal.SIGINT, prev)
 
 
-def spawn(entry, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | None = None):
-    """Run entry(rank, n_ranks, port, cfg, queue) on `n_ranks` spawned processes; rank 0's payload.
+def spawn(body, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | None = None):
+    """Run body(cfg) on `n_ranks` spawned ranks (rank_main: store, group, set-up); rank 0's payload.
 
     Waits at most `timeout_s` plus `startup_s` (default 30 s + 5 s per rank: python and torch are
     imported in every rank), then raises TimeoutError. A rank's ValueError/UnsupportedOp becomes a
@@ -93,7 +105,8 @@ def spawn(entry, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | N
     # the server's own client connects to it at once; a tiny --timeout must not make that fail
     store = master_store(max(timeout_s, 30.0))
     q = ctx.Queue()
-    procs = [ctx.Process(target=entry, args=(r, n_ranks, store.port, cfg, q), daemon=True) for r in range(n_ranks)]
+    procs = [ctx.Process(target=rank_main, args=(r, n_ranks, store.port, cfg, q, body), daemon=True)
+             for r in range(n_ranks)]
     deadline = time.monotonic() + timeout_s + (30 + 5 * n_ranks if startup_s is None else startup_s)
     payload, errors, done = None, [], set()
     with signals_reraised("benchmark ranks stopped"):
@@ -136,16 +149,16 @@ def spawn(entry, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | N
 
 
 def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body) -> None:
-    """The body of a spawned rank's entry point: die with the launcher, pin gloo to loopback, set the
-    threads and the CUDA device, join the launcher's store (127.0.0.1:port) and the process group, run
-    `body(cfg)`, report ("ok" | "error", rank, payload) on `q`, destroy the group and exit at once.
+    """A spawned rank (the process `spawn` starts): die with the launcher, pin gloo to loopback, set the
+    threads and the CUDA device (ranks.setup_rank), join the launcher's store (127.0.0.1:port) and the
+    process group, run `body(cfg)`, report ("ok" | "error", rank, payload) on `q`, destroy the group
+    and exit at once.
 
     cfg: backend, device, timeout_s and optionally threads. Only rank 0's payload travels. The exit
     skips the interpreter's teardown of torch (about a second per rank): the process group is already
     destroyed and the outcome is in the queue."""
     import sys
 
-    import torch
     import torch.distributed as dist
 
     from gpukit.bench.supervise import die_with_parent
@@ -154,10 +167,7 @@ def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body) -> None:
     if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback run: say so, don't guess a NIC
     try:
-        if cfg.get("threads"):
-            torch.set_num_threads(int(cfg["threads"]))
-        if cfg["device"] == "cuda":
-            torch.cuda.set_device(rank)
+        setup_rank(cfg, rank)
         timeout = timedelta(seconds=cfg["timeout_s"])
         store = dist.TCPStore("127.0.0.1", port, n_ranks, is_master=False, timeout=timeout)
         dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=n_ranks, timeout=timeout)
@@ -174,6 +184,33 @@ def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def torchrun_rank(cfg: dict, body, report) -> None:
+    """This process as one rank under torchrun (one node or many; SLURM's srun too): check this node's
+    GPUs (ValueError before the rendezvous: not 'invalid device ordinal' in a rank), die with the
+    torchrun agent, set the threads and the GPU of LOCAL_RANK (ranks.setup_rank), env:// rendezvous
+    (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; timeout cfg['timeout_s']), run `body(cfg)`, barrier,
+    then rank 0 calls report(payload); the group is destroyed on every exit path.
+
+    cfg: backend, device, timeout_s and optionally threads, as for `spawn`. GLOO_SOCKET_IFNAME is left
+    to the caller's environment (a real cluster names its NIC; netlab sets it per namespace)."""
+    import torch.distributed as dist
+
+    from gpukit.bench.supervise import die_with_parent
+
+    check_local_gpu_count(cfg["device"])
+    die_with_parent()  # a rank must not outlive its torchrun agent (netlab: even a SIGKILLed owner)
+    setup_rank(cfg, int(os.environ.get("LOCAL_RANK", 0)))
+    try:
+        dist.init_process_group(cfg["backend"], init_method="env://", timeout=timedelta(seconds=cfg["timeout_s"]))
+        payload = body(cfg)
+        dist.barrier()
+        if dist.get_rank() == 0:
+            report(payload)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def _deaths(procs) -> list[str]:

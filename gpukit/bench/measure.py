@@ -8,18 +8,18 @@ allocator (torch.cuda.max_memory_allocated, reset per phase) and subtracts the b
 before the model is built (CUDA context tensors, cuBLAS workspaces created by a warm-up matmul).
 `measure_step_trace` records MemTracker's total after every aten op of one step.
 
-This module is the harness: `_measure_step` is the one memory measurement of gpukit. Built on it:
-gpukit.bench.measure_validate (`compare`, `validate_grid`, the grids: predicted vs measured per
-category) and gpukit.bench.measure_tricks (`measure_trick`, `run_configs`: the fitting tricks
-measured and timed). This module re-exports their public names, so `from gpukit.bench.measure
-import compare` and `measure.measure_trick` keep working.
+This module is the harness: `measure_step` is the one memory measurement of gpukit (`cuda_baseline`:
+the bytes CUDA holds before a model exists). Built on it, each in its own module (import them from
+there): gpukit.bench.measure_validate (`compare`, `validate_grid`, the grids: predicted vs measured
+per category) and gpukit.bench.measure_tricks (`measure_trick`, `run_configs`: the fitting tricks
+measured and timed).
 
 Categories are read at the moment they are complete: params at the start of a step, activations at
 the end of forward, gradients at the end of backward, optimizer states after the step (temporaries
 freed). MemTracker is a private torch module (keep torch pinned); resetting its running peak between
 phases uses its private fields `_peak_mem` and `_peak_mem_snap` (torch 2.13).
 Used in: gpukit.bench.measure_validate, gpukit.bench.measure_tricks, gpukit.cli.validate,
-gpukit.widgets.memory_view, tests/test_memory_validation.py, tests/test_tricks.py, notebooks 01-02.
+tests/test_memory_validation.py, notebooks/01_what_fits_on_one_gpu.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from gpukit.bench.envinfo import env_stamp
 from gpukit.errors import require_choice
-from gpukit.lazy import reexports
 from gpukit.memory import CategoryBreakdown, EagerSetup, predict_training_memory, reference_spec
 from gpukit.specs import ModelSpec
 
@@ -123,7 +122,7 @@ def _skip_frozen(mt, model) -> None:
 
 
 @dataclass
-class _StepMemory:
+class StepMemory:
     """What one measured training step showed: the snapshot at its start, and per phase (forward,
     backward, optimizer) the peak total (the allocator's on CUDA, MemTracker's on CPU), MemTracker's
     peak snapshot, the snapshot at the phase's end, and storage bytes counted from the tensors."""
@@ -135,7 +134,7 @@ class _StepMemory:
     counted: dict
 
 
-def _measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0) -> _StepMemory:
+def measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0) -> StepMemory:
     """The one memory measurement of gpukit: one training step (gpukit.bench.models.run_step) under a
     fresh MemTracker, the running peak restarted at each phase (and torch.cuda's on CUDA, minus
     `baseline`). Frozen parameters (LoRA) are skipped by MemTracker's gradient hooks."""
@@ -148,7 +147,7 @@ def _measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0
     mt = MemTracker()
     _skip_frozen(mt, model)
     mt.track_external(model, opt, *[t for b in batches for t in b])
-    out = _StepMemory({}, {}, {}, {}, {})
+    out = StepMemory({}, {}, {}, {}, {})
 
     def restart_peaks():
         _reset_peak(mt)
@@ -178,7 +177,7 @@ def _measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0
     return out
 
 
-def _cuda_baseline(precisions=("fp32",), optimizer: str = "adamw") -> int:
+def cuda_baseline(precisions=("fp32",), optimizer: str = "adamw") -> int:
     """Run one step of a tiny reference model per precision so that the CUDA context, cuBLAS/cuBLASLt
     workspaces and any other lazily created buffers exist; return the bytes still allocated afterwards."""
     import torch
@@ -269,7 +268,7 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     baseline = 0
     if cuda:
         torch.cuda.empty_cache()
-        baseline = _cuda_baseline((setup.precision,), setup.optimizer)
+        baseline = cuda_baseline((setup.precision,), setup.optimizer)
     model = build_model(spec, recompute=setup.recompute, attention=attention, device=setup.device, seed=seed)
     model.train()
     opt = make_optimizer(model, setup.optimizer)
@@ -278,7 +277,7 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
 
     step_peaks, best, tracker_peak = [], None, 0
     for step in range(1, steps + 1):
-        m = _measure_step(model, opt, [batch], amp, setup.device, baseline)
+        m = measure_step(model, opt, [batch], amp, setup.device, baseline)
         start, snaps, totals, phase_peaks = m.start, m.snaps, m.totals, m.peaks
         grads, states = m.counted["grads"], m.counted["optimizer"]
         tracker_peak = max(tracker_peak, *(phase_peaks[p]["Total"] for p in PHASES))
@@ -345,16 +344,3 @@ def measure_step_trace(spec: ModelSpec, setup: EagerSetup | None = None, attenti
         opt.step()
         opt.zero_grad(set_to_none=True)
     return tuple(trace)
-
-
-# The comparison with the models and the fitting tricks live in their own modules, which import this
-# one: their public names are re-exported on first use (PEP 562).
-_VALIDATE_NAMES = ("COMPARED", "TOLERANCE", "MODELS", "relative_error", "planning_categories", "compare",
-                   "config_label", "VALIDATION_GRID", "LLAMA_GRID", "random_configs", "validate_grid",
-                   "error_table", "grid_report")
-_TRICKS_NAMES = ("RunConfig", "RunStats", "TrickResult", "apply_lora", "run_configs", "run_config",
-                 "trick_configs", "measure_trick", "results_frame")
-
-
-__getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.bench.measure_validate": _VALIDATE_NAMES,
-                                                       "gpukit.bench.measure_tricks": _TRICKS_NAMES})

@@ -2,13 +2,12 @@
 
 `measure_trick(name, spec)` builds each variant of `trick_configs(name)` (a `RunConfig`), takes one
 untimed step (AdamW creates its states at step 1), measures one step with the harness
-(gpukit.bench.measure._measure_step: MemTracker; on CUDA the peak is torch.cuda.max_memory_allocated
+(gpukit.bench.measure.measure_step: MemTracker; on CUDA the peak is torch.cuda.max_memory_allocated
 minus what was allocated before the model existed), then times `steps` steps of all variants
 interleaved (time.perf_counter, CUDA synchronized, torch threads set to `threads`; median and
 interquartile range). On a shared 2-core CPU times move by 10-50% between runs: read the ratios, not
 the digits. One training step for everything: gpukit.bench.models.run_step. Memory in bytes (MiB in
 tables), times in seconds (ms in tables). LoRA: Hu et al. 2021 (`apply_lora`).
-gpukit.bench.measure re-exports every public name here.
 Used in: gpukit.cli.benchreport, tests/test_tricks.py, notebooks/02_fitting_tricks.
 """
 
@@ -17,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from gpukit.bench.measure import _cuda_baseline, _measure_step
+from gpukit.bench.measure import cuda_baseline, measure_step
 from gpukit.bench.timing import percentile
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.memory import LORA_TARGET_MODULES, TRICKS
@@ -221,7 +220,7 @@ def _prepare(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
 
 
 def _measure_memory(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
-    """Build the run, take step 1 (optimizer states appear), then measure step 2 (_measure_step)."""
+    """Build the run, take step 1 (optimizer states appear), then measure step 2 (measure_step)."""
     import torch
 
     from gpukit.bench.models import run_step
@@ -232,7 +231,7 @@ def _measure_memory(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> 
         base = torch.cuda.memory_allocated()
     run = _prepare(spec, cfg, device, seed)
     run_step(run.model, run.opt, run.batches, run.amp)
-    m = _measure_step(run.model, run.opt, run.batches, run.amp, device, base)
+    m = measure_step(run.model, run.opt, run.batches, run.amp, device, base)
     run.memory = {"start": m.start, **m.snaps, "peak": max(m.totals.values())}
     return run
 
@@ -270,7 +269,7 @@ def run_configs(spec: ModelSpec, cfgs, *, steps: int = 5, warmup: int = 2, threa
     torch.set_num_threads(threads)
     try:
         if device == "cuda":  # context and cuBLAS workspaces exist before any variant's baseline is read
-            _cuda_baseline(tuple(dict.fromkeys(c.precision for c in cfgs)), "adamw")
+            cuda_baseline(tuple(dict.fromkeys(c.precision for c in cfgs)), "adamw")
         runs = [_measure_memory(spec, c, device, seed) for c in cfgs]
         for _ in range(warmup):
             for r in runs:

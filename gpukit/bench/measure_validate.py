@@ -7,7 +7,7 @@ with eager attention only), 'planning' (gpukit.memory, pytorch convention) and '
 (params, grads, optimizer, activations, peak; bytes). `validate_grid()` runs VALIDATION_GRID (or
 LLAMA_GRID, or `random_configs`) and returns one row per configuration; `error_table` and
 `grid_report` summarise it (errors in %). Targets (TOLERANCE): replay params/grads/optimizer within
-2%, peaks within 10%. gpukit.bench.measure re-exports every public name here.
+2%, peaks within 10%.
 Used in: gpukit.cli.validate, gpukit.cli.benchreport, gpukit.bench.suite, tests/test_memory_validation.py,
 tests/test_memory_planning.py, notebooks/01_what_fits_on_one_gpu.
 """

@@ -79,20 +79,20 @@ def _error(what: str, e: BaseException) -> dict:
 
 
 def _measure_validation(device: str):
-    """gpukit.bench.measure.validate_grid on CUDA. A missing module is an error, as everywhere; a run
+    """gpukit.bench.measure_validate.validate_grid on CUDA. A missing module is an error, as everywhere; a run
     that fails on the device (out of memory, a CUDA error) is recorded and the other results kept."""
-    from gpukit.bench import measure
+    from gpukit.bench import measure_validate
 
     if device != "cuda":
         return {"skipped": "memory validation is part of the CUDA suite; on CPU run `gpukit validate`"}
     try:
-        grid = list(measure.VALIDATION_GRID) + list(measure.LLAMA_GRID)  # both layouts
-        df = measure.validate_grid(grid, device=device)
+        grid = list(measure_validate.VALIDATION_GRID) + list(measure_validate.LLAMA_GRID)  # both layouts
+        df = measure_validate.validate_grid(grid, device=device)
     except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
-        return _error("gpukit.bench.measure.validate_grid", e)
-    worst = {k: float(df[f"{k}_err"].abs().max()) for k in measure.COMPARED}
+        return _error("gpukit.bench.measure_validate.validate_grid", e)
+    worst = {k: float(df[f"{k}_err"].abs().max()) for k in measure_validate.COMPARED}
     return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
-            "models": measure.error_table(df).to_dict("records"), "rows": df.to_dict("records")}
+            "models": measure_validate.error_table(df).to_dict("records"), "rows": df.to_dict("records")}
 
 
 def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 900,
@@ -149,7 +149,7 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
         plan.append(("all_reduce_loopback_gloo_cpu", "gpukit.bench.collectives.run_collectives",
                      lambda left: run_collectives("all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo",
                                                   timeout_s=min(120, left))))
-    plan.append(("memory_validation", "gpukit.bench.measure.validate_grid", validation))
+    plan.append(("memory_validation", "gpukit.bench.measure_validate.validate_grid", validation))
     if device == "cuda":
         plan.append(("decode", "gpukit.bench.decode.gpu_decode", decode))
 

@@ -155,7 +155,7 @@ def _article(args):
 
 @_guarded
 def _ddp(args):
-    from gpukit.bench.ddp import ddp_scaling
+    from gpukit.bench.ddp_sweep import ddp_scaling
 
     return ddp_scaling(args.ranks, scaling=args.scaling, netlab=args.netlab, timeout_s=args.timeout,
                        hook=args.hook, steps=args.steps, warmup=args.warmup, micro_batch=args.micro_batch,

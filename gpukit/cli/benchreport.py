@@ -43,7 +43,7 @@ def _section(title: str) -> None:
 def memory_section(device: str, random_n: int = 4, seed: int | None = None) -> dict:
     import pandas as pd
 
-    from gpukit.bench.measure import LLAMA_GRID, error_table, grid_report, random_configs
+    from gpukit.bench.measure_validate import LLAMA_GRID, error_table, grid_report, random_configs
 
     _section(f"1. Memory model vs measurement ({device.upper()}, validation grid)")
     df = grid_report(device=device)
@@ -108,7 +108,7 @@ def tricks_section(threads: int | None) -> dict:
     """Notebook 02's time ratios at its full size, each with a 95% paired-bootstrap interval (gpukit.timing_stats),
     and the CPU peak estimate from what this CPU is (gpukit.compute.cpu_roofline) with the assumption it used."""
     from gpukit import memory as tricks
-    from gpukit.bench import measure
+    from gpukit.bench import measure_tricks
     from gpukit.bench.envinfo import cpu_identity
     from gpukit.bench.models import reference_spec
     from gpukit.compute import cpu_peak_from_identity
@@ -117,7 +117,7 @@ def tricks_section(threads: int | None) -> dict:
     ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
     out: dict = {"model": ref.name, "ratios": []}
     for name in tricks.TRICKS:
-        r = measure.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
+        r = measure_tricks.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
         for i in range(1, len(r.variants)):
             est = r.time_ratio_estimate(i)
             print(f"  {name:<16} {r.variants[i].label:<34} baseline {1e3 * est.base_median_s:7.1f} ms "

@@ -10,8 +10,8 @@ Prints, per category (params, grads, optimizer, activations, peak), the measured
 predictions with their errors: the eager replay (gpukit.memory.eager; GPT layout with eager
 attention only), the planning model (gpukit.memory.estimate_memory, convention "pytorch": what
 users plan with) and the papers' Megatron convention (estimate_memory, convention "megatron").
---grid runs the validation grid of the layout (gpukit.bench.measure.VALIDATION_GRID / LLAMA_GRID);
---random N draws N configurations that no grid names (gpukit.bench.measure.random_configs).
+--grid runs the validation grid of the layout (gpukit.bench.measure_validate.VALIDATION_GRID / LLAMA_GRID);
+--random N draws N configurations that no grid names (gpukit.bench.measure_validate.random_configs).
 The CUDA branch is not yet run on a GPU.
 """
 
@@ -26,8 +26,8 @@ _NAMES = (("predicted", "replay"), ("planning", "planning"), ("megatron", "megat
 
 
 def validation_text(r: dict) -> str:
-    """One configuration (the dict of gpukit.bench.measure.compare) as a table."""
-    from gpukit.bench.measure import config_label
+    """One configuration (the dict of gpukit.bench.measure_validate.compare) as a table."""
+    from gpukit.bench.measure_validate import config_label
 
     c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
     lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
@@ -118,7 +118,7 @@ def _measure(args):
         torch.set_num_threads(args.threads)
     if args.grid or args.random:
         from gpukit.bench.envinfo import env_stamp
-        from gpukit.bench.measure import (
+        from gpukit.bench.measure_validate import (
             COMPARED,
             LLAMA_GRID,
             VALIDATION_GRID,
@@ -138,7 +138,7 @@ def _measure(args):
                     "models": error_table(df).to_dict(orient="records"),
                     "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
         return None
-    from gpukit.bench.measure import compare
+    from gpukit.bench.measure_validate import compare
 
     setup = EagerSetup(seq_len=args.seq, micro_batch=args.micro_batch, recompute=args.recompute,
                        precision=args.precision, optimizer=args.optimizer, device=args.device)

@@ -14,7 +14,7 @@ Thin views over pure functions (STYLE principle 2):
 - `tricks_compute(...)` -> `gpukit.memory.tricks.TrickStack` (baseline, then each chosen trick added on
   top); `tricks_view()` draws `plot_stack`, one stacked bar per row.
 - `compare_frame(result)` / `plot_predicted_vs_measured(frame)`: MemTracker's measurement
-  (gpukit.bench.measure.compare) beside the eager replay (gpukit.memory.eager), the planning model
+  (gpukit.bench.measure_validate.compare) beside the eager replay (gpukit.memory.eager), the planning model
   (gpukit.memory, pytorch convention) and the Megatron convention, per category.
 
 Bad input (a micro-batch of 0, tp not dividing the heads, a sequence longer than the model's
@@ -313,7 +313,7 @@ CATEGORIES = ("params", "grads", "optimizer", "activations", "peak")
 
 
 def compare_frame(result: dict):
-    """gpukit.bench.measure.compare(...) -> DataFrame, one row per category: measured bytes and each
+    """gpukit.bench.measure_validate.compare(...) -> DataFrame, one row per category: measured bytes and each
     model's bytes and error (%): the eager replay ('replay_*', NaN where it does not apply), the
     planning model ('planning_*', gpukit.memory convention pytorch) and the papers' convention
     ('megatron_*'); MiB columns for plotting."""
@@ -321,7 +321,7 @@ def compare_frame(result: dict):
 
     missing = [k for k in ("predicted", "planning", "megatron", "measured", "error") if k not in result]
     if missing:
-        raise ValueError(f"result must be gpukit.bench.measure.compare's dict; missing {', '.join(missing)}")
+        raise ValueError(f"result must be gpukit.bench.measure_validate.compare's dict; missing {', '.join(missing)}")
     m, e, nan = result["measured"], result["error"], float("nan")
     rows = []
     for k in CATEGORIES:

@@ -82,7 +82,7 @@ def bench(nodes: int = 2, rate="1gbit", op: str = "all_reduce", sizes: list[int]
     rate_bps = parse_rate(rate) if not isinstance(rate, int) else rate
     repeats = require_positive_int("repeats", repeats)
     warmup = require_positive_int("warmup", warmup, allow_zero=True)
-    from gpukit.bench.collectives import OPS  # no torch import at module level
+    from gpukit.bench.collectives_measure import OPS  # no torch import at module level
 
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")

@@ -18,19 +18,19 @@ from gpukit.bench.netlab.namespaces import (
     MIN_RATE_BPS,
     PREFIX,
     SUBNET,
-    _first_line,
-    _sh,
     destroy_namespaces,
+    first_line,
     fmt_rate,
     list_namespaces,
     parse_rate,
     rate_gbps,
     remove_stale_labs,
     require_available,
+    sh,
     tbf_burst_bytes,
     validate_nodes,
 )
-from gpukit.bench.netlab.runs import NodeResult, _last_error_line, run_in_lab
+from gpukit.bench.netlab.runs import NodeResult, last_error_line, run_in_lab
 from gpukit.bench.supervise import signals_reraised, stop
 from gpukit.errors import require_positive
 
@@ -131,41 +131,41 @@ class NetLab:
 
     def _build(self) -> None:
         for ns in self.namespaces:
-            _sh(["ip", "netns", "add", ns])
-            _sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+            sh(["ip", "netns", "add", ns])
+            sh(["ip", "-n", ns, "link", "set", "lo", "up"])
         if self.topology == "direct":
             a, b = self.node_ns(0), self.node_ns(1)
             # Both ends are created inside our namespaces: the host namespace never sees them.
-            _sh(["ip", "-n", a, "link", "add", IFNAME, "type", "veth", "peer", "name", IFNAME, "netns", b])
+            sh(["ip", "-n", a, "link", "add", IFNAME, "type", "veth", "peer", "name", IFNAME, "netns", b])
             shaped = [(a, IFNAME), (b, IFNAME)]
         else:
             sw = self.switch_ns
-            _sh(["ip", "-n", sw, "link", "add", "br0", "type", "bridge"])
-            _sh(["ip", "-n", sw, "link", "set", "br0", "up"])
+            sh(["ip", "-n", sw, "link", "add", "br0", "type", "bridge"])
+            sh(["ip", "-n", sw, "link", "set", "br0", "up"])
             shaped = []
             for i in range(self.nodes):
                 ns, port = self.node_ns(i), f"p{i}"
-                _sh(["ip", "-n", ns, "link", "add", IFNAME, "type", "veth", "peer", "name", port, "netns", sw])
-                _sh(["ip", "-n", sw, "link", "set", port, "master", "br0"])
-                _sh(["ip", "-n", sw, "link", "set", port, "up"])
+                sh(["ip", "-n", ns, "link", "add", IFNAME, "type", "veth", "peer", "name", port, "netns", sw])
+                sh(["ip", "-n", sw, "link", "set", port, "master", "br0"])
+                sh(["ip", "-n", sw, "link", "set", port, "up"])
                 shaped += [(ns, IFNAME), (sw, port)]  # uplink and downlink of node i
         for i in range(self.nodes):
             ns = self.node_ns(i)
-            _sh(["ip", "-n", ns, "addr", "add", f"{self.addr(i)}/24", "dev", IFNAME])
-            _sh(["ip", "-n", ns, "link", "set", IFNAME, "up"])
+            sh(["ip", "-n", ns, "addr", "add", f"{self.addr(i)}/24", "dev", IFNAME])
+            sh(["ip", "-n", ns, "link", "set", IFNAME, "up"])
         for ns, dev in shaped:
             self._shape(ns, dev)
 
     def _shape(self, ns: str, dev: str) -> None:
         # tc-tbf(8): rate, burst (bucket), latency (queue bound: limit = rate*latency + burst).
-        _sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
+        sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
              "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "latency", "50ms"])
         if self.delay_ms > 0:
-            r = _sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
+            r = sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
                      "netem", "delay", f"{self.delay_ms}ms"], check=False)
             if r.returncode != 0:
                 raise ValueError(f"delay_ms needs the kernel's netem qdisc, which this kernel lacks "
-                                 f"({_first_line(r.stderr)}); use delay_ms=0")
+                                 f"({first_line(r.stderr)}); use delay_ms=0")
 
     def down(self) -> list[str]:
         """Kill our processes and every process inside our namespaces, then delete the namespaces."""
@@ -210,5 +210,5 @@ class NetLab:
                 r = bad[0] if bad else results[0]
                 what = "timed out" if r.timed_out else f"exit {r.returncode}"
                 raise RuntimeError(f"collective sweep failed on node {r.node} ({what}): "
-                                   f"{_last_error_line(r.stderr + r.stdout)}")
+                                   f"{last_error_line(r.stderr + r.stdout)}")
             return json.loads(out.read_text())

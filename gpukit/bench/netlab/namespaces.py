@@ -107,36 +107,38 @@ def require_available(probe: bool = True) -> None:
 def _probe_namespaces() -> str | None:
     # Root in an unprivileged container has uid 0 but cannot add namespaces: try one, then remove it.
     ns = f"{PREFIX}{os.getpid()}-{secrets.token_hex(2)}-probe"
-    r = _sh(["ip", "netns", "add", ns], check=False)
-    _sh(["ip", "netns", "del", ns], check=False)
+    r = sh(["ip", "netns", "add", ns], check=False)
+    sh(["ip", "netns", "del", ns], check=False)
     if r.returncode != 0:
-        return f"netlab cannot create network namespaces here: {_first_line(r.stderr)}"
+        return f"netlab cannot create network namespaces here: {first_line(r.stderr)}"
     return None
 
 
 # ---------------------------------------------------------------- low-level helpers
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    """The first non-blank line of a command's output, stripped ('(no output)' when there is none)."""
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
     return lines[0] if lines else "(no output)"
 
 
-def _sh(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+def sh(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    """Run an `ip`/`tc` command (output captured, bounded time); RuntimeError naming it and its first error line when `check`."""
     r = subprocess.run(argv, capture_output=True, text=True, timeout=_CMD_TIMEOUT_S)
     if check and r.returncode != 0:
-        raise RuntimeError(f"`{' '.join(argv)}` failed: {_first_line(r.stderr)}")
+        raise RuntimeError(f"`{' '.join(argv)}` failed: {first_line(r.stderr)}")
     return r
 
 
 def list_namespaces() -> list[str]:
     """Names of all network namespaces known to `ip netns` (host-wide, read-only)."""
-    r = _sh(["ip", "netns", "list"], check=False)
+    r = sh(["ip", "netns", "list"], check=False)
     return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
 
 
 def ns_pids(ns: str) -> list[int]:
     """Processes inside namespace `ns` (this one excluded)."""
-    r = _sh(["ip", "netns", "pids", ns], check=False)
+    r = sh(["ip", "netns", "pids", ns], check=False)
     return [int(x) for x in r.stdout.split() if x.isdigit() and int(x) != os.getpid()]
 
 
@@ -145,7 +147,7 @@ def destroy_namespaces(names: list[str]) -> list[str]:
     stop(sorted({p for ns in names for p in ns_pids(ns)}))
     gone = []
     for ns in names:
-        r = _sh(["ip", "netns", "del", ns], check=False)
+        r = sh(["ip", "netns", "del", ns], check=False)
         if r.returncode == 0 or "No such file" in r.stderr:
             gone.append(ns)
     return gone

@@ -29,7 +29,7 @@ class NodeResult:
     timed_out: bool = False
 
 
-def _last_error_line(text: str) -> str:
+def last_error_line(text: str) -> str:
     """The most telling line of a failed rank's output: the worker's own 'error: ...' line, else
     the last exception line, skipping torchrun's summary boilerplate."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]

@@ -1,11 +1,12 @@
-"""PEP 562 re-exports for a module split by reason to change: the names that moved to a module that
-imports this one back (so it cannot import them at the top) are resolved on first use, and dir()
-lists them too (tab completion in a notebook offers `inference.serve` as before the split).
+"""PEP 562 downward re-exports for the bench package: `import gpukit.bench` offers the entry points of
+its heavy submodules (run_collectives, run_ddp, ...) without importing them, and so without torch;
+each name is imported from its submodule on first use, and dir() lists them too (tab completion).
 
-Usage, at the end of the split module:
-    __getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.inference.capacity": ("serve", ...)})
-Used in: gpukit.comm, gpukit.compute, gpukit.inference, gpukit.memory, gpukit.parallel, gpukit.plan,
-gpukit.audits.cost, gpukit.bench (and its ddp, measure).
+Only downward: a package names what its own submodules define; a module never re-exports a module
+that imports it back (that is an import cycle hidden behind a string).
+Usage, at the end of the package's __init__:
+    __getattr__, __dir__ = reexports(__name__, globals(), {"gpukit.bench.matmul": ("matmul_bench", ...)})
+Used in: gpukit.bench (its __init__).
 """
 
 from __future__ import annotations
