@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from gpukit.compute.flops import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.units import GB, dtype_bytes
 
@@ -244,8 +245,6 @@ def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
 def attention_share(model, seq_lens) -> list[float]:
     """Share of training FLOPs per token spent in the attention products (scores and values, forward and
     backward: 3x the forward term) at each sequence length (gpukit.compute.flops_per_token; PaLM appendix B)."""
-    from gpukit.compute.flops import flops_per_token
-
     out = []
     for s in seq_lens:
         f = flops_per_token(model, seq_len=s)

@@ -25,6 +25,7 @@ from gpukit.errors import require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
+from gpukit.units import fmt_seconds
 
 TRAIN_INT_DTYPES = ("int8", "int4", "nf4")  # quantized formats: no training FLOP/s
 DEFAULT_MFU = 0.40  # assumption when neither mfu nor a profile is given; see time_to_train
@@ -88,8 +89,6 @@ class TrainTime:
         return _frame(d.items(), ("quantity", "value"))
 
     def to_text(self) -> str:
-        from gpukit.units import fmt_seconds
-
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
         if self.seq_len and self.seq_len_source:
             seq += f" ({self.seq_len_source})"

@@ -24,13 +24,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from gpukit.catalog import get_gpu
+from gpukit import inference
+from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
 from gpukit.errors import require_choice, require_positive, require_positive_int
-from gpukit.memory import TrainSetup
+from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
@@ -134,8 +135,6 @@ def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_g
     hours = one GPU's hours / (gpus x efficiency), efficiency = useful compute / step time; cost = hours x
     gpus x usd_per_gpu_hour.
     """
-    from gpukit.memory import estimate_memory
-
     if not isinstance(setup, TrainSetup):
         raise ValueError(f"setup must be a gpukit.memory.TrainSetup, got {type(setup).__name__}")
     g = get_gpu(gpu)
@@ -303,7 +302,6 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     if price_per_gpu_hour is not None and price_per_node_hour is not None:
         raise ValueError("give price_per_gpu_hour or price_per_node_hour, not both")
     if isinstance(model, str):  # a catalog name
-        from gpukit.catalog import as_model
 
         model = as_model(model)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
@@ -455,14 +453,11 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
     batch: its `batch` prompts prefilled together (the first token each), then O - 1 decode steps, all
     from gpukit.inference's roofline with its stated efficiencies. Throughput = batch x O / (prefill +
     (O - 1) x ITL)."""
-    from gpukit.catalog import get_model
-
     m, g = get_model(model), get_gpu(gpu)
     n = require_positive_int("gpus", gpus)
     b = require_positive_int("batch", batch)
     c = require_positive_int("context", context)
     usd, _ = given_or_quote(gpu, usd_per_gpu_hour, prices)
-    from gpukit import inference
 
     i, o = max(1, c // 2), max(1, c - c // 2)
     p = inference.serve(m, g, gpus=n, tp=n, precision=precision, batch=b, input_tokens=i, output_tokens=o)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from gpukit.catalog import as_gpu, as_link, as_model, inter_node_link, intra_node_link
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.inference.serving import (
     PRECISIONS,
@@ -34,7 +35,7 @@ from gpukit.inference.serving import (
     prefill_step,
     serving_memory,
 )
-from gpukit.inference.simulate import SimResult, simulate
+from gpukit.inference.simulate import SimResult, check_rate, check_requests, simulate
 from gpukit.memory import KV_DTYPES
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
@@ -195,8 +196,6 @@ class ServePlan:
 
 def default_link(gpu, tp: int):
     """The link inside a node for a tp-way group of this GPU (catalog.intra_node_link); None for tp 1."""
-    from gpukit.catalog import intra_node_link
-
     return None if tp == 1 else intra_node_link(gpu, tp)
 
 
@@ -204,8 +203,6 @@ def default_pp_link(gpu, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE):
     """The link between pipeline stages: the node's own link (catalog.intra_node_link) when the whole
     replica sits in one node, else the network between nodes of this GPU's era (catalog.inter_node_link:
     one InfiniBand port per GPU, as gpukit.cost assumes)."""
-    from gpukit.catalog import inter_node_link, intra_node_link
-
     return intra_node_link(gpu, gpus) if gpus <= gpus_per_node else inter_node_link(gpu)
 
 
@@ -252,8 +249,6 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
     output tokens None: default_lengths (fitted to the model's context window). model, gpu, link and
     pp_link take catalog names too."""
-    from gpukit.catalog import as_gpu, as_link, as_model
-
     model, gpu, link, pp_link = as_model(model), as_gpu(gpu), as_link(link), as_link(pp_link)
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
@@ -285,14 +280,11 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         raise ValueError(f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}")
     pp = gpus // tp
     if simulate_requests:  # checked before any work (the simulation is the slow part)
-        from gpukit.inference.simulate import check_requests
 
         simulate_requests = check_requests("simulate_requests", simulate_requests)
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     if rate is not None:
-        from gpukit.inference.simulate import check_rate
-
         rate = check_rate("rate", rate) if simulate_requests else require_positive("rate", rate)
     link = link if link is not None else default_link(gpu, tp)
     if pp > 1 and pp_link is None:
@@ -418,8 +410,6 @@ def tp_vs_replicas(model: ModelSpec, gpu, gpus: int = 8, *, precision: str = "bf
                    output_tokens: int = 200, assumptions: Assumptions = Assumptions()) -> tuple[LayoutRow, ...]:  # noqa: B008
     """The same `gpus` GPUs as tp x replicas for every power-of-two tp: per-user latency (batch 1)
     against output tokens/s per GPU at capacity."""
-    from gpukit.catalog import as_gpu, as_model
-
     model, gpu = as_model(model), as_gpu(gpu)
     gpus = require_positive_int("gpus", gpus)
     rows = []
@@ -450,8 +440,6 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
     """(tp, pp) of the smallest instance that holds the weights and `batch` x `context` of KV cache in
     `kv_dtype` (None: the GPU's 16-bit type): tp inside a node first (1, 2, 4, 8), then pipeline stages
     across nodes. ValueError if none."""
-    from gpukit.catalog import as_gpu, as_model
-
     model, gpu = as_model(model), as_gpu(gpu)
     context = min(context, model.max_seq)
     for gpus in range(1, max_gpus + 1):
@@ -473,7 +461,6 @@ def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
     Returns (ServePlan, pandas DataFrame with load, rate, p50/p99 latency and TTFT, mean batch)."""
     import pandas as pd
 
-    from gpukit.catalog import as_gpu, as_model
 
     model, gpu = as_model(model), as_gpu(gpu)
     plan = serve(model, gpu, **serve_kw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpukit.catalog import data_dir, get_gpu, get_model, read_csv
 from gpukit.errors import require_choice
 from gpukit.inference.capacity import default_link, serve, tp_vs_replicas
 from gpukit.inference.serving import Assumptions, decode_step, prefill_step
@@ -24,8 +25,6 @@ TP_ORDERING_SOURCE = ("NVIDIA NIM for LLMs, Optimization: 'latency variants use 
 
 def published_serving() -> list[dict]:
     """Rows of gpukit/data/serving_published.csv (published serving measurements, each with its source)."""
-    from gpukit.catalog import data_dir, read_csv
-
     return read_csv(data_dir() / PUBLISHED_FILE, ("model", "gpu", "n_gpus", "tp", "precision", "input_tokens",
                                                   "output_tokens", "concurrency", "metric", "value", "unit"))
 
@@ -37,8 +36,6 @@ def predict_published(row: dict, assumptions: Assumptions = Assumptions(), n_req
     throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU.
     engine_notes: apply what the row's notes say of its engine version (gqa_kv_reuse=false); False
     predicts the row as a current engine would run it (`assumptions` as given)."""
-    from gpukit.catalog import get_gpu, get_model
-
     m, g = get_model(row["model"]), get_gpu(row["gpu"])
     tp, n = int(row["tp"]), int(row["n_gpus"])
     i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])

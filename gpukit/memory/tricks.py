@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpukit.catalog import as_gpu, as_model
+from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.memory.analytic import MemoryBreakdown, estimate_memory
 from gpukit.memory.train_setup import TrainSetup
@@ -124,8 +125,6 @@ def step_time_estimate(model: ModelSpec, gpu, setup: TrainSetup, *, mfu: float =
     (peak x MFU) (Narayanan et al. 2021 eq. 4). Leaves out what is not compute: dp all-reduces
     (notebook 04) and offload's PCIe traffic and CPU optimizer step, which ZeRO-Offload overlaps
     (Ren et al. 2021 sec. 5) and ZeRO-Infinity often cannot."""
-    from gpukit.compute import flops_per_token
-
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     fpt = flops_per_token(model, seq_len=setup.seq_len, recompute=setup.recompute)

@@ -12,6 +12,7 @@ Used in: notebooks/09_decide, tests/test_plan.py (both through gpukit.plan).
 
 from __future__ import annotations
 
+from gpukit.catalog import get_model
 from gpukit.plan.planner import plan
 
 
@@ -46,8 +47,6 @@ def strategy_table(fits_one_gpu: bool, nodes: str) -> str:
 
 def frameworks_grid(cases=None, *, gpu: str = "h100-sxm") -> list[dict]:
     """The articles' rules beside the planner over a grid of (model, tokens, deadline, budget)."""
-    from gpukit.catalog import get_model
-
     cases = cases or [("gpt2-xl", 20e9, 48, None), ("opt-1.3b", 26e9, 24, 1000), ("llama-2-7b", 1e9, 24, 500),
                       ("llama-2-7b", 140e9, 72, None), ("llama-2-13b", 260e9, 168, None),
                       ("opt-30b", 600e9, 336, None), ("llama-2-70b", 1.4e12, 720, None),

@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from gpukit.catalog import get_gpu
+from gpukit import inference
+from gpukit.catalog import as_model, get_gpu
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import pareto_front, rail_ports
 from gpukit.errors import require_choice, require_positive, require_positive_int
@@ -41,6 +42,7 @@ from gpukit.plan.plans import (
     PlanResult,
 )
 from gpukit.plan.train import refine_with_parallel, train_plans
+from gpukit.prices import load_prices, quote
 from gpukit.specs import ModelSpec
 
 
@@ -210,7 +212,6 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
 
     require_choice("workload", workload, WORKLOADS)
     if isinstance(model, str):  # a catalog name
-        from gpukit.catalog import as_model
 
         model = as_model(model)
     if not isinstance(model, ModelSpec):
@@ -252,8 +253,6 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
             get_gpu(k)
             prices_of[k] = require_positive(f"price of {k}", v)
     else:
-        from gpukit.prices import load_prices, quote
-
         table = prices if prices is not None else load_prices()
         names = list(gpus) if gpus else list(catalog_gpus())
         prices_of = {}
@@ -271,8 +270,6 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     mfu_v = mfu if mfu is not None or profile is not None else 0.4
     models_used = PLAN_MODELS
     if workload == "serve":
-        from gpukit import inference
-
         plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
                                        gpus_per_node, budget_usd, max(counts))
         models_used = ("serving: gpukit.inference (memory per GPU with the KV cache, prefill and decode from the "

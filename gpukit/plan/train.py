@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from gpukit import parallel
 from gpukit.catalog import get_gpu
 from gpukit.compute import time_to_train
 from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, training_run
@@ -114,8 +115,6 @@ def refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_lin
     and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism); a searched layout replaces the data-parallel one when it
     is faster. Returns (plans, description of what was refined)."""
-    from gpukit import parallel
-
     cands = sorted((i for i, p in enumerate(plans) if p.binding != "does not fit" and p.gpus > 1
                     and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)),
                    key=lambda i: (not plans[i].feasible, plans[i].cost_usd))[:top]
