@@ -227,6 +227,7 @@ class GradSync:
     comm_s: float  # every sync collective of the step back to back
     exposed_s: float  # what the step waits for (after the backward, or not hidden by prefetch)
     bytes_sent_per_rank: float  # ring volume: 2 (d-1)/d x S per all-reduce
+    n_elements: int = 0  # gradient elements in the buckets (what DDP copies into them and back)
     buckets: tuple[BucketTiming, ...] = ()
     assumptions: tuple[str, ...] = ()
 
@@ -285,7 +286,7 @@ def grad_sync(n_params: float, dp: int, net: ClusterNetwork, *, grad_bytes_per_p
     return GradSync(dp=d, n_nodes=nodes, ranks_per_node=r, zero_stage=zero_stage, size_bytes=sum(s for (s,) in sizes),
                     n_collectives=len(buckets) if d > 1 else 0, comm_s=comm if d > 1 else 0.0, exposed_s=exposed,
                     bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes),
-                    buckets=tuple(timings),
+                    n_elements=sum(b.numel for b in buckets), buckets=tuple(timings),
                     assumptions=(f"{words}: {stage} in {len(buckets)} bucket(s) of "
                                  + f"{bucket_mb:g} MiB"
                                  + (", overlapped with the backward (DDP, Li et al. 2020)" if overlap else
