@@ -42,7 +42,8 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
                          inter_link: str | None = None, intra_link: str | None = None,
                          tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
                          grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
-                         ports_per_node: int | None = None, efficiency: float | None = None) -> Efficiency:
+                         ports_per_node: int | None = None, efficiency: float | None = None,
+                         n_layers: int = 32) -> Efficiency:
     """Efficiency = t_compute / (t_compute + exposed sync + DDP's bucket copies) for one optimizer step.
 
     Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020), 1/3 forward, 2/3 backward. Sync:
@@ -56,7 +57,8 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     backward (a lower bound on efficiency); > 0 = DDP's buckets start as soon as the backward has
     produced them (ZeRO-3: prefetch behind compute), and the bucket schedule says what is hidden.
     DDP's copies of the gradients into its buckets and back (and the division by the world size) are
-    memory-bound kernels at HBM bandwidth (gpukit.scaling.gpu_kernel_s; not for ZeRO-3).
+    memory-bound kernels at HBM bandwidth (gpukit.scaling.gpu_kernel_s; not for ZeRO-3). `n_layers`:
+    the model's layers, whose gradients fill the buckets (uniform_param_shapes; 32 when not known).
     """
     n = require_positive_int("gpus", gpus)
     k = require_positive_int("gpus_per_node", gpus_per_node)
@@ -70,7 +72,7 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
         g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
     sync = grad_sync(n_params, n, net, grad_bytes_per_param=dtype_bytes(grad_dtype), zero_stage=zero_stage,
-                     ranks_per_node=k, backward_s=compute_s * 4 / 6, overlap=overlap > 0, micro_step_s=compute_s)
+                     ranks_per_node=k, n_layers=n_layers, backward_s=compute_s * 4 / 6, overlap=overlap > 0, micro_step_s=compute_s)
     copies = 0.0
     if n > 1 and zero_stage < 3:
         kernels = gpu_kernel_s(g)

@@ -348,8 +348,10 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     t_mb = compute_all + elem_all + tp_s + pp_s
     slots = m + (c.pp - 1) / c.virtual_stages
     # DP / ZeRO: gradients of the stage's parameters
-    stage_params = (layers * model.layer_params() + (model.embedding_params() if c.pp == 1 else
-                    max(model.embedding_params(), model.head_params()))) / c.tp
+    # one stage (pp 1) holds the whole model: its gradients are all n_params (the untied LM head and the final
+    # norm were left out before issue 22); with pp > 1 the heaviest stage holds the embedding or the head
+    stage_params = (model.n_params if c.pp == 1 else
+                    layers * model.layer_params() + max(model.embedding_params(), model.head_params())) / c.tp
     gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
     # the one gradient-sync model (gpukit.comm.grad_sync): DDP buckets over the DP group, once per step
     ranks, groups = dp_group_shape(c, net.gpus_per_node)
