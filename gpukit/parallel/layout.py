@@ -240,7 +240,7 @@ def cluster_assumptions(cluster) -> tuple[str, ...]:
             + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
             f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
             f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
-            f"link's bandwidth ({net.efficiency_source})", *net.assumptions()[3:], *ASSUMPTIONS[3:])
+            f"link's bandwidth ({net.efficiency_source})", *net.assumptions()[4:], *ASSUMPTIONS[3:])
 
 
 def as_model_spec(model) -> ModelSpec:
