@@ -151,7 +151,8 @@ DEFAULT_INTER_LINK = "ib-ndr"
 
 def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_node: int | None = None,
                     efficiency: float | None = None, efficiency_source: str | None = None,
-                    profile=None, profile_link: str | None = None) -> ClusterNetwork:
+                    profile=None, profile_link: str | None = None,
+                    intra_efficiency: float | None = None) -> ClusterNetwork:
     """A ClusterNetwork from catalog link names (or Interconnect / LinkFit / (alpha_s, GB/s) objects).
 
     `link` is the intra-node link, `inter_link` the inter-node one (default: the same link, unless
@@ -160,7 +161,8 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
     default to one per GPU (rail). Efficiency: `profile` (a gpukit.profile.Profile) with a fitted
     link `profile_link` (default the inter link's name) gives the calibrated share
     beta_fit / line rate; else `efficiency` labelled as an assumption; else LINK_EFFICIENCY (0.8, the
-    stated nccl-tests busbw share, LINK_EFFICIENCY_SOURCE), the one default of every command."""
+    stated nccl-tests busbw share, LINK_EFFICIENCY_SOURCE), the one default of every command.
+    `intra_efficiency` (default LINK_EFFICIENCY) does the same for the intra-node link."""
     from gpukit.catalog import get_interconnect
 
     def resolve(x):
@@ -191,7 +193,8 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
         eff, source = LINK_EFFICIENCY, LINK_EFFICIENCY_SOURCE
     return ClusterNetwork(intra_name=iname, intra_alpha_s=ia, intra_bandwidth_gbps=ib, inter_name=ename,
                           inter_alpha_s=ea, inter_bandwidth_gbps=eb, gpus_per_node=k, ports_per_node=ports,
-                          efficiency=eff, efficiency_source=source)
+                          efficiency=eff, efficiency_source=source,
+                          intra_efficiency=LINK_EFFICIENCY if intra_efficiency is None else intra_efficiency)
 
 
 @dataclass(frozen=True)
