@@ -44,8 +44,9 @@ from gpukit.results import json_safe as _json_safe
 from gpukit.units import GB
 
 # NCCL's fixed base latency per collective, on top of the per-hop alpha: NCCL src/graph/tuning.cc,
-# table `baseLat` (us, per algorithm x protocol; v2.19-v2.23: Tree {LL 6.8, LL128 14.0, Simple 8.4},
-# Ring {LL 6.6, LL128 14.0, Simple 8.4}); the per-hop term is its `hwLat` table (our link alpha). The LL
+# table `baseLat` (us, per algorithm x protocol; recent 2.2x releases: Tree {LL 6.8, LL128 14.0, Simple 8.4
+# or 0}, Ring {LL 6.6, LL128 14.0, Simple 8.4}; older 2.1x releases had Ring LL 3.6, Tree LL 4.4); the per-hop
+# term is its `hwLat` table (NVLink ring LL 0.6 us, network ring LL 2.7 us: our link alpha). The LL
 # protocol's value is used: NCCL picks LL for the small messages where this term matters; for large
 # ones (Simple, 8.4 us) it is under 1% of the time. Point-to-point (send_recv) has no baseLat: none.
 NCCL_BASE_LATENCY_S = {"ring": 6.6e-6, "tree": 6.8e-6}
