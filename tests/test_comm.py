@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gpukit.catalog import Interconnect
 from gpukit.cli.comm import parse_bytes
 from gpukit.comm import (
+    NCCL_BASE_LATENCY_S,
     OPS,
     AlphaBetaFit,
     algbw_to_busbw,
@@ -61,7 +62,8 @@ def test_busbw_to_algbw_one_rank_is_an_error():
 @given(op=ops, n=st.integers(2, 512), size=st.floats(1, 1e11), bw=st.floats(0.01, 2000))
 def test_ring_busbw_equals_link_bandwidth_without_latency(op, n, size, bw):
     """The point of busbw: with alpha = 0 a bandwidth-optimal ring runs at busbw = B for any n."""
-    c = collective_time(op, size, n, (0.0, bw))
+    # without latency: alpha 0 and (since NCCL's base latency joined the model) base_latency_s 0
+    c = collective_time(op, size, n, (0.0, bw), base_latency_s=0.0)
     assert c.busbw_gbps == pytest.approx(bw, rel=1e-9)
     assert c.algbw_gbps == pytest.approx(size / c.time_s / GB)
 
@@ -69,24 +71,28 @@ def test_ring_busbw_equals_link_bandwidth_without_latency(op, n, size, bw):
 # ---------------------------------------------------------------- formulas
 def test_ring_all_reduce_formula():
     c = collective_time("all_reduce", 1e9, 8, NVLINK)
-    assert c.latency_s == pytest.approx(2 * 7 * 3e-6)
+    # issue 22: latency = NCCL's base latency per collective (tuning.cc baseLat, ring LL 6.6 us) + 2(n-1) alpha
+    assert c.latency_s == pytest.approx(NCCL_BASE_LATENCY_S["ring"] + 2 * 7 * 3e-6)
     assert c.bandwidth_s == pytest.approx(2 * 7 / 8 * 1e9 / 450e9)
     assert c.time_s == pytest.approx(c.latency_s + c.bandwidth_s)
     assert c.bytes_sent_per_rank == pytest.approx(1.75e9)
     rs = collective_time("reduce_scatter", 1e9, 8, NVLINK)
     ag = collective_time("all_gather", 1e9, 8, NVLINK)
-    assert rs.time_s + ag.time_s == pytest.approx(c.time_s)  # all-reduce = reduce-scatter + all-gather
+    # all-reduce = reduce-scatter + all-gather; as two collectives they pay NCCL's base latency twice (issue 22)
+    assert rs.time_s + ag.time_s == pytest.approx(c.time_s + NCCL_BASE_LATENCY_S["ring"])
 
 
 def test_tree_vs_ring():
     small_ring = collective_time("all_reduce", 1e3, 1024, IB)
     small_tree = collective_time("all_reduce", 1e3, 1024, IB, algorithm="tree")
-    assert small_tree.latency_s == pytest.approx(2 * 10 * 6e-6)  # 2 log2(1024) alpha
+    # 2 log2(1024) alpha + NCCL's tree base latency (tuning.cc baseLat, tree LL 6.8 us; issue 22)
+    assert small_tree.latency_s == pytest.approx(NCCL_BASE_LATENCY_S["tree"] + 2 * 10 * 6e-6)
     assert small_tree.time_s < small_ring.time_s / 50  # latency-bound: log n beats n
     big_ring = collective_time("all_reduce", 1e10, 1024, IB)
     big_tree = collective_time("all_reduce", 1e10, 1024, IB, algorithm="tree")
     assert big_ring.bandwidth_s < big_tree.bandwidth_s  # 2(n-1)/n S/B < 2 S/B
-    assert collective_time("broadcast", 1e6, 5, IB, algorithm="tree").latency_s == pytest.approx(3 * 6e-6)
+    assert collective_time("broadcast", 1e6, 5, IB, algorithm="tree").latency_s == pytest.approx(
+        NCCL_BASE_LATENCY_S["tree"] + 3 * 6e-6)  # + NCCL's base latency (issue 22)
     with pytest.raises(ValueError, match="algorithm tree is modelled"):
         collective_time("all_gather", 1e6, 8, IB, algorithm="tree")
 
@@ -156,7 +162,9 @@ def test_fit_recovers_synthetic_truth(seed, op, n):
     assert fit.beta_gbps == pytest.approx(80.0, rel=0.05)
     assert fit.r2 > 0.99 and fit.n_points == 25
     assert fit.predict(1e8) == pytest.approx(ca * alpha_true + cb * 1e8 / (bw_true * GB), rel=0.05)
-    assert collective_time(op, 1e8, n, fit.link).time_s == pytest.approx(fit.predict(1e8))
+    # a fitted alpha already holds NCCL's base latency: none is added on top (issue 22)
+    assert collective_time(op, 1e8, n, fit.link, base_latency_s=0.0).time_s == pytest.approx(fit.predict(1e8))
+    assert collective_time(op, 1e8, n, fit).time_s == pytest.approx(fit.predict(1e8))
 
 
 def test_fit_edge_cases():
@@ -305,4 +313,6 @@ def test_cli_comm_all_to_all_size_is_each_gpus_send_buffer(catalog_dir, capsys):
     assert rc == 0, err
     assert "in total" not in out and "1.00 GB per GPU (125.00 MB to each of the 8 GPUs" in out
     # the time is (n-1)/n S / B with S the per-rank buffer: 7/8 of 1 GB leaves each GPU
-    assert collective_time("all_to_all", 1e9, 8, (0.0, 450.0)).time_s == pytest.approx(7 / 8 * 1e9 / 450e9)
+    # (alpha 0; NCCL's base latency, added in issue 22, set to 0 to isolate the bandwidth term)
+    assert collective_time("all_to_all", 1e9, 8, (0.0, 450.0), base_latency_s=0.0).time_s == pytest.approx(
+        7 / 8 * 1e9 / 450e9)

@@ -609,9 +609,10 @@ def test_cost_inter_node_link_follows_the_gpu():
     """Cost and plan price a multi-node run over the network of the GPU's era unless told otherwise."""
     from gpukit.cost import predicted_efficiency
 
-    a100 = predicted_efficiency(7e9, "a100-80gb", 16, use_scaling=False)
-    h100 = predicted_efficiency(7e9, "h100-sxm", 16, use_scaling=False)
-    ndr = predicted_efficiency(7e9, "a100-80gb", 16, inter_link="ib-ndr", use_scaling=False)
+    # (use_scaling=False is gone: issue 22 left one gradient-sync path, gpukit.comm.grad_sync)
+    a100 = predicted_efficiency(7e9, "a100-80gb", 16)
+    h100 = predicted_efficiency(7e9, "h100-sxm", 16)
+    ndr = predicted_efficiency(7e9, "a100-80gb", 16, inter_link="ib-ndr")
     assert "ib-hdr between nodes" in a100.model and "ib-ndr between nodes" in h100.model
     assert ndr.comm_s < a100.comm_s  # NDR's 50 GB/s per port against HDR's 25
 

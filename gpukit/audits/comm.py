@@ -81,7 +81,8 @@ def allreduce_30b_ib200(n_params: float = 30e9, grad_dtype: str = "fp32", n_node
 
 @register("nvlink_latency", "communication")
 def nvlink_latency(n_ranks: int = 8, size_bytes: float = 4, claimed_us: float = 100.0) -> Claim:
-    """Small-message all-reduce: latency term 2(n-1) alpha of the ring (Thakur et al. 2005)."""
+    """Small-message all-reduce: NCCL's base latency + the ring's 2(n-1) alpha (Thakur et al. 2005; NCCL
+    src/graph/tuning.cc baseLat)."""
     cost = collective_time("all_reduce", size_bytes, n_ranks, get_interconnect("nvlink4"))
     tree = collective_time("all_reduce", size_bytes, n_ranks, get_interconnect("nvlink4"), "tree")
     return Claim(
@@ -90,7 +91,8 @@ def nvlink_latency(n_ranks: int = 8, size_bytes: float = 4, claimed_us: float = 
         quote="Run that on a single node with NVLink — latency is <0.1 ms.",
         claimed=claimed_us, claimed_unit="us", computed=cost.time_s * 1e6, unit="us",
         verdict="plausible" if cost.time_s * 1e6 < claimed_us else "wrong",
-        check=(f"ring: 2 x {n_ranks - 1} x {cost.alpha_s * 1e6:g} us = {cost.time_s * 1e6:.1f} us "
+        check=(f"ring: NCCL base {cost.base_latency_s * 1e6:g} us + 2 x {n_ranks - 1} x {cost.alpha_s * 1e6:g} us = "
+               f"{cost.time_s * 1e6:.1f} us "
                f"(tree {tree.time_s * 1e6:.1f} us): well under 100 us; NCCL's measured small all-reduce on one node "
                "is some tens of us (kernel launch included)."),
         assumptions=(f"{n_ranks} GPUs, NVLink4 alpha {cost.alpha_s * 1e6:g} us (NCCL tuning model, "
@@ -165,11 +167,13 @@ def comm_10pct_efficiency(comm_share_at_2: float = 0.10, n_gpus: int = 8, claime
 
 @register("busbw_80pct_rule", "communication")
 def busbw_80pct_rule(n_ranks: int = 16, link: str = "ib-ndr", threshold: float = 0.8) -> Claim:
-    """busbw / B = c_b S/B / (c_a alpha + c_b S/B) for all_reduce (busbw factor = c_b, nccl-tests);
-    it reaches `threshold` only for S >= threshold/(1-threshold) x c_a alpha B / c_b."""
+    """busbw / B = c_b S/B / (L + c_b S/B) for all_reduce (busbw factor = c_b, nccl-tests), with
+    L = NCCL's base latency + c_a alpha (collective_time); it reaches `threshold` only for
+    S >= threshold/(1-threshold) x L B / c_b."""
     ln = get_interconnect(link)
-    ca, cb = coefficients("all_reduce", n_ranks)
-    s_min = threshold / (1 - threshold) * ca * ln.latency_us * 1e-6 * ln.bandwidth_gbps * GB / cb
+    _, cb = coefficients("all_reduce", n_ranks)
+    latency_s = collective_time("all_reduce", 0, n_ranks, ln).latency_s
+    s_min = threshold / (1 - threshold) * latency_s * ln.bandwidth_gbps * GB / cb
     at_1mb = collective_time("all_reduce", 2**20, n_ranks, ln)
     return Claim(
         key="busbw_80pct_rule", topic="communication", article="000",
@@ -180,7 +184,8 @@ def busbw_80pct_rule(n_ranks: int = 16, link: str = "ib-ndr", threshold: float =
         check=(f"even a perfect {link} ring of {n_ranks} ranks reads below {threshold:.0%} for messages under "
                f"{s_min / 1e6:.1f} MB (at 1 MiB: {at_1mb.busbw_gbps / ln.bandwidth_gbps:.0%}): the rule holds only in "
                "the bandwidth-bound tail of the sweep, where healthy links reach 85-95%."),
-        assumptions=(f"alpha-beta model with {link} alpha {ln.latency_us:g} us, B {ln.bandwidth_gbps:g} GB/s",),
+        assumptions=(f"alpha-beta model with {link} alpha {ln.latency_us:g} us, B {ln.bandwidth_gbps:g} GB/s, NCCL's "
+                     "base latency per collective",),
         figures=(("smallest size reaching the threshold", s_min, "B"),
                  ("busbw / link at 1 MiB", at_1mb.busbw_gbps / ln.bandwidth_gbps, "fraction")))
 

@@ -1,4 +1,5 @@
-"""gpukit.comm: The network: collective costs (alpha-beta), a cluster's links and ports, size sweeps.
+"""gpukit.comm: The network: collective costs (alpha-beta + NCCL's base latency), the one cluster network
+type (ClusterNetwork), size sweeps, and the one data-parallel gradient-sync model (grad_sync).
 
 The family's public face: every name other families, layers, notebooks and tests use is
 imported here from its part (parts listed in dependency order) and named in __all__.
@@ -7,6 +8,9 @@ imported here from its part (parts listed in dependency order) and named in __al
 # isort: skip_file
 
 from gpukit.comm.collectives import (
+    NCCL_BASE_LATENCY_S,
+    BASE_LATENCY_SOURCE,
+    base_latency_of,
     OPS,
     ALGORITHMS,
     TREE_OPS,
@@ -34,6 +38,8 @@ from gpukit.comm.curves import (
 )
 from gpukit.comm.network import (
     IDEAL_SOURCE,
+    LINK_EFFICIENCY,
+    LINK_EFFICIENCY_SOURCE,
     port_share_of,
     ClusterNetwork,
     DEFAULT_INTER_LINK,
@@ -46,8 +52,28 @@ from gpukit.comm.network import (
     token_bucket_refill,
     token_bucket_send,
 )
+from gpukit.comm.grad_sync import (
+    MIB,
+    ZERO_STAGES,
+    gpt_param_shapes,
+    uniform_param_shapes,
+    numel,
+    Bucket,
+    ddp_buckets,
+    BucketTiming,
+    bucket_ready_times,
+    bucket_schedule,
+    dp_group_layout,
+    dp_all_reduce,
+    dp_all_reduce_s,
+    GradSync,
+    grad_sync,
+)
 
 __all__ = [
+    "NCCL_BASE_LATENCY_S",
+    "BASE_LATENCY_SOURCE",
+    "base_latency_of",
     "OPS",
     "ALGORITHMS",
     "TREE_OPS",
@@ -71,6 +97,8 @@ __all__ = [
     "CollectiveCurves",
     "collective_curves",
     "IDEAL_SOURCE",
+    "LINK_EFFICIENCY",
+    "LINK_EFFICIENCY_SOURCE",
     "port_share_of",
     "ClusterNetwork",
     "DEFAULT_INTER_LINK",
@@ -82,4 +110,19 @@ __all__ = [
     "TokenBucket",
     "token_bucket_refill",
     "token_bucket_send",
+    "MIB",
+    "ZERO_STAGES",
+    "gpt_param_shapes",
+    "uniform_param_shapes",
+    "numel",
+    "Bucket",
+    "ddp_buckets",
+    "BucketTiming",
+    "bucket_ready_times",
+    "bucket_schedule",
+    "dp_group_layout",
+    "dp_all_reduce",
+    "dp_all_reduce_s",
+    "GradSync",
+    "grad_sync",
 ]

@@ -43,6 +43,15 @@ from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.units import GB
 
+# NCCL's fixed base latency per collective, on top of the per-hop alpha: NCCL src/graph/tuning.cc,
+# table `baseLat` (us, per algorithm x protocol; recent 2.2x releases: Tree {LL 6.8, LL128 14.0, Simple 8.4
+# or 0}, Ring {LL 6.6, LL128 14.0, Simple 8.4}; older 2.1x releases had Ring LL 3.6, Tree LL 4.4); the per-hop
+# term is its `hwLat` table (NVLink ring LL 0.6 us, network ring LL 2.7 us: our link alpha). The LL
+# protocol's value is used: NCCL picks LL for the small messages where this term matters; for large
+# ones (Simple, 8.4 us) it is under 1% of the time. Point-to-point (send_recv) has no baseLat: none.
+NCCL_BASE_LATENCY_S = {"ring": 6.6e-6, "tree": 6.8e-6}
+BASE_LATENCY_SOURCE = "NCCL src/graph/tuning.cc baseLat (LL protocol): ring 6.6 us, tree 6.8 us per collective"
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 ALGORITHMS = ("ring", "tree")
 TREE_OPS = ("all_reduce", "broadcast", "reduce")
@@ -127,6 +136,7 @@ class CollectiveCost:
     latency_s: float
     bandwidth_s: float
     bytes_sent_per_rank: float  # c_beta * S: what one rank pushes through its link
+    base_latency_s: float = 0.0  # NCCL's fixed cost per collective (in latency_s; NCCL_BASE_LATENCY_S)
 
     @property
     def time_s(self) -> float:
@@ -156,23 +166,39 @@ class CollectiveCost:
         return _frame(self.breakdown, ("term", "seconds"))
 
 
-def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: str = "ring") -> CollectiveCost:
+def base_latency_of(op: str, n_ranks: int, algorithm: str = "ring", base_latency_s: float | None = None) -> float:
+    """The fixed latency one collective pays before its per-hop terms: `base_latency_s` when given,
+    else NCCL's baseLat for `algorithm` (NCCL_BASE_LATENCY_S); 0 for one rank and for send_recv."""
+    if n_ranks == 1 or op == "send_recv":
+        return 0.0
+    if base_latency_s is not None:
+        return require_positive("base_latency_s", base_latency_s, allow_zero=True)
+    return NCCL_BASE_LATENCY_S[algorithm]
+
+
+def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: str = "ring",
+                    base_latency_s: float | None = None) -> CollectiveCost:
     """Alpha-beta time of `op` on `n_ranks` ranks over `link` (an Interconnect, a profile LinkFit or
-    (alpha_s, bandwidth_gbps)). `size_bytes` follows the nccl-tests convention (module docstring)."""
+    (alpha_s, bandwidth_gbps)). `size_bytes` follows the nccl-tests convention (module docstring).
+    latency = NCCL's base latency per collective (base_latency_of; 0 to leave it out, and by default
+    for a measured fit, whose alpha was fitted on whole collective times) + c_alpha x alpha per hop."""
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     size = int(size) if size.is_integer() else size  # whole bytes stay ints (JSON: 1000000000, not 1e9)
     alpha, bw, name = link_params(link)
+    if base_latency_s is None and hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):
+        base_latency_s = 0.0  # a measured fit (profile LinkFit, AlphaBetaFit): its alpha already holds the base
     try:
         ca, cb = coefficients(op, n_ranks, algorithm)
-        latency, bandwidth, sent = ca * alpha, cb * size / (bw * GB), cb * size
+        base = base_latency_of(op, n_ranks, algorithm, base_latency_s)
+        latency, bandwidth, sent = base + ca * alpha, cb * size / (bw * GB), cb * size
     except OverflowError:  # n_ranks beyond float range
-        latency = bandwidth = sent = math.inf
+        base = latency = bandwidth = sent = math.inf
     if not all(math.isfinite(x) for x in (latency, bandwidth, sent, latency + bandwidth)):
         raise ValueError(f"inputs too large: the time of {op} overflows a float (size_bytes {size:g}, "
                          f"n_ranks {n_ranks}); use smaller sizes")
     return CollectiveCost(op=op, algorithm=algorithm, size_bytes=size, n_ranks=int(n_ranks), link=name,
                           alpha_s=alpha, bandwidth_gbps=bw, latency_s=latency, bandwidth_s=bandwidth,
-                          bytes_sent_per_rank=sent)
+                          bytes_sent_per_rank=sent, base_latency_s=base)
 
 
 @dataclass(frozen=True)
@@ -250,7 +276,7 @@ class HierarchicalCost:
 
 
 def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int, intra, inter,
-                            algorithm: str = "ring") -> HierarchicalCost:
+                            algorithm: str = "ring", base_latency_s: float | None = None) -> HierarchicalCost:
     """All-reduce of a per-rank buffer S on n_nodes x ranks_per_node ranks (k = ranks_per_node):
     ring reduce-scatter of S over the k ranks of a node (intra link), then each rank all-reduces its
     S/k shard with its peers on the other nodes (inter link, `algorithm`; the k shards go in parallel,
@@ -262,17 +288,22 @@ def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int
     nodes = require_positive_int("n_nodes", n_nodes)
     k = require_positive_int("ranks_per_node", ranks_per_node)
     return HierarchicalCost(size_bytes=size, n_nodes=nodes, ranks_per_node=k,
-                            phases=hierarchical_phases(size, nodes, k, intra, inter, algorithm))
+                            phases=hierarchical_phases(size, nodes, k, intra, inter, algorithm, base_latency_s))
 
 
-def hierarchical_phases(size, n_nodes: int, k: int, intra, inter, algorithm: str = "ring"):
+def hierarchical_phases(size, n_nodes: int, k: int, intra, inter, algorithm: str = "ring",
+                        base_latency_s: float | None = None):
     """The three phases of a two-level all-reduce of S (validated): intra reduce-scatter of S over k,
-    inter all-reduce of the S/k shard over n_nodes, intra all-gather of S. Whole bytes make whole
-    shards: with an integer S not a multiple of k the largest, ceil(S/k), sets the time."""
+    inter all-reduce of the S/k shard over n_nodes, intra all-gather of S; NCCL's base latency
+    (`base_latency_s`, collective_time) once, on the first phase. Whole bytes make whole shards: with an integer S not a multiple of k the largest, ceil(S/k), sets the time."""
     shard = -(-size // k) if isinstance(size, int) else size / k
-    return (collective_time("reduce_scatter", size, k, intra),
-            collective_time("all_reduce", shard, n_nodes, inter, algorithm),
-            collective_time("all_gather", size, k, intra))
+    # one collective for NCCL (one kernel launch): its base latency is paid once, on the first phase
+    # that moves data (NCCL_BASE_LATENCY_S)
+    first = "rs" if k > 1 else "ar" if n_nodes > 1 else None
+    return (collective_time("reduce_scatter", size, k, intra, base_latency_s=base_latency_s if first == "rs" else 0.0),
+            collective_time("all_reduce", shard, n_nodes, inter, algorithm,
+                            base_latency_s=base_latency_s if first == "ar" else 0.0),
+            collective_time("all_gather", size, k, intra, base_latency_s=0.0))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -104,11 +104,11 @@ def collective_curves(op: str = "all_reduce", link="ib-ndr", size_bytes: float =
         bw_inter = bw_inter / gpus_per_node
     hier = op == "all_reduce" and gpus_per_node > 1
 
-    def one(s, a_inter, a_intra):
+    def one(s, a_inter, a_intra, base=None):
         if hier:
             return hierarchical_all_reduce(s, n_ranks // gpus_per_node, gpus_per_node, (a_intra, bw_intra),
-                                           (a_inter, bw_inter), algorithm)
-        return collective_time(op, s, n_ranks, (a_inter, bw_inter), algorithm)
+                                           (a_inter, bw_inter), algorithm, base)
+        return collective_time(op, s, n_ranks, (a_inter, bw_inter), algorithm, base)
 
     f = busbw_factor(op, n_ranks)
     rows = []
@@ -117,7 +117,7 @@ def collective_curves(op: str = "all_reduce", link="ib-ndr", size_bytes: float =
         rows.append({"size_bytes": s, "time_s": c.time_s, "algbw_gbps": c.algbw_gbps, "busbw_gbps": c.algbw_gbps * f})
     c = one(size, alpha_inter, alpha_intra)
     big = 2.0**30
-    bound = f * big / one(big, 0.0, 0.0).time_s / GB  # no latency: the layout's bandwidth limit
+    bound = f * big / one(big, 0.0, 0.0, 0.0).time_s / GB  # no latency (alpha, NCCL base): the bandwidth limit
     return CollectiveCurves(op=op, link=link_name, intra=intra_name, n_ranks=n_ranks, gpus_per_node=gpus_per_node,
                             nics=nics, algorithm=algorithm, layout="hierarchical" if hier else "flat",
                             size_bytes=size, time_s=c.time_s, algbw_gbps=c.algbw_gbps, busbw_gbps=c.algbw_gbps * f,

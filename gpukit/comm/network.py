@@ -22,12 +22,24 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gpukit.comm.collectives import CollectiveCost, collective_time, hierarchical_phases, link_params
+from gpukit.comm.collectives import (
+    BASE_LATENCY_SOURCE,
+    CollectiveCost,
+    collective_time,
+    hierarchical_phases,
+    link_params,
+)
 from gpukit.errors import require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 
 IDEAL_SOURCE = "ideal bound: line rate, not calibrated (pass efficiency= or a profile)"
+# The one default share of a link's line rate that a collective reaches, for every command (scaling,
+# cost, plan, parallel): NCCL busbw reaches ~0.8 of the link (nccl-tests all_reduce on DGX A100 ~230 of
+# 300 GB/s NVLink; ~20-23 of 25 GB/s per HDR InfiniBand port). A calibrated profile overrides it.
+LINK_EFFICIENCY = 0.80
+LINK_EFFICIENCY_SOURCE = ("stated: nccl-tests all_reduce busbw ~0.8 of line rate (DGX A100 ~230 of 300 GB/s "
+                          "NVLink, ~20-23 of 25 GB/s per HDR port); calibrate with a profile")
 
 
 def port_share_of(ports_per_node: int, ranks_sending: int) -> float:
@@ -51,8 +63,12 @@ class ClusterNetwork:
 
     `efficiency` (0 < e <= 1) multiplies the inter-node line rate: the share a real collective
     reaches (protocol headers, TCP, NCCL channel count). `efficiency_source` says where it comes
-    from: a calibrated profile, a named assumption, or IDEAL_SOURCE (e = 1, an upper bound).
-    `intra_efficiency` does the same for the intra-node link (default 1, ideal).
+    from: a calibrated profile, a named assumption, the stated default LINK_EFFICIENCY (nccl-tests
+    busbw, LINK_EFFICIENCY_SOURCE) or IDEAL_SOURCE (e = 1, an upper bound). `intra_efficiency` does
+    the same for the intra-node link (default LINK_EFFICIENCY as well).
+
+    The one network type of gpukit: comm, scaling, parallel (Cluster holds one) and cost ask it
+    every link question. Every collective over it also pays NCCL's base latency (collective_time).
     """
 
     intra_name: str
@@ -63,9 +79,9 @@ class ClusterNetwork:
     inter_bandwidth_gbps: float  # per port, per direction (line rate)
     gpus_per_node: int = 8
     ports_per_node: int = 8
-    efficiency: float = 1.0
-    efficiency_source: str = IDEAL_SOURCE
-    intra_efficiency: float = 1.0
+    efficiency: float = LINK_EFFICIENCY
+    efficiency_source: str = LINK_EFFICIENCY_SOURCE
+    intra_efficiency: float = LINK_EFFICIENCY
 
     def __post_init__(self):
         require_positive_int("gpus_per_node", self.gpus_per_node)
@@ -120,7 +136,9 @@ class ClusterNetwork:
         return (f"intra-node {self.intra_name}: {self.intra_bandwidth_gbps:g} GB/s per direction, alpha "
                 f"{self.intra_alpha_s * 1e6:g} us", f"inter-node {self.inter_name}: {self.inter_bandwidth_gbps:g} "
                 f"GB/s per port, alpha {self.inter_alpha_s * 1e6:g} us; {share}",
-                f"inter-node efficiency {self.efficiency:.3g} of line rate ({self.efficiency_source})")
+                f"inter-node efficiency {self.efficiency:.3g} of line rate ({self.efficiency_source})",
+                f"intra-node efficiency {self.intra_efficiency:.3g} of line rate",
+                f"collective latency: {BASE_LATENCY_SOURCE}, plus alpha per hop")
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -133,7 +151,8 @@ DEFAULT_INTER_LINK = "ib-ndr"
 
 def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_node: int | None = None,
                     efficiency: float | None = None, efficiency_source: str | None = None,
-                    profile=None, profile_link: str | None = None) -> ClusterNetwork:
+                    profile=None, profile_link: str | None = None,
+                    intra_efficiency: float | None = None) -> ClusterNetwork:
     """A ClusterNetwork from catalog link names (or Interconnect / LinkFit / (alpha_s, GB/s) objects).
 
     `link` is the intra-node link, `inter_link` the inter-node one (default: the same link, unless
@@ -141,7 +160,9 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
     DEFAULT_INTER_LINK, InfiniBand NDR, the usual GPU cluster fabric, named in the result). ports
     default to one per GPU (rail). Efficiency: `profile` (a gpukit.profile.Profile) with a fitted
     link `profile_link` (default the inter link's name) gives the calibrated share
-    beta_fit / line rate; else `efficiency` labelled as an assumption; else 1 (IDEAL_SOURCE)."""
+    beta_fit / line rate; else `efficiency` labelled as an assumption; else LINK_EFFICIENCY (0.8, the
+    stated nccl-tests busbw share, LINK_EFFICIENCY_SOURCE), the one default of every command.
+    `intra_efficiency` (default LINK_EFFICIENCY) does the same for the intra-node link."""
     from gpukit.catalog import get_interconnect
 
     def resolve(x):
@@ -166,12 +187,14 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
         ea = max(ea, fit.alpha_s)
     elif efficiency is not None:
         eff = efficiency
-        source = efficiency_source or f"assumption: {efficiency:g} of line rate (not measured)"
+        source = efficiency_source or (IDEAL_SOURCE if efficiency == 1 else
+                                       f"assumption: {efficiency:g} of line rate (not measured)")
     else:
-        eff, source = 1.0, IDEAL_SOURCE
+        eff, source = LINK_EFFICIENCY, LINK_EFFICIENCY_SOURCE
     return ClusterNetwork(intra_name=iname, intra_alpha_s=ia, intra_bandwidth_gbps=ib, inter_name=ename,
                           inter_alpha_s=ea, inter_bandwidth_gbps=eb, gpus_per_node=k, ports_per_node=ports,
-                          efficiency=eff, efficiency_source=source)
+                          efficiency=eff, efficiency_source=source,
+                          intra_efficiency=LINK_EFFICIENCY if intra_efficiency is None else intra_efficiency)
 
 
 @dataclass(frozen=True)
@@ -249,7 +272,7 @@ def network_all_gather(size_bytes: float, n_gpus: int, net: ClusterNetwork) -> N
                          [("intra_all_gather", collective_time("all_gather", size, k, net.intra_link))])
     return _net_cost("all_gather", size, n_gpus, net, [
         ("inter_all_gather", collective_time("all_gather", size / k, nodes, net.inter_link(k))),
-        ("intra_all_gather", collective_time("all_gather", size, k, net.intra_link))])
+        ("intra_all_gather", collective_time("all_gather", size, k, net.intra_link, base_latency_s=0.0))])
 
 
 def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) -> NetworkCost:
@@ -263,7 +286,8 @@ def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) 
                          [("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link))])
     return _net_cost("reduce_scatter", size, n_gpus, net, [
         ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
-        ("inter_reduce_scatter", collective_time("reduce_scatter", size / k, nodes, net.inter_link(k)))])
+        ("inter_reduce_scatter", collective_time("reduce_scatter", size / k, nodes, net.inter_link(k),
+                                                 base_latency_s=0.0))])
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,21 +1,23 @@
 """The data-parallel scaling efficiency that gpukit.cost prices runs with, and the inter-node port
 assumption in words.
 
-predicted_efficiency: t_compute / (t_compute + exposed gradient communication) per optimizer step, from
-gpukit.scaling's DDP bucket model where it applies, else the alpha-beta all-reduce of gpukit.comm
-(ring in a node, hierarchical across nodes; a partial node paced by its own ports). Split from
-gpukit.cost because it changes with the communication model, not with prices.
+predicted_efficiency: t_compute / (t_compute + exposed gradient sync + DDP's bucket copies) per
+optimizer step. The sync is gpukit.comm.grad_sync, the one gradient-sync model that gpukit.scaling and
+gpukit.parallel use too (DDP buckets, hierarchical across nodes, a partial node paced by its own ports,
+ZeRO stages), over a gpukit.comm.ClusterNetwork at its one default link efficiency (or a given one).
+Split from gpukit.cost because it changes with the communication model, not with prices.
 Used in: gpukit.cost (re-exported there), gpukit.plan, gpukit.plan.train, gpukit.audits.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
-from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
-from gpukit.comm import collective_time, hierarchical_all_reduce, port_share_of
+from gpukit.catalog import default_links, get_gpu, intra_node_link
+from gpukit.comm import cluster_network, grad_sync
 from gpukit.errors import require_positive, require_positive_int
+from gpukit.scaling import gpu_kernel_s
 from gpukit.units import dtype_bytes
 
 DEFAULT_TOKENS_PER_GPU = 8192  # tokens per GPU per optimizer step for the efficiency estimate (4 x 2048)
@@ -40,22 +42,23 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
                          inter_link: str | None = None, intra_link: str | None = None,
                          tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
                          grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
-                         use_scaling: bool = True, ports_per_node: int | None = None) -> Efficiency:
-    """Efficiency = t_compute / (t_compute + exposed communication) for one optimizer step.
+                         ports_per_node: int | None = None, efficiency: float | None = None,
+                         n_layers: int = 32) -> Efficiency:
+    """Efficiency = t_compute / (t_compute + exposed sync + DDP's bucket copies) for one optimizer step.
 
-    Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020). Communication: the gradient all-reduce of N
-    values in grad_dtype, ring inside a node (gpukit.comm.collective_time) or hierarchical across
-    nodes (reduce-scatter in the node, all-reduce across on S/k, all-gather; Thakur et al. 2005,
-    gpukit.comm.hierarchical_all_reduce), `ports_per_node` ports of `inter_link` per node (default one
-    per GPU, rail-optimized; default link catalog.inter_node_link: the InfiniBand of the GPU's era); the
-    r GPUs of a node that send at once share its ports, min(1, ports / r) of a port each (REFERENCE
-    sec. 6: per-port rate x ports used; gpukit.comm.network.ClusterNetwork.inter_link). ZeRO-3
-    moves 1.5x the bytes of an all-reduce (Rajbhandari et al. 2019, sec. 7). `overlap` is the share
-    hidden behind backward (0 = none, a lower bound on efficiency; PyTorch DDP buckets hide part of it).
-
-    When gpukit.scaling (the DDP bucket model, issue 9) is installed and the layout is plain data
-    parallel or ZeRO-1/2, its prediction is used instead (buckets overlapped with the backward when
-    overlap > 0); `model` says which one produced the figure.
+    Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020), 1/3 forward, 2/3 backward. Sync:
+    gpukit.comm.grad_sync of N gradients in grad_dtype over a DP group of `gpus` (DDP's 25 MiB buckets;
+    ring in a node, hierarchical across nodes, a partial node paced by its own ports; ZeRO-1/2 the bytes
+    of an all-reduce, ZeRO-3 1.5x: Rajbhandari et al. 2019 sec. 7) over a ClusterNetwork: intra link
+    catalog.intra_node_link, `ports_per_node` ports of `inter_link` per node (default one per GPU,
+    rail-optimized; default link catalog.inter_node_link: the InfiniBand of the GPU's era), shared by
+    the GPUs of a node that send at once (REFERENCE sec. 6), at `efficiency` of line rate (default
+    gpukit.comm.LINK_EFFICIENCY, the stated nccl-tests share). `overlap`: 0 = the sync after the
+    backward (a lower bound on efficiency); > 0 = DDP's buckets start as soon as the backward has
+    produced them (ZeRO-3: prefetch behind compute), and the bucket schedule says what is hidden.
+    DDP's copies of the gradients into its buckets and back (and the division by the world size) are
+    memory-bound kernels at HBM bandwidth (gpukit.scaling.gpu_kernel_s; not for ZeRO-3). `n_layers`:
+    the model's layers, whose gradients fill the buckets (uniform_param_shapes; 32 when not known).
     """
     n = require_positive_int("gpus", gpus)
     k = require_positive_int("gpus_per_node", gpus_per_node)
@@ -63,48 +66,31 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
     g = get_gpu(gpu)
-    inter_link = inter_link or inter_node_link(g).name
-    if use_scaling and zero_stage < 3 and n > 1:
-        est = _from_scaling(n_params, gpu, n, k, intra_link or intra_node_link(g, min(n, k)).name, inter_link, tokens_per_gpu, mfu,
-                            grad_dtype, overlap, ports)
-        if est is not None:
-            return est
+    intra = intra_link or intra_node_link(g, min(n, k)).name
+    intra, inter = default_links(g, k, intra, inter_link)
+    net = cluster_network(intra, inter, gpus_per_node=k, ports_per_node=ports, efficiency=efficiency)
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
         g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
-    size = n_params * dtype_bytes(grad_dtype) * (1.5 if zero_stage == 3 else 1.0)
-    intra = get_interconnect(intra_link) if intra_link else intra_node_link(g, min(n, k))
+    sync = grad_sync(n_params, n, net, grad_bytes_per_param=dtype_bytes(grad_dtype), zero_stage=zero_stage,
+                     ranks_per_node=k, n_layers=n_layers, backward_s=compute_s * 4 / 6, overlap=overlap > 0, micro_step_s=compute_s)
+    copies = 0.0
+    if n > 1 and zero_stage < 3:
+        kernels = gpu_kernel_s(g)
+        copies = (kernels["copy"] + kernels["div"]) * sync.n_elements
     nodes = math.ceil(n / k)
     last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill whole nodes
-    if n == 1:
-        comm_s = 0.0
-    elif nodes == 1:
-        comm_s = collective_time("all_reduce", size, n, intra).time_s
-    elif last == k:
-        comm_s = hierarchical_all_reduce(size, nodes, min(k, n), intra, _shared(inter_link, ports, k)).time_s
-    else:
-        # a partial node: after its reduce-scatter its `last` GPUs hold shards of S/last, so each of its ports
-        # carries k/last times a full node's bytes across and paces the inter-node all-reduce (the node still
-        # sends all of S); the full nodes' reduce-scatter and all-gather over k GPUs pace the intra-node phases
-        rs, _, ag = hierarchical_all_reduce(size, nodes, k, intra, _shared(inter_link, ports, k)).phases
-        _, across, _ = hierarchical_all_reduce(size, nodes, last, intra, _shared(inter_link, ports, last)).phases
-        comm_s = rs.time_s + across.time_s + ag.time_s
-    exposed = (1 - overlap) * comm_s
+    exposed = sync.exposed_s
     model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
-             f"all-reduce over {intra.name} in a node and {inter_link} between nodes{_ports_words(ports, k)}, "
-             f"{overlap:.0%} overlap (gpukit.comm alpha-beta)")
+             f"sync (gpukit.comm.grad_sync DDP bucket model: {sync.assumptions[0] if sync.assumptions else 'one GPU, none'}) over "
+             f"{net.intra_name} in a node and {net.inter_name} between nodes{_ports_words(ports, k)}, link "
+             f"efficiency {net.efficiency:g} ({net.efficiency_source}), "
+             f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}"
+             + ("; DDP's bucket copies at HBM bandwidth" if copies else ""))
     if nodes > 1 and last < k:
         model += (f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's "
-                  f"{min(last, ports)} port(s) carry the gradient across, and DDP's bucket copies are left out")
-    return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=comm_s, exposed_comm_s=exposed,
-                      efficiency=compute_s / (compute_s + exposed), model=model)
-
-
-def _shared(inter_link: str, ports: int, ranks_sending: int):
-    """`inter_link` as each of `ranks_sending` GPUs of a node sees it while they share its `ports` ports:
-    line rate x min(1, ports / ranks) per GPU (REFERENCE sec. 6; as ClusterNetwork.inter_link)."""
-    link = get_interconnect(inter_link)
-    share = port_share_of(ports, ranks_sending)
-    return link if share == 1.0 else replace(link, bandwidth_gbps=link.bandwidth_gbps * share)
+                  f"{min(last, ports)} port(s) carry the gradient across")
+    return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=sync.comm_s, exposed_comm_s=exposed,
+                      efficiency=compute_s / (compute_s + exposed + copies), model=model)
 
 
 def _ports_words(ports: int, k: int) -> str:
@@ -114,33 +100,6 @@ def _ports_words(ports: int, k: int) -> str:
     if ports > k:
         return f" ({ports} ports per node for {k} GPUs: one per GPU is used)"
     return f" ({ports} port(s) per node shared by its {k} GPUs: {ports / k:.3g} of a port each)"
-
-
-_SCALING_CACHE: dict = {}
-
-
-def _from_scaling(n_params, gpu, n, k, intra, inter, tokens_per_gpu, mfu, grad_dtype, overlap, ports=None):
-    """gpukit.scaling.scaling(...) efficiency at n GPUs (cached), or None for a layout it does not take."""
-    from gpukit.scaling import scaling
-
-    ports = k if ports is None else ports
-    key = (round(n_params), gpu, n, k, intra, inter, round(tokens_per_gpu), round(mfu, 6), grad_dtype, overlap > 0,
-           ports)
-    if key not in _SCALING_CACHE:
-        try:
-            r = scaling(n_params=n_params, gpu=gpu, gpus=(1, n), gpus_per_node=k, link=intra,
-                        inter_link=inter if n > k else None, tokens_per_gpu=tokens_per_gpu, mfu=mfu,
-                        grad_dtype=grad_dtype, overlap=overlap > 0, ports_per_node=ports)
-        except ValueError:  # a layout that model does not take (e.g. a partial node): the alpha-beta step
-            return None
-        row = r.rows[-1]
-        model = (f"gpukit.scaling DDP bucket model: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, "
-                 f"{grad_dtype} gradients over {intra} in a node and {inter} between nodes"
-                 f"{_ports_words(ports, k) if n > k else ''}, "
-                 f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}")
-        _SCALING_CACHE[key] = Efficiency(gpus=n, nodes=math.ceil(n / k), compute_s=row.compute_s, comm_s=row.comm_s,
-                                         exposed_comm_s=row.exposed_comm_s, efficiency=row.efficiency, model=model)
-    return _SCALING_CACHE[key]
 
 
 def rail_ports(inter_link: str | None, ports_per_node: int | None = None, gpus_per_node: int = 8) -> str:

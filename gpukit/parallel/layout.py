@@ -23,11 +23,12 @@ Pure calculator (no torch, no I/O). Sources, formula by formula:
   neighbouring stages per micro-batch and model chunk (send/recv), split t-ways over the node's
   links by the scatter/gather optimization (Narayanan sec. 4.1); on the inter-node link as soon as
   the pipeline spans more than one node (the slowest boundary paces the steady state).
-- Times: gpukit.comm's alpha-beta model; TP on the intra-node link when tp <= gpus_per_node,
-  hierarchical otherwise; DP hierarchical (reduce-scatter in the node, all-reduce across nodes on the
-  shard, all-gather in the node) with the inter-node bandwidth per GPU = link x min(1, ports_per_node
-  / gpus_per_node); PP on the inter-node link when tp*dp*pp > gpus_per_node. Every link's bandwidth is
-  scaled by `link_efficiency` (a stated assumption, see ASSUMPTIONS).
+- Times: gpukit.comm's alpha-beta model with NCCL's base latency per collective, over the cluster's
+  ClusterNetwork (its link efficiency, stated or calibrated, and its port sharing); TP on the
+  intra-node link when tp <= gpus_per_node, hierarchical otherwise; DP and ZeRO: gpukit.comm.grad_sync,
+  the one gradient-sync model (DDP buckets, hierarchical across nodes with the DP group's ranks per
+  node, the other tp/pp groups of a node sharing its ports, a partial node paced by its own); PP on
+  the inter-node link when tp*dp*pp > gpus_per_node.
 - Compute per GPU: executed (hardware) FLOPs of its stage (gpukit.compute.flops_per_token: dense
   6N, attention, recompute, LM head) / (peak x matmul_efficiency), plus the memory-bound elementwise
   kernels (norms, softmax, dropout, GeLU, residuals): reading and writing the layer's activations
@@ -56,7 +57,7 @@ from functools import lru_cache
 
 from gpukit import memory as mem
 from gpukit.catalog import get_model
-from gpukit.comm import collective_time, hierarchical_all_reduce
+from gpukit.comm import collective_time, dp_group_layout, grad_sync, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
@@ -227,13 +228,16 @@ class Estimate:
 
 def cluster_assumptions(cluster) -> tuple[str, ...]:
     """ASSUMPTIONS with the values `cluster` really has (a calibration profile sets the matmul
-    efficiency, a ClusterNetwork the link efficiency), led by the links and ports it used."""
+    efficiency, its ClusterNetwork the link efficiency and says where it comes from), led by the
+    links and ports it used."""
     stated = cluster.matmul_efficiency == MATMUL_EFFICIENCY
+    net = cluster.network
     return (f"cluster: {cluster.describe()}",
             f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
             + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
             f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
-            f"collectives at {cluster.link_efficiency:g} of each link's bandwidth", *ASSUMPTIONS[3:])
+            f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
+            f"link's bandwidth ({net.efficiency_source})", *net.assumptions()[4:], *ASSUMPTIONS[3:])
 
 
 def as_model_spec(model) -> ModelSpec:
@@ -256,15 +260,14 @@ def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float
     return collective_time("all_reduce", size_bytes, tp, inter).time_s  # straddles nodes: the ring runs at the NIC
 
 
-@lru_cache(maxsize=4096)
-def _dp_reduce_s(size_bytes: float, dp: int, tp: int, gpn: int, intra, inter) -> float:
-    """All-reduce of a per-rank buffer over the dp group: its members inside a node first."""
-    if dp == 1:
-        return 0.0
-    in_node = max(1, min(dp, gpn // tp)) if tp < gpn and gpn % tp == 0 else 1
-    while dp % in_node:
-        in_node -= 1
-    return hierarchical_all_reduce(size_bytes, dp // in_node, in_node, intra, inter).time_s
+def dp_group_shape(config: ParallelConfig, gpus_per_node: int) -> tuple[int, int]:
+    """(DP ranks per node, DP groups sharing a node's ports) in Megatron's rank order (tp innermost,
+    then dp): a node of k GPUs holds k / tp ranks of a DP group when tp divides k, else one; while
+    the groups sync at once, every GPU of a node (all its groups) sends through its ports."""
+    k = gpus_per_node
+    in_node = max(1, min(config.dp, k // config.tp)) if config.tp < k and k % config.tp == 0 else 1
+    _, r, _ = dp_group_layout(config.dp, k, in_node)
+    return r, max(1, min(k, config.world_size) // r)
 
 
 @lru_cache(maxsize=2048)
@@ -330,29 +333,35 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
     h_bytes = tokens_mb * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
-    ar = _tp_allreduce_s(float(h_bytes), c.tp, cluster.gpus_per_node, cluster.intra, cluster.inter)
+    net = cluster.network
+    intra, inter = tuple(net.intra_link), tuple(net.inter_link(net.gpus_per_node))  # every GPU of a node sends
+    ar = _tp_allreduce_s(float(h_bytes), c.tp, net.gpus_per_node, intra, inter)
     tp_s = n_ar * layers * ar
     # PP: activations forward and gradients backward per micro-batch per chunk boundary
     # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
-    pp_link = cluster.inter if c.tp * c.dp * c.pp > cluster.gpus_per_node else cluster.intra
+    pp_link = inter if c.tp * c.dp * c.pp > net.gpus_per_node else intra
     p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
     pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
     t_mb = compute_all + elem_all + tp_s + pp_s
     slots = m + (c.pp - 1) / c.virtual_stages
     # DP / ZeRO: gradients of the stage's parameters
-    stage_params = (layers * model.layer_params() + (model.embedding_params() if c.pp == 1 else
-                    max(model.embedding_params(), model.head_params()))) / c.tp
+    # one stage (pp 1) holds the whole model: its gradients are all n_params (the untied LM head and the final
+    # norm were left out before issue 22); with pp > 1 the heaviest stage holds the embedding or the head
+    stage_params = (model.n_params if c.pp == 1 else
+                    layers * model.layer_params() + max(model.embedding_params(), model.head_params())) / c.tp
     gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    # the one gradient-sync model (gpukit.comm.grad_sync): DDP buckets over the DP group, once per step
+    ranks, groups = dp_group_shape(c, net.gpus_per_node)
+    sync = grad_sync(stage_params, c.dp, net, grad_bytes_per_param=gbytes, zero_stage=c.zero_stage,
+                     ranks_per_node=ranks, groups_per_node=groups, n_layers=layers, grad_accum=m,
+                     overlap=c.zero_stage == 3, micro_step_s=compute_all + elem_all)
     if c.zero_stage == 3:
-        per_mb = 3 * _dp_reduce_s(stage_params * 2 / 2, c.dp, c.tp, cluster.gpus_per_node, cluster.intra,
-                                  cluster.inter)  # all-gather or reduce-scatter = half an all-reduce
-        zero3_exposed = m * max(0.0, per_mb - (compute_all + elem_all))  # prefetch hides it behind the micro-batch
+        zero3_exposed = sync.exposed_s  # prefetch hides each micro-batch's gathers behind its compute
         dp_s = 0.0
         comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
     else:
         zero3_exposed = 0.0
-        dp_s = (1 - dp_overlap) * _dp_reduce_s(stage_params * gbytes, c.dp, c.tp, cluster.gpus_per_node,
-                                               cluster.intra, cluster.inter)
+        dp_s = (1 - dp_overlap) * sync.comm_s  # after the pipeline flush (Megatron 2021); dp_overlap hides a share
         comm_dp = ("dp_grad_reduce", 2 * stage_params * gbytes * (c.dp - 1) / c.dp)
     opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
     # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble

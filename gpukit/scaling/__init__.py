@@ -6,15 +6,20 @@ imported here from its part (parts listed in dependency order) and named in __al
 
 # isort: skip_file
 
-from gpukit.scaling.buckets import (
-    HOOKS,
+# the parameter shapes, DDP's buckets and their timing belong to the one gradient-sync model
+# (gpukit.comm.grad_sync); offered here too for the DDP step's users
+from gpukit.comm import (
     MIB,
-    PSGD_MIN_COMPRESSION_RATE,
     gpt_param_shapes,
     uniform_param_shapes,
     numel,
     Bucket,
     ddp_buckets,
+    BucketTiming,
+)
+from gpukit.scaling.buckets import (
+    HOOKS,
+    PSGD_MIN_COMPRESSION_RATE,
     powersgd_split,
     hook_bytes,
     hook_collectives,
@@ -22,7 +27,6 @@ from gpukit.scaling.buckets import (
     gpu_kernel_s,
 )
 from gpukit.scaling.step import (
-    BucketTiming,
     StepPrediction,
     step_prediction,
     input_exposed_s,

@@ -1,10 +1,10 @@
 """DDP's gradient buckets and what each comm hook sends: parameter shapes, buckets, bytes, kernels.
 
-Holds the parameter shapes of a model (`gpt_param_shapes` for gpukit.bench.models.ReferenceGPT,
-`uniform_param_shapes` for a model known by its count), DDP's bucket assignment (`ddp_buckets`,
-Bucket), the bytes and all-reduces each hook costs per bucket (`hook_bytes`, `hook_collectives`,
+Holds what each comm hook does to DDP's buckets: the bytes and all-reduces each hook costs per bucket (`hook_bytes`, `hook_collectives`,
 `powersgd_split`) and the training thread's own work for it (`hook_compute_s`, `gpu_kernel_s`).
-Sizes in bytes (MiB = 2**20 for bucket caps), times in s.
+Sizes in bytes (MiB = 2**20 for bucket caps), times in s. The parameter shapes and DDP's bucket
+assignment (gpt_param_shapes, uniform_param_shapes, Bucket, ddp_buckets) belong to the one
+gradient-sync model, gpukit.comm.grad_sync; gpukit.scaling's face still offers them (imported here).
 
 Sources: PyTorch DDP (Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel
 Training", VLDB 13(12), sec. 3.2-3.3; torch reducer `compute_bucket_assignment_by_size`,
@@ -18,84 +18,19 @@ re-exports every public name here.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.comm import (  # the bucket assignment is the one gradient-sync model's (gpukit.comm.grad_sync)
+    Bucket,
+    numel,
+)
+from gpukit.errors import require_choice, require_positive_int
 
 HOOKS = ("none", "fp16", "bf16", "powersgd")
-MIB = 1024 * 1024
 PSGD_MIN_COMPRESSION_RATE = 2  # torch powerSGD_hook default (PowerSGDState min_compression_rate)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Parameters, buckets, bytes per hook
 # ---------------------------------------------------------------------------------------------------
-def gpt_param_shapes(spec) -> list[tuple[str, tuple[int, ...]]]:
-    """(name, shape) of every parameter of gpukit.bench.models.ReferenceGPT in registration order
-    (nn.Linear weights are (out, in)); tied embeddings appear once (as wte)."""
-    h, f, q, v, s = spec.hidden, spec.ffn_hidden, spec.q_dim, spec.vocab, spec.max_seq
-    out = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
-    for i in range(spec.n_layers):
-        p = f"blocks.{i}."
-        out += [(p + "ln1.weight", (h,)), (p + "ln1.bias", (h,)), (p + "attn.qkv.weight", (3 * q, h)),
-                (p + "attn.qkv.bias", (3 * q,)), (p + "attn.proj.weight", (h, q)), (p + "attn.proj.bias", (h,)),
-                (p + "ln2.weight", (h,)), (p + "ln2.bias", (h,)), (p + "mlp.fc1.weight", (f, h)),
-                (p + "mlp.fc1.bias", (f,)), (p + "mlp.fc2.weight", (h, f)), (p + "mlp.fc2.bias", (h,))]
-    out += [("ln_f.weight", (h,)), ("ln_f.bias", (h,))]
-    if not spec.tied_embeddings:
-        out.append(("lm_head.weight", (v, h)))
-    return out
-
-
-def uniform_param_shapes(n_params: float, n_layers: int = 32) -> list[tuple[str, tuple[int, ...]]]:
-    """A model known only by its parameter count: n_layers equal square-ish matrices (for bucket
-    timing of catalog models; PowerSGD on these is an approximation)."""
-    n = int(require_positive("n_params", n_params))
-    layers = require_positive_int("n_layers", n_layers)
-    per = n // layers
-    side = max(1, int(math.isqrt(per)))
-    return [(f"layer{i}", (side, max(1, per // side))) for i in range(layers)]
-
-
-def numel(shape) -> int:
-    return int(math.prod(shape))
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """One DDP gradient bucket: its parameters (reverse order), element count and fp32 bytes."""
-
-    index: int
-    names: tuple[str, ...]
-    shapes: tuple[tuple[int, ...], ...]
-    numel: int
-
-    def nbytes(self, elem_bytes: int = 4) -> int:
-        return self.numel * elem_bytes
-
-
-def ddp_buckets(param_shapes, bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
-                elem_bytes: int = 4) -> tuple[Bucket, ...]:
-    """DDP's bucket assignment (torch reducer `compute_bucket_assignment_by_size`): parameters in
-    reverse registration order, a bucket closes as soon as its bytes reach the limit; the first
-    bucket's limit is `first_bucket_mb` (DDP: 1 MiB when bucket_cap_mb is left at its default, else
-    the same cap; torch.nn.parallel.distributed BucketCapacityConfig). MiB = 2**20 bytes."""
-    cap = require_positive("bucket_mb", bucket_mb) * MIB
-    first = cap if first_bucket_mb is None else require_positive("first_bucket_mb", first_bucket_mb) * MIB
-    out, names, shapes, size, limit = [], [], [], 0, first
-    for name, shape in reversed(list(param_shapes)):
-        names.append(name)
-        shapes.append(tuple(int(x) for x in shape))
-        size += numel(shape) * elem_bytes
-        if size >= limit:
-            out.append(Bucket(len(out), tuple(names), tuple(shapes), size // elem_bytes))
-            names, shapes, size, limit = [], [], 0, cap
-    if names:
-        out.append(Bucket(len(out), tuple(names), tuple(shapes), size // elem_bytes))
-    return tuple(out)
-
-
 def powersgd_split(shapes, rank: int = 1, min_compression_rate: float = PSGD_MIN_COMPRESSION_RATE):
     """(uncompressed elements, P elements, Q elements, compressed matrices' elements) for one bucket,
     torch's powerSGD_hook rule: each gradient is viewed as (shape[0], -1) = n x m, r' = min(n, m, r),

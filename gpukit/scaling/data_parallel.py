@@ -47,7 +47,14 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from gpukit.catalog import get_interconnect
-from gpukit.comm import ClusterNetwork, cluster_network, coefficients, collective_time, network_all_reduce
+from gpukit.comm import (
+    ClusterNetwork,
+    cluster_network,
+    coefficients,
+    collective_time,
+    dp_all_reduce_s,
+    uniform_param_shapes,
+)
 from gpukit.compute import rate_flops
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import frame
@@ -55,7 +62,6 @@ from gpukit.results import json_safe as _json_safe
 from gpukit.scaling.buckets import (
     HOOKS,
     gpu_kernel_s,
-    uniform_param_shapes,
 )
 from gpukit.scaling.step import (
     step_prediction,
@@ -189,7 +195,7 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         link, inter_link = default_links(gpu, gpus_per_node, link, inter_link)
     net = network or cluster_network(link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node,
                                      efficiency=efficiency)
-    for n in counts:
+    for n in counts:  # whole nodes (a partial node is gpukit.comm.grad_sync's, as cost prices it)
         net.layout(n)
     if hook == "powersgd":
         shapes = uniform_param_shapes(n_par) if spec is None else _catalog_shapes(spec)
@@ -198,8 +204,8 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     gb = dtype_bytes(grad_dtype)
     kernels = gpu_kernel_s(gpu) if hook_kernels and profile is None else None
 
-    def allreduce(size, n):
-        return network_all_reduce(size, n, net).time_s
+    def allreduce(size, n):  # the one DP all-reduce (gpukit.comm.grad_sync): hierarchical, partial nodes
+        return dp_all_reduce_s(float(size), n, net)
     rows, base = [], None
     for n in counts:
         # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps

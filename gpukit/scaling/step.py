@@ -10,8 +10,10 @@ Model: PyTorch DDP (Li et al. 2020, "PyTorch Distributed: Experiences on Acceler
 Training", VLDB 13(12), sec. 3.2-3.3 and Fig. 2): the backward produces buckets in reverse layer
 order, each all-reduced as soon as it is ready (overlap on) or after the backward (off), back to
 back on one channel; what finishes after the backward is exposed. Gradient accumulation over K
-micro-steps (`no_sync`) syncs the last one only. The all-reduce time is gpukit.comm's alpha-beta
-model (or any `allreduce_time` given).
+micro-steps (`no_sync`) syncs the last one only. The buckets, their ready times and their schedule
+are the one gradient-sync model's (gpukit.comm.grad_sync); this module adds DDP's comm hooks, their
+kernels, the input pipeline and the token bucket's steady state. The all-reduce time is
+gpukit.comm.dp_all_reduce_s over the cluster network (or any `allreduce_time` given).
 
 Used in: gpukit.scaling (the calculator), gpukit.bench.ddp (predict_measured_ddp),
 gpukit.widgets.scaling_view (plot_predicted_overlap), notebook 05_data_parallel_scaling;
@@ -23,24 +25,23 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gpukit.comm import TokenBucket, busbw_factor, collective_time, token_bucket_refill, token_bucket_send
+from gpukit.comm import (
+    BucketTiming,
+    TokenBucket,
+    bucket_ready_times,
+    bucket_schedule,
+    collective_time,
+    ddp_buckets,
+    token_bucket_refill,
+)
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import json_safe as _json_safe
-from gpukit.scaling.buckets import HOOKS, ddp_buckets, hook_collectives, hook_compute_s, numel
+from gpukit.scaling.buckets import HOOKS, hook_collectives, hook_compute_s
 
 
 # ---------------------------------------------------------------------------------------------------
 # One step, bucket by bucket
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BucketTiming:
-    index: int
-    bytes: int
-    ready_s: float
-    start_s: float
-    end_s: float
-
-
 @dataclass(frozen=True)
 class StepPrediction:
     """A predicted DDP step (seconds from the step's start) and what it sends."""
@@ -77,21 +78,6 @@ class StepPrediction:
         return pd.DataFrame([asdict(b) for b in self.buckets])
 
 
-def _ready_times(buckets, fwd_end: float, backward_s: float) -> list[float]:
-    """When each bucket is ready: the backward walks the parameters in reverse, spending time in
-    proportion to their elements (matmul FLOPs are 4 x elements x tokens); the embeddings (wte,
-    wpe: gathers, not matmuls) are ready at the very end."""
-    def cost(name, shape):
-        return 0 if name.startswith(("wte", "wpe")) else numel(shape)
-    total = sum(cost(n, s) for b in buckets for n, s in zip(b.names, b.shapes, strict=True)) or 1
-    done, out = 0, []
-    for b in buckets:
-        done += sum(cost(n, s) for n, s in zip(b.names, b.shapes, strict=True))
-        end_of_bwd = any(n.startswith(("wte", "wpe")) for n in b.names)
-        out.append(fwd_end + backward_s * (1.0 if end_of_bwd else done / total))
-    return out
-
-
 def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimizer_s: float, n_gpus: int,
                     allreduce_time, hook: str = "none", bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
                     grad_accum: int = 1, powersgd_rank: int = 1, grad_bytes: int = 4, overlap: bool = True,
@@ -115,31 +101,16 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
         require_positive(name, v, allow_zero=True)
     buckets = ddp_buckets(param_shapes, bucket_mb, first_bucket_mb)
     last_fwd_end = (k - 1) * (forward_s + backward_s) + forward_s
-    ready = _ready_times(buckets, last_fwd_end, backward_s)
+    ready = bucket_ready_times(buckets, last_fwd_end, backward_s)
     bwd_end = last_fwd_end + backward_s
     hook_total = sum(hook_compute_s(b, hook, kernel_s, powersgd_rank) for b in buckets)
     sizes = [hook_collectives(b, hook, powersgd_rank, grad_bytes) for b in buckets]
     bucket = token_bucket if n > 1 else None
 
     def schedule(tokens):
-        """Buckets back to back on one channel; with a token bucket, the tokens at the first send."""
-        free, timings, comm_total, last = 0.0, [], 0.0, None
-        for b, r, sz in zip(buckets, ready, sizes, strict=True):
-            start = max(r if overlap else bwd_end, free)
-            if bucket is not None and last is not None:
-                tokens = token_bucket_refill(tokens, start - last, bucket)
-            t = 0.0
-            for s in sz:
-                local = allreduce_time_1(s) if allreduce_time_1 else 0.0  # the call's own work on one rank
-                one = allreduce_time(s, n) if n > 1 else local
-                if bucket is not None:
-                    saved, tokens = token_bucket_send(busbw_factor("all_reduce", n) * s, tokens, bucket)
-                    one = max(allreduce_time(0, n), local, one - saved)
-                t += one
-            comm_total += t
-            free = last = start + t
-            timings.append(BucketTiming(b.index, sum(sz), r, start, free))
-        return free, timings, comm_total, tokens
+        """The one bucket schedule of gpukit.comm.grad_sync (buckets back to back on one channel)."""
+        return bucket_schedule(buckets, ready, sizes, allreduce_time, n_gpus=n, overlap=overlap, bwd_end_s=bwd_end,
+                               allreduce_time_1=allreduce_time_1, token_bucket=bucket, tokens=tokens)
 
     tokens = bucket.burst_bytes if bucket is not None else 0.0
     for _ in range(50 if bucket is not None else 1):  # steady state: the tokens one step leaves the next
@@ -212,8 +183,8 @@ def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, m
     if link is None and n_ranks > 1:
         raise ValueError("link must be (alpha_s, bandwidth_gbps) for more than one rank")
 
-    def allreduce(size, n):
-        return collective_time("all_reduce", size, n, link).time_s
+    def allreduce(size, n):  # the link is a fit of whole all-reduce times: NCCL's base latency is inside its alpha
+        return collective_time("all_reduce", size, n, link, base_latency_s=0.0).time_s
     train = k * (fwd + bwd) + opt
     inp = input_exposed_s(train, loader_latency_s, loader_workers, n_ranks, loader_shared, k)
     return step_prediction(param_shapes, forward_s=fwd, backward_s=bwd, optimizer_s=opt, n_gpus=n_ranks,

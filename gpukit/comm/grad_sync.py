@@ -1,0 +1,293 @@
+"""The one gradient-sync model of data parallelism: DDP's buckets, the DP group's all-reduce over a
+ClusterNetwork (hierarchical across nodes, a partial node paced by its own ports), ZeRO stages,
+overlap with the backward, once per optimizer step.
+
+Holds the parameter shapes of a model (`gpt_param_shapes` for gpukit.bench.models.ReferenceGPT,
+`uniform_param_shapes` for a model known by its count), DDP's bucket assignment (`ddp_buckets`,
+Bucket), when each bucket is ready and how the buckets queue on one channel (`bucket_ready_times`,
+`bucket_schedule`, BucketTiming), the DP group's all-reduce (`dp_all_reduce`, `dp_all_reduce_s`) and
+the sync of one optimizer step (`grad_sync` -> GradSync). Sizes in bytes (MiB = 2**20 for bucket
+caps), times in s.
+
+Sources: PyTorch DDP (Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel
+Training", VLDB 13(12), sec. 3.2-3.3 and Fig. 2; torch reducer `compute_bucket_assignment_by_size`,
+torch.nn.parallel.distributed BucketCapacityConfig): buckets in reverse parameter order, each
+all-reduced as soon as the backward has produced it, back to back on one channel; gradient
+accumulation (`no_sync`) syncs once per optimizer step. Hierarchical all-reduce (Thakur, Rabenseifner
+& Gropp 2005; NCCL's intra-node ring + inter-node ring): reduce-scatter in the node, all-reduce of the
+shard across nodes, all-gather in the node; the GPUs of a node that send at once share its ports
+(REFERENCE sec. 6, ClusterNetwork.inter_link). ZeRO (Rajbhandari et al. 2019, sec. 7): stages 1-2 move
+the bytes of an all-reduce (reduce-scatter of gradients + all-gather of parameters); stage 3 gathers
+the 16-bit parameters in forward and again in backward and reduce-scatters the gradients, per
+micro-batch: 3 collectives of half an all-reduce each (1.5x DP), hidden behind compute by prefetch.
+
+Used by every owner of the question (one path): gpukit.scaling (the DDP step, with its comm hooks),
+gpukit.parallel.layout (DP and ZeRO terms), gpukit.cost.efficiency; tests/test_grad_sync.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from gpukit.comm.collectives import busbw_factor, collective_time
+from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
+from gpukit.errors import require_positive, require_positive_int
+from gpukit.results import json_safe as _json_safe
+
+MIB = 1024 * 1024
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parameters and DDP's buckets
+# ---------------------------------------------------------------------------------------------------
+def gpt_param_shapes(spec) -> list[tuple[str, tuple[int, ...]]]:
+    """(name, shape) of every parameter of gpukit.bench.models.ReferenceGPT in registration order
+    (nn.Linear weights are (out, in)); tied embeddings appear once (as wte)."""
+    h, f, q, v, s = spec.hidden, spec.ffn_hidden, spec.q_dim, spec.vocab, spec.max_seq
+    out = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
+    for i in range(spec.n_layers):
+        p = f"blocks.{i}."
+        out += [(p + "ln1.weight", (h,)), (p + "ln1.bias", (h,)), (p + "attn.qkv.weight", (3 * q, h)),
+                (p + "attn.qkv.bias", (3 * q,)), (p + "attn.proj.weight", (h, q)), (p + "attn.proj.bias", (h,)),
+                (p + "ln2.weight", (h,)), (p + "ln2.bias", (h,)), (p + "mlp.fc1.weight", (f, h)),
+                (p + "mlp.fc1.bias", (f,)), (p + "mlp.fc2.weight", (h, f)), (p + "mlp.fc2.bias", (h,))]
+    out += [("ln_f.weight", (h,)), ("ln_f.bias", (h,))]
+    if not spec.tied_embeddings:
+        out.append(("lm_head.weight", (v, h)))
+    return out
+
+
+def uniform_param_shapes(n_params: float, n_layers: int = 32) -> list[tuple[str, tuple[int, ...]]]:
+    """A model known only by its parameter count: n_layers equal square-ish matrices (for bucket
+    timing of catalog models; PowerSGD on these is an approximation)."""
+    n = int(require_positive("n_params", n_params))
+    layers = require_positive_int("n_layers", n_layers)
+    per = n // layers
+    side = max(1, int(math.isqrt(per)))
+    return [(f"layer{i}", (side, max(1, per // side))) for i in range(layers)]
+
+
+def numel(shape) -> int:
+    return int(math.prod(shape))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One DDP gradient bucket: its parameters (reverse order), element count and fp32 bytes."""
+
+    index: int
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    numel: int
+
+    def nbytes(self, elem_bytes: int = 4) -> int:
+        return self.numel * elem_bytes
+
+
+def ddp_buckets(param_shapes, bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
+                elem_bytes: int = 4) -> tuple[Bucket, ...]:
+    """DDP's bucket assignment (torch reducer `compute_bucket_assignment_by_size`): parameters in
+    reverse registration order, a bucket closes as soon as its bytes reach the limit; the first
+    bucket's limit is `first_bucket_mb` (DDP: 1 MiB when bucket_cap_mb is left at its default, else
+    the same cap; torch.nn.parallel.distributed BucketCapacityConfig). MiB = 2**20 bytes."""
+    cap = require_positive("bucket_mb", bucket_mb) * MIB
+    first = cap if first_bucket_mb is None else require_positive("first_bucket_mb", first_bucket_mb) * MIB
+    out, names, shapes, size, limit = [], [], [], 0, first
+    for name, shape in reversed(list(param_shapes)):
+        names.append(name)
+        shapes.append(tuple(int(x) for x in shape))
+        size += numel(shape) * elem_bytes
+        if size >= limit:
+            out.append(Bucket(len(out), tuple(names), tuple(shapes), size // elem_bytes))
+            names, shapes, size, limit = [], [], 0, cap
+    if names:
+        out.append(Bucket(len(out), tuple(names), tuple(shapes), size // elem_bytes))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class BucketTiming:
+    index: int
+    bytes: int
+    ready_s: float
+    start_s: float
+    end_s: float
+
+
+def bucket_ready_times(buckets, fwd_end_s: float, backward_s: float) -> list[float]:
+    """When each bucket is ready: the backward walks the parameters in reverse, spending time in
+    proportion to their elements (matmul FLOPs are 4 x elements x tokens); the embeddings (wte,
+    wpe: gathers, not matmuls) are ready at the very end (Li et al. 2020, Fig. 2)."""
+    def cost(name, shape):
+        return 0 if name.startswith(("wte", "wpe")) else numel(shape)
+    total = sum(cost(n, s) for b in buckets for n, s in zip(b.names, b.shapes, strict=True)) or 1
+    done, out = 0, []
+    for b in buckets:
+        done += sum(cost(n, s) for n, s in zip(b.names, b.shapes, strict=True))
+        end_of_bwd = any(n.startswith(("wte", "wpe")) for n in b.names)
+        out.append(fwd_end_s + backward_s * (1.0 if end_of_bwd else done / total))
+    return out
+
+
+def bucket_schedule(buckets, ready_s, sizes, allreduce_time, *, n_gpus: int, overlap: bool, bwd_end_s: float,
+                    allreduce_time_1=None, token_bucket=None, tokens: float = 0.0):
+    """The buckets' all-reduces back to back on one channel (DDP, Li et al. 2020 sec. 3.3): bucket i
+    starts when it is ready (overlap) or after the backward (no overlap), and not before the one
+    before it ends. `sizes[i]` are the bytes of the all-reduces bucket i costs (one, or three for
+    PowerSGD); `allreduce_time(bytes, n_gpus)` prices one. With one GPU, `allreduce_time_1(bytes)`
+    prices the call (default 0). `token_bucket` (gpukit.comm.TokenBucket): wire bytes covered by
+    tokens cost no wire time (never below the all-reduce's latency nor the one-rank call's own
+    work); tokens refill while the link idles. -> (end of the last send, [BucketTiming], seconds
+    of all sends, tokens left)."""
+    free, timings, comm_total, last = 0.0, [], 0.0, None
+    bucket = token_bucket if n_gpus > 1 else None
+    for b, r, sz in zip(buckets, ready_s, sizes, strict=True):
+        start = max(r if overlap else bwd_end_s, free)
+        if bucket is not None and last is not None:
+            tokens = token_bucket_refill(tokens, start - last, bucket)
+        t = 0.0
+        for s in sz:
+            local = allreduce_time_1(s) if allreduce_time_1 else 0.0  # the call's own work on one rank
+            one = allreduce_time(s, n_gpus) if n_gpus > 1 else local
+            if bucket is not None:
+                saved, tokens = token_bucket_send(busbw_factor("all_reduce", n_gpus) * s, tokens, bucket)
+                one = max(allreduce_time(0, n_gpus), local, one - saved)
+            t += one
+        comm_total += t
+        free = last = start + t
+        timings.append(BucketTiming(b.index, sum(sz), r, start, free))
+    return free, timings, comm_total, tokens
+
+
+# ---------------------------------------------------------------------------------------------------
+# The DP group's all-reduce over the cluster network
+# ---------------------------------------------------------------------------------------------------
+def dp_group_layout(dp: int, gpus_per_node: int, ranks_per_node: int | None = None) -> tuple[int, int, int]:
+    """(n_nodes, ranks of the group per full node r, ranks on the last node) for a DP group of `dp`
+    ranks with at most `ranks_per_node` of them in a node (default gpus_per_node; fewer when tp/pp
+    ranks take the rest of the node, Megatron's order: tp innermost, then dp)."""
+    d = require_positive_int("dp", dp)
+    k = require_positive_int("gpus_per_node", gpus_per_node)
+    r = min(d, k if ranks_per_node is None else min(k, require_positive_int("ranks_per_node", ranks_per_node)))
+    nodes = -(-d // r)
+    return nodes, r, d - (nodes - 1) * r
+
+
+def dp_all_reduce(size_bytes: float, dp: int, net: ClusterNetwork, *, ranks_per_node: int | None = None,
+                  groups_per_node: int = 1) -> NetworkCost:
+    """All-reduce of a per-rank buffer S over a DP group of `dp` ranks on `net`, r = ranks_per_node
+    of them per node: one node -> the flat ring over the intra link; else reduce-scatter of S over
+    the r ranks of a node, all-reduce of the shard across the nodes, all-gather of S (Thakur et al.
+    2005). While it crosses, `groups_per_node` DP groups of a node (the tp/pp ranks' own groups,
+    syncing at the same time) times r ranks share the node's ports. A partial last node (dp not a
+    multiple of r) keeps `last` < r ranks: each holds a larger shard S/last and its ports (shared by
+    last x groups_per_node GPUs) pace the inter-node phase; the full nodes' reduce-scatter and
+    all-gather pace the intra-node phases. NCCL's base latency is paid once (one collective)."""
+    size = require_positive("size_bytes", size_bytes, allow_zero=True)
+    size = int(size) if float(size).is_integer() else size
+    g = require_positive_int("groups_per_node", groups_per_node)
+    nodes, r, last = dp_group_layout(dp, net.gpus_per_node, ranks_per_node)
+    if dp == 1:
+        phases = ()
+    elif nodes == 1:
+        phases = (("intra_all_reduce", collective_time("all_reduce", size, r, net.intra_link)),)
+    else:
+        shard = -(-size // last) if isinstance(size, int) else size / last
+        phases = (("intra_reduce_scatter", collective_time("reduce_scatter", size, r, net.intra_link)),
+                  ("inter_all_reduce", collective_time("all_reduce", shard, nodes, net.inter_link(last * g),
+                                                       base_latency_s=0.0 if r > 1 else None)),
+                  ("intra_all_gather", collective_time("all_gather", size, r, net.intra_link, base_latency_s=0.0)))
+    return NetworkCost(op="all_reduce", size_bytes=size, n_gpus=int(dp), n_nodes=nodes, gpus_per_node=r,
+                       phases=phases, assumptions=net.assumptions())
+
+
+@lru_cache(maxsize=8192)
+def dp_all_reduce_s(size_bytes: float, dp: int, net: ClusterNetwork, ranks_per_node: int | None = None,
+                    groups_per_node: int = 1) -> float:
+    """dp_all_reduce(...).time_s (cached: a layout search asks it thousands of times)."""
+    return dp_all_reduce(size_bytes, dp, net, ranks_per_node=ranks_per_node, groups_per_node=groups_per_node).time_s
+
+
+# ---------------------------------------------------------------------------------------------------
+# The sync of one optimizer step
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GradSync:
+    """The gradient sync of one optimizer step on one rank of a DP group."""
+
+    dp: int
+    n_nodes: int
+    ranks_per_node: int
+    zero_stage: int
+    size_bytes: float  # the per-rank buffer synced: gradients (ZeRO-0/1/2) or 16-bit parameters (ZeRO-3)
+    n_collectives: int  # per optimizer step
+    comm_s: float  # every sync collective of the step back to back
+    exposed_s: float  # what the step waits for (after the backward, or not hidden by prefetch)
+    bytes_sent_per_rank: float  # ring volume: 2 (d-1)/d x S per all-reduce
+    n_elements: int = 0  # gradient elements in the buckets (what DDP copies into them and back)
+    buckets: tuple[BucketTiming, ...] = ()
+    assumptions: tuple[str, ...] = ()
+
+    def to_json_dict(self) -> dict:
+        return _json_safe(asdict(self))
+
+
+def grad_sync(n_params: float, dp: int, net: ClusterNetwork, *, grad_bytes_per_param: float = 2.0,
+              zero_stage: int = 0, ranks_per_node: int | None = None, groups_per_node: int = 1,
+              bucket_mb: float = 25.0, first_bucket_mb: float | None = None, param_shapes=None,
+              n_layers: int = 32, backward_s: float = 0.0, overlap: bool = False, grad_accum: int = 1,
+              micro_step_s: float = 0.0) -> GradSync:
+    """The DP gradient sync of one optimizer step (module docstring for the sources).
+
+    ZeRO 0/1/2: the n_params gradients (grad_bytes_per_param each) in DDP buckets of `bucket_mb` MiB
+    (DDP's default), assigned over `param_shapes` (default uniform_param_shapes(n_params,
+    n_layers)), each all-reduced over the DP group (dp_all_reduce) once per optimizer step (gradient
+    accumulation syncs the last micro-step only); with `overlap` a bucket starts as soon as the
+    synced micro-step's backward (`backward_s`) has produced it, else after the backward; exposed =
+    what ends after the backward. ZeRO-3: per micro-batch (grad_accum of them) two all-gathers of
+    the 16-bit parameters and a reduce-scatter of the gradients, each half an all-reduce of the
+    2-byte parameter buffer; with `overlap` prefetch hides each micro-batch's behind its compute
+    (`micro_step_s`)."""
+    n = require_positive("n_params", n_params)
+    d = require_positive_int("dp", dp)
+    k = require_positive_int("grad_accum", grad_accum)
+    gb = require_positive("grad_bytes_per_param", grad_bytes_per_param)
+    if zero_stage not in ZERO_STAGES or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    require_positive("backward_s", backward_s, allow_zero=True)
+    require_positive("micro_step_s", micro_step_s, allow_zero=True)
+    nodes, r, _ = dp_group_layout(d, net.gpus_per_node, ranks_per_node)
+    words = (f"gradient sync over a DP group of {d} ({nodes} node(s), {r} rank(s) per node"
+             + (f", {groups_per_node} DP groups sharing a node's ports" if groups_per_node > 1 else "") + ")")
+
+    def allreduce(size, n_ranks):
+        return dp_all_reduce_s(float(size), n_ranks, net, r, groups_per_node)
+    if zero_stage == 3:
+        size = n * 2.0  # 16-bit parameters (and gradients) per rank
+        per_mb = 3 * allreduce(size / 2, d) if d > 1 else 0.0  # AG fwd + AG bwd + RS grads, each half an all-reduce
+        hidden = micro_step_s if overlap else 0.0
+        return GradSync(dp=d, n_nodes=nodes, ranks_per_node=r, zero_stage=3, size_bytes=size, n_collectives=3 * k,
+                        comm_s=k * per_mb, exposed_s=k * max(0.0, per_mb - hidden),
+                        bytes_sent_per_rank=3 * k * size * (d - 1) / d,
+                        assumptions=(words + ": ZeRO-3, per micro-batch 2 all-gathers of the 16-bit parameters + 1 "
+                                     "reduce-scatter of the gradients (Rajbhandari et al. 2019 sec. 7)"
+                                     + ("; prefetch hides them behind the micro-batch's compute" if overlap else ""),))
+    shapes = param_shapes if param_shapes is not None else uniform_param_shapes(n, n_layers)
+    buckets = ddp_buckets(shapes, bucket_mb, first_bucket_mb)
+    sizes = [(b.numel * gb,) for b in buckets]
+    ready = bucket_ready_times(buckets, 0.0, backward_s)
+    free, timings, comm, _ = bucket_schedule(buckets, ready, sizes, allreduce, n_gpus=d, overlap=overlap,
+                                             bwd_end_s=backward_s)
+    exposed = max(0.0, free - backward_s) if d > 1 else 0.0
+    stage = "DDP all-reduce" if zero_stage == 0 else f"ZeRO-{zero_stage} reduce-scatter + all-gather (the bytes of an all-reduce)"
+    return GradSync(dp=d, n_nodes=nodes, ranks_per_node=r, zero_stage=zero_stage, size_bytes=sum(s for (s,) in sizes),
+                    n_collectives=len(buckets) if d > 1 else 0, comm_s=comm if d > 1 else 0.0, exposed_s=exposed,
+                    bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes),
+                    n_elements=sum(b.numel for b in buckets), buckets=tuple(timings),
+                    assumptions=(f"{words}: {stage} in {len(buckets)} bucket(s) of "
+                                 + f"{bucket_mb:g} MiB"
+                                 + (", overlapped with the backward (DDP, Li et al. 2020)" if overlap else
+                                    ", after the backward") + ", once per optimizer step",))
