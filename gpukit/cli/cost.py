@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from gpukit.cli import add_json_flag
-from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, nonnegative_float, positive_float
+from gpukit.cli.argtypes import (
+    bounded_int,
+    count,
+    count_list,
+    fraction,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 
@@ -49,7 +57,8 @@ def _train(args):
     t = training_cost(model, args.tokens, args.gpu.split(","), args.gpus, mfu=args.mfu, profile=profile,
                       price_per_gpu_hour=args.price_per_gpu_hour, price_per_node_hour=args.price_per_node_hour,
                       prices=_prices(args), gpus_per_node=args.gpus_per_node, ports_per_node=args.ports_per_node,
-                      inter_link=args.inter_link, zero_stage=args.zero, recompute=args.recompute, spot=spot)
+                      inter_link=args.inter_link, zero_stage=args.zero, recompute=args.recompute, spot=spot,
+                      seq_len=args.seq_len, micro_batch=args.micro_batch, grad_accum=args.grad_accum)
     text = t.to_text()
     if spot:
         restart = ("10 min (default, assumed)" if args.restart_minutes is None else f"{args.restart_minutes:g} min")
@@ -119,6 +128,12 @@ def register(subparsers) -> None:
                         "e.g. 1 for one 100 GbE NIC per node)")
     t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
                    help="ZeRO stage of the priced data-parallel layout (default 0: plain DDP); sets memory and traffic")
+    t.add_argument("--seq-len", type=positive_int, help="tokens per sequence (default: the model's pretraining "
+                   "length train_seq_len, capped by its context window; 2048 for --params)")
+    t.add_argument("--micro-batch", type=positive_int, default=1, help="sequences per GPU per micro-step (default 1)")
+    t.add_argument("--grad-accum", type=positive_int, default=1,
+                   help="micro-steps per optimizer step (default 1): the step is seq_len x micro_batch x grad_accum "
+                        "tokens per GPU, synced once")
     t.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
                    help="activation recompute of the priced layout (default none; full adds a forward: 8N FLOPs)")
     t.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "

@@ -134,7 +134,7 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
         raise ValueError("give mfu or profile, not both")
     if isinstance(model, ModelSpec):
         if seq_len is None:
-            seq_len = model.train_seq_len
+            seq_len, _ = model.default_seq_len()  # the one default (ModelSpec owns it)
             seq_source = model.train_seq_len_source
         else:
             seq_source = "given"

@@ -98,7 +98,7 @@ def data_parallel_setup(model, gpus: int, *, zero_stage: int = 0, recompute: str
     pretraining length train_seq_len unless given (2048, TrainSetup's default, for a bare n_params)."""
     spec = model if isinstance(model, ModelSpec) else None
     if seq_len is None:
-        seq_len = spec.train_seq_len if spec is not None else TrainSetup().seq_len
+        seq_len = spec.default_seq_len()[0] if spec is not None else TrainSetup().seq_len  # ModelSpec's one default
     return TrainSetup(zero_stage=zero_stage, dp=gpus, recompute=recompute, offload=offload, finetune=finetune,
                       seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
                       dropout=spec is not None and spec.dropout)
@@ -163,7 +163,8 @@ def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_g
     else:
         est = predicted_efficiency(n_params, g.name, n, gpus_per_node=k, inter_link=inter_link,
                                    tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=setup.zero_stage,
-                                   overlap=overlap, ports_per_node=ports_per_node)
+                                   overlap=overlap, ports_per_node=ports_per_node,
+                                   **({"n_layers": spec.n_layers} if spec is not None else {}))  # DDP's bucket shapes
         eff, eff_model = est.efficiency, f"{g.name}: {est.model}"
     compute_s = t1_s * tokens_per_gpu / tokens  # one GPU's share of a step at the single-GPU rate
     extra_s = offload_slowdown_s(n_params, setup, g)

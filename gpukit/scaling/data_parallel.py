@@ -51,7 +51,6 @@ from gpukit.comm import (
     ClusterNetwork,
     cluster_network,
     coefficients,
-    collective_time,
     dp_all_reduce_s,
     uniform_param_shapes,
 )
@@ -348,16 +347,22 @@ class DdpEstimate:
 
 
 def ddp_step_estimate(n_gpus: int, *, n_params: float, tokens_per_gpu: float, link, gpu: str = "h100-sxm",
-                      mfu: float = 0.4, grad_dtype: str = "bf16", overlap: float = 0.0) -> DdpEstimate:
-    """Weak scaling of DDP: each GPU computes 6N x tokens_per_gpu FLOPs (Kaplan et al. 2020) at peak x
-    MFU, then all-reduces N gradients (ring, gpukit.comm.collective_time); `overlap` is the share of
-    the all-reduce hidden behind backward (PyTorch DDP buckets, Li et al. 2020, VLDB). speedup =
-    n x t_compute / t_step."""
+                      mfu: float = 0.4, grad_dtype: str = "bf16", overlap: float = 0.0,
+                      link_efficiency: float = 1.0) -> DdpEstimate:
+    """Weak scaling of DDP with all n GPUs on one `link` (the articles' "GPUs over link X" question): each
+    GPU computes 6N x tokens_per_gpu FLOPs (Kaplan et al. 2020) at peak x MFU, then all-reduces N
+    gradients as one ring over that link (gpukit.comm.dp_all_reduce, the one data-parallel all-reduce,
+    NCCL's base latency included), at `link_efficiency` of its line rate (default 1: line rate, as the
+    claims audited with it state; gpukit.comm.LINK_EFFICIENCY is the measured-busbw assumption);
+    `overlap` is the share of the all-reduce hidden behind backward (PyTorch DDP buckets, Li et al.
+    2020, VLDB). speedup = n x t_compute / t_step."""
     n = require_positive_int("n_gpus", n_gpus)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
         rate_flops(gpu, mfu))
     link_obj = get_interconnect(link) if isinstance(link, str) else link
-    comm = collective_time("all_reduce", n_params * dtype_bytes(grad_dtype), n, link_obj)
-    return DdpEstimate(n_gpus=n, compute_s=compute_s, comm_s=comm.time_s, overlap=float(overlap), link=comm.link)
+    net = cluster_network(link_obj, gpus_per_node=n, ports_per_node=n, efficiency=link_efficiency,
+                          intra_efficiency=link_efficiency)  # one node: every rank on `link`
+    comm_s = dp_all_reduce_s(n_params * dtype_bytes(grad_dtype), n, net)
+    return DdpEstimate(n_gpus=n, compute_s=compute_s, comm_s=comm_s, overlap=float(overlap), link=net.intra_name)

@@ -1,0 +1,112 @@
+"""The same question through every command gets the same answer (issue 22, "Tests that hold it").
+
+For one model, GPU, count and data-parallel layout, `memory`, `cost train`, `plan`, `scaling` and
+`parallel estimate` read the same owners: the memory per GPU is gpukit.memory's (one setup resolver,
+one convention per question), the gradient sync is gpukit.comm.grad_sync's over the one
+ClusterNetwork, the step's tokens are seq_len x micro_batch x grad_accum (ModelSpec.default_seq_len
+when not given), and cost train and plan price through the one loop, gpukit.cost.training_run.
+
+Where two commands answer different questions the test names the difference and checks it in the
+direction the models say:
+- `parallel estimate` sizes memory in the Megatron convention (the papers' sum of parts, with which
+  its published runs are reproduced); memory/cost/plan size "does it fit" in the PyTorch convention
+  (the peak of an eager step). Both come from gpukit.memory.estimate_memory with the same layout.
+- `parallel estimate` times compute at the stated matmul efficiency on the executed FLOPs, plus
+  elementwise and optimizer kernels; cost/plan/scaling at an assumed MFU on 6N + attention. The data-
+  parallel gradient sync they charge is the same number (gpukit.comm.grad_sync).
+- ZeRO-3: `parallel estimate` hides the parameter gathers behind compute (FSDP prefetch), cost/plan
+  charge them with no overlap (a lower bound on efficiency).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from gpukit import cost, memory, parallel, scaling
+from gpukit.catalog import get_gpu, get_model
+from gpukit.cli import main
+
+MODELS = ("opt-1.3b", "llama-2-7b", "llama-3-8b")
+GPUS = ("h100-sxm", "a100-80gb")
+COUNTS = (8, 16, 64)
+ZEROS = (0, 1, 3)
+TOKENS = 1e11
+PRICE = 2.5
+CASES = list(itertools.product(MODELS, GPUS, COUNTS, ZEROS))
+
+
+def _cli(capsys, *argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _cost_row(m, gpu, n, z, **kw):
+    return cost.training_cost(m, TOKENS, gpu, n, zero_stage=z, price_per_gpu_hour=PRICE, **kw).rows[0]
+
+
+@pytest.mark.parametrize("name, gpu, n, z", CASES)
+def test_memory_cost_and_plan_size_the_same_gpu(name, gpu, n, z):
+    """cost train's memory per GPU is gpukit.memory's for the layout it prices, at the model's one default
+    sequence length. (The planner prices its candidates through the same loop: tests/test_plan_cost_parity.py
+    fixes each candidate's layout and finds the same memory, hours, cost, efficiency and binding.)"""
+    m = get_model(name)
+    row = _cost_row(m, gpu, n, z)
+    setup = cost.data_parallel_setup(m, n, zero_stage=z)
+    assert setup.seq_len == m.default_seq_len()[0]  # the one default sequence length
+    est = memory.estimate_memory(m, setup=setup, gpu=get_gpu(gpu))
+    assert row.memory_per_gpu_bytes == est.total_bytes
+    assert row.fits == bool(est.fits)
+
+
+@pytest.mark.parametrize("name, gpu, n", list(itertools.product(MODELS, GPUS, COUNTS)))
+def test_cost_and_scaling_give_one_efficiency(name, gpu, n):
+    """Plain data parallel (DDP): cost train's efficiency, gpukit.cost.predicted_efficiency and
+    gpukit.scaling's row at the same tokens per GPU, MFU and overlap (none) are one number: one compute
+    model (6N at MFU) and one gradient sync (gpukit.comm.grad_sync) over one network."""
+    m = get_model(name)
+    row = _cost_row(m, gpu, n, 0)
+    s = m.default_seq_len()[0]
+    eff = cost.predicted_efficiency(m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, n_layers=m.n_layers)
+    sc = scaling.scaling(m, gpu=gpu, gpus=(1, n), tokens_per_gpu=s, mfu=0.4, overlap=False).rows[-1]
+    assert row.efficiency == pytest.approx(eff.efficiency, rel=1e-9)
+    assert sc.efficiency == pytest.approx(eff.efficiency, rel=1e-9)
+    assert sc.exposed_comm_s == pytest.approx(eff.exposed_comm_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("name, gpu, n, z", [c for c in CASES if c[3] < 3])
+def test_parallel_estimate_charges_the_same_sync_and_sizes_memory_from_the_same_owner(name, gpu, n, z):
+    """parallel estimate (DP n x TP 1 x PP 1) charges the gradient sync cost train charges (one model), and
+    its memory is gpukit.memory's for its layout in the Megatron convention; the PyTorch convention that
+    decides "fits" in memory/cost/plan keeps more (autocast copies, the optimizer's temporaries): named."""
+    m = get_model(name)
+    s = m.default_seq_len()[0]
+    est = parallel.estimate(m, parallel.ParallelConfig(dp=n, tp=1, pp=1, zero_stage=z, micro_batch=1),
+                            parallel.make_cluster(gpu), global_batch=n, seq_len=s)
+    eff = cost.predicted_efficiency(m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, zero_stage=z, n_layers=m.n_layers)
+    assert dict(est.breakdown)["dp_comm"] == pytest.approx(eff.comm_s, rel=1e-9)
+    megatron = est.memory
+    assert megatron.setup.convention == "megatron"
+    again = memory.estimate_memory(m, setup=megatron.setup, gpu=get_gpu(gpu))
+    assert est.memory_per_gpu_bytes == again.total_bytes
+    row = _cost_row(m, gpu, n, z)
+    assert row.memory_per_gpu_bytes >= est.memory_per_gpu_bytes, "the PyTorch peak keeps at least the papers' sum"
+
+
+@pytest.mark.parametrize("name, gpu, n, z", [("llama-2-7b", "h100-sxm", 16, 1), ("opt-1.3b", "a100-80gb", 8, 0),
+                                             ("llama-3-8b", "h100-sxm", 64, 3)])
+def test_the_cli_commands_agree(capsys, name, gpu, n, z):
+    """Through the command line: `memory`, `cost train` and `scaling` (--json) give the same memory per GPU
+    and the same efficiency for one run, with the sequence length left to the model's default."""
+    mem = _cli(capsys, "memory", "--model", name, "--gpu", gpu, "--dp", str(n), "--zero", str(z))
+    ct = _cli(capsys, "cost", "train", "--model", name, "--tokens", "100B", "--gpu", gpu, "--gpus", str(n),
+              "--zero", str(z), "--price-per-gpu-hour", str(PRICE))
+    row = ct["rows"][0]
+    assert mem["total_bytes"] == row["memory_per_gpu_bytes"]
+    if z == 0:
+        m = get_model(name)
+        sc = _cli(capsys, "scaling", "--model", name, "--gpu", gpu, "--gpus", f"1,{n}", "--overlap", "off",
+                  "--tokens-per-gpu", str(m.default_seq_len()[0]))
+        assert sc["rows"][-1]["efficiency"] == pytest.approx(row["efficiency"], rel=1e-9)
