@@ -30,9 +30,26 @@ SCOPES = ("intra-node", "inter-node")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
 
 GPU_COLUMNS = ("name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "nvlink_gbps", "pcie_gen", "tdp_w")
-MODEL_COLUMNS = ("name", "n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq",
-                 "train_seq_len", "tied_embeddings", "mlp", "norm", "position", "bias", "arch", "dropout",
-                 "published_params", "train_source")
+MODEL_COLUMNS = (
+    "name",
+    "n_layers",
+    "hidden",
+    "n_heads",
+    "n_kv_heads",
+    "ffn_hidden",
+    "vocab",
+    "max_seq",
+    "train_seq_len",
+    "tied_embeddings",
+    "mlp",
+    "norm",
+    "position",
+    "bias",
+    "arch",
+    "dropout",
+    "published_params",
+    "train_source",
+)
 # Optional model columns: a catalog without them still loads; an empty cell is None.
 # sliding_window: attention window in tokens (Mistral 7B: 4096), empty for full attention.
 OPTIONAL_MODEL_COLUMNS = ("sliding_window",)
@@ -47,10 +64,26 @@ def peak_column(dtype: str) -> str:
 
 # Numeric columns per catalog (frame() converts them; the loaders validate them).
 NUMERIC_COLUMNS = {
-    "gpus": ("memory_gib", "hbm_bandwidth_gbps", *(peak_column(d) for d in PEAK_DTYPES), "nvlink_gbps", "pcie_gen",
-             "tdp_w"),
-    "models": ("n_layers", "hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "max_seq", "train_seq_len",
-               "published_params", "sliding_window"),
+    "gpus": (
+        "memory_gib",
+        "hbm_bandwidth_gbps",
+        *(peak_column(d) for d in PEAK_DTYPES),
+        "nvlink_gbps",
+        "pcie_gen",
+        "tdp_w",
+    ),
+    "models": (
+        "n_layers",
+        "hidden",
+        "n_heads",
+        "n_kv_heads",
+        "ffn_hidden",
+        "vocab",
+        "max_seq",
+        "train_seq_len",
+        "published_params",
+        "sliding_window",
+    ),
     "interconnects": ("bandwidth_gbps", "latency_us"),
 }
 # Sane range of every numeric column: (lowest, highest, lowest allowed itself). A row outside it is a
@@ -58,13 +91,24 @@ NUMERIC_COLUMNS = {
 # downstream (memory 0 divides by zero; 1e300 overflows), so the loader rejects it with file and line.
 # The bounds are generous (about 10-100x today's largest part or model), not a judgement on the value.
 RANGES: dict[str, tuple[float, float, bool]] = {
-    "memory_gib": (0, 1e5, False), "hbm_bandwidth_gbps": (0, 1e5, False),
+    "memory_gib": (0, 1e5, False),
+    "hbm_bandwidth_gbps": (0, 1e5, False),
     **{peak_column(d): (0, 1e5, False) for d in PEAK_DTYPES},
-    "nvlink_gbps": (0, 1e5, True), "pcie_gen": (1, 8, True), "tdp_w": (0, 1e5, False),
-    "n_layers": (1, 1e4, True), "hidden": (1, 1e6, True), "n_heads": (1, 1e5, True), "n_kv_heads": (1, 1e5, True),
-    "ffn_hidden": (1, 1e7, True), "vocab": (1, 1e8, True), "max_seq": (1, 1e9, True),
-    "train_seq_len": (1, 1e9, True), "published_params": (1, 1e15, True), "sliding_window": (1, 1e9, True),
-    "bandwidth_gbps": (0, 1e5, False), "latency_us": (0, 1e7, True),
+    "nvlink_gbps": (0, 1e5, True),
+    "pcie_gen": (1, 8, True),
+    "tdp_w": (0, 1e5, False),
+    "n_layers": (1, 1e4, True),
+    "hidden": (1, 1e6, True),
+    "n_heads": (1, 1e5, True),
+    "n_kv_heads": (1, 1e5, True),
+    "ffn_hidden": (1, 1e7, True),
+    "vocab": (1, 1e8, True),
+    "max_seq": (1, 1e9, True),
+    "train_seq_len": (1, 1e9, True),
+    "published_params": (1, 1e15, True),
+    "sliding_window": (1, 1e9, True),
+    "bandwidth_gbps": (0, 1e5, False),
+    "latency_us": (0, 1e7, True),
 }
 BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias", "dropout"), "interconnects": ()}
 
@@ -155,7 +199,9 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> list[tuple[int, dict[st
         try:
             line = line_bytes.decode("utf-8-sig" if i == 1 else "utf-8")  # a BOM (Excel) is not a column
         except UnicodeDecodeError as e:
-            raise ValueError(f"{path}:{i}: not UTF-8 text ({e.reason} at byte {e.start} of the line)") from None
+            raise ValueError(
+                f"{path}:{i}: not UTF-8 text ({e.reason} at byte {e.start} of the line)"
+            ) from None
         if line.strip() and not line.startswith("#"):
             numbered.append((i, line))
     if not numbered:
@@ -165,7 +211,9 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> list[tuple[int, dict[st
     try:
         records = list(reader)
     except csv.Error as e:  # e.g. a field over csv's size limit: still name the line
-        raise ValueError(f"{path}:{numbered[max(0, min(reader.line_num, len(numbered)) - 1)][0]}: {e}") from None
+        raise ValueError(
+            f"{path}:{numbered[max(0, min(reader.line_num, len(numbered)) - 1)][0]}: {e}"
+        ) from None
     if len(records) != len(numbered):
         raise ValueError(f"{path}: a quoted field spans lines; keep each row on one line")
     header = [c.strip() for c in records[0]]
@@ -185,11 +233,15 @@ def _read(path: Path, required: tuple[str, ...] = ()) -> list[tuple[int, dict[st
         try:
             _dt.date.fromisoformat(row["accessed"])
         except ValueError:
-            raise ValueError(f"{where}: 'accessed' must be an ISO date YYYY-MM-DD, got {row['accessed']!r}") from None
+            raise ValueError(
+                f"{where}: 'accessed' must be an ISO date YYYY-MM-DD, got {row['accessed']!r}"
+            ) from None
         if "name" in header:
             name = row["name"]
             if not _NAME_RE.match(name):
-                raise ValueError(f"{where}: name must be lower case without spaces ([a-z0-9._+-]), got {name!r}")
+                raise ValueError(
+                    f"{where}: name must be lower case without spaces ([a-z0-9._+-]), got {name!r}"
+                )
             if name in seen:
                 raise ValueError(f"{where}: duplicate name {name!r} (first on line {seen[name]})")
             seen[name] = lineno
@@ -220,7 +272,9 @@ def _num(where: str, row: dict, col: str, kind=float, optional: bool = False):
         if v < lo or (v == lo and not lo_ok):
             raise ValueError(f"{where}: {col!r} must be {'>=' if lo_ok else '>'} {lo:g}, got {raw!r}")
         if v > hi:
-            raise ValueError(f"{where}: {col!r} must be at most {hi:g} (sane range; a unit slip?), got {raw!r}")
+            raise ValueError(
+                f"{where}: {col!r} must be at most {hi:g} (sane range; a unit slip?), got {raw!r}"
+            )
     return v
 
 
@@ -250,11 +304,21 @@ def _gpus(path: str, _stamp_key: tuple[int, int]) -> dict[str, GPU]:
         if not peaks:
             raise ValueError(f"{where}: row {r['name']!r} has no peak TFLOPS at all")
         out[r["name"]] = GPU(
-            name=r["name"], vendor=r["vendor"], memory_gib=_num(where, r, "memory_gib"),
-            hbm_bandwidth_gbps=_num(where, r, "hbm_bandwidth_gbps"), peaks_tflops=peaks,
-            nvlink_gbps=_num(where, r, "nvlink_gbps"), pcie_gen=_num(where, r, "pcie_gen", int),
-            tdp_w=_num(where, r, "tdp_w"), source=r["source"], source_url=r["source_url"], accessed=r["accessed"],
-            arch=r.get("arch", ""), form_factor=r.get("form_factor", ""), notes=r.get("notes", ""))
+            name=r["name"],
+            vendor=r["vendor"],
+            memory_gib=_num(where, r, "memory_gib"),
+            hbm_bandwidth_gbps=_num(where, r, "hbm_bandwidth_gbps"),
+            peaks_tflops=peaks,
+            nvlink_gbps=_num(where, r, "nvlink_gbps"),
+            pcie_gen=_num(where, r, "pcie_gen", int),
+            tdp_w=_num(where, r, "tdp_w"),
+            source=r["source"],
+            source_url=r["source_url"],
+            accessed=r["accessed"],
+            arch=r.get("arch", ""),
+            form_factor=r.get("form_factor", ""),
+            notes=r.get("notes", ""),
+        )
     return out
 
 
@@ -267,10 +331,19 @@ def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
         ints |= {c: _num(where, r, c, int, optional=True) for c in OPTIONAL_MODEL_COLUMNS}
         bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"]}
         if not r["train_source"]:
-            raise ValueError(f"{where}: empty 'train_source' (cite where train_seq_len and dropout come from)")
+            raise ValueError(
+                f"{where}: empty 'train_source' (cite where train_seq_len and dropout come from)"
+            )
         try:
-            out[r["name"]] = ModelSpec(name=r["name"], mlp=r["mlp"], norm=r["norm"], position=r["position"],
-                                       arch=r["arch"], **ints, **bools)
+            out[r["name"]] = ModelSpec(
+                name=r["name"],
+                mlp=r["mlp"],
+                norm=r["norm"],
+                position=r["position"],
+                arch=r["arch"],
+                **ints,
+                **bools,
+            )
         except ValueError as e:  # ModelSpec's one-line message, placed in the file
             raise ValueError(f"{where}: {e}") from None
     return out
@@ -287,9 +360,16 @@ def _interconnects(path: str, _stamp_key: tuple[int, int]) -> dict[str, Intercon
         if bw <= 0:
             raise ValueError(f"{where}: 'bandwidth_gbps' must be > 0, got {r['bandwidth_gbps']!r}")
         out[r["name"]] = Interconnect(
-            name=r["name"], kind=r["kind"], scope=r["scope"], bandwidth_gbps=bw,
-            latency_us=_num(where, r, "latency_us"), source=r["source"], source_url=r["source_url"],
-            accessed=r["accessed"], notes=r.get("notes", ""))
+            name=r["name"],
+            kind=r["kind"],
+            scope=r["scope"],
+            bandwidth_gbps=bw,
+            latency_us=_num(where, r, "latency_us"),
+            source=r["source"],
+            source_url=r["source_url"],
+            accessed=r["accessed"],
+            notes=r.get("notes", ""),
+        )
     return out
 
 
@@ -335,8 +415,14 @@ def get_interconnect(name: str) -> Interconnect:
 # B200: NDR too, 8 x ConnectX-7 "up to 400Gbps", docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-
 # dgxb200.html; XDR's 800 Gb/s ConnectX-8 comes with B300; NVIDIA DGX user guides); other GPUs get
 # 100 Gb/s Ethernet.
-_INTER_NODE = {"a100-40gb": "ib-hdr", "a100-80gb": "ib-hdr", "h100-sxm": "ib-ndr", "h200": "ib-ndr",
-               "b200": "ib-ndr", "v100-32gb": "ib-hdr"}
+_INTER_NODE = {
+    "a100-40gb": "ib-hdr",
+    "a100-80gb": "ib-hdr",
+    "h100-sxm": "ib-ndr",
+    "h200": "ib-ndr",
+    "b200": "ib-ndr",
+    "v100-32gb": "ib-hdr",
+}
 
 
 def inter_node_link(gpu) -> Interconnect:
@@ -345,8 +431,9 @@ def inter_node_link(gpu) -> Interconnect:
     return get_interconnect(_INTER_NODE.get(g.name, "eth-100g"))
 
 
-def default_links(gpu, gpus_per_node: int = 8, link: str | None = None,
-                  inter_link: str | None = None) -> tuple[str, str | None]:
+def default_links(
+    gpu, gpus_per_node: int = 8, link: str | None = None, inter_link: str | None = None
+) -> tuple[str, str | None]:
     """(intra-node, inter-node) link names where not given: intra_node_link inside a node; between
     nodes the link itself when it can leave the node (a network), else inter_node_link (NVLink and
     PCIe stay inside the node). A link object (not a name) passes through with inter_link as given."""
@@ -367,7 +454,11 @@ def intra_node_link(gpu, peers: int = 8) -> Interconnect:
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     peers = require_positive_int("peers", peers)
     if g.nvlink_gbps > 0 and (g.form_factor != "pcie" or peers <= 2):
-        nv = [x for x in interconnects().values() if x.kind == "nvlink" and x.bandwidth_gbps <= g.nvlink_gbps * 1.01]
+        nv = [
+            x
+            for x in interconnects().values()
+            if x.kind == "nvlink" and x.bandwidth_gbps <= g.nvlink_gbps * 1.01
+        ]
         if nv:
             return max(nv, key=lambda x: x.bandwidth_gbps)
     return get_interconnect(f"pcie{min(max(int(g.pcie_gen), 3), 5)}")
@@ -400,8 +491,10 @@ def as_gpu(gpu, name: str = "gpu", optional: bool = False) -> GPU | None:
         return get_gpu(gpu)
     if isinstance(gpu, GPU):
         return gpu
-    raise ValueError(f"{name} must be a catalog GPU name (`gpukit gpus`) or a gpukit.catalog.GPU, "
-                     f"got {type(gpu).__name__} {gpu!r}")
+    raise ValueError(
+        f"{name} must be a catalog GPU name (`gpukit gpus`) or a gpukit.catalog.GPU, "
+        f"got {type(gpu).__name__} {gpu!r}"
+    )
 
 
 def as_model(model, name: str = "model", optional: bool = False) -> ModelSpec | None:
@@ -412,8 +505,10 @@ def as_model(model, name: str = "model", optional: bool = False) -> ModelSpec | 
         return get_model(model)
     if isinstance(model, ModelSpec):
         return model
-    raise ValueError(f"{name} must be a catalog model name (`gpukit models`) or a gpukit.specs.ModelSpec, "
-                     f"got {type(model).__name__} {model!r}")
+    raise ValueError(
+        f"{name} must be a catalog model name (`gpukit models`) or a gpukit.specs.ModelSpec, "
+        f"got {type(model).__name__} {model!r}"
+    )
 
 
 def as_link(link):

@@ -79,7 +79,9 @@ def did_you_mean(kind: str, name: str, known: Iterable[str]) -> ValueError:
     known = sorted(known)
     hint = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
     if hint:
-        return ValueError(f"unknown {kind} {name!r}; did you mean {', '.join(hint)}? (`gpukit {kind}s` lists all)")
+        return ValueError(
+            f"unknown {kind} {name!r}; did you mean {', '.join(hint)}? (`gpukit {kind}s` lists all)"
+        )
     return ValueError(f"unknown {kind} {name!r}; known: {', '.join(known)}")
 
 
@@ -98,11 +100,13 @@ def require_timeout(name: str, value) -> float:
 
 def _arg_type(check):
     """An argparse type from a checker that raises ValueError (the message becomes argparse's)."""
+
     def convert(text):
         try:
             return check(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+
     convert.__name__ = check.__name__
     return convert
 

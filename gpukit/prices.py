@@ -21,17 +21,42 @@ from gpukit.catalog import data_dir, gpus
 from gpukit.errors import require_choice, require_positive
 
 SKYPILOT_REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
-SHIPPED_REQUIRED = (*SKYPILOT_REQUIRED, "SpotPrice", "PurchasePrice", "cloud", "gpu", "as_of", "source",
-                    "source_url", "accessed")
+SHIPPED_REQUIRED = (
+    *SKYPILOT_REQUIRED,
+    "SpotPrice",
+    "PurchasePrice",
+    "cloud",
+    "gpu",
+    "as_of",
+    "source",
+    "source_url",
+    "accessed",
+)
 POLICIES = ("lowest", "median", "highest")
 ARTICLE_CLOUDS = ("article-000", "article-002")
 
 # SkyPilot's AcceleratorName -> gpukit/data/gpus.csv name (H100 is SXM unless the instance type says PCIe).
 ACCELERATOR_NAMES = {
-    "H100": "h100-sxm", "H100-80GB": "h100-sxm", "H100-MEGA": "h100-sxm", "H100-SXM": "h100-sxm",
-    "H200": "h200", "B200": "b200", "A100": "a100-40gb", "A100-80GB": "a100-80gb", "A100-80GB-SXM": "a100-80gb", "L4": "l4", "L40S": "l40s",
-    "A10G": "a10g", "T4": "t4", "V100-32GB": "v100-32gb", "A6000": "rtx-a6000", "RTXA6000": "rtx-a6000",
-    "RTX6000-Ada": "rtx-6000-ada", "RTX4090": "rtx-4090", "RTX3090": "rtx-3090", "MI300X": "mi300x",
+    "H100": "h100-sxm",
+    "H100-80GB": "h100-sxm",
+    "H100-MEGA": "h100-sxm",
+    "H100-SXM": "h100-sxm",
+    "H200": "h200",
+    "B200": "b200",
+    "A100": "a100-40gb",
+    "A100-80GB": "a100-80gb",
+    "A100-80GB-SXM": "a100-80gb",
+    "L4": "l4",
+    "L40S": "l40s",
+    "A10G": "a10g",
+    "T4": "t4",
+    "V100-32GB": "v100-32gb",
+    "A6000": "rtx-a6000",
+    "RTXA6000": "rtx-a6000",
+    "RTX6000-Ada": "rtx-6000-ada",
+    "RTX4090": "rtx-4090",
+    "RTX3090": "rtx-3090",
+    "MI300X": "mi300x",
 }
 
 
@@ -95,8 +120,15 @@ class PriceTable:
 
     def gpus_priced(self, spot: bool = False) -> tuple[str, ...]:
         """Catalog GPUs with at least one market (non-article) on-demand (or spot) price."""
-        return tuple(sorted({r.gpu for r in self.rows if r.gpu and not r.is_article
-                             and (r.spot_usd_per_h if spot else r.price_usd_per_h)}))
+        return tuple(
+            sorted(
+                {
+                    r.gpu
+                    for r in self.rows
+                    if r.gpu and not r.is_article and (r.spot_usd_per_h if spot else r.price_usd_per_h)
+                }
+            )
+        )
 
     def to_frame(self):
         import pandas as pd
@@ -149,7 +181,9 @@ def read_prices(path) -> PriceTable:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"price file {path}: cannot read ({type(e).__name__})") from None
-    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")]
+    lines = [
+        (i, ln) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() and not ln.startswith("#")
+    ]
     if not lines:
         raise ValueError(f"price file {path}: empty (no header line)")
     try:
@@ -177,8 +211,10 @@ def read_prices(path) -> PriceTable:
         if not shipped and not float(count_raw).is_integer():
             continue  # a share of one GPU (Azure's fractional A10 sizes): not a price per whole GPU-hour
         if not count_raw or not float(count_raw).is_integer():
-            raise ValueError(f"{path}:{lineno}: 'AcceleratorCount' must be a positive whole number, got "
-                             f"{row['AcceleratorCount']!r}")
+            raise ValueError(
+                f"{path}:{lineno}: 'AcceleratorCount' must be a positive whole number, got "
+                f"{row['AcceleratorCount']!r}"
+            )
         if shipped:
             for c in ("source", "source_url", "accessed"):
                 if not row[c]:
@@ -190,12 +226,24 @@ def read_prices(path) -> PriceTable:
                 raise ValueError(f"{path}:{lineno}: a row needs Price, SpotPrice or PurchasePrice")
         else:
             gpu = _map_gpu(acc, row["InstanceType"])
-        rows.append(PriceRow(
-            instance_type=row["InstanceType"], accelerator=acc, count=int(count_raw), price_usd_per_h=price,
-            spot_usd_per_h=spot, purchase_usd=purchase, region=row["Region"],
-            cloud=row.get("cloud") or cloud_default, gpu=gpu, as_of=row.get("as_of", ""),
-            source=row.get("source") or f"price file {path.name}", source_url=row.get("source_url", ""),
-            accessed=row.get("accessed", ""), notes=row.get("notes", "")))
+        rows.append(
+            PriceRow(
+                instance_type=row["InstanceType"],
+                accelerator=acc,
+                count=int(count_raw),
+                price_usd_per_h=price,
+                spot_usd_per_h=spot,
+                purchase_usd=purchase,
+                region=row["Region"],
+                cloud=row.get("cloud") or cloud_default,
+                gpu=gpu,
+                as_of=row.get("as_of", ""),
+                source=row.get("source") or f"price file {path.name}",
+                source_url=row.get("source_url", ""),
+                accessed=row.get("accessed", ""),
+                notes=row.get("notes", ""),
+            )
+        )
     return PriceTable(str(path), tuple(rows))
 
 
@@ -215,8 +263,14 @@ def load_prices(path=None) -> PriceTable:
     return _CACHE[key]
 
 
-def quote(gpu: str, prices: PriceTable | None = None, *, policy: str = "lowest", spot: bool = False,
-          articles: bool = False) -> PriceQuote:
+def quote(
+    gpu: str,
+    prices: PriceTable | None = None,
+    *,
+    policy: str = "lowest",
+    spot: bool = False,
+    articles: bool = False,
+) -> PriceQuote:
     """Price per GPU-hour of `gpu` from a price table: the lowest, median or highest market row
     (the median of an even count is the lower middle row, so that the figure is always a real row)."""
     require_choice("policy", policy, POLICIES)
@@ -225,8 +279,10 @@ def quote(gpu: str, prices: PriceTable | None = None, *, policy: str = "lowest",
     if not rows:
         kind = "spot" if spot else "on-demand"
         have = ", ".join(table.gpus_priced(spot=spot)) or "none"
-        raise ValueError(f"gpu {gpu!r} has no {kind} price in {table.path} ({kind} prices for: {have}); give a "
-                         f"{kind} price per GPU-hour")
+        raise ValueError(
+            f"gpu {gpu!r} has no {kind} price in {table.path} ({kind} prices for: {have}); give a "
+            f"{kind} price per GPU-hour"
+        )
     key = (lambda r: r.spot_usd_per_gpu_hour) if spot else (lambda r: r.usd_per_gpu_hour)
     ordered = sorted(rows, key=key)
     row = {"lowest": ordered[0], "highest": ordered[-1], "median": ordered[(len(ordered) - 1) // 2]}[policy]
@@ -236,9 +292,15 @@ def quote(gpu: str, prices: PriceTable | None = None, *, policy: str = "lowest",
 PRICE_FAR_ABOVE = 2.0  # a per-GPU-hour price this many times the table's highest row (any GPU) is called out
 
 
-def price_warning(gpu: str, usd_per_gpu_hour: float, table: PriceTable | None = None, *,
-                  gpus_per_node: int | None = 8, field: str = "price_per_gpu_hour",
-                  fix: str = "divide it by the node's GPU count") -> str | None:
+def price_warning(
+    gpu: str,
+    usd_per_gpu_hour: float,
+    table: PriceTable | None = None,
+    *,
+    gpus_per_node: int | None = 8,
+    field: str = "price_per_gpu_hour",
+    fix: str = "divide it by the node's GPU count",
+) -> str | None:
     """One line when a price given per GPU-hour looks like a node's (instance's) price, else None.
 
     A warning, not an error: prices move and a seller may charge more than any row. It fires when the
@@ -256,25 +318,37 @@ def price_warning(gpu: str, usd_per_gpu_hour: float, table: PriceTable | None = 
     node = []
     if rows:
         lo, hi = min(r.usd_per_gpu_hour for r in rows), max(r.usd_per_gpu_hour for r in rows)
-        sizes = {gpus_per_node} if gpus_per_node is not None else ({r.count for r in rows if r.count > 1} or {8})
+        sizes = (
+            {gpus_per_node} if gpus_per_node is not None else ({r.count for r in rows if r.count > 1} or {8})
+        )
         if usd > hi:
             node = sorted(k for k in sizes if k > 1 and k * lo * 0.99 <= usd <= k * hi * 1.01)
     if node:
         k = node[0]
         top = max(rows, key=lambda r: r.usd_per_gpu_hour)
-        return (f"{field} ${usd:g} is above the highest {gpu} price per GPU-hour in {Path(table.path).name} "
-                f"(${hi:.2f}, {top.label()}) and within {k} x its range (${k * lo:.2f}-${k * hi:.2f}): is it the "
-                f"price of a node of {k} GPUs (${usd / k:.2f} per GPU-hour)? If so, {fix}")
+        return (
+            f"{field} ${usd:g} is above the highest {gpu} price per GPU-hour in {Path(table.path).name} "
+            f"(${hi:.2f}, {top.label()}) and within {k} x its range (${k * lo:.2f}-${k * hi:.2f}): is it the "
+            f"price of a node of {k} GPUs (${usd / k:.2f} per GPU-hour)? If so, {fix}"
+        )
     if usd > PRICE_FAR_ABOVE * top_any.usd_per_gpu_hour:
         k = gpus_per_node or 8
-        return (f"{field} ${usd:g} is over {PRICE_FAR_ABOVE:g}x the highest price per GPU-hour of any GPU in "
-                f"{Path(table.path).name} (${top_any.usd_per_gpu_hour:.2f}, {top_any.label()}): is it the price of "
-                f"a node (${usd / k:.2f} per GPU-hour over {k} GPUs)? If so, {fix}")
+        return (
+            f"{field} ${usd:g} is over {PRICE_FAR_ABOVE:g}x the highest price per GPU-hour of any GPU in "
+            f"{Path(table.path).name} (${top_any.usd_per_gpu_hour:.2f}, {top_any.label()}): is it the price of "
+            f"a node (${usd / k:.2f} per GPU-hour over {k} GPUs)? If so, {fix}"
+        )
     return None
 
 
-def node_price_warning(gpu: str, usd_per_node_hour: float, gpus_per_node: int, table: PriceTable | None = None, *,
-                       field: str = "price_per_node_hour") -> str | None:
+def node_price_warning(
+    gpu: str,
+    usd_per_node_hour: float,
+    gpus_per_node: int,
+    table: PriceTable | None = None,
+    *,
+    field: str = "price_per_node_hour",
+) -> str | None:
     """One line when a price given per node-hour looks like a GPU's: per GPU-hour it falls below the
     lowest market row of `gpu` while the price itself lies within the rows' per-GPU-hour range. None
     otherwise, or when the table has no row of `gpu`, or for one-GPU nodes."""
@@ -287,13 +361,16 @@ def node_price_warning(gpu: str, usd_per_node_hour: float, gpus_per_node: int, t
     usd = float(usd_per_node_hour)
     if usd / gpus_per_node >= lo or not lo * 0.99 <= usd <= hi * 1.01:
         return None
-    return (f"{field} ${usd:g} is ${usd / gpus_per_node:.2f} per GPU-hour over {gpus_per_node} GPUs, below the lowest "
-            f"{gpu} row in {Path(table.path).name} (${lo:.2f}/GPU-h) and within its per-GPU range: if it is a price "
-            f"per GPU-hour, give it as such")
+    return (
+        f"{field} ${usd:g} is ${usd / gpus_per_node:.2f} per GPU-hour over {gpus_per_node} GPUs, below the lowest "
+        f"{gpu} row in {Path(table.path).name} (${lo:.2f}/GPU-h) and within its per-GPU range: if it is a price "
+        f"per GPU-hour, give it as such"
+    )
 
 
-def given_or_quote(gpu: str, price: float | None, table: PriceTable | None = None, *,
-                   spot: bool = False) -> tuple[float, str]:
+def given_or_quote(
+    gpu: str, price: float | None, table: PriceTable | None = None, *, spot: bool = False
+) -> tuple[float, str]:
     """(usd_per_gpu_hour, source): a price given is checked and labelled 'given'; None takes the median
     row of `gpu` in `table` (gpukit/data/prices.csv by default; its spot column with spot=True)."""
     if price is not None:

@@ -59,38 +59,52 @@ class Profile:
         """Measured matmul TFLOP/s for `dtype`; ValueError listing the dtypes the profile has."""
         table = dict(self.matmul)
         if dtype not in table:
-            raise ValueError(f"profile {self.source} has no matmul_tflops for dtype {dtype!r}; "
-                             f"it has: {', '.join(table) or 'none'}")
+            raise ValueError(
+                f"profile {self.source} has no matmul_tflops for dtype {dtype!r}; "
+                f"it has: {', '.join(table) or 'none'}"
+            )
         return table[dtype]
 
     def memory_bandwidth_gbps(self, kernel: str = "triad") -> float:
         table = dict(self.memory_bandwidth)
         if kernel not in table:
-            raise ValueError(f"profile {self.source} has no memory_bandwidth_gbps[{kernel!r}]; "
-                             f"it has: {', '.join(table) or 'none'}")
+            raise ValueError(
+                f"profile {self.source} has no memory_bandwidth_gbps[{kernel!r}]; "
+                f"it has: {', '.join(table) or 'none'}"
+            )
         return table[kernel]
 
     def link(self, name: str) -> LinkFit:
         table = dict(self.links)
         if name not in table:
-            raise ValueError(f"profile {self.source} has no link {name!r}; it has: {', '.join(table) or 'none'}")
+            raise ValueError(
+                f"profile {self.source} has no link {name!r}; it has: {', '.join(table) or 'none'}"
+            )
         return table[name]
 
     def has_link(self, name: str) -> bool:
         return name in dict(self.links)
 
     def to_json_dict(self) -> dict:
-        return {"version": self.version, "device": dict(self.device), "matmul_tflops": dict(self.matmul),
-                "memory_bandwidth_gbps": dict(self.memory_bandwidth),
-                "links": {k: {"alpha_us": v.alpha_us, "beta_gbps": v.beta_gbps} for k, v in self.links},
-                "env": dict(self.env)}
+        return {
+            "version": self.version,
+            "device": dict(self.device),
+            "matmul_tflops": dict(self.matmul),
+            "memory_bandwidth_gbps": dict(self.memory_bandwidth),
+            "links": {k: {"alpha_us": v.alpha_us, "beta_gbps": v.beta_gbps} for k, v in self.links},
+            "env": dict(self.env),
+        }
 
 
 # Sane ranges of measured values: (lowest, highest). A value outside is a broken or hand-edited file
 # (beta 1e-300 GB/s would make every predicted time astronomically long without a word). Generous:
 # from a slow CPU (1 MFLOP/s, 1 kB/s) to 100x today's fastest GPU or link.
-SANE = {"matmul_tflops": (1e-6, 1e5), "memory_bandwidth_gbps": (1e-6, 1e5), "beta_gbps": (1e-6, 1e5),
-        "alpha_us": (0.0, 1e7)}
+SANE = {
+    "matmul_tflops": (1e-6, 1e5),
+    "memory_bandwidth_gbps": (1e-6, 1e5),
+    "beta_gbps": (1e-6, 1e5),
+    "alpha_us": (0.0, 1e7),
+}
 
 
 def profile_number(src: str, key: str, value, kind: str | None = None) -> float:
@@ -103,14 +117,18 @@ def profile_number(src: str, key: str, value, kind: str | None = None) -> float:
     if kind is not None:
         lo, hi = SANE[kind]
         if not lo <= value <= hi:
-            raise ValueError(f"{src}: {key} must be in [{lo:g}, {hi:g}] (a sane measured value), got {value!r}")
+            raise ValueError(
+                f"{src}: {key} must be in [{lo:g}, {hi:g}] (a sane measured value), got {value!r}"
+            )
     return float(value)
 
 
 def _mapping(src: str, data: dict, key: str) -> dict:
     if key not in data:
-        raise ValueError(f"{src}: missing key {key!r} (profile version {PROFILE_VERSION} needs version, device, "
-                         "matmul_tflops, memory_bandwidth_gbps, links, env)")
+        raise ValueError(
+            f"{src}: missing key {key!r} (profile version {PROFILE_VERSION} needs version, device, "
+            "matmul_tflops, memory_bandwidth_gbps, links, env)"
+        )
     value = data[key]
     if not isinstance(value, dict):
         raise ValueError(f"{src}: {key} must be an object, got {type(value).__name__}")
@@ -130,9 +148,14 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
     mm = _mapping(source, data, "matmul_tflops")
     if not mm:
         raise ValueError(f"{source}: matmul_tflops is empty (needs at least one dtype, e.g. fp32)")
-    matmul = tuple((str(k), profile_number(source, f"matmul_tflops[{k!r}]", v, "matmul_tflops")) for k, v in mm.items())
+    matmul = tuple(
+        (str(k), profile_number(source, f"matmul_tflops[{k!r}]", v, "matmul_tflops")) for k, v in mm.items()
+    )
     bw = _mapping(source, data, "memory_bandwidth_gbps")
-    bandwidth = tuple((str(k), profile_number(source, f"memory_bandwidth_gbps[{k!r}]", v, "memory_bandwidth_gbps")) for k, v in bw.items())
+    bandwidth = tuple(
+        (str(k), profile_number(source, f"memory_bandwidth_gbps[{k!r}]", v, "memory_bandwidth_gbps"))
+        for k, v in bw.items()
+    )
     links = []
     for name, fit in _mapping(source, data, "links").items():
         if not isinstance(fit, dict):
@@ -141,21 +164,46 @@ def profile_from_dict(data: dict, source: str = "<dict>") -> Profile:
             if k not in fit:
                 raise ValueError(f"{source}: links[{name!r}] is missing key {k!r}")
         alpha = fit["alpha_us"]
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
-            raise ValueError(f"{source}: links[{name!r}].alpha_us must be a finite number >= 0, got {alpha!r}")
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, (int, float))
+            or not math.isfinite(alpha)
+            or alpha < 0
+        ):
+            raise ValueError(
+                f"{source}: links[{name!r}].alpha_us must be a finite number >= 0, got {alpha!r}"
+            )
         if alpha > SANE["alpha_us"][1]:
-            raise ValueError(f"{source}: links[{name!r}].alpha_us must be at most {SANE['alpha_us'][1]:g} "
-                             f"(a sane measured value), got {alpha!r}")
-        links.append((str(name), LinkFit(float(alpha), profile_number(source, f"links[{name!r}].beta_gbps",
-                                                                 fit["beta_gbps"], "beta_gbps"))))
-    return Profile(version=PROFILE_VERSION, device=dict(device), matmul=matmul, memory_bandwidth=bandwidth,
-                   links=tuple(links), env=dict(env), source=source)
+            raise ValueError(
+                f"{source}: links[{name!r}].alpha_us must be at most {SANE['alpha_us'][1]:g} "
+                f"(a sane measured value), got {alpha!r}"
+            )
+        links.append(
+            (
+                str(name),
+                LinkFit(
+                    float(alpha),
+                    profile_number(source, f"links[{name!r}].beta_gbps", fit["beta_gbps"], "beta_gbps"),
+                ),
+            )
+        )
+    return Profile(
+        version=PROFILE_VERSION,
+        device=dict(device),
+        matmul=matmul,
+        memory_bandwidth=bandwidth,
+        links=tuple(links),
+        env=dict(env),
+        source=source,
+    )
 
 
 def load_profile(path) -> Profile:
     """Read and validate the calibration profile at `path` (JSON, contract in the module docstring)."""
     if path is None or not str(path).strip():  # '' would be the current folder, or silently "no profile"
-        raise ValueError("profile path is empty: give a profile file (gpukit calibrate writes one), or no --profile")
+        raise ValueError(
+            "profile path is empty: give a profile file (gpukit calibrate writes one), or no --profile"
+        )
     p = Path(path)
     if not p.exists():
         raise ValueError(f"profile file {p} not found")
@@ -164,7 +212,9 @@ def load_profile(path) -> Profile:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise ValueError(f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        raise ValueError(
+            f"{p}:{e.lineno}:{e.colno}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not valid JSON (not UTF-8 text: {e.reason} at byte {e.start})") from None
     except RecursionError:

@@ -73,8 +73,12 @@ def format_table(rows, columns, headers=None, *, formats=None, align: str = "rig
         f = formats.get(c)
         return fmt_cell(v) if f is None else f(v) if callable(f) else f.format(v)
 
-    cells = [[cell(c, r.get(c) if isinstance(r, dict) else r[i]) for i, c in enumerate(columns)] for r in rows]
+    cells = [
+        [cell(c, r.get(c) if isinstance(r, dict) else r[i]) for i, c in enumerate(columns)] for r in rows
+    ]
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
     pad = (lambda x, w: x.rjust(w)) if align == "right" else (lambda x, w: x.ljust(w))
     lines = [headers] + cells
-    return "\n".join("  ".join(pad(x, w) for x, w in zip(line, widths, strict=True)).rstrip() for line in lines)
+    return "\n".join(
+        "  ".join(pad(x, w) for x, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )

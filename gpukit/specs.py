@@ -63,12 +63,14 @@ class ModelSpec:
         if self.head_dim is None:
             if self.hidden % self.n_heads:
                 raise ValueError(
-                    f"n_heads must divide hidden: hidden {self.hidden} is not a multiple of n_heads {self.n_heads}")
+                    f"n_heads must divide hidden: hidden {self.hidden} is not a multiple of n_heads {self.n_heads}"
+                )
             object.__setattr__(self, "head_dim", self.hidden // self.n_heads)
         object.__setattr__(self, "head_dim", require_positive_int("head_dim", self.head_dim))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
-                f"n_kv_heads must divide n_heads: n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+                f"n_kv_heads must divide n_heads: n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}"
+            )
         if self.ffn_hidden is None:
             if self.mlp == "gelu":
                 ffn = 4 * self.hidden
@@ -88,14 +90,18 @@ class ModelSpec:
             if isinstance(w, float) and w.is_integer():
                 w = int(w)
             if not isinstance(w, int) or isinstance(w, bool) or w < 1:
-                raise ValueError(f"sliding_window must be a positive integer (tokens) or None (full attention), "
-                                 f"got {self.sliding_window!r}")
+                raise ValueError(
+                    f"sliding_window must be a positive integer (tokens) or None (full attention), "
+                    f"got {self.sliding_window!r}"
+                )
             object.__setattr__(self, "sliding_window", w)
 
     @property
     def train_seq_len_source(self) -> str:
         """Where a default seq_len comes from, in words: the pretraining length, not the window."""
-        return f"{self.name}'s pretraining sequence length, train_seq_len; context window max_seq {self.max_seq}"
+        return (
+            f"{self.name}'s pretraining sequence length, train_seq_len; context window max_seq {self.max_seq}"
+        )
 
     def default_seq_len(self, flag: str = "seq_len") -> tuple[int, str]:
         """(tokens, note): the sequence length a question assumes when none is given, the one rule every
@@ -104,8 +110,10 @@ class ModelSpec:
         capped by the context window max_seq (__post_init__ keeps train_seq_len <= max_seq already).
         The note names `flag` (the spelling of the input: "seq_len", "--seq-len"), the value and its source."""
         n = min(self.train_seq_len, self.max_seq)
-        return n, (f"{flag} not given: {n} tokens, {self.name}'s pretraining length ({self.name} was pretrained "
-                   f"at {self.train_seq_len}: train_seq_len; context window max_seq {self.max_seq})")
+        return n, (
+            f"{flag} not given: {n} tokens, {self.name}'s pretraining length ({self.name} was pretrained "
+            f"at {self.train_seq_len}: train_seq_len; context window max_seq {self.max_seq})"
+        )
 
     def tp_note(self, tp: int) -> str | None:
         """None when tensor parallelism of degree `tp` can split this model, else the one-line reason.
@@ -114,11 +122,15 @@ class ModelSpec:
         when tp is a multiple of it (Megatron-LM/vLLM: each rank holds max(1, n_kv_heads/tp) KV heads)."""
         tp = require_positive_int("tp", tp)
         if self.n_heads % tp:
-            return (f"tp must divide n_heads {self.n_heads}, got {tp} (whole heads per GPU; and divide n_kv_heads "
-                    f"{self.n_kv_heads} or be a multiple of it)")
+            return (
+                f"tp must divide n_heads {self.n_heads}, got {tp} (whole heads per GPU; and divide n_kv_heads "
+                f"{self.n_kv_heads} or be a multiple of it)"
+            )
         if self.n_kv_heads % tp and tp % self.n_kv_heads:
-            return (f"tp must divide n_kv_heads {self.n_kv_heads} or be a multiple of it, got {tp} (KV heads are "
-                    f"split or replicated whole; n_heads {self.n_heads})")
+            return (
+                f"tp must divide n_kv_heads {self.n_kv_heads} or be a multiple of it, got {tp} (KV heads are "
+                f"split or replicated whole; n_heads {self.n_heads})"
+            )
         return None
 
     def check_tp(self, tp: int) -> int:
@@ -134,10 +146,14 @@ class ModelSpec:
         if seq_len <= self.max_seq:
             return None
         if self.position == "learned":
-            raise ValueError(f"{flag} must be at most {self.name}'s context window {self.max_seq} (learned "
-                             f"positions: no position beyond it), got {seq_len}")
-        return (f"{flag} {seq_len} is beyond {self.name}'s context window {self.max_seq}: the numbers are "
-                "computed, but the model was never trained at that length")
+            raise ValueError(
+                f"{flag} must be at most {self.name}'s context window {self.max_seq} (learned "
+                f"positions: no position beyond it), got {seq_len}"
+            )
+        return (
+            f"{flag} {seq_len} is beyond {self.name}'s context window {self.max_seq}: the numbers are "
+            "computed, but the model was never trained at that length"
+        )
 
     # ---- attention span (sliding window) ----
     def kv_tokens(self, context: int) -> int:
@@ -166,9 +182,11 @@ class ModelSpec:
         """One line when the sliding window caps `tokens` (the KV cache and the keys attended), else None."""
         if self.sliding_window is None or tokens <= self.sliding_window:
             return None
-        return (f"{self.name} attends to a sliding window of {self.sliding_window} tokens: the KV cache holds at "
-                f"most {self.sliding_window} per sequence and a token attends to at most {self.sliding_window} keys "
-                "(Jiang et al. 2023 sec. 2)")
+        return (
+            f"{self.name} attends to a sliding window of {self.sliding_window} tokens: the KV cache holds at "
+            f"most {self.sliding_window} per sequence and a token attends to at most {self.sliding_window} keys "
+            "(Jiang et al. 2023 sec. 2)"
+        )
 
     # ---- parameter counts (elements) ----
     @property

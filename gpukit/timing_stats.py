@@ -60,8 +60,14 @@ def iqr(samples: Sequence[float]) -> float:
     return q3 - q1
 
 
-def bootstrap_interval(samples: Sequence[float], stat: Callable[[list[float]], float] = statistics.median, *,
-                       confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(
+    samples: Sequence[float],
+    stat: Callable[[list[float]], float] = statistics.median,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile-bootstrap interval of `stat(samples)` (Efron & Tibshirani 1993, ch. 13), fixed seed."""
     xs = [float(x) for x in samples]
     if not xs:
@@ -117,8 +123,11 @@ class RatioEstimate:
     @property
     def too_noisy(self) -> bool:
         """True when the repeats disagree by more than their median (time IQR > median, or ratio IQR > ratio)."""
-        return (self.base_iqr_s > self.base_median_s or self.other_iqr_s > self.other_median_s
-                or (self.q3 - self.q1) > self.median)
+        return (
+            self.base_iqr_s > self.base_median_s
+            or self.other_iqr_s > self.other_median_s
+            or (self.q3 - self.q1) > self.median
+        )
 
     @property
     def measurable(self) -> bool:
@@ -139,8 +148,10 @@ class RatioEstimate:
             why = "; the repeats disagree by more than their median"
         elif self.straddles_one:
             why = "; the interval contains x1.00"
-        return (f"x{self.median:.2f} ({self.confidence:.0%} interval x{self.lo:.2f}-x{self.hi:.2f}, "
-                f"{self.n} {kind}): {self.verdict}{why}")
+        return (
+            f"x{self.median:.2f} ({self.confidence:.0%} interval x{self.lo:.2f}-x{self.hi:.2f}, "
+            f"{self.n} {kind}): {self.verdict}{why}"
+        )
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -148,8 +159,15 @@ class RatioEstimate:
         return d
 
 
-def ratio_estimate(base_s: Sequence[float], other_s: Sequence[float], *, paired: bool = True,
-                   confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> RatioEstimate:
+def ratio_estimate(
+    base_s: Sequence[float],
+    other_s: Sequence[float],
+    *,
+    paired: bool = True,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> RatioEstimate:
     """How much slower (>1) or faster (<1) `other_s` is than `base_s`, with its uncertainty.
 
     paired=True (interleaved repeats, equal counts): the statistic is the median of the per-repeat
@@ -162,7 +180,9 @@ def ratio_estimate(base_s: Sequence[float], other_s: Sequence[float], *, paired:
     oq1, omed, oq3 = quartiles(other)
     if paired:
         if len(base) != len(other):
-            raise ValueError(f"paired ratios need as many base_s as other_s samples, got {len(base)} and {len(other)}")
+            raise ValueError(
+                f"paired ratios need as many base_s as other_s samples, got {len(base)} and {len(other)}"
+            )
         ratios = [o / b for o, b in zip(other, base, strict=True)]
         q1, med, q3 = quartiles(ratios)
         lo, hi = bootstrap_interval(ratios, confidence=confidence, n_boot=n_boot, seed=seed)
@@ -172,12 +192,26 @@ def ratio_estimate(base_s: Sequence[float], other_s: Sequence[float], *, paired:
             raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
         med = omed / bmed
         rng = random.Random(seed)
-        boots = sorted(statistics.median(rng.choices(other, k=len(other))) / statistics.median(rng.choices(base, k=len(base)))
-                       for _ in range(int(n_boot)))
+        boots = sorted(
+            statistics.median(rng.choices(other, k=len(other)))
+            / statistics.median(rng.choices(base, k=len(base)))
+            for _ in range(int(n_boot))
+        )
         tail = (1 - confidence) / 2
         lo, hi = _percentile_sorted(boots, 100 * tail), _percentile_sorted(boots, 100 * (1 - tail))
         q1, q3 = _percentile_sorted(boots, 25), _percentile_sorted(boots, 75)
         n = min(len(base), len(other))
-    return RatioEstimate(median=med, lo=min(lo, med), hi=max(hi, med), q1=q1, q3=q3, n=n, paired=paired,
-                         confidence=confidence, base_median_s=bmed, base_iqr_s=bq3 - bq1,
-                         other_median_s=omed, other_iqr_s=oq3 - oq1)
+    return RatioEstimate(
+        median=med,
+        lo=min(lo, med),
+        hi=max(hi, med),
+        q1=q1,
+        q3=q3,
+        n=n,
+        paired=paired,
+        confidence=confidence,
+        base_median_s=bmed,
+        base_iqr_s=bq3 - bq1,
+        other_median_s=omed,
+        other_iqr_s=oq3 - oq1,
+    )

@@ -64,8 +64,11 @@ def _shown(x) -> float | None:
 
 def fmt_bytes(n_bytes: float, binary: bool = True) -> str:
     """Human-readable size: '1.50 GiB' (binary, default) or '1.61 GB' (decimal)."""
-    base, names = (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (
-        1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
+    base, names = (
+        (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+        if binary
+        else (1000.0, ["B", "kB", "MB", "GB", "TB", "PB"])
+    )
     x = _shown(n_bytes)
     if x is None:
         return "n/a"
@@ -117,8 +120,18 @@ def fmt_seconds(s: float) -> str:
 # ---- parsing sizes and counts typed by people (CLI flags, notebook parameters) ----
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 _COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-_BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_BYTE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 _BARE_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 

@@ -64,7 +64,9 @@ def strip_nb(nb: nbformat.NotebookNode) -> bool:
     """Clear outputs, execution counts and run metadata in place; True if anything changed."""
     for cell in nb.cells:  # papermill's injected cell means this is an output, not a source
         if "injected-parameters" in cell.metadata.get("tags", []):
-            raise ValueError("notebook contains papermill's injected-parameters cell: strip the source, not an output")
+            raise ValueError(
+                "notebook contains papermill's injected-parameters cell: strip the source, not an output"
+            )
     changed = False
     for key in RUN_METADATA:
         changed |= nb.metadata.pop(key, None) is not None
@@ -91,22 +93,27 @@ def skeleton(number: str, name: str, title: str) -> nbformat.NotebookNode:
     """A notebook that follows STYLE.md's template, with TODOs where the content goes."""
     prev = sorted((ROOT / "notebooks").glob(f"{int(number) - 1:02d}_*.ipynb")) if int(number) > 0 else []
     prereq = f"[{prev[0].stem}]({prev[0].name})" if prev else "none"
-    return build([
-        markdown(f"# {number} · {title}\n\nTODO: one paragraph, the question this notebook answers."),
-        markdown("## Learning objectives\n\n- TODO\n- TODO\n- TODO\n\n"
-                 f"**Prerequisites:** {prereq}."),
-        markdown("## Setup"),
-        code("from gpukit.course import nbtools\n\nenv = nbtools.show_env()"),
-        markdown("Parameters: papermill overrides this cell (`papermill -p QUICK True`)."),
-        code("QUICK = False  # True: small sizes for CI and Binder", tags=("parameters",)),
-        code('nbtools.check_param("QUICK", QUICK, bool)\nQUICK = QUICK or nbtools.quick()  # GPUKIT_QUICK=1 also turns it on'),
-        markdown("## 1 · TODO first section\n\nProse, a short gpukit call, a table or plot, one "
-                 "sentence of interpretation, the formula in LaTeX with its source."),
-        code("# TODO"),
-        markdown("## Summary\n\n- TODO"),
-        markdown("## Exercises\n\n1. TODO (each with a check a learner can run)."),
-        markdown("**Next:** TODO link the next notebook."),
-    ])
+    return build(
+        [
+            markdown(f"# {number} · {title}\n\nTODO: one paragraph, the question this notebook answers."),
+            markdown(f"## Learning objectives\n\n- TODO\n- TODO\n- TODO\n\n**Prerequisites:** {prereq}."),
+            markdown("## Setup"),
+            code("from gpukit.course import nbtools\n\nenv = nbtools.show_env()"),
+            markdown("Parameters: papermill overrides this cell (`papermill -p QUICK True`)."),
+            code("QUICK = False  # True: small sizes for CI and Binder", tags=("parameters",)),
+            code(
+                'nbtools.check_param("QUICK", QUICK, bool)\nQUICK = QUICK or nbtools.quick()  # GPUKIT_QUICK=1 also turns it on'
+            ),
+            markdown(
+                "## 1 · TODO first section\n\nProse, a short gpukit call, a table or plot, one "
+                "sentence of interpretation, the formula in LaTeX with its source."
+            ),
+            code("# TODO"),
+            markdown("## Summary\n\n- TODO"),
+            markdown("## Exercises\n\n1. TODO (each with a check a learner can run)."),
+            markdown("**Next:** TODO link the next notebook."),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,14 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "new":
         if not re.fullmatch(r"\d{2}", args.number) or not NAME_RE.match(args.name):
-            print("error: number must be two digits and name snake_case (e.g. 05 cost_per_run)", file=sys.stderr)
+            print(
+                "error: number must be two digits and name snake_case (e.g. 05 cost_per_run)", file=sys.stderr
+            )
             return 2
         path = ROOT / "notebooks" / f"{args.number}_{args.name}.ipynb"
         if path.exists():
             print(f"error: {path} exists", file=sys.stderr)
             return 2
         write(path, skeleton(args.number, args.name, args.title))
-        print(f"wrote {path.relative_to(ROOT)}; add it to gpukit/nbtools.py COURSE, README.md and notebook 00")
+        print(
+            f"wrote {path.relative_to(ROOT)}; add it to gpukit/nbtools.py COURSE, README.md and notebook 00"
+        )
         return 0
     try:
         dirty = [p for p in args.paths if strip(p, check=args.check)]

@@ -45,6 +45,7 @@ PAGE_SIZE = 4096
 
 # ----------------------------------------------------------------------------- processes
 
+
 def _children_map() -> dict[int, list[int]]:
     """Map pid -> direct children, read from /proc/*/stat (Linux only)."""
     kids: dict[int, list[int]] = {}
@@ -120,6 +121,7 @@ def free_port() -> int:
 
 # ----------------------------------------------------------------------------- JupyterLab
 
+
 @dataclass
 class Lab:
     """A running JupyterLab server: base URL, token, its log file and process."""
@@ -137,8 +139,9 @@ class Lab:
 
 
 @contextlib.contextmanager
-def jupyterlab(root_dir: Path, *, python: str = sys.executable, env: dict | None = None,
-               start_timeout_s: float = 120.0):
+def jupyterlab(
+    root_dir: Path, *, python: str = sys.executable, env: dict | None = None, start_timeout_s: float = 120.0
+):
     """Start JupyterLab on a free loopback port with a random token; kill its process tree on exit.
 
     Settings and workspaces live in a fresh temporary folder (no state from earlier runs); the
@@ -169,17 +172,35 @@ def jupyterlab(root_dir: Path, *, python: str = sys.executable, env: dict | None
         proc = None
         for _attempt in range(3):  # the port can be taken between free_port() and the bind
             port = free_port()
-            cmd = [python, "-m", "jupyterlab", "--no-browser", "--port", str(port),
-                   "--ServerApp.port_retries=0", "--IdentityProvider.token", token,
-                   "--ServerApp.ip", "127.0.0.1", "--ServerApp.root_dir", str(root_dir),
-                   "--LabApp.expose_app_in_browser=True",
-                   # Checkpoints (written when a notebook opens) go to the temporary folder too.
-                   f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}"]
+            cmd = [
+                python,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--port",
+                str(port),
+                "--ServerApp.port_retries=0",
+                "--IdentityProvider.token",
+                token,
+                "--ServerApp.ip",
+                "127.0.0.1",
+                "--ServerApp.root_dir",
+                str(root_dir),
+                "--LabApp.expose_app_in_browser=True",
+                # Checkpoints (written when a notebook opens) go to the temporary folder too.
+                f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
+            ]
             if os.geteuid() == 0:
                 cmd.append("--allow-root")
             with open(log_path, "ab") as log:
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=full_env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             lab = Lab(f"http://127.0.0.1:{port}", token, log_path, proc)
             try:
                 if _wait_ready(lab, start_timeout_s):
@@ -215,6 +236,7 @@ def _wait_ready(lab: Lab, timeout_s: float) -> bool:
 
 
 # ----------------------------------------------------------------------------- browser
+
 
 @contextlib.contextmanager
 def chromium():
@@ -277,8 +299,15 @@ class NotebookRun:
     seconds: float = 0.0
 
 
-def run_notebook(page, lab: Lab, notebook: str, *, screenshot: Path, run_timeout_s: float = 600.0,
-                 change_timeout_s: float = 60.0) -> NotebookRun:
+def run_notebook(
+    page,
+    lab: Lab,
+    notebook: str,
+    *,
+    screenshot: Path,
+    run_timeout_s: float = 600.0,
+    change_timeout_s: float = 60.0,
+) -> NotebookRun:
     """Open notebook, run all cells, collect errors and widgets, move one control, screenshot.
 
     notebook is relative to the server's root_dir. The result's output_changed is None when the
@@ -343,7 +372,9 @@ def _wait_run_done(page, timeout_s: float) -> str | None:
           window.__gpukitIdle = (window.__gpukitIdle || 0) + 1;
           return window.__gpukitIdle >= 3 ? 'done' : false;
         }""",
-        polling=500, timeout=timeout_s * 1000)
+        polling=500,
+        timeout=timeout_s * 1000,
+    )
     status = handle.json_value()
     return None if status == "done" else status
 
@@ -365,12 +396,14 @@ def _dom_errors(page) -> list[str]:
         """(sel) => [...document.querySelectorAll(sel)]
             .filter(e => e.offsetParent !== null && e.textContent.trim())
             .map(e => e.className + ': ' + e.textContent.trim().slice(0, 200))""",
-        ERROR_SELECTORS)
+        ERROR_SELECTORS,
+    )
     # A view prints an unexpected exception's traceback into its output (widgets/base.py _show_bug).
     tracebacks = page.evaluate(
         """() => [...document.querySelectorAll('.jupyter-widgets .jp-OutputArea-output')]
             .map(e => e.innerText).filter(t => t.includes('Traceback (most recent call last)'))
-            .map(t => 'traceback in a widget: ' + t.trim().split('\\n').slice(-1)[0].slice(0, 200))""")
+            .map(t => 'traceback in a widget: ' + t.trim().split('\\n').slice(-1)[0].slice(0, 200))"""
+    )
     shown = page.evaluate("() => document.body.innerText.includes('Error displaying widget')")
     return texts + tracebacks + (["Error displaying widget"] if shown else [])
 

@@ -23,8 +23,13 @@ def seeds_dir() -> Path | None:
     candidates = [Path(os.environ["GPUKIT_SEEDS"])] if os.environ.get("GPUKIT_SEEDS") else []
     candidates.append(ROOT.parent / "shared" / "seeds")
     try:  # a worktree: the main checkout is the parent of the common git dir
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=10).stdout.strip()
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         if common:
             candidates.append(Path(common).parent.parent / "shared" / "seeds")
     except (OSError, subprocess.SubprocessError):
@@ -37,8 +42,10 @@ def seeds() -> Path:
     """The source articles' folder; the test is skipped, with the places looked at, when it is absent."""
     found = seeds_dir()
     if found is None:
-        pytest.skip("source articles not found: set GPUKIT_SEEDS or lay them out at ../shared/seeds "
-                    "next to the repository")
+        pytest.skip(
+            "source articles not found: set GPUKIT_SEEDS or lay them out at ../shared/seeds "
+            "next to the repository"
+        )
     return found
 
 
@@ -50,8 +57,18 @@ def pytest_sessionfinish(session, exitstatus):
     if sum(counts.values()) < 50:  # a partial run (-k, one file) is not the suite
         return
     root = Path(session.config.rootpath)
-    quick = os.environ.get("GPUKIT_TEST_QUICK") == "1"  # `make test-quick` is not the suite that make bench quotes
+    quick = (
+        os.environ.get("GPUKIT_TEST_QUICK") == "1"
+    )  # `make test-quick` is not the suite that make bench quotes
     out = root / "build" / ("last_quick_run.json" if quick else "last_test_run.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"wall_s": time.perf_counter() - _T0, **counts, "exitstatus": int(exitstatus),
-                               "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+    out.write_text(
+        json.dumps(
+            {
+                "wall_s": time.perf_counter() - _T0,
+                **counts,
+                "exitstatus": int(exitstatus),
+                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            }
+        )
+    )

@@ -39,8 +39,11 @@ def side_by_side(request, test, argname: str, run, workers: int):
     """Start run(value) for the `argname` value of every case of the parametrized `test` that this
     session selected (-k, ::id), `workers` at a time on threads; yield {value: Future}. On the way out
     the runs not started are cancelled and the started ones awaited (each must end by its own timeout)."""
-    wanted = [it.callspec.params[argname] for it in request.session.items
-              if getattr(it, "function", None) is test and hasattr(it, "callspec")]
+    wanted = [
+        it.callspec.params[argname]
+        for it in request.session.items
+        if getattr(it, "function", None) is test and hasattr(it, "callspec")
+    ]
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=test.__name__)
     runs = {v: pool.submit(run, v) for v in wanted}
     try:

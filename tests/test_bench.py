@@ -13,8 +13,18 @@ from gpukit.bench import matmul, membw, results, timing
 from gpukit.bench.envinfo import BENCH_VERSION, env_stamp
 from gpukit.cli import main
 
-ENV_KEYS = ("benchmark_version", "torch", "device", "device_name", "threads", "world_size", "backend",
-            "hostname", "date", "label")
+ENV_KEYS = (
+    "benchmark_version",
+    "torch",
+    "device",
+    "device_name",
+    "threads",
+    "world_size",
+    "backend",
+    "hostname",
+    "date",
+    "label",
+)
 
 
 def _cuda() -> bool:
@@ -26,8 +36,10 @@ def _cuda() -> bool:
 # ---------------------------------------------------------------- timing
 
 
-@given(st.lists(st.floats(min_value=1e-9, max_value=1e3), min_size=1, max_size=50),
-       st.floats(min_value=0, max_value=100))
+@given(
+    st.lists(st.floats(min_value=1e-9, max_value=1e3), min_size=1, max_size=50),
+    st.floats(min_value=0, max_value=100),
+)
 def test_percentile_matches_numpy(xs, q):
     import numpy as np
 
@@ -43,10 +55,14 @@ def test_one_median_everywhere_is_the_true_median():
 
     assert timing.percentile([1.0, 2.0, 3.0, 10.0], 50) == 2.5
     assert timing.percentile([3.0, 1.0, 2.0], 50) == 2.0
-    rows = [{"size_bytes": s, "time_us": 10 + s / 1e3, "world_size": 2, "busbw_gbps": 1.0, "harness_ratio": h}
-            for s, h in ((1e3, 0.8), (1e4, 1.1), (1e5, 0.9), (1e6, 1.0))]
-    entry = link_entry(SimpleNamespace(rows=rows, env={"backend": "gloo"}), {"holdout_error_max": 0.0,
-                                                                                "holdout_error_median": 0.0})
+    rows = [
+        {"size_bytes": s, "time_us": 10 + s / 1e3, "world_size": 2, "busbw_gbps": 1.0, "harness_ratio": h}
+        for s, h in ((1e3, 0.8), (1e4, 1.1), (1e5, 0.9), (1e6, 1.0))
+    ]
+    entry = link_entry(
+        SimpleNamespace(rows=rows, env={"backend": "gloo"}),
+        {"holdout_error_max": 0.0, "holdout_error_median": 0.0},
+    )
     assert entry["harness_ratio_median"] == pytest.approx(0.95)
     with pytest.raises(ValueError, match="empty"):
         timing.percentile([], 50)
@@ -121,6 +137,7 @@ def test_cuda_env_stamp_names_gpu_cuda_torch_and_driver(monkeypatch, smi, driver
     def run(argv, **kw):
         calls.append(argv)
         return SimpleNamespace(returncode=0, stdout=smi, stderr="")
+
     monkeypatch.setattr(subprocess, "run", run)
     envinfo.nvidia_driver_version.cache_clear()
     try:
@@ -137,8 +154,9 @@ def test_cuda_env_stamp_names_gpu_cuda_torch_and_driver(monkeypatch, smi, driver
 
 
 def test_matmul_cpu_tiny_sweep_is_sane():
-    res = matmul.matmul_bench("cpu", ["fp32", "bf16"], (32, 64), threads=1, repeats=3, min_repeat_s=0.005,
-                              progress_bar=False)
+    res = matmul.matmul_bench(
+        "cpu", ["fp32", "bf16"], (32, 64), threads=1, repeats=3, min_repeat_s=0.005, progress_bar=False
+    )
     assert {r["dtype"] for r in res.rows} == {"fp32", "bf16"}
     assert len(res.rows) == 2 * 4  # two squares + mlp-up + mlp-down per dtype
     for r in res.rows:
@@ -152,8 +170,16 @@ def test_matmul_cpu_tiny_sweep_is_sane():
 
 
 def test_matmul_achieved_fraction_uses_the_given_peak():
-    res = matmul.matmul_bench("cpu", "fp32", (32,), llm_shapes=False, peak_tflops=2.0, repeats=3,
-                              min_repeat_s=0.002, progress_bar=False)
+    res = matmul.matmul_bench(
+        "cpu",
+        "fp32",
+        (32,),
+        llm_shapes=False,
+        peak_tflops=2.0,
+        repeats=3,
+        min_repeat_s=0.002,
+        progress_bar=False,
+    )
     (row,) = res.rows
     assert row["peak_tflops"] == 2.0 and row["achieved_frac"] == pytest.approx(row["tflops"] / 2.0)
 
@@ -173,22 +199,57 @@ def test_matmul_shapes():
         matmul.matmul_shapes([0])
 
 
-@pytest.mark.parametrize("name, key", [
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H100 NVL", "h100-nvl"),
-    ("NVIDIA H200", "h200"), ("NVIDIA GH200 480GB", "gh200"), ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
-    ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
-    ("Tesla T4", "t4"), ("NVIDIA A10G", "a10g"), ("Some Future GPU", None)])
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA GH200 480GB", "gh200"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA L40S", "l40s"),
+        ("Tesla T4", "t4"),
+        ("NVIDIA A10G", "a10g"),
+        ("Some Future GPU", None),
+    ],
+)
 def test_gpu_key_for_device_names(name, key):
-    known = {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "gh200", "a100-80gb-sxm", "a100-40gb-sxm", "l4",
-             "l40s", "t4", "a10g"}
+    known = {
+        "h100-sxm",
+        "h100-pcie",
+        "h100-nvl",
+        "h200",
+        "gh200",
+        "a100-80gb-sxm",
+        "a100-40gb-sxm",
+        "l4",
+        "l40s",
+        "t4",
+        "a10g",
+    }
     assert matmul.gpu_key_for(name, known) == key
 
 
-@pytest.mark.parametrize("name, key", [
-    ("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
-    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA A100 80GB PCIe", "a100-80gb"),
-    ("NVIDIA A100-PCIE-40GB", "a100-40gb"), ("NVIDIA B200", "b200"), ("NVIDIA L40S", "l40s"),
-    ("NVIDIA H100 NVL", None), ("NVIDIA H200 NVL", None), ("NVIDIA GH200 480GB", None)])
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA A100 80GB PCIe", "a100-80gb"),
+        ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA H100 NVL", None),
+        ("NVIDIA H200 NVL", None),
+        ("NVIDIA GH200 480GB", None),
+    ],
+)
 def test_gpu_key_for_the_shipped_catalog(name, key):
     """torch.cuda.get_device_name -> a gpukit/data/gpus.csv row, against the real catalog. A variant the
     catalog lacks (H100/H200 NVL: 835 dense bf16 TFLOPS, not the SXM's 989; GH200) is unknown, not
@@ -233,8 +294,14 @@ def test_memory_bandwidth_rejects_bad_size():
 
 
 def _result():
-    return results.BenchResult("demo", ({"a": 1, "b": 2.5}, {"a": 2, "b": 1e-3}), {"device": "cpu", "label": "CPU"},
-                               {"best": 2.5}, ("a", "b"), ("a(x)", "b(y)"))
+    return results.BenchResult(
+        "demo",
+        ({"a": 1, "b": 2.5}, {"a": 2, "b": 1e-3}),
+        {"device": "cpu", "label": "CPU"},
+        {"best": 2.5},
+        ("a", "b"),
+        ("a(x)", "b(y)"),
+    )
 
 
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
@@ -254,8 +321,15 @@ def test_result_text_uses_headers():
 
 
 @pytest.mark.skipif(_cuda(), reason="a CUDA device is present")
-@pytest.mark.parametrize("argv", [["bench", "matmul", "--device", "cuda"], ["bench", "memory", "--device", "cuda"],
-                                  ["bench", "all", "--device", "cuda"], ["calibrate", "--device", "cuda"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "matmul", "--device", "cuda"],
+        ["bench", "memory", "--device", "cuda"],
+        ["bench", "all", "--device", "cuda"],
+        ["calibrate", "--device", "cuda"],
+    ],
+)
 def test_cli_cuda_without_cuda_exits_2(argv, capsys):
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == "error: --device cuda requested but no CUDA device is available"
@@ -282,12 +356,21 @@ def test_bench_all_on_cuda_keeps_the_other_sections_when_decode_fails(monkeypatc
 
     def oom(**kw):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB\nmore lines")
+
     monkeypatch.setattr(decode, "gpu_decode", oom)
     rep = suite.run_suite("cuda", quick=True, timeout_s=60)
-    assert list(rep.sections) == ["matmul", "memory", "harness_check", "all_reduce_loopback_gloo_cpu",
-                                  "memory_validation", "decode"]
-    assert rep.sections["decode"] == {"error": "gpukit.bench.decode.gpu_decode: OutOfMemoryError: "
-                                               "CUDA out of memory. Tried to allocate 20.00 GiB"}
+    assert list(rep.sections) == [
+        "matmul",
+        "memory",
+        "harness_check",
+        "all_reduce_loopback_gloo_cpu",
+        "memory_validation",
+        "decode",
+    ]
+    assert rep.sections["decode"] == {
+        "error": "gpukit.bench.decode.gpu_decode: OutOfMemoryError: "
+        "CUDA out of memory. Tried to allocate 20.00 GiB"
+    }
     rep.write(tmp_path / "suite.json")
     saved = json.loads((tmp_path / "suite.json").read_text())
     assert saved["sections"]["matmul"]["rows"] == [{"x": 1.0}] and "error" in saved["sections"]["decode"]
@@ -298,9 +381,14 @@ def _fake_cpu_suite(monkeypatch, **sections):
     from gpukit.bench import collectives, envinfo, suite
 
     done = results.BenchResult("fake", ({"x": 1.0},), {"device": "cpu"}, {})
-    fakes = {"matmul": lambda *a, **k: done, "memory": lambda *a, **k: done,
-             "harness_check": lambda *a, **k: {"ratio": 1.0}, "collectives": lambda *a, **k: done,
-             "memory_validation": lambda device: {"skipped": "cpu"}, **sections}
+    fakes = {
+        "matmul": lambda *a, **k: done,
+        "memory": lambda *a, **k: done,
+        "harness_check": lambda *a, **k: {"ratio": 1.0},
+        "collectives": lambda *a, **k: done,
+        "memory_validation": lambda device: {"skipped": "cpu"},
+        **sections,
+    }
     monkeypatch.setattr(matmul, "matmul_bench", fakes["matmul"])
     monkeypatch.setattr(membw, "memory_bandwidth", fakes["memory"])
     monkeypatch.setattr(matmul, "harness_check", fakes["harness_check"])
@@ -320,6 +408,7 @@ def _slow(result=None, s=0.4):
         if result is None:
             raise TimeoutError("memory benchmark timed out (raise --timeout)")
         return result
+
     return run
 
 
@@ -333,7 +422,10 @@ def test_bench_all_timeout_keeps_the_sections_finished_before_it(monkeypatch):
     assert list(d["sections"]) == ["matmul"] and d["sections"]["matmul"]["rows"] == [{"x": 1.0}]
     inc = d["incomplete"]
     assert inc["timed_out_in"] == "memory" and inc["timeout_s"] == 0.2 and inc["elapsed_s"] >= 0.4
-    assert inc["error"] == "gpukit.bench.membw.memory_bandwidth: TimeoutError: memory benchmark timed out (raise --timeout)"
+    assert (
+        inc["error"]
+        == "gpukit.bench.membw.memory_bandwidth: TimeoutError: memory benchmark timed out (raise --timeout)"
+    )
     assert inc["not_run"] == ["harness_check", "all_reduce_loopback_gloo_cpu", "memory_validation"]
     assert "# incomplete: timed out in memory" in ex.value.report.to_text()
 
@@ -345,27 +437,39 @@ def test_bench_all_timeout_after_a_section_that_stopped_early_keeps_its_rows(mon
     with pytest.raises(TimeoutError) as ex:
         suite.run_suite("cpu", timeout_s=0.2)
     d = ex.value.report.to_json_dict()
-    assert list(d["sections"]) == ["matmul", "memory"] and d["sections"]["memory"]["rows"] == [{"test": "copy"}]
+    assert list(d["sections"]) == ["matmul", "memory"] and d["sections"]["memory"]["rows"] == [
+        {"test": "copy"}
+    ]
     assert d["incomplete"]["timed_out_in"] == "memory" and d["incomplete"]["not_run"][0] == "harness_check"
 
 
 def test_bench_all_keeps_going_after_a_section_fails(monkeypatch):
     """A failed section (a rank died; its own limit hit while the run has time left) is recorded and the
     sections after it still run: no exception, nothing lost."""
+
     def died(*a, **k):
         raise RuntimeError("benchmark worker failed: rank 1 died with exit code -9\nmore")
 
     def own_limit(*a, timeout_s, **k):
         raise TimeoutError("harness check timed out after 120 s (raise --timeout)")
+
     suite = _fake_cpu_suite(monkeypatch, collectives=died, harness_check=own_limit)
     rep = suite.run_suite("cpu", timeout_s=60)
     assert rep.incomplete is None and "incomplete" not in rep.to_json_dict()
-    assert list(rep.sections) == ["matmul", "memory", "harness_check", "all_reduce_loopback_gloo_cpu",
-                                  "memory_validation"]
+    assert list(rep.sections) == [
+        "matmul",
+        "memory",
+        "harness_check",
+        "all_reduce_loopback_gloo_cpu",
+        "memory_validation",
+    ]
     assert rep.sections["all_reduce_loopback_gloo_cpu"] == {
         "error": "gpukit.bench.collectives.run_collectives: RuntimeError: benchmark worker failed: rank 1 died "
-                 "with exit code -9"}
-    assert rep.sections["harness_check"]["error"].startswith("gpukit.bench.matmul.harness_check: TimeoutError")
+        "with exit code -9"
+    }
+    assert rep.sections["harness_check"]["error"].startswith(
+        "gpukit.bench.matmul.harness_check: TimeoutError"
+    )
     assert rep.sections["memory_validation"] == {"skipped": "cpu"}
 
 
@@ -373,7 +477,9 @@ def test_bench_all_keeps_going_after_a_section_fails(monkeypatch):
 def test_cli_bench_all_timeout_writes_the_partial_json_and_exits_2(monkeypatch, tmp_path, capsys, as_json):
     _fake_cpu_suite(monkeypatch, memory=_slow())
     out = tmp_path / "suite.json"
-    argv = ["bench", "all", "--device", "cpu", "--timeout", "0.2", "--out", str(out)] + (["--json"] if as_json else [])
+    argv = ["bench", "all", "--device", "cpu", "--timeout", "0.2", "--out", str(out)] + (
+        ["--json"] if as_json else []
+    )
     assert main(argv) == 2
     cap = capsys.readouterr()
     err = cap.err.strip().splitlines()
@@ -390,8 +496,27 @@ def test_cli_bench_all_timeout_writes_the_partial_json_and_exits_2(monkeypatch, 
 def test_cli_matmul_json_and_out(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     out = tmp_path / "mm.json"
-    assert main(["bench", "matmul", "--device", "cpu", "--sizes", "32", "--square-only", "--repeats", "3",
-                 "--threads", "1", "--json", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "matmul",
+                "--device",
+                "cpu",
+                "--sizes",
+                "32",
+                "--square-only",
+                "--repeats",
+                "3",
+                "--threads",
+                "1",
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads(out.read_text())
     assert printed["rows"][0]["tflops"] > 0 and saved["env"]["threads"] == 1 and saved["kind"] == "matmul"
@@ -412,6 +537,7 @@ def test_cli_memory_text(capsys, monkeypatch):
 
 def test_bench_all_interrupted_keeps_the_sections_finished_before_it(monkeypatch):
     """Ctrl-C inside the memory section: SuiteInterrupted (a KeyboardInterrupt) carries matmul's results."""
+
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 

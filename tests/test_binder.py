@@ -57,6 +57,7 @@ REPORT = ROOT / "artifacts" / "binder_memory.json"
 
 # ------------------------------------------------------------------ the files themselves
 
+
 def _pins(path: Path) -> dict[str, str]:
     """name -> exact version of every `name==version` line (comments, options and -r lines skipped)."""
     pins = {}
@@ -75,7 +76,8 @@ def test_binder_pins_match_requirements():
     root, binder = _pins(ROOT / "requirements.txt"), _pins(BINDER / "requirements.txt")
     assert sorted(binder) == sorted(root), (
         f"only in binder: {sorted(set(binder) - set(root))}, only in requirements.txt: "
-        f"{sorted(set(root) - set(binder))}")
+        f"{sorted(set(root) - set(binder))}"
+    )
     drift = {n: (root[n], binder[n]) for n in root if n != "torch" and root[n] != binder[n]}
     assert drift == {}, f"binder pins drifted from requirements.txt (requirements, binder): {drift}"
     assert binder["torch"] == root["torch"] + "+cpu", f"binder torch {binder['torch']} vs {root['torch']}"
@@ -90,21 +92,33 @@ def test_binder_files_are_what_repo2docker_expects():
         assert path.read_text().startswith("#!/bin/bash\n"), f"binder/{name} needs a bash shebang"
     assert re.search(r"^set -e", (BINDER / "postBuild").read_text(), re.M), "postBuild needs set -e"
     last = [ln for ln in (BINDER / "start").read_text().splitlines() if ln.strip()][-1]
-    assert last.strip() == 'exec "$@"', "binder/start must end with exec \"$@\""
+    assert last.strip() == 'exec "$@"', 'binder/start must end with exec "$@"'
 
 
 def test_start_script_sets_quick_mode_and_passes_the_command_through():
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GPUKIT_QUICK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    code = ("import os, sys; from gpukit.course import nbtools; "
-            "print(nbtools.quick(), os.environ['OMP_NUM_THREADS'], sys.argv[1:]); sys.exit(3)")
-    out = subprocess.run([str(BINDER / "start"), sys.executable, "-c", code, "a b", "c"], env=env,
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GPUKIT_QUICK", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    }
+    code = (
+        "import os, sys; from gpukit.course import nbtools; "
+        "print(nbtools.quick(), os.environ['OMP_NUM_THREADS'], sys.argv[1:]); sys.exit(3)"
+    )
+    out = subprocess.run(
+        [str(BINDER / "start"), sys.executable, "-c", code, "a b", "c"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert out.returncode == 3, out.stderr  # exec: the command's own exit status comes back
     assert out.stdout.strip() == "True 1 ['a b', 'c']"
 
 
 # ------------------------------------------------------------------ the environment, built
+
 
 def _build_key() -> str:
     h = hashlib.sha256(RECIPE.encode())
@@ -130,22 +144,40 @@ def _local_requirements(dest: Path) -> str:
     for line in (BINDER / "requirements.txt").read_text().splitlines():
         (dropped if CPU_INDEX in line else kept).append(line)
     dest.write_text("\n".join(kept) + "\n")
-    return (f"binder test: the PyTorch CPU index is unreachable from this machine; dropped "
-            f"{dropped} and installed binder's torch pin from what pip finds here")
+    return (
+        f"binder test: the PyTorch CPU index is unreachable from this machine; dropped "
+        f"{dropped} and installed binder's torch pin from what pip finds here"
+    )
 
 
 def _run(cmd, **kw) -> None:
     out = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if out.returncode:
-        pytest.fail(f"{' '.join(map(str, cmd))} exited {out.returncode}:\n{out.stdout[-3000:]}\n"
-                    f"{out.stderr[-3000:]}", pytrace=False)
+        pytest.fail(
+            f"{' '.join(map(str, cmd))} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}",
+            pytrace=False,
+        )
 
 
 def _venv_env(venv: Path) -> dict:
     """What the pod's processes see: the Binder env first on PATH, nothing from the test's own venv."""
-    env = {k: v for k, v in os.environ.items() if k not in (
-        "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MPLBACKEND", "TQDM_DISABLE", "GPUKIT_QUICK",
-        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_MAX_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "VIRTUAL_ENV",
+            "PYTHONPATH",
+            "PYTHONHOME",
+            "MPLBACKEND",
+            "TQDM_DISABLE",
+            "GPUKIT_QUICK",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "NUMEXPR_MAX_THREADS",
+        )
+    }
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return env
 
@@ -165,14 +197,29 @@ def binder_venv() -> Path:
             shutil.rmtree(VENV, ignore_errors=True)
             _run([_runtime_python(), "-m", "venv", str(VENV)], timeout=300)
             py = VENV / "bin" / "python"
-            _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                  str(VENV.parent / "binder-requirements.local.txt")], timeout=900)
+            _run(
+                [
+                    str(py),
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "-r",
+                    str(VENV.parent / "binder-requirements.local.txt"),
+                ],
+                timeout=900,
+            )
             _run(["bash", str(BINDER / "postBuild")], cwd=ROOT, env=_venv_env(VENV), timeout=600)
             stamp.write_text(key)
             built = f"built in {time.monotonic() - t0:.0f} s"
     torch_version = subprocess.run(
         [str(VENV / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
-        capture_output=True, text=True, timeout=120, env=_venv_env(VENV)).stdout.strip()
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_venv_env(VENV),
+    ).stdout.strip()
     msg = f"{note} (torch {torch_version}); build/binder-venv {built}"
     print(f"\n{msg}")
     warnings.warn(msg, UserWarning, stacklevel=1)
@@ -184,13 +231,16 @@ def binder_venv() -> Path:
 def test_binder_env_is_cpu_only_and_complete(binder_venv):
     """The pins resolved as written, torch is the CPU build (no CUDA wheels), the kernel is this env's."""
     py = binder_venv / "bin" / "python"
-    code = ("import importlib.metadata as md, json, torch, gpukit\n"
-            "from jupyter_client import KernelManager\n"
-            "dists = {d.metadata['Name'].lower().replace('_', '-'): d.version for d in md.distributions()}\n"
-            "print(json.dumps({'dists': dists, 'cuda': torch.version.cuda, 'gpukit': gpukit.__file__,\n"
-            "  'kernel': KernelManager(kernel_name='python3').format_kernel_cmd()[0]}))")
-    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=120,
-                         env=_venv_env(binder_venv))
+    code = (
+        "import importlib.metadata as md, json, torch, gpukit\n"
+        "from jupyter_client import KernelManager\n"
+        "dists = {d.metadata['Name'].lower().replace('_', '-'): d.version for d in md.distributions()}\n"
+        "print(json.dumps({'dists': dists, 'cuda': torch.version.cuda, 'gpukit': gpukit.__file__,\n"
+        "  'kernel': KernelManager(kernel_name='python3').format_kernel_cmd()[0]}))"
+    )
+    out = subprocess.run(
+        [str(py), "-c", code], capture_output=True, text=True, timeout=120, env=_venv_env(binder_venv)
+    )
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
     pins = _pins(BINDER / "requirements.txt")
@@ -204,10 +254,18 @@ def test_binder_env_is_cpu_only_and_complete(binder_venv):
 
 # ------------------------------------------------------------------ every notebook, pod-sized
 
+
 def _run_measured(cmd: list[str], *, env: dict, cwd: Path, timeout_s: float) -> dict:
     """Run cmd; sample summed RSS of its process tree every SAMPLE_S; also the rusage max RSS."""
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     peak = {"tree_bytes": 0, "largest_process_bytes": 0, "n_processes": 0}
     done = threading.Event()
     chunks: list[bytes] = []
@@ -243,9 +301,14 @@ def _run_measured(cmd: list[str], *, env: dict, cwd: Path, timeout_s: float) -> 
         kill_tree(proc.pid)  # anything the kernel left behind
         for t in threads:
             t.join(timeout=10)
-    return {**peak, "rusage_max_rss_bytes": usage.ru_maxrss * 1024, "seconds": time.monotonic() - t0,
-            "returncode": proc.returncode, "timed_out": timed_out.is_set(),
-            "output": b"".join(chunks).decode(errors="replace")}
+    return {
+        **peak,
+        "rusage_max_rss_bytes": usage.ru_maxrss * 1024,
+        "seconds": time.monotonic() - t0,
+        "returncode": proc.returncode,
+        "timed_out": timed_out.is_set(),
+        "output": b"".join(chunks).decode(errors="replace"),
+    }
 
 
 def _pod_cpus() -> list[str]:
@@ -258,9 +321,23 @@ def _run_in_pod(nb: Path, venv: Path, out_dir: Path, cpus: queue.Queue) -> dict:
     records, the inline backend) under `taskset -c CPU binder/start`, on a CPU no other run holds."""
     cpu = cpus.get()
     try:
-        cmd = ["taskset", "-c", cpu, str(BINDER / "start"), str(venv / "bin" / "python"), "-m",
-               "gpukit.course.runbook", "--only", nb.stem, "--notebooks", str(nb.parent), "--out",
-               str(out_dir), "--timeout", str(CELL_TIMEOUT_S)]
+        cmd = [
+            "taskset",
+            "-c",
+            cpu,
+            str(BINDER / "start"),
+            str(venv / "bin" / "python"),
+            "-m",
+            "gpukit.course.runbook",
+            "--only",
+            nb.stem,
+            "--notebooks",
+            str(nb.parent),
+            "--out",
+            str(out_dir),
+            "--timeout",
+            str(CELL_TIMEOUT_S),
+        ]
         res = _run_measured(cmd, env=_venv_env(venv), cwd=ROOT, timeout_s=NOTEBOOK_TIMEOUT_S)
         return {**res, "cpu": cpu, "out_dir": out_dir}
     finally:
@@ -279,9 +356,13 @@ def pod_runs(request, binder_venv, tmp_path_factory):
     free: queue.Queue = queue.Queue()
     for c in cpus:
         free.put(c)
-    with side_by_side(request, test_notebook_runs_in_a_binder_pod, "nb",
-                      lambda nb: _run_in_pod(nb, binder_venv, tmp_path_factory.mktemp(nb.stem), free),
-                      workers=len(cpus)) as runs:
+    with side_by_side(
+        request,
+        test_notebook_runs_in_a_binder_pod,
+        "nb",
+        lambda nb: _run_in_pod(nb, binder_venv, tmp_path_factory.mktemp(nb.stem), free),
+        workers=len(cpus),
+    ) as runs:
         yield runs
 
 
@@ -292,10 +373,14 @@ def test_notebook_runs_in_a_binder_pod(nb, pod_runs):
     res = pod_runs[nb].result()
     out_nb, records = res["out_dir"] / nb.name, res["out_dir"] / "records.json"
     peak = max(res["tree_bytes"], res["rusage_max_rss_bytes"])
-    line = {"notebook": nb.stem, "seconds": round(res["seconds"], 1),
-            "peak_tree_rss_mb": round(res["tree_bytes"] / 1e6), "largest_process_rss_mb": round(
-                max(res["largest_process_bytes"], res["rusage_max_rss_bytes"]) / 1e6),
-            "processes": res["n_processes"], "returncode": res["returncode"]}
+    line = {
+        "notebook": nb.stem,
+        "seconds": round(res["seconds"], 1),
+        "peak_tree_rss_mb": round(res["tree_bytes"] / 1e6),
+        "largest_process_rss_mb": round(max(res["largest_process_bytes"], res["rusage_max_rss_bytes"]) / 1e6),
+        "processes": res["n_processes"],
+        "returncode": res["returncode"],
+    }
     print(f"\nbinder pod run (CPU {res['cpu']} of {len(_pod_cpus())}, binder/start): {json.dumps(line)}")
     _append_report(line)
     assert not res["timed_out"], f"{nb.name} ran past {NOTEBOOK_TIMEOUT_S} s under one CPU"
@@ -312,7 +397,9 @@ def check_executed(out_nb: Path, records: Path) -> None:
     name = out_nb.name
     assert error_outputs(out_nb) == [], f"{name}: error outputs in the executed notebook"
     executed = nbformat.read(out_nb, as_version=4)
-    assert all(c.execution_count is not None for c in executed.cells if c.cell_type == "code" and c.source.strip())
+    assert all(
+        c.execution_count is not None for c in executed.cells if c.cell_type == "code" and c.source.strip()
+    )
     assert count_figures(executed) >= 1, f"{name}: the executed notebook holds no figure (image/png output)"
     for rec in read_records(records):
         assert rec["notebook"] == out_nb.stem and rec["name"] and rec["unit"], rec

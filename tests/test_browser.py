@@ -38,14 +38,20 @@ def _in_ci() -> bool:
 
 def _require_browser(chromium_path: str = CHROMIUM) -> None:
     """Skip without Chromium or Playwright on a developer machine; fail in CI (CI=true)."""
-    missing = [what for what, ok in (
-        (chromium_path, Path(chromium_path).exists()),
-        ("Python playwright", importlib.util.find_spec("playwright") is not None),
-    ) if not ok]
+    missing = [
+        what
+        for what, ok in (
+            (chromium_path, Path(chromium_path).exists()),
+            ("Python playwright", importlib.util.find_spec("playwright") is not None),
+        )
+        if not ok
+    ]
     if not missing:
         return
-    msg = (f"browser test needs {' and '.join(missing)} (apt-get install chromium chromium-driver; "
-           "pip install -r requirements-dev.txt)")
+    msg = (
+        f"browser test needs {' and '.join(missing)} (apt-get install chromium chromium-driver; "
+        "pip install -r requirements-dev.txt)"
+    )
     if _in_ci():
         pytest.fail(f"{msg}; CI is set, so this fails instead of skipping", pytrace=False)
     pytest.skip(msg)
@@ -87,8 +93,9 @@ def _run_in_own_browser(lab, nb: Path):
     with chromium() as b:
         page = b.new_page(viewport=VIEWPORT)
         try:
-            res = run_notebook(page, lab, nb.name, screenshot=SCREENSHOTS / f"{nb.stem}.png",
-                               run_timeout_s=RUN_TIMEOUT_S)
+            res = run_notebook(
+                page, lab, nb.name, screenshot=SCREENSHOTS / f"{nb.stem}.png", run_timeout_s=RUN_TIMEOUT_S
+            )
             shutdown_kernel(page)
         finally:
             page.close()
@@ -101,14 +108,17 @@ def browser_runs(request, lab):
     browser and kernel: notebook -> Future of its NotebookRun. One notebook keeps about 40% of
     two cores busy (the rest is waiting on the page and the kernel), so two at once take little more
     than half the time."""
-    with side_by_side(request, test_notebook_in_browser, "nb", lambda nb: _run_in_own_browser(lab, nb),
-                      workers=OPEN_AT_ONCE) as runs:
+    with side_by_side(
+        request, test_notebook_in_browser, "nb", lambda nb: _run_in_own_browser(lab, nb), workers=OPEN_AT_ONCE
+    ) as runs:
         yield runs
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT_S * len(NOTEBOOKS) // OPEN_AT_ONCE + 300)  # waits for the runs queued before it
+@pytest.mark.timeout(
+    RUN_TIMEOUT_S * len(NOTEBOOKS) // OPEN_AT_ONCE + 300
+)  # waits for the runs queued before it
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_in_browser(nb, lab, browser_runs):
     res = browser_runs[nb].result()
@@ -116,7 +126,8 @@ def test_notebook_in_browser(nb, lab, browser_runs):
     print(f"\nbrowser {nb.stem}: {json.dumps(summary)}")
     assert res.errors == [], f"{nb.name}: errors in the browser: {res.errors}"
     assert res.rendered_widgets == res.widget_views, (
-        f"{nb.name}: {res.widget_views} widget views in the outputs, {res.rendered_widgets} rendered")
+        f"{nb.name}: {res.widget_views} widget views in the outputs, {res.rendered_widgets} rendered"
+    )
     if res.control is not None:
         assert res.output_changed, f"{nb.name}: moving the first {res.control} did not change its output"
     shot = SCREENSHOTS / f"{nb.stem}.png"
@@ -124,7 +135,8 @@ def test_notebook_in_browser(nb, lab, browser_runs):
     # The server logs every save; outputs must never be written into the repository's notebooks.
     # (Not a hash check: other people may edit a notebook while the suite runs.)
     assert f"Saving file at /{nb.name}" not in lab.log_path.read_text(errors="replace"), (
-        f"{nb.name} was saved by the browser run (autosave?)")
+        f"{nb.name} was saved by the browser run (autosave?)"
+    )
 
 
 # ------------------------------------------------------------------ the harness can fail
@@ -163,8 +175,14 @@ def test_harness_reports_errors_and_dead_controls(tmp_path, browser):
     with jupyterlab(tmp_path, env=_lab_env()) as lab2:
         page = browser.new_page(viewport=VIEWPORT)
         try:
-            res = run_notebook(page, lab2, "broken.ipynb", screenshot=tmp_path / "broken.png",
-                               run_timeout_s=120, change_timeout_s=5)
+            res = run_notebook(
+                page,
+                lab2,
+                "broken.ipynb",
+                screenshot=tmp_path / "broken.png",
+                run_timeout_s=120,
+                change_timeout_s=5,
+            )
             shutdown_kernel(page)
         finally:
             page.close()

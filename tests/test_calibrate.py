@@ -71,24 +71,39 @@ def test_a_failed_nccl_link_keeps_the_rest_of_the_gpu_profile(tmp_path, monkeypa
     monkeypatch.setattr(envinfo, "env_stamp", lambda *a, **k: {"device": "cuda"})
 
     def mm(device, dtypes, sizes, **k):
-        return results.BenchResult("matmul", ({"shape": "1024", "tflops": 400.0, "achieved_frac": 0.4},),
-                                   {}, {f"best_tflops_{dtypes[0]}": 400.0})
+        return results.BenchResult(
+            "matmul",
+            ({"shape": "1024", "tflops": 400.0, "achieved_frac": 0.4},),
+            {},
+            {f"best_tflops_{dtypes[0]}": 400.0},
+        )
+
     monkeypatch.setattr(matmul, "matmul_bench", mm)
-    monkeypatch.setattr(membw, "memory_bandwidth", lambda *a, **k: results.BenchResult(
-        "membw", ({"test": "copy", "gbps": 3000.0}, {"test": "triad", "gbps": 3100.0}), {}, {}))
+    monkeypatch.setattr(
+        membw,
+        "memory_bandwidth",
+        lambda *a, **k: results.BenchResult(
+            "membw", ({"test": "copy", "gbps": 3000.0}, {"test": "triad", "gbps": 3100.0}), {}, {}
+        ),
+    )
 
     def links(op, n, sizes, *, device, backend, **k):
         if backend == "nccl":
             raise RuntimeError("benchmark worker failed: rank 1: DistBackendError: NCCL error\nstack")
         return "gloo rows"
+
     monkeypatch.setattr(collectives, "run_collectives", links)
     monkeypatch.setattr(collectives, "fit_and_holdout", lambda res, holdout: {})
-    monkeypatch.setattr(cal, "link_entry", lambda res, h: {"alpha_us": 50.0, "beta_gbps": 1.0, "holdout_error": 0.1})
+    monkeypatch.setattr(
+        cal, "link_entry", lambda res, h: {"alpha_us": 50.0, "beta_gbps": 1.0, "holdout_error": 0.1}
+    )
     out = tmp_path / "profile.json"
     assert main(["calibrate", "--quick", "--device", "cuda", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert ("link local-nccl   failed, not in the profile: RuntimeError: benchmark worker failed: rank 1: "
-            "DistBackendError: NCCL error") in text and f"wrote {out}" in text
+    assert (
+        "link local-nccl   failed, not in the profile: RuntimeError: benchmark worker failed: rank 1: "
+        "DistBackendError: NCCL error"
+    ) in text and f"wrote {out}" in text
     data = json.loads(out.read_text())
     assert list(data["links"]) == ["loopback-gloo"] and "local-nccl" in data["links_failed"]
     prof = load_profile(out)

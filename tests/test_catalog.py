@@ -29,14 +29,60 @@ KINDS = ("gpus", "models", "interconnects")
 PEAKS = ("fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops")
 
 REQUIRED_ROWS = {
-    "gpus": {"v100-32gb", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l4", "l40s", "a10g",
-             "t4", "rtx-3090", "rtx-4090", "rtx-a6000", "rtx-6000-ada", "mi300x"},
-    "models": {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "bert-base-cased", "bert-large", "llama-2-7b",
-               "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "mistral-7b",
-               "gpt3-175b"},
-    "interconnects": {"pcie3", "pcie4", "pcie5", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "ib-hdr", "ib-ndr",
-                      "ib-xdr", "eth-1g", "eth-10g", "eth-25g", "eth-100g", "eth-400g", "roce-100g", "roce-400g",
-                      "efa"},
+    "gpus": {
+        "v100-32gb",
+        "a100-40gb",
+        "a100-80gb",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "b200",
+        "l4",
+        "l40s",
+        "a10g",
+        "t4",
+        "rtx-3090",
+        "rtx-4090",
+        "rtx-a6000",
+        "rtx-6000-ada",
+        "mi300x",
+    },
+    "models": {
+        "gpt2",
+        "gpt2-medium",
+        "gpt2-large",
+        "gpt2-xl",
+        "bert-base-cased",
+        "bert-large",
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "llama-3-70b",
+        "llama-3.1-405b",
+        "mistral-7b",
+        "gpt3-175b",
+    },
+    "interconnects": {
+        "pcie3",
+        "pcie4",
+        "pcie5",
+        "nvlink2",
+        "nvlink3",
+        "nvlink4",
+        "nvlink5",
+        "ib-hdr",
+        "ib-ndr",
+        "ib-xdr",
+        "eth-1g",
+        "eth-10g",
+        "eth-25g",
+        "eth-100g",
+        "eth-400g",
+        "roce-100g",
+        "roce-400g",
+        "efa",
+    },
 }
 
 
@@ -107,23 +153,42 @@ def test_gpu_units_sane(row):
     peaks = {c: num(row, c) for c in PEAKS}
     assert all(v is None or v > 0 for v in peaks.values())
     half = peaks["bf16_tflops"] or peaks["fp16_tflops"]
-    chain = [v for v in (peaks["fp8_tflops"], half, peaks["tf32_tflops"], peaks["fp32_tflops"]) if v is not None]
+    chain = [
+        v for v in (peaks["fp8_tflops"], half, peaks["tf32_tflops"], peaks["fp32_tflops"]) if v is not None
+    ]
     assert chain == sorted(chain, reverse=True), f"expected fp8 >= bf16 >= tf32 >= fp32, got {chain}"
     if peaks["bf16_tflops"] and peaks["fp16_tflops"]:
         assert peaks["bf16_tflops"] == peaks["fp16_tflops"]  # same tensor rate with FP32 accumulate
 
 
-@pytest.mark.parametrize("name, col, value", [
-    # dense figures fixed by the task brief (= half the datasheets' sparse figures)
-    ("h100-sxm", "bf16_tflops", 989.4), ("h100-sxm", "fp8_tflops", 1978.9), ("h100-sxm", "fp32_tflops", 66.9),
-    ("h100-sxm", "tf32_tflops", 494.7), ("h100-sxm", "hbm_bandwidth_gbps", 3350), ("h100-sxm", "nvlink_gbps", 450),
-    ("h200", "bf16_tflops", 989.4), ("h200", "hbm_bandwidth_gbps", 4800),
-    ("a100-80gb", "bf16_tflops", 312), ("a100-80gb", "tf32_tflops", 156), ("a100-80gb", "fp32_tflops", 19.5),
-    ("a100-80gb", "hbm_bandwidth_gbps", 2039), ("a100-40gb", "hbm_bandwidth_gbps", 1555),
-    ("a100-40gb", "nvlink_gbps", 300), ("v100-32gb", "nvlink_gbps", 150), ("b200", "nvlink_gbps", 900),
-    ("mi300x", "memory_gib", 192), ("mi300x", "hbm_bandwidth_gbps", 5300), ("mi300x", "bf16_tflops", 1307.4),
-    ("mi300x", "fp8_tflops", 2614.9), ("mi300x", "nvlink_gbps", 448), ("rtx-3090", "nvlink_gbps", 56.25),
-])
+@pytest.mark.parametrize(
+    "name, col, value",
+    [
+        # dense figures fixed by the task brief (= half the datasheets' sparse figures)
+        ("h100-sxm", "bf16_tflops", 989.4),
+        ("h100-sxm", "fp8_tflops", 1978.9),
+        ("h100-sxm", "fp32_tflops", 66.9),
+        ("h100-sxm", "tf32_tflops", 494.7),
+        ("h100-sxm", "hbm_bandwidth_gbps", 3350),
+        ("h100-sxm", "nvlink_gbps", 450),
+        ("h200", "bf16_tflops", 989.4),
+        ("h200", "hbm_bandwidth_gbps", 4800),
+        ("a100-80gb", "bf16_tflops", 312),
+        ("a100-80gb", "tf32_tflops", 156),
+        ("a100-80gb", "fp32_tflops", 19.5),
+        ("a100-80gb", "hbm_bandwidth_gbps", 2039),
+        ("a100-40gb", "hbm_bandwidth_gbps", 1555),
+        ("a100-40gb", "nvlink_gbps", 300),
+        ("v100-32gb", "nvlink_gbps", 150),
+        ("b200", "nvlink_gbps", 900),
+        ("mi300x", "memory_gib", 192),
+        ("mi300x", "hbm_bandwidth_gbps", 5300),
+        ("mi300x", "bf16_tflops", 1307.4),
+        ("mi300x", "fp8_tflops", 2614.9),
+        ("mi300x", "nvlink_gbps", 448),
+        ("rtx-3090", "nvlink_gbps", 56.25),
+    ],
+)
 def test_gpu_spot_values(name, col, value):
     row = next(r for r in raw("gpus") if r["name"] == name)
     assert float(row[col]) == pytest.approx(value)
@@ -132,7 +197,9 @@ def test_gpu_spot_values(name, col, value):
 def test_unsupported_dtypes_are_empty_and_raise():
     rows = {r["name"]: r for r in raw("gpus")}
     for name in ("v100-32gb", "t4"):
-        assert not rows[name]["tf32_tflops"] and not rows[name]["bf16_tflops"] and not rows[name]["fp8_tflops"]
+        assert (
+            not rows[name]["tf32_tflops"] and not rows[name]["bf16_tflops"] and not rows[name]["fp8_tflops"]
+        )
     for name in ("a100-40gb", "a100-80gb", "rtx-3090", "rtx-a6000", "a10g"):
         assert not rows[name]["fp8_tflops"]
     with pytest.raises(ValueError, match="has no peak"):
@@ -165,8 +232,17 @@ def test_gpu_object_units():
     assert get_gpu("  H100-SXM ") is h100
 
 
-@pytest.mark.parametrize("gpu, link", [("v100-32gb", "nvlink2"), ("a100-40gb", "nvlink3"), ("a100-80gb", "nvlink3"),
-                                       ("h100-sxm", "nvlink4"), ("h200", "nvlink4"), ("b200", "nvlink5")])
+@pytest.mark.parametrize(
+    "gpu, link",
+    [
+        ("v100-32gb", "nvlink2"),
+        ("a100-40gb", "nvlink3"),
+        ("a100-80gb", "nvlink3"),
+        ("h100-sxm", "nvlink4"),
+        ("h200", "nvlink4"),
+        ("b200", "nvlink5"),
+    ],
+)
 def test_gpu_nvlink_matches_interconnect_catalog(gpu, link):
     assert get_gpu(gpu).nvlink_gbps == get_interconnect(link).bandwidth_gbps
 
@@ -179,9 +255,22 @@ def test_interconnect_units_sane(row):
     assert row["scope"] in ("intra-node", "inter-node")
 
 
-@pytest.mark.parametrize("name, gbit", [("ib-hdr", 200), ("ib-ndr", 400), ("ib-xdr", 800), ("eth-1g", 1),
-                                        ("eth-10g", 10), ("eth-25g", 25), ("eth-100g", 100), ("eth-400g", 400),
-                                        ("roce-100g", 100), ("roce-400g", 400), ("efa", 3200 / 8)])
+@pytest.mark.parametrize(
+    "name, gbit",
+    [
+        ("ib-hdr", 200),
+        ("ib-ndr", 400),
+        ("ib-xdr", 800),
+        ("eth-1g", 1),
+        ("eth-10g", 10),
+        ("eth-25g", 25),
+        ("eth-100g", 100),
+        ("eth-400g", 400),
+        ("roce-100g", 100),
+        ("roce-400g", 400),
+        ("efa", 3200 / 8),
+    ],
+)
 def test_network_bandwidth_is_gbit_over_8(name, gbit):
     assert get_interconnect(name).bandwidth_gbps == pytest.approx(gbit / 8)
 
@@ -189,7 +278,15 @@ def test_network_bandwidth_is_gbit_over_8(name, gbit):
 def test_interconnect_orderings():
     links = catalog.interconnects()
     bw = {n: link.bandwidth_gbps for n, link in links.items()}
-    assert bw["pcie3"] < bw["pcie4"] < bw["pcie5"] < bw["nvlink2"] < bw["nvlink3"] < bw["nvlink4"] < bw["nvlink5"]
+    assert (
+        bw["pcie3"]
+        < bw["pcie4"]
+        < bw["pcie5"]
+        < bw["nvlink2"]
+        < bw["nvlink3"]
+        < bw["nvlink4"]
+        < bw["nvlink5"]
+    )
     for gen, gt_per_s in (("pcie3", 8), ("pcie4", 16), ("pcie5", 32)):  # x16, 128b/130b encoding
         assert bw[gen] == pytest.approx(16 * gt_per_s * 128 / 130 / 8, abs=1e-3)
     assert links["nvlink4"].latency_us < links["pcie5"].latency_us < links["ib-ndr"].latency_us
@@ -206,10 +303,20 @@ def test_model_params_match_published_within_1pct(name):
 
 def test_model_layouts():
     gpt2, llama, bert = get_model("gpt2"), get_model("llama-2-7b"), get_model("bert-base-cased")
-    assert (gpt2.tied_embeddings, gpt2.position, gpt2.mlp, gpt2.norm, gpt2.bias) == (True, "learned", "gelu",
-                                                                                     "layernorm", True)
-    assert (llama.tied_embeddings, llama.position, llama.mlp, llama.norm, llama.bias) == (False, "rope", "swiglu",
-                                                                                          "rmsnorm", False)
+    assert (gpt2.tied_embeddings, gpt2.position, gpt2.mlp, gpt2.norm, gpt2.bias) == (
+        True,
+        "learned",
+        "gelu",
+        "layernorm",
+        True,
+    )
+    assert (llama.tied_embeddings, llama.position, llama.mlp, llama.norm, llama.bias) == (
+        False,
+        "rope",
+        "swiglu",
+        "rmsnorm",
+        False,
+    )
     assert bert.arch == "encoder" and get_model("bert-large").arch == "encoder"
     assert get_model("llama-2-70b").n_kv_heads == 8 and get_model("llama-2-7b").n_kv_heads == 32
     assert get_model("gpt2").n_params == 124_439_808  # exact count of the released checkpoint
@@ -217,9 +324,15 @@ def test_model_layouts():
 
 
 # ---------------------------------------------------------------- lookups
-@pytest.mark.parametrize("lookup, typo, expected", [(get_gpu, "h100", "h100-sxm"), (get_gpu, "a100", "a100-80gb"),
-                                                    (get_model, "llama2-7b", "llama-2-7b"),
-                                                    (get_interconnect, "nvlink", "nvlink4")])
+@pytest.mark.parametrize(
+    "lookup, typo, expected",
+    [
+        (get_gpu, "h100", "h100-sxm"),
+        (get_gpu, "a100", "a100-80gb"),
+        (get_model, "llama2-7b", "llama-2-7b"),
+        (get_interconnect, "nvlink", "nvlink4"),
+    ],
+)
 def test_unknown_name_suggests(lookup, typo, expected):
     with pytest.raises(ValueError) as e:
         lookup(typo)
@@ -259,23 +372,53 @@ def _set(rows, i, col, value):
     return rows
 
 
-@pytest.mark.parametrize("kind, edit, match", [
-    ("gpus", lambda r: _set(r, 2, "source", ""), r"gpus\.csv:3: empty 'source'"),
-    ("gpus", lambda r: _set(r, 3, "source_url", ""), r"gpus\.csv:4: empty 'source_url'"),
-    ("gpus", lambda r: _set(r, 3, "name", r[1][0]), r"gpus\.csv:4: duplicate name 'v100-32gb' \(first on line 2\)"),
-    ("gpus", lambda r: _set(r, 4, "tdp_w", "n/a"), r"gpus\.csv:5: 'tdp_w' must be a number, got 'n/a'"),
-    ("gpus", lambda r: _set(r, 4, "bf16_tflops", "-3"), r"gpus\.csv:5: 'bf16_tflops' must be a finite number >= 0"),
-    ("gpus", lambda r: _set(r, 2, "accessed", "Dec 2026"), r"gpus\.csv:3: 'accessed' must be an ISO date"),
-    ("gpus", lambda r: _set(r, 2, "name", "H100 SXM"), r"gpus\.csv:3: name must be lower case"),
-    ("gpus", lambda r: [[c for c, h in zip(row, r[0], strict=True) if h != "accessed"] for row in r],
-     r"gpus\.csv:1: missing column\(s\) accessed"),
-    ("gpus", lambda r: r[:3] + [r[3][:5]] + r[4:], r"gpus\.csv:4: 5 fields, header has"),
-    ("models", lambda r: _set(r, 5, "n_layers", "twelve"), r"models\.csv:6: 'n_layers' must be an integer"),
-    ("models", lambda r: _set(r, 5, "bias", "yes"), r"models\.csv:6: 'bias' must be true or false"),
-    ("models", lambda r: _set(r, 5, "mlp", "relu"), r"models\.csv:6: mlp must be one of gelu, swiglu"),
-    ("interconnects", lambda r: _set(r, 2, "scope", "rack"), r"interconnects\.csv:3: scope must be one of"),
-    ("interconnects", lambda r: _set(r, 2, "bandwidth_gbps", "0"), r"interconnects\.csv:3: 'bandwidth_gbps' must be > 0"),
-])
+@pytest.mark.parametrize(
+    "kind, edit, match",
+    [
+        ("gpus", lambda r: _set(r, 2, "source", ""), r"gpus\.csv:3: empty 'source'"),
+        ("gpus", lambda r: _set(r, 3, "source_url", ""), r"gpus\.csv:4: empty 'source_url'"),
+        (
+            "gpus",
+            lambda r: _set(r, 3, "name", r[1][0]),
+            r"gpus\.csv:4: duplicate name 'v100-32gb' \(first on line 2\)",
+        ),
+        ("gpus", lambda r: _set(r, 4, "tdp_w", "n/a"), r"gpus\.csv:5: 'tdp_w' must be a number, got 'n/a'"),
+        (
+            "gpus",
+            lambda r: _set(r, 4, "bf16_tflops", "-3"),
+            r"gpus\.csv:5: 'bf16_tflops' must be a finite number >= 0",
+        ),
+        (
+            "gpus",
+            lambda r: _set(r, 2, "accessed", "Dec 2026"),
+            r"gpus\.csv:3: 'accessed' must be an ISO date",
+        ),
+        ("gpus", lambda r: _set(r, 2, "name", "H100 SXM"), r"gpus\.csv:3: name must be lower case"),
+        (
+            "gpus",
+            lambda r: [[c for c, h in zip(row, r[0], strict=True) if h != "accessed"] for row in r],
+            r"gpus\.csv:1: missing column\(s\) accessed",
+        ),
+        ("gpus", lambda r: r[:3] + [r[3][:5]] + r[4:], r"gpus\.csv:4: 5 fields, header has"),
+        (
+            "models",
+            lambda r: _set(r, 5, "n_layers", "twelve"),
+            r"models\.csv:6: 'n_layers' must be an integer",
+        ),
+        ("models", lambda r: _set(r, 5, "bias", "yes"), r"models\.csv:6: 'bias' must be true or false"),
+        ("models", lambda r: _set(r, 5, "mlp", "relu"), r"models\.csv:6: mlp must be one of gelu, swiglu"),
+        (
+            "interconnects",
+            lambda r: _set(r, 2, "scope", "rack"),
+            r"interconnects\.csv:3: scope must be one of",
+        ),
+        (
+            "interconnects",
+            lambda r: _set(r, 2, "bandwidth_gbps", "0"),
+            r"interconnects\.csv:3: 'bandwidth_gbps' must be > 0",
+        ),
+    ],
+)
 def test_malformed_catalog_names_file_and_line(tmp_path, monkeypatch, kind, edit, match):
     _copy_data(tmp_path)
     _edit(tmp_path / f"{kind}.csv", edit)
@@ -297,7 +440,10 @@ def test_sliding_window_column():
 @pytest.mark.parametrize("bad", ["0", "-1", "2.5", "x"])
 def test_bad_sliding_window_names_the_column(tmp_path, monkeypatch, bad):
     _copy_data(tmp_path)
-    _edit(tmp_path / "models.csv", lambda r: _set(r, [x[0] for x in r].index("mistral-7b"), "sliding_window", bad))
+    _edit(
+        tmp_path / "models.csv",
+        lambda r: _set(r, [x[0] for x in r].index("mistral-7b"), "sliding_window", bad),
+    )
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     with pytest.raises(ValueError, match=r"models\.csv:\d+: 'sliding_window' must be") as e:
         catalog.models()
@@ -307,8 +453,12 @@ def test_bad_sliding_window_names_the_column(tmp_path, monkeypatch, bad):
 def test_sliding_window_column_is_optional(tmp_path, monkeypatch):
     """A models.csv written before the column existed still loads: full attention everywhere."""
     _copy_data(tmp_path)
-    _edit(tmp_path / "models.csv", lambda r: [row[:r[0].index("sliding_window")] + row[r[0].index("sliding_window") + 1:]
-                                              for row in r])
+    _edit(
+        tmp_path / "models.csv",
+        lambda r: [
+            row[: r[0].index("sliding_window")] + row[r[0].index("sliding_window") + 1 :] for row in r
+        ],
+    )
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     assert get_model("mistral-7b").sliding_window is None
 
@@ -332,7 +482,9 @@ def test_edited_catalog_is_reread(tmp_path, monkeypatch):
     _copy_data(tmp_path)
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     assert get_gpu("t4").tdp_w == 70
-    _edit(tmp_path / "gpus.csv", lambda r: _set(r, [x[0] for x in r].index("t4"), "tdp_w", "71.5"))  # size changes too
+    _edit(
+        tmp_path / "gpus.csv", lambda r: _set(r, [x[0] for x in r].index("t4"), "tdp_w", "71.5")
+    )  # size changes too
     assert get_gpu("t4").tdp_w == 71.5
 
 
@@ -342,15 +494,39 @@ def test_missing_catalog_file(tmp_path, monkeypatch):
         catalog.gpus()
 
 
-GPU_HEADER = ["name", "vendor", "memory_gib", "hbm_bandwidth_gbps", "fp32_tflops", "bf16_tflops", "nvlink_gbps",
-              "pcie_gen", "tdp_w", "source", "source_url", "accessed"]
+GPU_HEADER = [
+    "name",
+    "vendor",
+    "memory_gib",
+    "hbm_bandwidth_gbps",
+    "fp32_tflops",
+    "bf16_tflops",
+    "nvlink_gbps",
+    "pcie_gen",
+    "tdp_w",
+    "source",
+    "source_url",
+    "accessed",
+]
 finite = st.floats(min_value=0.01, max_value=1e5, allow_nan=False, allow_infinity=False)
 
 
 def _write_gpu(folder: Path, cells: dict) -> None:
-    base = {"name": "x1", "vendor": "acme", "memory_gib": "16", "hbm_bandwidth_gbps": "500", "fp32_tflops": "10",
-            "bf16_tflops": "100", "nvlink_gbps": "0", "pcie_gen": "4", "tdp_w": "300", "source": "s",
-            "source_url": "https://example.org", "accessed": "2026-12-02", **cells}
+    base = {
+        "name": "x1",
+        "vendor": "acme",
+        "memory_gib": "16",
+        "hbm_bandwidth_gbps": "500",
+        "fp32_tflops": "10",
+        "bf16_tflops": "100",
+        "nvlink_gbps": "0",
+        "pcie_gen": "4",
+        "tdp_w": "300",
+        "source": "s",
+        "source_url": "https://example.org",
+        "accessed": "2026-12-02",
+        **cells,
+    }
     with (folder / "gpus.csv").open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(GPU_HEADER)
@@ -361,8 +537,15 @@ def _write_gpu(folder: Path, cells: dict) -> None:
 @given(mem=finite, bw=finite, bf16=finite, tdp=finite)
 def test_gpu_row_round_trips(monkeypatch, mem, bw, bf16, tdp):
     with tempfile.TemporaryDirectory() as d:
-        _write_gpu(Path(d), {"memory_gib": repr(mem), "hbm_bandwidth_gbps": repr(bw), "bf16_tflops": repr(bf16),
-                             "tdp_w": repr(tdp)})
+        _write_gpu(
+            Path(d),
+            {
+                "memory_gib": repr(mem),
+                "hbm_bandwidth_gbps": repr(bw),
+                "bf16_tflops": repr(bf16),
+                "tdp_w": repr(tdp),
+            },
+        )
         monkeypatch.setenv("GPUKIT_DATA", d)
         g = get_gpu("X1")
         assert (g.memory_gib, g.hbm_bandwidth_gbps, g.peak_tflops("bf16"), g.tdp_w) == (mem, bw, bf16, tdp)
@@ -370,8 +553,10 @@ def test_gpu_row_round_trips(monkeypatch, mem, bw, bf16, tdp):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(col=st.sampled_from(["memory_gib", "hbm_bandwidth_gbps", "bf16_tflops", "nvlink_gbps", "tdp_w"]),
-       junk=st.text(alphabet="abcxyz%$ /", min_size=1, max_size=8).filter(lambda s: s.strip()))
+@given(
+    col=st.sampled_from(["memory_gib", "hbm_bandwidth_gbps", "bf16_tflops", "nvlink_gbps", "tdp_w"]),
+    junk=st.text(alphabet="abcxyz%$ /", min_size=1, max_size=8).filter(lambda s: s.strip()),
+)
 def test_non_numeric_cell_names_file_line_and_column(monkeypatch, col, junk):
     with tempfile.TemporaryDirectory() as d:
         _write_gpu(Path(d), {col: junk})
@@ -452,13 +637,21 @@ def test_cli_malformed_catalog_exits_2(tmp_path, monkeypatch, capsys):
     assert "gpus.csv:3: 'tdp_w' must be a number" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("gpu, peers, link", [
-    ("v100-32gb", 8, "nvlink2"), ("a100-80gb", 8, "nvlink3"), ("h100-sxm", 8, "nvlink4"), ("b200", 8, "nvlink5"),
-    ("mi300x", 8, "nvlink4"),  # Infinity Fabric 448 GB/s, within 1% of NVLink 4's 450
-    ("h100-pcie", 2, "nvlink3"), ("h100-pcie", 8, "pcie5"),  # a bridge joins a pair, not eight cards
-    ("rtx-3090", 2, "pcie4"),  # a 56 GB/s bridge is slower than any catalog NVLink: the card's PCIe
-    ("l4", 8, "pcie4"), ("t4", 4, "pcie3"),
-])
+@pytest.mark.parametrize(
+    "gpu, peers, link",
+    [
+        ("v100-32gb", 8, "nvlink2"),
+        ("a100-80gb", 8, "nvlink3"),
+        ("h100-sxm", 8, "nvlink4"),
+        ("b200", 8, "nvlink5"),
+        ("mi300x", 8, "nvlink4"),  # Infinity Fabric 448 GB/s, within 1% of NVLink 4's 450
+        ("h100-pcie", 2, "nvlink3"),
+        ("h100-pcie", 8, "pcie5"),  # a bridge joins a pair, not eight cards
+        ("rtx-3090", 2, "pcie4"),  # a 56 GB/s bridge is slower than any catalog NVLink: the card's PCIe
+        ("l4", 8, "pcie4"),
+        ("t4", 4, "pcie3"),
+    ],
+)
 def test_intra_node_link_one_rule_for_every_gpu(gpu, peers, link):
     """One default in-node link for memory/scaling/parallel/inference/cost (catalog.intra_node_link)."""
     assert catalog.intra_node_link(gpu, peers).name == link
@@ -469,8 +662,16 @@ def test_intra_node_link_bad_peers():
         catalog.intra_node_link("h100-sxm", 0)
 
 
-@pytest.mark.parametrize("gpu, link", [("a100-80gb", "ib-hdr"), ("h100-sxm", "ib-ndr"), ("h200", "ib-ndr"),
-                                       ("b200", "ib-ndr"), ("l4", "eth-100g")])
+@pytest.mark.parametrize(
+    "gpu, link",
+    [
+        ("a100-80gb", "ib-hdr"),
+        ("h100-sxm", "ib-ndr"),
+        ("h200", "ib-ndr"),
+        ("b200", "ib-ndr"),
+        ("l4", "eth-100g"),
+    ],
+)
 def test_inter_node_link_of_the_gpus_era(gpu, link):
     """DGX B200 has 8 x ConnectX-7, InfiniBand 'up to 400Gbps' (NDR; NVIDIA DGX B200 user guide,
     Hardware Overview); the default was XDR (800 Gb/s, ConnectX-8), twice the node's network."""

@@ -68,7 +68,9 @@ def test_every_topic_has_its_module_and_a_missing_one_is_an_error(monkeypatch):
     for topic, module in claims.TOPIC_MODULES:
         importlib.import_module(module)
         assert claims.claim_keys(topic), f"{module} registers no {topic} audit"
-    monkeypatch.setattr(claims, "TOPIC_MODULES", claims.TOPIC_MODULES + (("nope", "gpukit.audits.no_such_topic"),))
+    monkeypatch.setattr(
+        claims, "TOPIC_MODULES", claims.TOPIC_MODULES + (("nope", "gpukit.audits.no_such_topic"),)
+    )
     with pytest.raises(ModuleNotFoundError, match="no_such_topic"):
         claims.claim_keys()
 
@@ -120,7 +122,9 @@ def test_10b_200_hours_buys_a_few_billion_tokens():
     tokens = 200 * 3600 * H100_BF16 * 0.4 / (6 * 10e9)
     assert c.computed == pytest.approx(tokens, rel=1e-9)
     assert c.figure("share of a 20 tokens/param run") == pytest.approx(tokens / 200e9)
-    assert c.figure("hours for 20 tokens/param at this MFU") == pytest.approx(6 * 10e9 * 200e9 / (H100_BF16 * 0.4) / 3600)
+    assert c.figure("hours for 20 tokens/param at this MFU") == pytest.approx(
+        6 * 10e9 * 200e9 / (H100_BF16 * 0.4) / 3600
+    )
     assert c.verdict == "doubtful"
 
 
@@ -170,7 +174,9 @@ def test_asr_cluster_is_cheaper_by_its_own_numbers():
 # ------------------------------------------------------------------------------ communication
 def test_30b_allreduce_over_1gbe_is_over_100x_the_claim():
     c = claims.claim("allreduce_30b_1gbe")
-    t = 2 * 31 / 32 * 120e9 / 0.125e9 + 2 * 31 * 50e-6 + NCCL_BASE_LATENCY_S["ring"]  # + NCCL's base (issue 22)
+    t = (
+        2 * 31 / 32 * 120e9 / 0.125e9 + 2 * 31 * 50e-6 + NCCL_BASE_LATENCY_S["ring"]
+    )  # + NCCL's base (issue 22)
     assert c.computed == pytest.approx(t, rel=1e-9)
     assert c.computed > 100 * 12 and c.verdict == "wrong"
     # every figure, the most favourable included, is far above 12 s
@@ -185,7 +191,9 @@ def test_30b_allreduce_over_ib_hdr_is_wrong_by_about_90x():
     assert 80 < c.ratio < 100 and c.verdict == "wrong"
     assert c.figure("hierarchical, bf16 gradients") > 5 * 0.1
     # with bf16 gradients the flat ring halves
-    assert claims.claim("allreduce_30b_ib200", grad_dtype="bf16").computed == pytest.approx(c.computed / 2, rel=1e-3)
+    assert claims.claim("allreduce_30b_ib200", grad_dtype="bf16").computed == pytest.approx(
+        c.computed / 2, rel=1e-3
+    )
 
 
 def test_latency_claims():
@@ -225,7 +233,9 @@ def test_bandwidth_unit_claims():
     assert c.computed == pytest.approx(200 / 8) and c.verdict == "wrong"
     assert c.figure("NVLink4") / c.figure("InfiniBand HDR") == pytest.approx(18)
     p = claims.claim("pcie4_64")
-    assert p.computed == pytest.approx(16 * 16e9 * 128 / 130 / 8 / 1e9, rel=1e-3) and p.verdict == "misleading"
+    assert (
+        p.computed == pytest.approx(16 * 16e9 * 128 / 130 / 8 / 1e9, rel=1e-3) and p.verdict == "misleading"
+    )
 
 
 def test_two_h100_sync_explains_little_of_the_15pct():

@@ -13,7 +13,8 @@ def test_claims_csv_in_sync_with_the_audits():
     path = export.default_path()
     assert path.exists(), "gpukit/data/claims.csv missing: run python -m gpukit.audits.export"
     assert path.read_text(encoding="utf-8") == export.render(), (
-        "gpukit/data/claims.csv is stale: run python -m gpukit.audits.export")
+        "gpukit/data/claims.csv is stale: run python -m gpukit.audits.export"
+    )
 
 
 def test_claims_csv_rows_and_columns():

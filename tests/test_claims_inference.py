@@ -46,7 +46,9 @@ def test_tp_all_reduces_per_token_and_their_cost():
 
 def test_200b_fits_an_h200_in_4_bit_not_an_h100():
     c = claim("two_hundred_b_no_fit")
-    assert c.figure("4-bit weights") < c.figure("usable on h200") and c.figure("4-bit weights") > c.figure("usable on h100-sxm")
+    assert c.figure("4-bit weights") < c.figure("usable on h200") and c.figure("4-bit weights") > c.figure(
+        "usable on h100-sxm"
+    )
     assert claim("two_hundred_b_no_fit", gpu="h100-sxm").verdict == "correct"
 
 

@@ -127,7 +127,11 @@ def test_bad_assumptions_are_one_line_errors():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seq=st.integers(1, 4096), b=st.integers(1, 64), model=st.sampled_from(["llama-2-7b", "gpt2", "llama-2-70b"]))
+@given(
+    seq=st.integers(1, 4096),
+    b=st.integers(1, 64),
+    model=st.sampled_from(["llama-2-7b", "gpt2", "llama-2-70b"]),
+)
 def test_rule_ratio_is_layers_times_table2_constant_over_8(seq, b, model):
     m = catalog.get_model(model)
     c = claim("activations_rule_bsh8", model=model, seq_len=seq, micro_batch=b)
@@ -144,8 +148,12 @@ def test_accum_checkpoint_activations_decrease_not_increase():
     assert c.figure("activations, accumulation / one big micro-batch") == pytest.approx(1 / 8, rel=0.05)
     assert c.figure("activations, full recompute / none") < 0.2
     assert c.figure("all-reduces per micro-batch with accumulation") == pytest.approx(1 / 8)
-    m = claim("accum_checkpoint_activations", measured_accum_ratio=0.3, measured_recompute_ratio=0.1,
-              measured_on="CPU, test")
+    m = claim(
+        "accum_checkpoint_activations",
+        measured_accum_ratio=0.3,
+        measured_recompute_ratio=0.1,
+        measured_on="CPU, test",
+    )
     assert m.computed == 0.3 and "Measured CPU, test" in m.check and m.verdict == "wrong"
     assert claim("accum_checkpoint_activations", measured_accum_ratio=1.2).verdict == "plausible"
     with pytest.raises(ValueError, match="grad_accum"):

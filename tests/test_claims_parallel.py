@@ -31,7 +31,9 @@ def test_seventy_b_tp4_pp4_fits_and_is_near_the_best():
 
 def test_pipelining_sends_less_and_has_a_bubble():
     c = claim("pipelining_less_comm_bubbles")
-    assert c.computed < 0.1 and c.figure("PP bubble, idle share") == pytest.approx(1 / 9)  # (p-1)/(m+p-1), m=8
+    assert c.computed < 0.1 and c.figure("PP bubble, idle share") == pytest.approx(
+        1 / 9
+    )  # (p-1)/(m+p-1), m=8
 
 
 def test_tp_decode_needs_two_all_reduces_per_layer():
@@ -55,8 +57,9 @@ def test_articles_layout_is_near_the_best_on_a_shared_nic():
 
     c = claim("seventy_b_16_a100_tp4_pp4", inter_link="eth-100g", ports_per_node=1, global_batch=16)
     assert c.figure("TP4xPP4xDP1 / best") >= 0.9 and c.verdict in ("correct", "plausible")
-    res = par.search("llama-2-70b", "a100-80gb", 16, global_batch=16, seq_len=4096, inter_link="eth-100g",
-                     ports_per_node=1)
+    res = par.search(
+        "llama-2-70b", "a100-80gb", 16, global_batch=16, seq_len=4096, inter_link="eth-100g", ports_per_node=1
+    )
     best = res.best.estimate.config
     assert best.dp * best.tp <= 8 and best.pp > 1 and best.zero_stage < 3
 

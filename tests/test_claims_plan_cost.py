@@ -12,11 +12,27 @@ from gpukit.audits import claims
 from gpukit.catalog import get_gpu
 
 SEEDS = Path("/work/shared/seeds")
-NEW_COST = ("h100_4_per_hour", "cost_64_gpus_4_5_hours", "decision_single_budget_1k", "decision_cluster_5_20_per_hr",
-            "decision_big_50k", "infiniband_doubles_cost", "node_30_50_per_hr", "startup_80k_32gpu_1b_2x",
-            "h100_30k_retail", "h100_50k_invoice", "cluster_1_2m", "networking_150k", "p4d_p5_prices",
-            "hundred_hours_3277_9832", "rental_6_months_1_4m", "buy_at_90_utilization", "eight_weeks_vs_one_week",
-            "spot_60_90", "inference_90pct_gpu_hours")
+NEW_COST = (
+    "h100_4_per_hour",
+    "cost_64_gpus_4_5_hours",
+    "decision_single_budget_1k",
+    "decision_cluster_5_20_per_hr",
+    "decision_big_50k",
+    "infiniband_doubles_cost",
+    "node_30_50_per_hr",
+    "startup_80k_32gpu_1b_2x",
+    "h100_30k_retail",
+    "h100_50k_invoice",
+    "cluster_1_2m",
+    "networking_150k",
+    "p4d_p5_prices",
+    "hundred_hours_3277_9832",
+    "rental_6_months_1_4m",
+    "buy_at_90_utilization",
+    "eight_weeks_vs_one_week",
+    "spot_60_90",
+    "inference_90pct_gpu_hours",
+)
 PLAN = claims.claim_keys("plan")
 
 
@@ -47,7 +63,9 @@ def test_arithmetic_claims():
     assert c.computed == pytest.approx(100 / speed * 98.32) and c.verdict == "misleading"
     # the same GPU-hours: 8 weeks x 1 = 1 week x 8 = 1344
     c = claims.claim("eight_weeks_vs_one_week")
-    assert c.figure("GPU-hours") == 1344 and c.figure("cluster USD/GPU-hour") < c.figure("single GPU USD/GPU-hour")
+    assert c.figure("GPU-hours") == 1344 and c.figure("cluster USD/GPU-hour") < c.figure(
+        "single GPU USD/GPU-hour"
+    )
     # $150K of networking on $1.2M is 12.5%, not +100%
     assert claims.claim("infiniband_doubles_cost").computed == pytest.approx(0.125)
     # 2x on 32 GPUs: 1/16 of the money on one GPU
@@ -57,7 +75,9 @@ def test_arithmetic_claims():
 
 
 def test_model_based_claims():
-    assert claims.claim("time_linear_in_size").computed == pytest.approx(100, rel=0.01)  # N^2 at 20 tokens/param
+    assert claims.claim("time_linear_in_size").computed == pytest.approx(
+        100, rel=0.01
+    )  # N^2 at 20 tokens/param
     assert claims.claim("seven_b_batch8_fits_h100").verdict == "wrong"  # 16 B/param alone is 104 GiB
     assert claims.claim("finetune_20b_single_gpu").verdict == "misleading"  # 70B QLoRA fits 80 GB
     assert claims.claim("negative_returns").computed < 1  # 8 GPUs over 1 GbE slower than one

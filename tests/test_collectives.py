@@ -40,8 +40,19 @@ def _assert_rows(res, op, n=2):
 # ---------------------------------------------------------------- pure helpers
 
 
-@pytest.mark.parametrize("text, n", [("1K", 1024), ("64K", 65536), ("16M", 16 * 2**20), ("1G", 2**30),
-                                     ("4096", 4096), ("1KiB", 1024), ("1MB", 10**6), ("2.5K", 2560)])
+@pytest.mark.parametrize(
+    "text, n",
+    [
+        ("1K", 1024),
+        ("64K", 65536),
+        ("16M", 16 * 2**20),
+        ("1G", 2**30),
+        ("4096", 4096),
+        ("1KiB", 1024),
+        ("1MB", 10**6),
+        ("2.5K", 2560),
+    ],
+)
 def test_parse_size(text, n):
     assert col.parse_size(text) == n
 
@@ -72,17 +83,26 @@ def test_busbw_uses_the_comm_factor_table(op, n, algbw):
 def test_busbw_factors_nccl_tests():
     # nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n; gather/scatter/alltoall (n-1)/n; others 1
     assert comm.busbw_factor("all_reduce", 8) == pytest.approx(1.75)
-    assert comm.busbw_factor("all_gather", 8) == comm.busbw_factor("reduce_scatter", 8) == pytest.approx(0.875)
+    assert (
+        comm.busbw_factor("all_gather", 8) == comm.busbw_factor("reduce_scatter", 8) == pytest.approx(0.875)
+    )
     assert comm.busbw_factor("all_to_all", 4) == pytest.approx(0.75)
     assert comm.busbw_factor("broadcast", 8) == comm.busbw_factor("send_recv", 2) == 1.0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"op": "allreduce"}, "op must be one of"), ({"backend": "mpi"}, "backend must be one of"),
-    ({"dtype": "fp64"}, "dtype must be one of"), ({"backend": "nccl"}, "backend nccl needs --device cuda"),
-    ({"op": "send_recv", "n_ranks": 1}, "n_ranks must be >= 2"), ({"n_ranks": 1}, "n_ranks must be >= 2"),
-    ({"n_ranks": 0}, "n_ranks must be"),
-    ({"sizes": "1X"}, "sizes must be positive")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"op": "allreduce"}, "op must be one of"),
+        ({"backend": "mpi"}, "backend must be one of"),
+        ({"dtype": "fp64"}, "dtype must be one of"),
+        ({"backend": "nccl"}, "backend nccl needs --device cuda"),
+        ({"op": "send_recv", "n_ranks": 1}, "n_ranks must be >= 2"),
+        ({"n_ranks": 1}, "n_ranks must be >= 2"),
+        ({"n_ranks": 0}, "n_ranks must be"),
+        ({"sizes": "1X"}, "sizes must be positive"),
+    ],
+)
 def test_run_collectives_validates_before_spawning(kwargs, match):
     args = {"op": "all_reduce", "n_ranks": 2, "sizes": "1K", "device": "cpu", **kwargs}
     with pytest.raises(ValueError, match=match):
@@ -106,11 +126,14 @@ def test_more_cuda_ranks_than_gpus_is_refused_before_spawning(launch, monkeypatc
 
     def spawned(*a, **k):
         raise AssertionError("ranks were spawned")
+
     monkeypatch.setattr(launcher, "spawn", spawned)  # every launcher spawns through gpukit.bench.launch
-    run = {"collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
-           "article": lambda: article_latency_snippet(2, device="cuda"),
-           "ddp": lambda: run_ddp(2, device="cuda"),
-           "fsdp": lambda: run_fsdp(2, device="cuda")}[launch]
+    run = {
+        "collectives": lambda: col.run_collectives("all_reduce", 2, "1K", device="cuda"),
+        "article": lambda: article_latency_snippet(2, device="cuda"),
+        "ddp": lambda: run_ddp(2, device="cuda"),
+        "fsdp": lambda: run_fsdp(2, device="cuda"),
+    }[launch]
     with pytest.raises(ValueError, match="n_ranks must be <= the 1 CUDA devices here, got 2"):
         run()
 
@@ -131,14 +154,16 @@ def test_torchrun_ranks_beyond_the_gpus_are_refused_before_the_rendezvous(entry,
 
     def joined(*a, **k):
         raise AssertionError("the rank went on to the rendezvous")
+
     monkeypatch.setattr(dist, "init_process_group", joined)
     monkeypatch.setattr(torch.cuda, "set_device", joined)
     for k, v in {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
         monkeypatch.setenv(k, v)
     main_of = {"collectives": col.main, "ddp": ddp.main}[entry]
     assert main_of(["--device", "cuda"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: torchrun --nproc-per-node must be <= the 1 CUDA devices "
-                                               "here, got 2")
+    assert capsys.readouterr().err.strip() == (
+        "error: torchrun --nproc-per-node must be <= the 1 CUDA devices here, got 2"
+    )
 
 
 def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
@@ -172,6 +197,7 @@ def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
 
         def run(self, cmds, timeout_s):
             raise Stop
+
     monkeypatch.setattr(netlab, "NetLab", FakeLab)
     for device in ("auto", "cpu"):
         argv.clear()
@@ -183,6 +209,7 @@ def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
 
     def unavailable():
         raise AssertionError("the lab was checked: the device must be refused first")
+
     monkeypatch.setattr(netlab, "require_available", unavailable)
     with pytest.raises(ValueError, match="device must be cpu with netlab"):
         ddp_sweep.ddp_scaling(2, netlab="1gbit", device="cuda")
@@ -191,6 +218,7 @@ def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
     def fake_run(n, rate, **kw):
         seen.append(kw["device"])
         raise Stop
+
     monkeypatch.setattr(netlab, "require_available", lambda: None)
     monkeypatch.setattr(ddp_sweep, "run_ddp_netlab", fake_run)
     with pytest.raises(Stop):
@@ -200,8 +228,15 @@ def test_ddp_over_netlab_runs_its_ranks_on_the_cpu(monkeypatch):
 
 def _synthetic_rows(alpha_s=200e-6, bw_gbps=1.0, n=2, op="all_reduce"):
     ca, cb = comm.coefficients(op, n)
-    return [{"op": op, "world_size": n, "size_bytes": s, "time_us": (ca * alpha_s + cb * s / (bw_gbps * 1e9)) * 1e6}
-            for s in (2**k for k in range(10, 25, 2))]
+    return [
+        {
+            "op": op,
+            "world_size": n,
+            "size_bytes": s,
+            "time_us": (ca * alpha_s + cb * s / (bw_gbps * 1e9)) * 1e6,
+        }
+        for s in (2**k for k in range(10, 25, 2))
+    ]
 
 
 @pytest.mark.parametrize("holdout", ["alternate", "largest"])
@@ -232,8 +267,9 @@ def test_two_concurrent_spawn_runs_work_and_clean_up(tmp_path):
 
     def run(op):
         try:
-            out[op] = col.run_collectives(op, 2, "4K,256K", repeats=3, timeout_s=60,
-                                          out=str(tmp_path / f"{op}.json"))
+            out[op] = col.run_collectives(
+                op, 2, "4K,256K", repeats=3, timeout_s=60, out=str(tmp_path / f"{op}.json")
+            )
         except Exception as e:  # noqa: BLE001 - surfaced by the assert below
             errors.append(f"{op}: {e!r}")
 
@@ -250,7 +286,8 @@ def test_two_concurrent_spawn_runs_work_and_clean_up(tmp_path):
     for res in out.values():
         for r in res.rows:
             assert r["bare_busbw_gbps"] > 0 and r["harness_ratio"] == pytest.approx(
-                r["busbw_gbps"] / r["bare_busbw_gbps"])
+                r["busbw_gbps"] / r["bare_busbw_gbps"]
+            )
         assert res.summary["harness_ratio_median"] > 0
     saved = json.loads((tmp_path / "all_reduce.json").read_text())
     assert saved["env"]["world_size"] == 2 and len(saved["rows"]) == 2
@@ -270,8 +307,15 @@ def test_timeout_kills_the_ranks():
     from gpukit.bench.article import article_body
     from gpukit.bench.launch import spawn
 
-    cfg = {"n_calls": 1, "skew_s": 120.0, "backend": "gloo", "device": "cpu", "threads": 1,
-           "timeout_s": 300, "op": "all_reduce"}
+    cfg = {
+        "n_calls": 1,
+        "skew_s": 120.0,
+        "backend": "gloo",
+        "device": "cpu",
+        "threads": 1,
+        "timeout_s": 300,
+        "op": "all_reduce",
+    }
     with pytest.raises(TimeoutError, match="timed out"):
         spawn(article_body, cfg, 2, timeout_s=1, startup_s=6)
     assert multiprocessing.active_children() == [] and _children() == []
@@ -294,10 +338,32 @@ def test_torchrun_writes_the_contract_json(tmp_path):
     out = tmp_path / "tr.json"
     env = {**os.environ, "TQDM_DISABLE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "gpukit.bench.collectives", "--op", "reduce_scatter", "--sizes", "1K,64K", "--repeats", "3",
-         "--device", "cpu", "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "gpukit.bench.collectives",
+            "--op",
+            "reduce_scatter",
+            "--sizes",
+            "1K,64K",
+            "--repeats",
+            "3",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["env"]["launcher"] == "torchrun" and data["env"]["world_size"] == 2
@@ -317,8 +383,19 @@ def test_cli_collectives_bad_op_exits_2(capsys):
 def test_ddp_with_fp16_compress_hook_on_gloo():
     from gpukit.bench.ddp import run_ddp, summarize
 
-    p = run_ddp(2, hook="fp16_compress", steps=3, warmup=1, micro_batch=2, seq_len=32, n_layers=1, hidden=64,
-                n_heads=2, timeout_s=120, calibrate_link=False)
+    p = run_ddp(
+        2,
+        hook="fp16_compress",
+        steps=3,
+        warmup=1,
+        micro_batch=2,
+        seq_len=32,
+        n_layers=1,
+        hidden=64,
+        n_heads=2,
+        timeout_s=120,
+        calibrate_link=False,
+    )
     s = summarize(p, 2 * 2 * 32)
     assert s["measured_step_s"] > 0 and s["compute_s"] > 0 and s["exposed_comm_s"] >= 0
     assert s["comm_bytes_per_step"] == 2 * p["n_params"]  # fp16: 2 bytes per parameter on the wire

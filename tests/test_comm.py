@@ -28,7 +28,9 @@ from gpukit.comm import (
 from gpukit.scaling import allreduce_traffic, ddp_allreduce_bytes
 
 GB = 1e9
-NVLINK = Interconnect(name="nvlink-test", kind="nvlink", scope="intra-node", bandwidth_gbps=450.0, latency_us=3.0)
+NVLINK = Interconnect(
+    name="nvlink-test", kind="nvlink", scope="intra-node", bandwidth_gbps=450.0, latency_us=3.0
+)
 IB = Interconnect(name="ib-test", kind="ib", scope="inter-node", bandwidth_gbps=50.0, latency_us=6.0)
 
 ops = st.sampled_from(OPS)
@@ -38,10 +40,21 @@ links = st.tuples(st.floats(0, 1e-3), st.floats(0.01, 2000))
 
 
 # ---------------------------------------------------------------- busbw (nccl-tests doc/PERFORMANCE.md)
-@pytest.mark.parametrize("op,n,factor", [
-    ("all_reduce", 8, 2 * 7 / 8), ("all_reduce", 2, 1.0), ("all_reduce", 16, 2 * 15 / 16),
-    ("reduce_scatter", 8, 7 / 8), ("all_gather", 8, 7 / 8), ("all_to_all", 8, 7 / 8),
-    ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("send_recv", 2, 1.0), ("all_reduce", 1, 0.0)])
+@pytest.mark.parametrize(
+    "op,n,factor",
+    [
+        ("all_reduce", 8, 2 * 7 / 8),
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 16, 2 * 15 / 16),
+        ("reduce_scatter", 8, 7 / 8),
+        ("all_gather", 8, 7 / 8),
+        ("all_to_all", 8, 7 / 8),
+        ("broadcast", 8, 1.0),
+        ("reduce", 8, 1.0),
+        ("send_recv", 2, 1.0),
+        ("all_reduce", 1, 0.0),
+    ],
+)
 def test_busbw_factors_match_nccl_tests(op, n, factor):
     """Summary table of nccl-tests doc/PERFORMANCE.md: AllReduce 2(n-1)/n; ReduceScatter, AllGather,
     AlltoAll (n-1)/n; Broadcast, Reduce 1 (SendRecv 1 in sendrecv.cu)."""
@@ -92,7 +105,8 @@ def test_tree_vs_ring():
     big_tree = collective_time("all_reduce", 1e10, 1024, IB, algorithm="tree")
     assert big_ring.bandwidth_s < big_tree.bandwidth_s  # 2(n-1)/n S/B < 2 S/B
     assert collective_time("broadcast", 1e6, 5, IB, algorithm="tree").latency_s == pytest.approx(
-        NCCL_BASE_LATENCY_S["tree"] + 3 * 6e-6)  # + NCCL's base latency (issue 22)
+        NCCL_BASE_LATENCY_S["tree"] + 3 * 6e-6
+    )  # + NCCL's base latency (issue 22)
     with pytest.raises(ValueError, match="algorithm tree is modelled"):
         collective_time("all_gather", 1e6, 8, IB, algorithm="tree")
 
@@ -106,8 +120,17 @@ def test_one_rank_costs_nothing_and_json_is_valid():
         json.dumps(d, allow_nan=False)
 
 
-@pytest.mark.parametrize("bad", [dict(op="allreduce"), dict(n_ranks=0), dict(size_bytes=-1),
-                                 dict(link=(1e-6, 0)), dict(link="nvlink"), dict(algorithm="butterfly")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(op="allreduce"),
+        dict(n_ranks=0),
+        dict(size_bytes=-1),
+        dict(link=(1e-6, 0)),
+        dict(link="nvlink"),
+        dict(algorithm="butterfly"),
+    ],
+)
 def test_bad_inputs(bad):
     kw = dict(op="all_reduce", size_bytes=1e6, n_ranks=4, link=(1e-6, 10.0))
     kw.update(bad)
@@ -143,7 +166,11 @@ def test_hierarchical_beats_flat_over_the_slow_link():
     flat = collective_time("all_reduce", 1e9, 128, IB)
     assert h.time_s < flat.time_s
     assert h.phases[1].size_bytes == pytest.approx(1e9 / 8)
-    assert [k for k, _ in h.breakdown] == ["intra_reduce_scatter_s", "inter_all_reduce_s", "intra_all_gather_s"]
+    assert [k for k, _ in h.breakdown] == [
+        "intra_reduce_scatter_s",
+        "inter_all_reduce_s",
+        "intra_all_gather_s",
+    ]
     assert h.busbw_gbps == pytest.approx(h.algbw_gbps * 2 * 127 / 128)
     assert list(h.to_frame()["phase"]) == [k for k, _ in h.breakdown]
 
@@ -174,9 +201,13 @@ def test_fit_edge_cases():
     negative = fit_alpha_beta(s, s / 10e9 - 5e-6, "all_reduce", 2)  # a free fit would give alpha = -5 us
     assert negative.alpha_us == 0.0 and "refitted" in negative.note
     assert isinstance(negative, AlphaBetaFit) and json.dumps(negative.to_json_dict())
-    for sizes_, times_, msg in [([1e6], [1e-3], "2 distinct"), ([1e6, 1e6], [1e-3, 2e-3], "2 distinct"),
-                                ([1e6, 2e6], [1e-3], "same length"), ([1e6, 2e6], [1e-3, 0], "times_s"),
-                                ([1e3, 2e3], [2e-3, 1e-3], "bandwidth <= 0")]:
+    for sizes_, times_, msg in [
+        ([1e6], [1e-3], "2 distinct"),
+        ([1e6, 1e6], [1e-3, 2e-3], "2 distinct"),
+        ([1e6, 2e6], [1e-3], "same length"),
+        ([1e6, 2e6], [1e-3, 0], "times_s"),
+        ([1e3, 2e3], [2e-3, 1e-3], "bandwidth <= 0"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             fit_alpha_beta(sizes_, times_, "all_reduce", 4)
     with pytest.raises(ValueError, match="n_ranks must be >= 2"):
@@ -219,7 +250,8 @@ def catalog_dir(tmp_path, monkeypatch):
     prov = "test fixture,https://www.nvidia.com/en-us/data-center/h100/,2025-01-01"
     (tmp_path / "interconnects.csv").write_text(
         "name,kind,scope,bandwidth_gbps,latency_us,source,source_url,accessed\n"
-        f"nvlink4,nvlink,intra-node,450,3,{prov}\nib-ndr,infiniband,inter-node,50,6,{prov}\n")
+        f"nvlink4,nvlink,intra-node,450,3,{prov}\nib-ndr,infiniband,inter-node,50,6,{prov}\n"
+    )
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     return tmp_path
 
@@ -228,59 +260,140 @@ _run = run_cli
 
 
 def test_cli_comm_json(catalog_dir, capsys):
-    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--ranks", "8", "--link", "nvlink4",
-                        "--json")
+    rc, out, err = _run(
+        capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--ranks", "8", "--link", "nvlink4", "--json"
+    )
     assert rc == 0, err
     d = json.loads(out)
     assert {"time_s", "algbw_gbps", "busbw_gbps"} <= set(d)
     assert d["time_s"] == pytest.approx(collective_time("all_reduce", 1e9, 8, (3e-6, 450.0)).time_s)
-    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "256MiB", "--ranks", "32", "--link", "nvlink4",
-                        "--ranks-per-node", "8", "--inter-link", "ib-ndr", "--json")
+    rc, out, err = _run(
+        capsys,
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "256MiB",
+        "--ranks",
+        "32",
+        "--link",
+        "nvlink4",
+        "--ranks-per-node",
+        "8",
+        "--inter-link",
+        "ib-ndr",
+        "--json",
+    )
     assert rc == 0, err
     d = json.loads(out)
     assert d["n_nodes"] == 4 and d["size_bytes"] == 2**28 and {"time_s", "algbw_gbps", "busbw_gbps"} <= set(d)
-    rc, out, _ = _run(capsys, "comm", "--op", "all_gather", "--bytes", "1e6", "--ranks", "4", "--link", "ib-ndr")
+    rc, out, _ = _run(
+        capsys, "comm", "--op", "all_gather", "--bytes", "1e6", "--ranks", "4", "--link", "ib-ndr"
+    )
     assert rc == 0 and "busbw" in out
 
 
 def test_cli_comm_hierarchical_names_its_port_assumption(catalog_dir, capsys):
     """Across nodes each GPU's shard gets its own inter-node port (rail): 8 ports per node, which
     commodity nodes rarely have; it was not said. On one node the inter link is not used: said too."""
-    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4",
-                        "--gpus-per-node", "8", "--inter-link", "ib-ndr")
+    rc, out, err = _run(
+        capsys,
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "1GB",
+        "--gpus",
+        "16",
+        "--link",
+        "nvlink4",
+        "--gpus-per-node",
+        "8",
+        "--inter-link",
+        "ib-ndr",
+    )
     assert rc == 0, err
     assert "assumes: one ib-ndr port per GPU" in out
-    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4",
-                        "--gpus-per-node", "8", "--inter-link", "ib-ndr", "--algorithm", "tree", "--json")
+    rc, out, err = _run(
+        capsys,
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "1GB",
+        "--gpus",
+        "8",
+        "--link",
+        "nvlink4",
+        "--gpus-per-node",
+        "8",
+        "--inter-link",
+        "ib-ndr",
+        "--algorithm",
+        "tree",
+        "--json",
+    )
     assert rc == 0, err
     assert "change nothing" in json.loads(out)["assumptions"][0]
 
 
 def test_cli_comm_says_all_gather_size_is_the_total(catalog_dir, capsys):
     """--bytes is the total for all_gather (nccl-tests); the text read like a per-GPU size."""
-    rc, out, err = _run(capsys, "comm", "--op", "all_gather", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    rc, out, err = _run(
+        capsys, "comm", "--op", "all_gather", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4"
+    )
     assert rc == 0, err
     assert "1.00 GB in total (125.00 MB per GPU" in out
 
 
 def test_cli_comm_uses_profile_links(catalog_dir, capsys, tmp_path):
     prof = tmp_path / "p.json"
-    prof.write_text(json.dumps({"version": 1, "device": {"name": "cpu"}, "matmul_tflops": {"fp32": 0.1},
-                                "memory_bandwidth_gbps": {}, "links": {"gloo-loopback": {"alpha_us": 400,
-                                                                                          "beta_gbps": 1.3}},
-                                "env": {}}))
-    rc, out, err = _run(capsys, "comm", "--op", "all_reduce", "--bytes", "16MiB", "--ranks", "2", "--link",
-                        "gloo-loopback", "--profile", str(prof), "--json")
+    prof.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "device": {"name": "cpu"},
+                "matmul_tflops": {"fp32": 0.1},
+                "memory_bandwidth_gbps": {},
+                "links": {"gloo-loopback": {"alpha_us": 400, "beta_gbps": 1.3}},
+                "env": {},
+            }
+        )
+    )
+    rc, out, err = _run(
+        capsys,
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "16MiB",
+        "--ranks",
+        "2",
+        "--link",
+        "gloo-loopback",
+        "--profile",
+        str(prof),
+        "--json",
+    )
     assert rc == 0, err
-    assert json.loads(out)["time_s"] == pytest.approx(collective_time("all_reduce", 2**24, 2, (400e-6, 1.3)).time_s)
+    assert json.loads(out)["time_s"] == pytest.approx(
+        collective_time("all_reduce", 2**24, 2, (400e-6, 1.3)).time_s
+    )
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--link", "nvlnk4"], "did you mean nvlink4"), (["--ranks", "0"], "--ranks"), (["--bytes", "12M"], "--bytes"),
-    (["--ranks", "12", "--ranks-per-node", "8", "--inter-link", "ib-ndr"], "multiple of --gpus-per-node"),
-    (["--ranks-per-node", "8"], "go together"), (["--op", "all_gather", "--ranks-per-node", "4",
-                                                  "--inter-link", "ib-ndr"], "all_reduce"),
-    (["--op", "all_to_all", "--algorithm", "tree"], "tree"), (["--op", "allreduce"], "--op")])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--link", "nvlnk4"], "did you mean nvlink4"),
+        (["--ranks", "0"], "--ranks"),
+        (["--bytes", "12M"], "--bytes"),
+        (["--ranks", "12", "--ranks-per-node", "8", "--inter-link", "ib-ndr"], "multiple of --gpus-per-node"),
+        (["--ranks-per-node", "8"], "go together"),
+        (["--op", "all_gather", "--ranks-per-node", "4", "--inter-link", "ib-ndr"], "all_reduce"),
+        (["--op", "all_to_all", "--algorithm", "tree"], "tree"),
+        (["--op", "allreduce"], "--op"),
+    ],
+)
 def test_cli_comm_bad_input_exit_2(catalog_dir, capsys, argv, msg):
     base = {"--op": "all_reduce", "--bytes": "1GB", "--ranks": "8", "--link": "nvlink4"}
     extra = []
@@ -288,14 +401,25 @@ def test_cli_comm_bad_input_exit_2(catalog_dir, capsys, argv, msg):
         if argv[i] in base:
             base[argv[i]] = argv[i + 1]
         else:
-            extra += argv[i:i + 2]
+            extra += argv[i : i + 2]
     rc, out, err = _run(capsys, "comm", *[x for kv in base.items() for x in kv], *extra)
     assert rc == 2 and out == "" and msg in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("text,value", [("1e9", 1e9), ("1GB", 1e9), ("256MiB", 2**28), ("4096", 4096.0),
-                                        ("1.5 GiB", 1.5 * 2**30), ("64kB", 64e3), ("2KiB", 2048.0), ("7B", 7.0)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1e9", 1e9),
+        ("1GB", 1e9),
+        ("256MiB", 2**28),
+        ("4096", 4096.0),
+        ("1.5 GiB", 1.5 * 2**30),
+        ("64kB", 64e3),
+        ("2KiB", 2048.0),
+        ("7B", 7.0),
+    ],
+)
 def test_parse_bytes(text, value):
     assert parse_bytes(text) == value
 
@@ -309,10 +433,13 @@ def test_parse_bytes_rejects(text):
 def test_cli_comm_all_to_all_size_is_each_gpus_send_buffer(catalog_dir, capsys):
     """nccl-tests' alltoall sends a buffer of S from every rank (S/n to each rank): the text said
     '1.00 GB in total (125.00 MB per GPU)', an eighth of what each GPU really sends."""
-    rc, out, err = _run(capsys, "comm", "--op", "all_to_all", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4")
+    rc, out, err = _run(
+        capsys, "comm", "--op", "all_to_all", "--bytes", "1GB", "--gpus", "8", "--link", "nvlink4"
+    )
     assert rc == 0, err
     assert "in total" not in out and "1.00 GB per GPU (125.00 MB to each of the 8 GPUs" in out
     # the time is (n-1)/n S / B with S the per-rank buffer: 7/8 of 1 GB leaves each GPU
     # (alpha 0; NCCL's base latency, added in issue 22, set to 0 to isolate the bandwidth term)
     assert collective_time("all_to_all", 1e9, 8, (0.0, 450.0), base_latency_s=0.0).time_s == pytest.approx(
-        7 / 8 * 1e9 / 450e9)
+        7 / 8 * 1e9 / 450e9
+    )

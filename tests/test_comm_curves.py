@@ -13,7 +13,9 @@ from gpukit.catalog import get_interconnect
 
 def test_flat_bound_is_the_link_and_busbw_approaches_it():
     r = comm.collective_curves("all_reduce", "ib-ndr", 2**30, 16, gpus_per_node=1)
-    assert r.layout == "flat" and r.bound_busbw_gbps == pytest.approx(get_interconnect("ib-ndr").bandwidth_gbps)
+    assert r.layout == "flat" and r.bound_busbw_gbps == pytest.approx(
+        get_interconnect("ib-ndr").bandwidth_gbps
+    )
     assert r.rows[-1]["busbw_gbps"] == pytest.approx(r.bound_busbw_gbps, rel=1e-3)
     assert all(row["busbw_gbps"] <= r.bound_busbw_gbps * (1 + 1e-9) for row in r.rows)
 
@@ -58,8 +60,12 @@ def test_tree_and_bad_values():
 
 
 @settings(max_examples=30, deadline=None)
-@given(op=st.sampled_from(comm.CURVE_OPS), nodes=st.integers(1, 8), gpn=st.sampled_from([1, 2, 4, 8]),
-       nics=st.sampled_from(comm.NICS))
+@given(
+    op=st.sampled_from(comm.CURVE_OPS),
+    nodes=st.integers(1, 8),
+    gpn=st.sampled_from([1, 2, 4, 8]),
+    nics=st.sampled_from(comm.NICS),
+)
 def test_busbw_never_exceeds_the_bound(op, nodes, gpn, nics):
     if nodes * gpn < 2:
         return
@@ -67,4 +73,6 @@ def test_busbw_never_exceeds_the_bound(op, nodes, gpn, nics):
     assert max(row["busbw_gbps"] for row in r.rows) <= r.bound_busbw_gbps * (1 + 1e-9)
     times = [row["time_s"] for row in r.rows]
     assert times == sorted(times)
-    assert r.to_json_dict()["bound_busbw_gbps"] == r.bound_busbw_gbps and len(r.to_frame()) == len(comm.SWEEP_SIZES)
+    assert r.to_json_dict()["bound_busbw_gbps"] == r.bound_busbw_gbps and len(r.to_frame()) == len(
+        comm.SWEEP_SIZES
+    )

@@ -51,14 +51,24 @@ def test_efficiency_is_labelled_ideal_assumed_or_calibrated():
     # issue 22: the one default of every command is the stated nccl-tests busbw share (0.8), not the ideal 1.0;
     # the ideal bound is asked for with efficiency=1
     default = cluster_network("nvlink4", "ib-ndr")
-    assert default.efficiency == LINK_EFFICIENCY == 0.8 and default.efficiency_source == LINK_EFFICIENCY_SOURCE
+    assert (
+        default.efficiency == LINK_EFFICIENCY == 0.8 and default.efficiency_source == LINK_EFFICIENCY_SOURCE
+    )
     assert "nccl-tests" in default.efficiency_source
     assert cluster_network("nvlink4", "ib-ndr", efficiency=1.0).efficiency_source == IDEAL_SOURCE
     assumed = cluster_network("nvlink4", "ib-ndr", efficiency=0.8)
     assert assumed.efficiency == 0.8 and "assumption" in assumed.efficiency_source
-    prof = profile_from_dict({"version": 1, "device": {}, "matmul_tflops": {"fp32": 1.0},
-                              "memory_bandwidth_gbps": {"triad": 1.0},
-                              "links": {"eth-1g": {"alpha_us": 60.0, "beta_gbps": 0.1}}, "env": {}}, "p.json")
+    prof = profile_from_dict(
+        {
+            "version": 1,
+            "device": {},
+            "matmul_tflops": {"fp32": 1.0},
+            "memory_bandwidth_gbps": {"triad": 1.0},
+            "links": {"eth-1g": {"alpha_us": 60.0, "beta_gbps": 0.1}},
+            "env": {},
+        },
+        "p.json",
+    )
     cal = cluster_network("nvlink4", "eth-1g", profile=prof)
     assert math.isclose(cal.efficiency, 0.8) and cal.efficiency_source.startswith("calibrated")
     assert any("efficiency" in a for a in cal.assumptions())
@@ -80,8 +90,13 @@ def test_hierarchical_all_gather_moves_s_over_k_between_nodes():
 
 
 @settings(max_examples=60, deadline=None)
-@given(size=st.floats(1, 1e11), nodes=st.integers(2, 64), k=st.sampled_from([1, 2, 4, 8]),
-       ports=st.integers(1, 8), eff=st.floats(0.05, 1.0))
+@given(
+    size=st.floats(1, 1e11),
+    nodes=st.integers(2, 64),
+    k=st.sampled_from([1, 2, 4, 8]),
+    ports=st.integers(1, 8),
+    eff=st.floats(0.05, 1.0),
+)
 def test_less_efficiency_or_fewer_ports_is_never_faster(size, nodes, k, ports, eff):
     # the reference is the ideal network (efficiency 1; the default became 0.8 in issue 22)
     base = cluster_network("nvlink4", "ib-ndr", gpus_per_node=k, ports_per_node=max(ports, k), efficiency=1.0)
@@ -90,9 +105,15 @@ def test_less_efficiency_or_fewer_ports_is_never_faster(size, nodes, k, ports, e
         assert fn(size, nodes * k, worse).time_s >= fn(size, nodes * k, base).time_s * (1 - 1e-12)
 
 
-@pytest.mark.parametrize("kw, field", [({"efficiency": 0.0}, "efficiency"), ({"efficiency": 1.5}, "efficiency"),
-                                       ({"ports_per_node": 0}, "ports_per_node"),
-                                       ({"gpus_per_node": -1}, "gpus_per_node")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"efficiency": 0.0}, "efficiency"),
+        ({"efficiency": 1.5}, "efficiency"),
+        ({"ports_per_node": 0}, "ports_per_node"),
+        ({"gpus_per_node": -1}, "gpus_per_node"),
+    ],
+)
 def test_bad_network_input(kw, field):
     with pytest.raises(ValueError, match=field):
         cluster_network("nvlink4", "ib-ndr", **kw)

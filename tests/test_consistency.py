@@ -83,30 +83,68 @@ def test_parallel_estimate_charges_the_same_sync_and_sizes_memory_from_the_same_
     decides "fits" in memory/cost/plan keeps more (autocast copies, the optimizer's temporaries): named."""
     m = get_model(name)
     s = m.default_seq_len()[0]
-    est = parallel.estimate(m, parallel.ParallelConfig(dp=n, tp=1, pp=1, zero_stage=z, micro_batch=1),
-                            parallel.make_cluster(gpu), global_batch=n, seq_len=s)
-    eff = cost.predicted_efficiency(m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, zero_stage=z, n_layers=m.n_layers)
+    est = parallel.estimate(
+        m,
+        parallel.ParallelConfig(dp=n, tp=1, pp=1, zero_stage=z, micro_batch=1),
+        parallel.make_cluster(gpu),
+        global_batch=n,
+        seq_len=s,
+    )
+    eff = cost.predicted_efficiency(
+        m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, zero_stage=z, n_layers=m.n_layers
+    )
     assert dict(est.breakdown)["dp_comm"] == pytest.approx(eff.comm_s, rel=1e-9)
     megatron = est.memory
     assert megatron.setup.convention == "megatron"
     again = memory.estimate_memory(m, setup=megatron.setup, gpu=get_gpu(gpu))
     assert est.memory_per_gpu_bytes == again.total_bytes
     row = _cost_row(m, gpu, n, z)
-    assert row.memory_per_gpu_bytes >= est.memory_per_gpu_bytes, "the PyTorch peak keeps at least the papers' sum"
+    assert row.memory_per_gpu_bytes >= est.memory_per_gpu_bytes, (
+        "the PyTorch peak keeps at least the papers' sum"
+    )
 
 
-@pytest.mark.parametrize("name, gpu, n, z", [("llama-2-7b", "h100-sxm", 16, 1), ("opt-1.3b", "a100-80gb", 8, 0),
-                                             ("llama-3-8b", "h100-sxm", 64, 3)])
+@pytest.mark.parametrize(
+    "name, gpu, n, z",
+    [("llama-2-7b", "h100-sxm", 16, 1), ("opt-1.3b", "a100-80gb", 8, 0), ("llama-3-8b", "h100-sxm", 64, 3)],
+)
 def test_the_cli_commands_agree(capsys, name, gpu, n, z):
     """Through the command line: `memory`, `cost train` and `scaling` (--json) give the same memory per GPU
     and the same efficiency for one run, with the sequence length left to the model's default."""
     mem = _cli(capsys, "memory", "--model", name, "--gpu", gpu, "--dp", str(n), "--zero", str(z))
-    ct = _cli(capsys, "cost", "train", "--model", name, "--tokens", "100B", "--gpu", gpu, "--gpus", str(n),
-              "--zero", str(z), "--price-per-gpu-hour", str(PRICE))
+    ct = _cli(
+        capsys,
+        "cost",
+        "train",
+        "--model",
+        name,
+        "--tokens",
+        "100B",
+        "--gpu",
+        gpu,
+        "--gpus",
+        str(n),
+        "--zero",
+        str(z),
+        "--price-per-gpu-hour",
+        str(PRICE),
+    )
     row = ct["rows"][0]
     assert mem["total_bytes"] == row["memory_per_gpu_bytes"]
     if z == 0:
         m = get_model(name)
-        sc = _cli(capsys, "scaling", "--model", name, "--gpu", gpu, "--gpus", f"1,{n}", "--overlap", "off",
-                  "--tokens-per-gpu", str(m.default_seq_len()[0]))
+        sc = _cli(
+            capsys,
+            "scaling",
+            "--model",
+            name,
+            "--gpu",
+            gpu,
+            "--gpus",
+            f"1,{n}",
+            "--overlap",
+            "off",
+            "--tokens-per-gpu",
+            str(m.default_seq_len()[0]),
+        )
         assert sc["rows"][-1]["efficiency"] == pytest.approx(row["efficiency"], rel=1e-9)

@@ -35,17 +35,21 @@ def test_skypilot_catalog_parsed_by_header_name(tmp_path):
     d.mkdir()
     f = d / "vms.csv"
     # Lambda's column order and its GpuInfo dict string (SkyPilot catalog v7)
-    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
-                 "cpu_4x_general,,,4.0,16.0,0.2,us-east-1,,\n"
-                 "gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,23.92,us-east-1,\"{'Gpus': [{'Name': 'H100'}]}\",\n"
-                 "gpu_1x_h100_pcie,H100,1.0,26.0,200.0,2.49,us-east-1,\"{'Gpus': []}\",1.5\n")
+    f.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+        "cpu_4x_general,,,4.0,16.0,0.2,us-east-1,,\n"
+        "gpu_8x_h100_sxm5,H100,8.0,208.0,1800.0,23.92,us-east-1,\"{'Gpus': [{'Name': 'H100'}]}\",\n"
+        "gpu_1x_h100_pcie,H100,1.0,26.0,200.0,2.49,us-east-1,\"{'Gpus': []}\",1.5\n"
+    )
     t = read_prices(f)
     assert [r.gpu for r in t.rows] == ["h100-sxm", "h100-pcie"]  # CPU row skipped, PCIe recognised
     assert t.rows[0].cloud == "lambda" and t.rows[0].usd_per_gpu_hour == pytest.approx(2.99)
     assert quote("h100-pcie", t, spot=True).usd_per_gpu_hour == 1.5
     # RunPod's order: SpotPrice before Price
     g = tmp_path / "vms2.csv"
-    g.write_text("InstanceType,AcceleratorName,AcceleratorCount,Region,SpotPrice,Price\nx,A100-80GB,2,US,2.38,3.24\n")
+    g.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,Region,SpotPrice,Price\nx,A100-80GB,2,US,2.38,3.24\n"
+    )
     assert read_prices(g).rows[0].usd_per_gpu_hour == pytest.approx(1.62)
 
 
@@ -54,8 +58,25 @@ def test_missing_column_names_file_and_column(tmp_path):
     f.write_text("InstanceType,AcceleratorName,AcceleratorCount,SpotPrice,Region\nx,H100,8,10,us\n")
     with pytest.raises(ValueError, match=r"my_prices\.csv: missing column 'Price'"):
         read_prices(f)
-    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
-                 "--prices", str(f)]) == 2
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--params",
+                "7B",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--prices",
+                str(f),
+            ]
+        )
+        == 2
+    )
 
 
 def test_bad_price_values(tmp_path):
@@ -79,10 +100,16 @@ def test_cost_linear_in_price(price, k):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n_params=st.floats(1e8, 2e11), gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "rtx-4090"]),
-       counts=st.lists(st.integers(1, 512), min_size=1, max_size=6), link=st.sampled_from(["ib-ndr", "eth-100g"]))
+@given(
+    n_params=st.floats(1e8, 2e11),
+    gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "rtx-4090"]),
+    counts=st.lists(st.integers(1, 512), min_size=1, max_size=6),
+    link=st.sampled_from(["ib-ndr", "eth-100g"]),
+)
 def test_more_gpus_never_fewer_gpu_hours(n_params, gpu, counts, link):
-    t = cost.training_cost(n_params, 1e10, gpu, sorted(set(counts) | {1}), price_per_gpu_hour=2.0, inter_link=link)
+    t = cost.training_cost(
+        n_params, 1e10, gpu, sorted(set(counts) | {1}), price_per_gpu_hour=2.0, inter_link=link
+    )
     one = t.rows[0]
     assert one.gpus == 1 and one.efficiency == 1.0
     for r in t.rows:
@@ -108,7 +135,9 @@ def test_efficiency_given_or_predicted_and_named():
     # the model behind the 8- and 64-GPU rows: since issue 22 the one gradient-sync model in gpukit.comm (which
     # gpukit.scaling uses too), no longer a call into gpukit.scaling
     assert "gpukit.comm.grad_sync DDP bucket model" in t.efficiency_model
-    assert "1 GPU: efficiency 1" in t.efficiency_model and "alpha-beta" not in t.efficiency_model  # one model per row kind
+    assert (
+        "1 GPU: efficiency 1" in t.efficiency_model and "alpha-beta" not in t.efficiency_model
+    )  # one model per row kind
     assert t.rows[2].efficiency < 1
     g = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8], price_per_gpu_hour=3.0, efficiency={1: 1.0, 8: 0.5})
     assert g.rows[1].gpu_hours == pytest.approx(2 * g.rows[0].gpu_hours)
@@ -141,9 +170,11 @@ def test_a_partial_node_is_paced_by_its_own_ports():
     want = 0.0
     for b in ddp_buckets(uniform_param_shapes(n, 32), 25.0):
         size = b.numel * 2
-        want += (collective_time("reduce_scatter", size, 8, nv).time_s
-                 + collective_time("all_reduce", -(-size // 4), 2, ib, base_latency_s=0.0).time_s
-                 + collective_time("all_gather", size, 8, nv, base_latency_s=0.0).time_s)
+        want += (
+            collective_time("reduce_scatter", size, 8, nv).time_s
+            + collective_time("all_reduce", -(-size // 4), 2, ib, base_latency_s=0.0).time_s
+            + collective_time("all_gather", size, 8, nv, base_latency_s=0.0).time_s
+        )
     assert effs[12].comm_s == pytest.approx(want, rel=1e-6)
     assert "one of 4" in effs[12].model
     t = cost.training_cost(get_model("llama-2-7b"), 1e11, "h100-sxm", [8, 12, 16], price_per_gpu_hour=3.0)
@@ -156,15 +187,40 @@ def test_cost_train_says_one_port_per_gpu_between_nodes(capsys):
     port (gpukit scaling --ports-per-node 1); the output said only 'eth-100g between nodes'."""
     from gpukit.scaling import scaling
 
-    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", "16",
-            "--price-per-gpu-hour", "3", "--inter-link", "eth-100g"]
+    argv = [
+        "cost",
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "16",
+        "--price-per-gpu-hour",
+        "3",
+        "--inter-link",
+        "eth-100g",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "one eth-100g port per GPU (rail-optimized)" in out and "--ports-per-node" in out
     n = get_model("llama-2-7b").n_params
     rail = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g").efficiency
-    shared = scaling(n_params=n, gpu="h100-sxm", gpus=(1, 16), inter_link="eth-100g", ports_per_node=1,
-                     tokens_per_gpu=8192, overlap=False).rows[-1].efficiency
+    shared = (
+        scaling(
+            n_params=n,
+            gpu="h100-sxm",
+            gpus=(1, 16),
+            inter_link="eth-100g",
+            ports_per_node=1,
+            tokens_per_gpu=8192,
+            overlap=False,
+        )
+        .rows[-1]
+        .efficiency
+    )
     assert shared < 0.75 * rail  # what the stated assumption is worth
     assert main(argv[:-2]) == 0  # the default link: its era's, one port per GPU too
     assert "one port per GPU of the link of its era" in capsys.readouterr().out
@@ -176,7 +232,9 @@ def test_article_table_identical_cost_only_at_perfect_scaling():
     pred = cost.article_table()
     costs = [r.cost_usd for r in pred]
     assert costs[0] == pytest.approx(800)
-    assert all(b >= a for a, b in zip(costs, costs[1:], strict=False))  # efficiency falls with N, so cost rises
+    assert all(
+        b >= a for a, b in zip(costs, costs[1:], strict=False)
+    )  # efficiency falls with N, so cost rises
     assert costs[-1] > 800 * 1.05
 
 
@@ -195,7 +253,10 @@ def test_pareto_set_of_the_notebook_defaults_is_the_h100_at_every_count():
     """Notebook 08 sec. 4 (opt-1.3b, 26B tokens, median prices): every plan fits (plain data parallel), the
     H100 is dearer per hour than the A100, yet every A100 plan is slower and dearer than an H100 plan; the
     cheapest plan is one H100."""
-    assert quote("h100-sxm", policy="median").usd_per_gpu_hour > quote("a100-80gb", policy="median").usd_per_gpu_hour
+    assert (
+        quote("h100-sxm", policy="median").usd_per_gpu_hour
+        > quote("a100-80gb", policy="median").usd_per_gpu_hour
+    )
     counts = [1, 8, 64, 256]
     t = cost.training_cost(get_model("opt-1.3b"), 26e9, ["h100-sxm", "a100-80gb"], counts)
     assert all(r.fits for r in t.rows)
@@ -218,11 +279,17 @@ def test_buy_vs_rent_against_each_rent_as_notebook_08_reads_it():
     """Notebook 08 sec. 5, article 002's cluster at 90% use: against AWS p5 on demand owning pays off at low
     utilization within months; against the median market row it needs a high utilization and more than a
     year; against the lowest row hardly at all (break-even near or above 100%, after the 3-year depreciation)."""
-    def bvr(rent):
-        return cost.buy_vs_rent("h100-sxm", 32, 1.2e6, network_usd=150e3, rent_per_gpu_hour=rent, utilization=0.9)
 
-    aws, median, lowest = (bvr(98.32 / 8), bvr(quote("h100-sxm", policy="median").usd_per_gpu_hour),
-                           bvr(quote("h100-sxm", policy="lowest").usd_per_gpu_hour))
+    def bvr(rent):
+        return cost.buy_vs_rent(
+            "h100-sxm", 32, 1.2e6, network_usd=150e3, rent_per_gpu_hour=rent, utilization=0.9
+        )
+
+    aws, median, lowest = (
+        bvr(98.32 / 8),
+        bvr(quote("h100-sxm", policy="median").usd_per_gpu_hour),
+        bvr(quote("h100-sxm", policy="lowest").usd_per_gpu_hour),
+    )
     assert aws.break_even_utilization < 0.25 and aws.break_even_months < 12
     assert 0.4 < median.break_even_utilization < 0.9 and 12 <= median.break_even_months < 36
     assert lowest.break_even_utilization > 0.9 and lowest.break_even_months > 36
@@ -233,11 +300,14 @@ def test_buy_vs_rent_against_each_rent_as_notebook_08_reads_it():
 def test_break_even_utilization_equalizes_cost(u, years, rent, capex):
     r = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=u)
     if math.isfinite(r.break_even_utilization) and r.break_even_utilization <= 1:
-        at = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years,
-                              utilization=r.break_even_utilization)
+        at = cost.buy_vs_rent(
+            "h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=r.break_even_utilization
+        )
         assert at.owned_cost_per_gpu_hour == pytest.approx(rent, rel=1e-9)
     # owned cost falls as utilization rises
-    hi = cost.buy_vs_rent("h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=min(1.0, u * 1.5))
+    hi = cost.buy_vs_rent(
+        "h100-sxm", 32, capex, rent_per_gpu_hour=rent, years=years, utilization=min(1.0, u * 1.5)
+    )
     assert hi.owned_cost_per_gpu_hour <= r.owned_cost_per_gpu_hour + 1e-12
     if math.isfinite(r.break_even_months):  # cumulative rent = capex + energy after break_even_months
         hours = r.break_even_months * cost.HOURS_PER_MONTH * u * 32
@@ -253,8 +323,26 @@ def test_buy_vs_rent_bad_input():
 
 
 def test_buy_vs_rent_cli_json(capsys):
-    assert main(["cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.2M",
-                 "--rent-per-gpu-hour", "12.29", "--utilization", "0.9", "--json"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                "buy-vs-rent",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "32",
+                "--purchase-usd",
+                "1.2M",
+                "--rent-per-gpu-hour",
+                "12.29",
+                "--utilization",
+                "0.9",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert {"owned_cost_per_gpu_hour", "break_even_utilization", "break_even_months"} <= set(d)
 
@@ -275,14 +363,54 @@ def test_young_daly_interval():
 
 
 def test_cost_train_cli_json(capsys):
-    assert main(["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus",
-                 "1,8,64", "--price-per-gpu-hour", "3", "--spot", "--preemptions-per-day", "2",
-                 "--checkpoint-minutes", "5", "--spot-price-per-gpu-hour", "1.2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--tokens",
+                "100B",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "1,8,64",
+                "--price-per-gpu-hour",
+                "3",
+                "--spot",
+                "--preemptions-per-day",
+                "2",
+                "--checkpoint-minutes",
+                "5",
+                "--spot-price-per-gpu-hour",
+                "1.2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert [r["gpus"] for r in d["rows"]] == [1, 8, 64]
     assert {"gpus", "hours", "gpu_hours", "cost_usd", "efficiency"} <= set(d["rows"][0])
-    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
-                 "--spot"]) == 2
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--params",
+                "7B",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--spot",
+            ]
+        )
+        == 2
+    )
 
 
 def test_cost_train_states_the_flops_it_used():
@@ -295,18 +423,44 @@ def test_cost_train_states_the_flops_it_used():
     from gpukit.compute import time_to_train
 
     t1 = time_to_train(m, 1e9, "h100-sxm", 1)
-    assert f"{t1.flops / 1e9:.3g} FLOPs per token" in line and "seq_len 4096" in line and "train_seq_len" in line
+    assert (
+        f"{t1.flops / 1e9:.3g} FLOPs per token" in line and "seq_len 4096" in line and "train_seq_len" in line
+    )
     assert f"LM head {t1.lm_head_params / 1e9:.3g}B" in line and t1.lm_head_params == 32000 * 4096
     assert t.rows[0].hours == pytest.approx(t1.flops / (989.4e12 * 0.4) / 3600, rel=1e-9)
-    assert "no attention term" in cost.training_cost(7e9, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0).assumptions[0]
+    assert (
+        "no attention term"
+        in cost.training_cost(7e9, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0).assumptions[0]
+    )
 
 
-@pytest.mark.parametrize("flag, value", [("--restart-minutes", "5"), ("--spot-price-per-gpu-hour", "1"),
-                                         ("--checkpoint-minutes", "5")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--restart-minutes", "5"), ("--spot-price-per-gpu-hour", "1"), ("--checkpoint-minutes", "5")],
+)
 def test_cost_train_spot_flags_without_spot_are_errors(flag, value, capsys):
     """--restart-minutes and --spot-price-per-gpu-hour without --spot were ignored without a word."""
-    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8",
-                 "--price-per-gpu-hour", "3", flag, value]) == 2
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--params",
+                "7B",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--price-per-gpu-hour",
+                "3",
+                flag,
+                value,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"{flag} applies with --spot" in err and err.count("\n") == 1
 
@@ -340,10 +494,30 @@ def test_cost_train_counts_beyond_one_step_are_errors(capsys):
     # (2048 x 1 x 1 for a bare n_params), not a separate 8,192 (4 x 2048); the limit was 1e12 / 8192 = 122,070,312
     with pytest.raises(ValueError, match="gpus must be at most tokens / tokens_per_gpu = 488,281,250"):
         cost.training_cost(7e9, 1e12, "h100-sxm", [8, 10**11], price_per_gpu_hour=3.0)
-    assert main(["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,99999999999",
-                 "--price-per-gpu-hour", "3"]) == 2
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--params",
+                "7B",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "8,99999999999",
+                "--price-per-gpu-hour",
+                "3",
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err.count("\n") == 1
-    assert cost.training_cost(7e9, 1e12, "h100-sxm", [8, 100_000], price_per_gpu_hour=3.0).rows[-1].gpus == 100_000
+    assert (
+        cost.training_cost(7e9, 1e12, "h100-sxm", [8, 100_000], price_per_gpu_hour=3.0).rows[-1].gpus
+        == 100_000
+    )
 
 
 def test_serving_cost_counts_the_prefill_of_the_batch():
@@ -361,7 +535,9 @@ def test_serving_cost_counts_the_prefill_of_the_batch():
     assert r.total_tokens_per_s < 0.9 * p.total_tokens_per_s  # the prefill of 64 prompts is not free
     one = cost.serving_cost("llama-3-8b", "h100-sxm", batch=1, usd_per_gpu_hour=3.0)
     p1 = inf.serve(m, g, batch=1, input_tokens=1024, output_tokens=1024)
-    assert one.total_tokens_per_s == pytest.approx(p1.decode_tokens_per_s, rel=0.01)  # batch 1: decode dominates
+    assert one.total_tokens_per_s == pytest.approx(
+        p1.decode_tokens_per_s, rel=0.01
+    )  # batch 1: decode dominates
 
 
 def test_missing_spot_price_lists_the_gpus_with_a_spot_price():
@@ -379,8 +555,23 @@ def test_spot_that_never_finishes_says_so(capsys):
     """1000 interruptions a day against 60-minute checkpoints printed 'expected
     4,359,305,653,684,582,574,194,688.0 h ... (-159907356461171531055104% saved)'; the text now says the
     job never finishes in practice (the JSON keeps Daly's figures)."""
-    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "a100-80gb", "--gpus", "8",
-            "--spot", "--preemptions-per-day", "1000", "--checkpoint-minutes", "60"]
+    argv = [
+        "cost",
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "a100-80gb",
+        "--gpus",
+        "8",
+        "--spot",
+        "--preemptions-per-day",
+        "1000",
+        "--checkpoint-minutes",
+        "60",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "never finishes in practice" in out and "% saved" not in out
@@ -395,9 +586,11 @@ def test_skypilot_catalog_with_a_fraction_of_a_gpu(tmp_path):
     d = tmp_path / "azure"
     d.mkdir()
     f = d / "vms.csv"
-    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,Price,Region,SpotPrice\n"
-                 "Standard_NV18ads_A10_v5,A10,0.5,1.60,eastus,\n"
-                 "Standard_NC24ads_A100_v4,A100-80GB,1.0,3.67,eastus,\n")
+    f.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,Price,Region,SpotPrice\n"
+        "Standard_NV18ads_A10_v5,A10,0.5,1.60,eastus,\n"
+        "Standard_NC24ads_A100_v4,A100-80GB,1.0,3.67,eastus,\n"
+    )
     t = read_prices(f)
     assert [r.instance_type for r in t.rows] == ["Standard_NC24ads_A100_v4"] and t.rows[0].cloud == "azure"
 
@@ -414,13 +607,30 @@ def test_cost_train_says_when_the_priced_layout_does_not_fit(capsys):
     m = get_model("llama-2-70b")
     t = cost.training_cost(m, 100e9, "rtx-4090", [8], price_per_gpu_hour=0.5)
     r = t.rows[0]
-    want = estimate_memory(m, setup=TrainSetup(dp=8, seq_len=m.train_seq_len, micro_batch=1, dropout=False),
-                           gpu=get_gpu("rtx-4090"))
-    assert r.memory_per_gpu_bytes == want.total_bytes and r.gpu_memory_bytes == get_gpu("rtx-4090").memory_bytes
+    want = estimate_memory(
+        m,
+        setup=TrainSetup(dp=8, seq_len=m.train_seq_len, micro_batch=1, dropout=False),
+        gpu=get_gpu("rtx-4090"),
+    )
+    assert (
+        r.memory_per_gpu_bytes == want.total_bytes and r.gpu_memory_bytes == get_gpu("rtx-4090").memory_bytes
+    )
     assert r.fits is False and r.memory_per_gpu_bytes > 10 * r.gpu_memory_bytes
     assert any("rtx-4090 does NOT fit at 8 GPU(s)" in w for w in t.warnings)
-    argv = ["cost", "train", "--model", "llama-2-70b", "--tokens", "100B", "--gpu", "rtx-4090", "--gpus", "8",
-            "--price-per-gpu-hour", "0.5"]
+    argv = [
+        "cost",
+        "train",
+        "--model",
+        "llama-2-70b",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        "8",
+        "--price-per-gpu-hour",
+        "0.5",
+    ]
     assert main(argv + ["--json"]) == 0  # a warning, not an error
     d = json.loads(capsys.readouterr().out)
     assert d["rows"][0]["fits"] is False and d["rows"][0]["memory_per_gpu_bytes"] == want.total_bytes
@@ -431,13 +641,36 @@ def test_cost_train_says_when_the_priced_layout_does_not_fit(capsys):
     # the same model fits 64 H100s with ZeRO-3 and full recompute (the layout the warning suggests)
     ok = cost.training_cost(m, 1e12, "h100-sxm", [64], price_per_gpu_hour=3.0, zero_stage=3, recompute="full")
     assert ok.rows[0].fits is True and not ok.warnings
-    assert main(["cost", "train", "--model", "llama-2-70b", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "64",
-                 "--zero", "3", "--recompute", "full", "--price-per-gpu-hour", "3"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                "train",
+                "--model",
+                "llama-2-70b",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "64",
+                "--zero",
+                "3",
+                "--recompute",
+                "full",
+                "--price-per-gpu-hour",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "WARNING" not in out and "ZeRO-3, full recompute" in out
     # full recompute executes a second forward: 8N instead of 6N per token, so more hours
-    assert ok.rows[0].hours > cost.training_cost(m, 1e12, "h100-sxm", [64], price_per_gpu_hour=3.0,
-                                                 zero_stage=3).rows[0].hours
+    assert (
+        ok.rows[0].hours
+        > cost.training_cost(m, 1e12, "h100-sxm", [64], price_per_gpu_hour=3.0, zero_stage=3).rows[0].hours
+    )
 
 
 def test_n_params_alone_counts_the_model_states_and_says_so():
@@ -457,8 +690,19 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
     n = get_model("llama-2-7b").n_params
     rail = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g")
     one = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", ports_per_node=1)
-    want = scaling(n_params=n, gpu="h100-sxm", gpus=(1, 16), inter_link="eth-100g", ports_per_node=1,
-                   tokens_per_gpu=8192, overlap=False).rows[-1].efficiency
+    want = (
+        scaling(
+            n_params=n,
+            gpu="h100-sxm",
+            gpus=(1, 16),
+            inter_link="eth-100g",
+            ports_per_node=1,
+            tokens_per_gpu=8192,
+            overlap=False,
+        )
+        .rows[-1]
+        .efficiency
+    )
     assert one.efficiency == pytest.approx(want, rel=1e-9) and one.efficiency < 0.75 * rail.efficiency
     assert cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", ports_per_node=8) == rail
     # the alpha-beta step (ZeRO-3, partial nodes): the ports' share of the line rate paces the inter-node phase
@@ -477,17 +721,46 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
     fast = 3 * collective_time("all_reduce", size / 8, 2, (a, eth.bandwidth_gbps * E)).time_s
     assert z.comm_s - z8.comm_s == pytest.approx(slow - fast, rel=1e-6)
     assert "2 port(s) per node shared by its 8 GPUs" in z.model
-    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", "16",
-            "--price-per-gpu-hour", "3", "--inter-link", "eth-100g"]
+    argv = [
+        "cost",
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "16",
+        "--price-per-gpu-hour",
+        "3",
+        "--inter-link",
+        "eth-100g",
+    ]
     assert main(argv + ["--ports-per-node", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     # issue 22: cost train prices a step of seq_len x micro_batch x grad_accum = 4096 x 1 x 1 tokens per GPU for
     # llama-2-7b (the planner's step, one price loop), no longer predicted_efficiency's default 8,192
-    step = scaling(n_params=n, gpu="h100-sxm", gpus=(1, 16), inter_link="eth-100g", ports_per_node=1,
-                   tokens_per_gpu=4096, overlap=False).rows[-1].efficiency
-    assert d["rows"][0]["tokens_per_gpu"] == 4096 and d["rows"][0]["efficiency"] == pytest.approx(step, rel=1e-9)
-    assert any("1 eth-100g port(s) per node shared by its 8 GPUs" in a and "--ports-per-node 1" in a
-               for a in d["assumptions"])
+    step = (
+        scaling(
+            n_params=n,
+            gpu="h100-sxm",
+            gpus=(1, 16),
+            inter_link="eth-100g",
+            ports_per_node=1,
+            tokens_per_gpu=4096,
+            overlap=False,
+        )
+        .rows[-1]
+        .efficiency
+    )
+    assert d["rows"][0]["tokens_per_gpu"] == 4096 and d["rows"][0]["efficiency"] == pytest.approx(
+        step, rel=1e-9
+    )
+    assert any(
+        "1 eth-100g port(s) per node shared by its 8 GPUs" in a and "--ports-per-node 1" in a
+        for a in d["assumptions"]
+    )
     assert main(argv + ["--ports-per-node", "0"]) == 2
     assert "--ports-per-node" in capsys.readouterr().err
 
@@ -503,12 +776,31 @@ def test_a_node_price_typed_per_gpu_hour_gets_a_warning(capsys):
     node = next(r for r in rows if r.count == 8 and r.cloud == "lambda").price_usd_per_h
     for honest in (lo, hi, quote("h100-sxm", policy="median").usd_per_gpu_hour):
         assert price_warning("h100-sxm", honest) is None
-        assert not cost.training_cost(7e9, 1e11, "h100-sxm", [64], price_per_gpu_hour=honest, zero_stage=3,
-                                      recompute="full").warnings
+        assert not cost.training_cost(
+            7e9, 1e11, "h100-sxm", [64], price_per_gpu_hour=honest, zero_stage=3, recompute="full"
+        ).warnings
     assert price_warning("h100-sxm", node) is not None
-    assert price_warning("t4", 3 * max(r.usd_per_gpu_hour for r in load_prices().rows
-                                       if r.usd_per_gpu_hour and not r.is_article)) is not None  # no t4 row
-    argv = ["cost", "train", "--params", "1B", "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", "8", "--json"]
+    assert (
+        price_warning(
+            "t4",
+            3
+            * max(r.usd_per_gpu_hour for r in load_prices().rows if r.usd_per_gpu_hour and not r.is_article),
+        )
+        is not None
+    )  # no t4 row
+    argv = [
+        "cost",
+        "train",
+        "--params",
+        "1B",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--json",
+    ]
     assert main(argv + ["--price-per-gpu-hour", f"{node:g}"]) == 0
     d = json.loads(capsys.readouterr().out)
     w = [x for x in d["warnings"] if x.startswith("price_per_gpu_hour (--price-per-gpu-hour)")]
@@ -528,12 +820,30 @@ def test_spot_and_rent_prices_are_checked_and_named(capsys):
     """The spot price read from the price file was used without its source, and the restart time (10 min
     by default) was not said; a node's price given as --spot-price-per-gpu-hour or --rent-per-gpu-hour
     passed silently like --price-per-gpu-hour did."""
-    argv = ["cost", "train", "--params", "1B", "--tokens", "100B", "--gpu", "a100-80gb", "--gpus", "8", "--spot",
-            "--preemptions-per-day", "2", "--checkpoint-minutes", "5"]
+    argv = [
+        "cost",
+        "train",
+        "--params",
+        "1B",
+        "--tokens",
+        "100B",
+        "--gpu",
+        "a100-80gb",
+        "--gpus",
+        "8",
+        "--spot",
+        "--preemptions-per-day",
+        "2",
+        "--checkpoint-minutes",
+        "5",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     sp = quote("a100-80gb", policy="median", spot=True)
-    assert f"spot ${sp.usd_per_gpu_hour:.2f}/GPU-h ({sp.source})" in out and "restart 10 min (default, assumed)" in out
+    assert (
+        f"spot ${sp.usd_per_gpu_hour:.2f}/GPU-h ({sp.source})" in out
+        and "restart 10 min (default, assumed)" in out
+    )
     node = next(r for r in load_prices().for_gpu("a100-80gb") if r.count == 8).price_usd_per_h
     assert main(argv + ["--spot-price-per-gpu-hour", f"{node:g}", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -542,16 +852,33 @@ def test_spot_and_rent_prices_are_checked_and_named(capsys):
     b = cost.buy_vs_rent("h100-sxm", 32, 1.2e6, rent_per_gpu_hour=98.32)  # AWS p5's price per instance-hour
     assert len(b.warnings) == 1 and b.warnings[0].startswith("rent_per_gpu_hour (--rent-per-gpu-hour)")
     assert not cost.buy_vs_rent("h100-sxm", 32, 1.2e6, rent_per_gpu_hour=98.32 / 8).warnings
-    assert main(["cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.2M",
-                 "--rent-per-gpu-hour", "98.32", "--json"]) == 0
+    assert (
+        main(
+            [
+                "cost",
+                "buy-vs-rent",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "32",
+                "--purchase-usd",
+                "1.2M",
+                "--rent-per-gpu-hour",
+                "98.32",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["warnings"]
 
 
 def test_one_price_for_several_gpu_types_is_said():
     t = cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"], [8], price_per_gpu_hour=2.0)
     assert any("applies to every GPU type (h100-sxm, a100-80gb)" in w for w in t.warnings)
-    assert not any("every GPU type" in w for w in cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"],
-                                                                      [8]).warnings)
+    assert not any(
+        "every GPU type" in w for w in cost.training_cost(1e9, 1e11, ["h100-sxm", "a100-80gb"], [8]).warnings
+    )
 
 
 def test_cost_train_network_flags_on_one_node_are_an_error(capsys):

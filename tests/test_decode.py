@@ -61,10 +61,12 @@ def test_measured_cpu_decode_against_the_roofline():
         assert set(rows) == {("prefill", 1), ("decode", 1), ("decode", 64)}
         for x in rows.values():
             assert 0 < x["ideal_s"] <= x["no_overlap_s"]
-            assert x["error_ideal"] < 0.10, \
+            assert x["error_ideal"] < 0.10, (
                 f"{x['mode']} batch {x['batch']}: faster than the ideal roofline allows ({x['error_ideal']:+.0%})"
-        assert rows[("decode", 64)]["measured_tokens_per_s"] > 4 * rows[("decode", 1)]["measured_tokens_per_s"], \
-            "batching below the ridge should raise decode throughput almost linearly"
+            )
+        assert (
+            rows[("decode", 64)]["measured_tokens_per_s"] > 4 * rows[("decode", 1)]["measured_tokens_per_s"]
+        ), "batching below the ridge should raise decode throughput almost linearly"
         busy = [x for x in rows.values() if x["spread"] > QUIET_SPREAD]
         if busy:
             pytest.skip(f"machine too busy for the 25% check: spread {max(x['spread'] for x in busy):.0%}")

@@ -34,8 +34,19 @@ PY = sys.executable
 ENV = {**os.environ, "TQDM_DISABLE": "1"}
 ENV.pop("GPUKIT_FAULT", None)
 # long enough to be killed midway, short per call so a signal is handled promptly
-LONG_SWEEP = ["--device", "cpu", "--sizes", "1M", "--iters", "10", "--repeats", "100000", "--no-bare-check",
-              "--timeout", "120"]
+LONG_SWEEP = [
+    "--device",
+    "cpu",
+    "--sizes",
+    "1M",
+    "--iters",
+    "10",
+    "--repeats",
+    "100000",
+    "--no-bare-check",
+    "--timeout",
+    "120",
+]
 
 
 # ---------------------------------------------------------------- /proc helpers (no psutil)
@@ -120,9 +131,16 @@ _my_children = live_children
 
 
 def _start(*args, env=None) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-m", "gpukit", "bench", *args], cwd=ROOT, env=env or ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=as_foreground_job)
+    return subprocess.Popen(
+        [PY, "-m", "gpukit", "bench", *args],
+        cwd=ROOT,
+        env=env or ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=as_foreground_job,
+    )
 
 
 def _finish(p: subprocess.Popen, timeout_s: float = 90) -> tuple[str, str]:
@@ -157,8 +175,27 @@ def test_ctrl_c_midway_stops_every_rank():
 
 def test_sigterm_midway_ddp_stops_every_rank():
     """`kill PID` (SIGTERM) on the launcher of a DDP run: ranks stopped, one line, then death by SIGTERM."""
-    p = _start("ddp", "--device", "cpu", "--steps", "100000", "--warmup", "0", "--n-layers", "1", "--hidden", "32",
-               "--n-heads", "2", "--micro-batch", "1", "--seq-len", "8", "--timeout", "120")
+    p = _start(
+        "ddp",
+        "--device",
+        "cpu",
+        "--steps",
+        "100000",
+        "--warmup",
+        "0",
+        "--n-layers",
+        "1",
+        "--hidden",
+        "32",
+        "--n-heads",
+        "2",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "8",
+        "--timeout",
+        "120",
+    )
     try:
         sockets = _wait_running(p)
         p.send_signal(signal.SIGTERM)
@@ -185,20 +222,34 @@ def test_sigkill_of_the_launcher_takes_the_ranks_along():
 
 # ---------------------------------------------------------------- a rank dies, a run times out
 def test_a_rank_that_dies_is_named_and_the_other_stopped():
-    p = _start("collectives", "--device", "cpu", "--sizes", "4K,64K", "--repeats", "5", "--no-bare-check",
-               "--timeout", "60", env={**ENV, "GPUKIT_FAULT": "rank1_exit"})
+    p = _start(
+        "collectives",
+        "--device",
+        "cpu",
+        "--sizes",
+        "4K,64K",
+        "--repeats",
+        "5",
+        "--no-bare-check",
+        "--timeout",
+        "60",
+        env={**ENV, "GPUKIT_FAULT": "rank1_exit"},
+    )
     _, err = _finish(p)
     assert p.returncode == 1, (p.returncode, err)
     assert _one_line(err) == "error: benchmark worker failed: rank 1 died with exit code 3"
     _assert_nothing_left(p.pid)
 
 
-@pytest.mark.parametrize("argv", [
-    # rank 1 arrives 60 s late (a slow data loader): rank 0's collective gives up after --timeout 2
-    ["article", "--device", "cpu", "--skew-ms", "60000", "--timeout", "2"],
-    # a tiny --timeout: the ranks cannot even join the process group in time (c10d's log stays quiet)
-    ["collectives", "--device", "cpu", "--sizes", "4K", "--timeout", "0.001"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # rank 1 arrives 60 s late (a slow data loader): rank 0's collective gives up after --timeout 2
+        ["article", "--device", "cpu", "--skew-ms", "60000", "--timeout", "2"],
+        # a tiny --timeout: the ranks cannot even join the process group in time (c10d's log stays quiet)
+        ["collectives", "--device", "cpu", "--sizes", "4K", "--timeout", "0.001"],
+    ],
+)
 def test_timeout_is_one_line_and_exit_2(argv):
     t0 = time.monotonic()
     p = _start(*argv)
@@ -211,8 +262,24 @@ def test_timeout_is_one_line_and_exit_2(argv):
 
 def test_two_runs_at_once_do_not_collide():
     """Each launcher's store binds port 0 and keeps it, so two runs started together both work."""
-    runs = [_start("collectives", "--device", "cpu", "--op", op, "--sizes", "4K,64K", "--repeats", "3",
-                   "--no-bare-check", "--timeout", "60", "--json") for op in ("all_reduce", "all_gather")]
+    runs = [
+        _start(
+            "collectives",
+            "--device",
+            "cpu",
+            "--op",
+            op,
+            "--sizes",
+            "4K,64K",
+            "--repeats",
+            "3",
+            "--no-bare-check",
+            "--timeout",
+            "60",
+            "--json",
+        )
+        for op in ("all_reduce", "all_gather")
+    ]
     outs = [_finish(p) for p in runs]
     for p, (out, err) in zip(runs, outs, strict=True):
         assert p.returncode == 0, err
@@ -245,6 +312,7 @@ def _oom_above(limit_elems: int, real):
         if dims and all(isinstance(d, int) for d in dims) and int(torch.Size(dims).numel()) > limit_elems:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB (simulated)")
         return real(*shape, **kw)
+
     return alloc
 
 
@@ -254,7 +322,9 @@ def test_matmul_out_of_memory_stops_the_sweep_there(capsys, monkeypatch):
     from gpukit.bench import matmul
 
     monkeypatch.setattr(torch, "randn", _oom_above(48 * 48, torch.randn))
-    res = matmul.matmul_bench("cpu", ["fp32"], (16, 32, 64, 128), llm_shapes=False, repeats=3, min_repeat_s=0.002)
+    res = matmul.matmul_bench(
+        "cpu", ["fp32"], (16, 32, 64, 128), llm_shapes=False, repeats=3, min_repeat_s=0.002
+    )
     assert [r["shape"] for r in res.rows] == ["square-16", "square-32"]
     assert res.summary["out_of_memory"].startswith("out of memory at size square-64 (fp32, 64x64 @ 64x64)")
     argv = ["bench", "matmul", "--device", "cpu", "--square-only", "--repeats", "3"]
@@ -264,12 +334,29 @@ def test_matmul_out_of_memory_stops_the_sweep_there(capsys, monkeypatch):
     assert _one_line(capsys.readouterr().err).startswith("error: out of memory at size square-64")
 
 
-@pytest.mark.skipif(Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1",
-                    reason="with vm.overcommit_memory=1 a 400 TB allocation is not refused up front")
+@pytest.mark.skipif(
+    Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1",
+    reason="with vm.overcommit_memory=1 a 400 TB allocation is not refused up front",
+)
 def test_real_allocation_failures_on_cpu(capsys):
     """No simulation: 10^7 x 10^7 fp32 (400 TB) and 10^9 MiB arrays are refused by the CPU allocator."""
-    assert main(["bench", "matmul", "--device", "cpu", "--square-only", "--repeats", "3", "--sizes",
-                 "16,10000000", "--json"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "matmul",
+                "--device",
+                "cpu",
+                "--square-only",
+                "--repeats",
+                "3",
+                "--sizes",
+                "16,10000000",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert [r["shape"] for r in d["rows"]] == ["square-16"]
     assert d["summary"]["out_of_memory"].startswith("out of memory at size square-10000000")
@@ -285,7 +372,9 @@ def test_memory_bandwidth_out_of_memory(capsys, monkeypatch):
     capsys.readouterr()
     assert main(["bench", "memory", "--device", "cpu", "--size-mib", "1"]) == 2
     err = _one_line(capsys.readouterr().err)
-    assert err.startswith("error: out of memory at size 1 MiB per array (3 arrays on cpu): CUDA out of memory")
+    assert err.startswith(
+        "error: out of memory at size 1 MiB per array (3 arrays on cpu): CUDA out of memory"
+    )
 
 
 # ---------------------------------------------------------------- broken user files
@@ -312,13 +401,16 @@ def _first_row(path: Path) -> int:
     raise AssertionError("no data row")
 
 
-@pytest.mark.parametrize("fault, expect", [
-    ("fields", "fields, header has"),
-    ("number", "'memory_gib' must be a number, got 'lots'"),
-    ("utf8", "not UTF-8 text"),
-    ("provenance", "empty 'source_url'"),
-    ("negative", "'tdp_w' must be a finite number >= 0"),
-])
+@pytest.mark.parametrize(
+    "fault, expect",
+    [
+        ("fields", "fields, header has"),
+        ("number", "'memory_gib' must be a number, got 'lots'"),
+        ("utf8", "not UTF-8 text"),
+        ("provenance", "empty 'source_url'"),
+        ("negative", "'tdp_w' must be a finite number >= 0"),
+    ],
+)
 def test_broken_gpu_catalog_names_file_and_line(tmp_path, monkeypatch, capsys, fault, expect):
     d = _data_dir(tmp_path)
     gpus_csv = d / "gpus.csv"
@@ -333,12 +425,16 @@ def test_broken_gpu_catalog_names_file_and_line(tmp_path, monkeypatch, capsys, f
             buf = io.StringIO()
             csv.writer(buf, lineterminator="").writerow(cells)
             return buf.getvalue().encode()
+
         return edit
-    edit = {"fields": lambda b: b + b",extra,cells",
-            "number": set_col("memory_gib", "lots"),
-            "utf8": lambda b: b.replace(b",", b",\xe9", 1),
-            "provenance": set_col("source_url", ""),
-            "negative": set_col("tdp_w", "-300")}[fault]
+
+    edit = {
+        "fields": lambda b: b + b",extra,cells",
+        "number": set_col("memory_gib", "lots"),
+        "utf8": lambda b: b.replace(b",", b",\xe9", 1),
+        "provenance": set_col("source_url", ""),
+        "negative": set_col("tdp_w", "-300"),
+    }[fault]
     _edit_line(gpus_csv, row, edit)
     monkeypatch.setenv("GPUKIT_DATA", str(d))
     for argv in (["gpus"], ["memory", "--model", "gpt2", "--gpu", "h100-sxm"]):
@@ -360,24 +456,33 @@ def test_missing_or_headerless_catalog_is_named(tmp_path, monkeypatch, capsys, f
     assert main(["gpus", "--json"]) == 2
     err = _one_line(capsys.readouterr().err)
     assert str(gpus_csv) in err
-    assert {"missing": "not found", "directory": "cannot read",
-            "header": f"{gpus_csv}:1: missing column(s)"}[fault] in err
+    assert {"missing": "not found", "directory": "cannot read", "header": f"{gpus_csv}:1: missing column(s)"}[
+        fault
+    ] in err
 
 
-PROFILE = {"version": 1, "device": {"name": "test"}, "matmul_tflops": {"bf16": 100.0},
-           "memory_bandwidth_gbps": {"triad": 1000.0}, "links": {"nvlink4": {"alpha_us": 3.0, "beta_gbps": 300.0}},
-           "env": {}}
+PROFILE = {
+    "version": 1,
+    "device": {"name": "test"},
+    "matmul_tflops": {"bf16": 100.0},
+    "memory_bandwidth_gbps": {"triad": 1000.0},
+    "links": {"nvlink4": {"alpha_us": 3.0, "beta_gbps": 300.0}},
+    "env": {},
+}
 
 
-@pytest.mark.parametrize("fault, expect", [
-    ("json", ":3:19: not valid JSON (Expecting value at line 3 column 19)"),
-    ("missing_key", ": missing key 'links'"),
-    ("bad_value", ": matmul_tflops['bf16'] must be a finite number > 0, got 'fast'"),
-    ("link_key", ": links['nvlink4'] is missing key 'beta_gbps'"),
-    ("utf8", ": not valid JSON (not UTF-8 text"),
-    ("nonexistent", " not found"),
-    ("directory", " is not a file"),
-])
+@pytest.mark.parametrize(
+    "fault, expect",
+    [
+        ("json", ":3:19: not valid JSON (Expecting value at line 3 column 19)"),
+        ("missing_key", ": missing key 'links'"),
+        ("bad_value", ": matmul_tflops['bf16'] must be a finite number > 0, got 'fast'"),
+        ("link_key", ": links['nvlink4'] is missing key 'beta_gbps'"),
+        ("utf8", ": not valid JSON (not UTF-8 text"),
+        ("nonexistent", " not found"),
+        ("directory", " is not a file"),
+    ],
+)
 def test_broken_profile_names_file_and_place(tmp_path, capsys, fault, expect):
     path = tmp_path / "profile.json"
     data = json.loads(json.dumps(PROFILE))
@@ -395,8 +500,10 @@ def test_broken_profile_names_file_and_place(tmp_path, capsys, fault, expect):
         else:
             del data["links"]["nvlink4"]["beta_gbps"]
         path.write_text(json.dumps(data, indent=1))
-    for argv in (["train-time", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8"],
-                 ["comm", "--op", "all_reduce", "--bytes", "1GB", "--ranks", "8", "--link", "nvlink4"]):
+    for argv in (
+        ["train-time", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8"],
+        ["comm", "--op", "all_reduce", "--bytes", "1GB", "--ranks", "8", "--link", "nvlink4"],
+    ):
         assert main([*argv, "--profile", str(path)]) == 2
         err = _one_line(capsys.readouterr().err)
         assert str(path) in err and expect in err, err

@@ -80,8 +80,14 @@ def test_peak_reads_the_device_the_run_used():
     from gpukit.bench.fsdp import memtracker_peak
 
     cpu_only = _FakeTracker({torch.device("cpu"): _categories(1)})
-    assert memtracker_peak(cpu_only, "cpu") == {"Parameter": 1, "Gradient": 3, "Optstate": 6, "Activation": 4, "Temp": 5,
-                                      "Total": 28}
+    assert memtracker_peak(cpu_only, "cpu") == {
+        "Parameter": 1,
+        "Gradient": 3,
+        "Optstate": 6,
+        "Activation": 4,
+        "Temp": 5,
+        "Total": 28,
+    }
     both = _FakeTracker({torch.device("cpu"): _categories(1), torch.device("cuda", 0): _categories(1000)})
     for dev in ("cuda:0", "cuda"):
         p = memtracker_peak(both, dev)

@@ -47,8 +47,14 @@ QUICK = os.environ.get("GPUKIT_TEST_QUICK") == "1"  # `make test-quick`: a tenth
 def fuzz(n: int) -> settings:
     """n examples (a tenth, at least 3, under `make test-quick`), no per-example deadline (the SIGALRM
     guard is the hang check), reproducible."""
-    return settings(max_examples=max(3, n // 10) if QUICK else n, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
-                    database=None)
+    return settings(
+        max_examples=max(3, n // 10) if QUICK else n,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        database=None,
+    )
+
 
 HUGE = 10**400  # beyond float range
 GPUS, MODELS, LINKS = sorted(catalog.gpus()), sorted(catalog.models()), sorted(catalog.interconnects())
@@ -65,8 +71,10 @@ class _Hang(Exception):
 @contextlib.contextmanager
 def no_hang(seconds: float = HANG_S):
     """Fail (raise _Hang) instead of blocking when the body runs longer than `seconds`."""
+
     def on_alarm(signum, frame):
         raise _Hang(f"example ran over {seconds} s")
+
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -79,9 +87,14 @@ def no_hang(seconds: float = HANG_S):
 # ---------------------------------------------------------------- files the fuzzer points flags at
 _TMP = Path(tempfile.mkdtemp(prefix="gpukit-fuzz-"))
 atexit.register(shutil.rmtree, _TMP, True)
-_GOOD_PROFILE = {"version": 1, "device": {"name": "fuzz"}, "matmul_tflops": {"bf16": 1.0, "fp32": 0.5},
-                 "memory_bandwidth_gbps": {"triad": 10.0}, "links": {"nvlink4": {"alpha_us": 2.0, "beta_gbps": 100.0}},
-                 "env": {}}
+_GOOD_PROFILE = {
+    "version": 1,
+    "device": {"name": "fuzz"},
+    "matmul_tflops": {"bf16": 1.0, "fp32": 0.5},
+    "memory_bandwidth_gbps": {"triad": 10.0},
+    "links": {"nvlink4": {"alpha_us": 2.0, "beta_gbps": 100.0}},
+    "env": {},
+}
 (_TMP / "good.json").write_text(json.dumps(_GOOD_PROFILE))
 (_TMP / "broken.json").write_text('{"version": 1,\n  "device": {,\n}')
 (_TMP / "nokey.json").write_text(json.dumps({k: v for k, v in _GOOD_PROFILE.items() if k != "links"}))
@@ -90,11 +103,36 @@ _GOOD_PROFILE = {"version": 1, "device": {"name": "fuzz"}, "matmul_tflops": {"bf
 
 
 # ---------------------------------------------------------------- value strategies
-JUNK = st.one_of(st.sampled_from(["", " ", "abc", "1e400", "-1", "nan", "inf", "-inf", "7B", "0x10", "1_000",
-                                  "1,2", "--json", "\u00bd", "1e-400", "None", "0.5", "1K", "1GiB", "1e9"]),
-                 st.text(max_size=6))
-INTS = st.one_of(st.integers(-3, 70), st.sampled_from([0, -1, 2**31, 2**63, 10**18, 10**30, HUGE]),
-                 st.integers())
+JUNK = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "abc",
+            "1e400",
+            "-1",
+            "nan",
+            "inf",
+            "-inf",
+            "7B",
+            "0x10",
+            "1_000",
+            "1,2",
+            "--json",
+            "\u00bd",
+            "1e-400",
+            "None",
+            "0.5",
+            "1K",
+            "1GiB",
+            "1e9",
+        ]
+    ),
+    st.text(max_size=6),
+)
+INTS = st.one_of(
+    st.integers(-3, 70), st.sampled_from([0, -1, 2**31, 2**63, 10**18, 10**30, HUGE]), st.integers()
+)
 FLOATS = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1e-320, 1e-9, 0.4, 1.0, 1e308, 1e300]))
 
 
@@ -126,13 +164,24 @@ def names(known):
     return biased(st.one_of(st.sampled_from(known), st.sampled_from(known).map(str.upper)))
 
 
-COUNT = biased(st.one_of(st.sampled_from(["7B", "125M", "1.5T", "350k", "7_000", "1e9", "2T", "300B"]),
-                         st.integers(1, 10**15).map(str)))
+COUNT = biased(
+    st.one_of(
+        st.sampled_from(["7B", "125M", "1.5T", "350k", "7_000", "1e9", "2T", "300B"]),
+        st.integers(1, 10**15).map(str),
+    )
+)
 FLAG = object()
-PROFILE = V(st.just(str(_TMP / "good.json")), st.sampled_from(
-    [str(_TMP / n) for n in ("broken.json", "nokey.json", "latin1.json", "missing.json", "")] + [str(_TMP)]))
-OUT = V(st.sampled_from([str(_TMP / "out.json"), str(_TMP / "out.csv"), str(_TMP / "sub" / "o.json")]),
-        st.sampled_from([str(_TMP / "a_file" / "x.json"), str(_TMP)]))
+PROFILE = V(
+    st.just(str(_TMP / "good.json")),
+    st.sampled_from(
+        [str(_TMP / n) for n in ("broken.json", "nokey.json", "latin1.json", "missing.json", "")]
+        + [str(_TMP)]
+    ),
+)
+OUT = V(
+    st.sampled_from([str(_TMP / "out.json"), str(_TMP / "out.csv"), str(_TMP / "sub" / "o.json")]),
+    st.sampled_from([str(_TMP / "a_file" / "x.json"), str(_TMP)]),
+)
 
 
 def value(draw, v, p_bad: float):
@@ -242,8 +291,11 @@ def stubs():
         mp.setattr(models, "build_reference_model", reached)
         mp.setattr(models, "build_model", reached)
         real_plan = calibrate._plan
-        mp.setattr(calibrate, "_plan", lambda device, quick: {**real_plan(device, quick), "sizes": (16, 32),
-                                                              "size_mib": 0.25})  # tiny, as everywhere here
+        mp.setattr(
+            calibrate,
+            "_plan",
+            lambda device, quick: {**real_plan(device, quick), "sizes": (16, 32), "size_mib": 0.25},
+        )  # tiny, as everywhere here
         mp.setattr(netlab.namespaces, "_probe_namespaces", lambda: None)
         mp.setattr(netlab.NetLab, "up", reached)
         mp.setattr(netlab, "down_labs", reached)
@@ -253,19 +305,45 @@ def stubs():
 
 
 # ---------------------------------------------------------------- CLI: calculators
-DIMS = {"--layers": ints(1, 48), "--hidden": biased(st.sampled_from(["64", "128", "256", "768", "4096"])),
-        "--heads": biased(st.sampled_from(["1", "2", "4", "8", "12", "32"])), "--kv-heads": ints(1, 8),
-        "--ffn-hidden": ints(1, 20000), "--vocab": ints(1, 100000), "--mlp": enum(("gelu", "swiglu"))}
+DIMS = {
+    "--layers": ints(1, 48),
+    "--hidden": biased(st.sampled_from(["64", "128", "256", "768", "4096"])),
+    "--heads": biased(st.sampled_from(["1", "2", "4", "8", "12", "32"])),
+    "--kv-heads": ints(1, 8),
+    "--ffn-hidden": ints(1, 20000),
+    "--vocab": ints(1, 100000),
+    "--mlp": enum(("gelu", "swiglu")),
+}
 MEMORY = {
-    **DIMS, "--model": names(MODELS), "--params": COUNT, "--precision": enum(memory.PRECISIONS),
-    "--optimizer": enum(memory.OPTIMIZERS), "--zero": enum((0, 1, 2, 3)), "--dp": ints(1, 64), "--tp": ints(1, 8),
-    "--pp": ints(1, 8), "--sp": FLAG, "--seq": ints(1, 8192), "--micro-batch": ints(1, 64),
-    "--grad-accum": ints(1, 16), "--recompute": enum(memory.RECOMPUTE), "--attention": enum(memory.ATTENTION),
-    "--no-dropout": FLAG, "--offload": enum(memory.OFFLOAD), "--finetune": enum(memory.FINETUNE),
-    "--lora-rank": ints(1, 64), "--lora-targets": enum(("qv", "attention", "all")),
-    "--weights-dtype": enum(memory.WEIGHT_DTYPES), "--inference": FLAG, "--batch": ints(1, 64),
-    "--gpu": names(GPUS), "--max-micro-batch": FLAG, "--max-seq-len": FLAG, "--min-gpus": FLAG,
-    "--max-gpus": biased(st.sampled_from(["1", "8", "1024", str(10**30)])), "--json": FLAG,
+    **DIMS,
+    "--model": names(MODELS),
+    "--params": COUNT,
+    "--precision": enum(memory.PRECISIONS),
+    "--optimizer": enum(memory.OPTIMIZERS),
+    "--zero": enum((0, 1, 2, 3)),
+    "--dp": ints(1, 64),
+    "--tp": ints(1, 8),
+    "--pp": ints(1, 8),
+    "--sp": FLAG,
+    "--seq": ints(1, 8192),
+    "--micro-batch": ints(1, 64),
+    "--grad-accum": ints(1, 16),
+    "--recompute": enum(memory.RECOMPUTE),
+    "--attention": enum(memory.ATTENTION),
+    "--no-dropout": FLAG,
+    "--offload": enum(memory.OFFLOAD),
+    "--finetune": enum(memory.FINETUNE),
+    "--lora-rank": ints(1, 64),
+    "--lora-targets": enum(("qv", "attention", "all")),
+    "--weights-dtype": enum(memory.WEIGHT_DTYPES),
+    "--inference": FLAG,
+    "--batch": ints(1, 64),
+    "--gpu": names(GPUS),
+    "--max-micro-batch": FLAG,
+    "--max-seq-len": FLAG,
+    "--min-gpus": FLAG,
+    "--max-gpus": biased(st.sampled_from(["1", "8", "1024", str(10**30)])),
+    "--json": FLAG,
 }
 
 
@@ -273,10 +351,18 @@ MEMORY = {
 def memory_argv(draw):
     how = draw(st.sampled_from(["model", "params", "dims", "any"]))
     spec = dict(MEMORY)
-    required = {"model": ("--model",), "params": ("--params",), "dims": ("--layers", "--hidden", "--heads"),
-                "any": ()}[how]
+    required = {
+        "model": ("--model",),
+        "params": ("--params",),
+        "dims": ("--layers", "--hidden", "--heads"),
+        "any": (),
+    }[how]
     if how != "any":  # one way to give the model, so most examples get past that check
-        for k in {"--model", "--params", *DIMS} - set(required) - {"--kv-heads", "--ffn-hidden", "--vocab", "--mlp"}:
+        for k in (
+            {"--model", "--params", *DIMS}
+            - set(required)
+            - {"--kv-heads", "--ffn-hidden", "--vocab", "--mlp"}
+        ):
             spec.pop(k)
     return draw(argv_for(["memory"], spec, required + ("--json",)))
 
@@ -292,49 +378,105 @@ def test_cli_memory(argv, capsys):
 
 
 MODEL_OR_PARAMS = {"--model": names(MODELS), "--params": COUNT}
-TRAIN_TIME = {**MODEL_OR_PARAMS, "--tokens": COUNT, "--gpu": names(GPUS), "--gpus": ints(1, 4096),
-              "--mfu": floats(0.01, 1.0), "--profile": PROFILE, "--efficiency": floats(0.01, 1.0),
-              "--recompute": enum(compute.RECOMPUTE), "--dtype": enum(units.BYTES_PER_DTYPE),
-              "--seq-len": ints(1, 8192), "--json": FLAG}
-FLOPS = {**MODEL_OR_PARAMS, "--seq-len": ints(1, 8192), "--mode": enum(compute.MODES), "--context": ints(1, 10**6),
-         "--recompute": enum(compute.RECOMPUTE), "--no-causal": FLAG, "--include-embeddings": FLAG,
-         "--n-layers": ints(1, 128), "--hidden": ints(1, 16384), "--json": FLAG}
-ROOFLINE = {"--gpu": names(GPUS), "--dtype": enum(units.BYTES_PER_DTYPE), "--m": ints(1, 10**6),
-            "--n": ints(1, 10**6), "--k": ints(1, 10**6), "--batch": ints(1, 64), "--model": names(MODELS),
-            "--seq-len": ints(1, 10**5), "--micro-batch": ints(1, 64), "--mode": enum(("prefill", "decode")),
-            "--context": ints(1, 10**5), "--json": FLAG}
-COMM = {"--op": enum(comm.OPS), "--bytes": biased(st.sampled_from(["0", "1", "4096", "1e9", "1GB", "256MiB", "1.5KiB",
-                                                                   "1.5", "1e308", "16M"])),
-        "--ranks": ints(1, 4096), "--link": names(LINKS), "--ranks-per-node": ints(1, 16),
-        "--inter-link": names(LINKS), "--algorithm": enum(comm.ALGORITHMS),
-        "--profile": PROFILE, "--json": FLAG}
+TRAIN_TIME = {
+    **MODEL_OR_PARAMS,
+    "--tokens": COUNT,
+    "--gpu": names(GPUS),
+    "--gpus": ints(1, 4096),
+    "--mfu": floats(0.01, 1.0),
+    "--profile": PROFILE,
+    "--efficiency": floats(0.01, 1.0),
+    "--recompute": enum(compute.RECOMPUTE),
+    "--dtype": enum(units.BYTES_PER_DTYPE),
+    "--seq-len": ints(1, 8192),
+    "--json": FLAG,
+}
+FLOPS = {
+    **MODEL_OR_PARAMS,
+    "--seq-len": ints(1, 8192),
+    "--mode": enum(compute.MODES),
+    "--context": ints(1, 10**6),
+    "--recompute": enum(compute.RECOMPUTE),
+    "--no-causal": FLAG,
+    "--include-embeddings": FLAG,
+    "--n-layers": ints(1, 128),
+    "--hidden": ints(1, 16384),
+    "--json": FLAG,
+}
+ROOFLINE = {
+    "--gpu": names(GPUS),
+    "--dtype": enum(units.BYTES_PER_DTYPE),
+    "--m": ints(1, 10**6),
+    "--n": ints(1, 10**6),
+    "--k": ints(1, 10**6),
+    "--batch": ints(1, 64),
+    "--model": names(MODELS),
+    "--seq-len": ints(1, 10**5),
+    "--micro-batch": ints(1, 64),
+    "--mode": enum(("prefill", "decode")),
+    "--context": ints(1, 10**5),
+    "--json": FLAG,
+}
+COMM = {
+    "--op": enum(comm.OPS),
+    "--bytes": biased(
+        st.sampled_from(["0", "1", "4096", "1e9", "1GB", "256MiB", "1.5KiB", "1.5", "1e308", "16M"])
+    ),
+    "--ranks": ints(1, 4096),
+    "--link": names(LINKS),
+    "--ranks-per-node": ints(1, 16),
+    "--inter-link": names(LINKS),
+    "--algorithm": enum(comm.ALGORITHMS),
+    "--profile": PROFILE,
+    "--json": FLAG,
+}
 
 
 @fuzz(100)
-@given(argv=st.one_of(
-    st.sampled_from(["--model", "--params"]).flatmap(
-        lambda mp: argv_for(["train-time"], {k: v for k, v in TRAIN_TIME.items() if k not in MODEL_OR_PARAMS or k == mp},
-                            (mp, "--tokens", "--gpu", "--gpus", "--json"))),
-    argv_for(["train-time"], TRAIN_TIME)))
+@given(
+    argv=st.one_of(
+        st.sampled_from(["--model", "--params"]).flatmap(
+            lambda mp: argv_for(
+                ["train-time"],
+                {k: v for k, v in TRAIN_TIME.items() if k not in MODEL_OR_PARAMS or k == mp},
+                (mp, "--tokens", "--gpu", "--gpus", "--json"),
+            )
+        ),
+        argv_for(["train-time"], TRAIN_TIME),
+    )
+)
 def test_cli_train_time(argv, capsys):
     run_cli(argv, capsys)
 
 
 @fuzz(80)
-@given(argv=st.one_of(
-    st.sampled_from(["--model", "--params"]).flatmap(
-        lambda mp: argv_for(["flops"], {k: v for k, v in FLOPS.items() if k not in MODEL_OR_PARAMS or k == mp},
-                            (mp, "--seq-len", "--json"))),
-    argv_for(["flops"], FLOPS)))
+@given(
+    argv=st.one_of(
+        st.sampled_from(["--model", "--params"]).flatmap(
+            lambda mp: argv_for(
+                ["flops"],
+                {k: v for k, v in FLOPS.items() if k not in MODEL_OR_PARAMS or k == mp},
+                (mp, "--seq-len", "--json"),
+            )
+        ),
+        argv_for(["flops"], FLOPS),
+    )
+)
 def test_cli_flops(argv, capsys):
     run_cli(argv, capsys)
 
 
 @fuzz(80)
-@given(argv=st.one_of(
-    argv_for(["roofline"], {k: v for k, v in ROOFLINE.items() if k not in ("--model", "--seq-len")},
-             ("--gpu", "--m", "--n", "--k", "--json")),
-    argv_for(["roofline"], ROOFLINE, ("--gpu", "--model", "--seq-len", "--json"))))
+@given(
+    argv=st.one_of(
+        argv_for(
+            ["roofline"],
+            {k: v for k, v in ROOFLINE.items() if k not in ("--model", "--seq-len")},
+            ("--gpu", "--m", "--n", "--k", "--json"),
+        ),
+        argv_for(["roofline"], ROOFLINE, ("--gpu", "--model", "--seq-len", "--json")),
+    )
+)
 def test_cli_roofline(argv, capsys):
     run_cli(argv, capsys)
 
@@ -346,9 +488,12 @@ def test_cli_comm(argv, capsys):
 
 
 @fuzz(40)
-@given(cmd=st.sampled_from(["gpus", "models", "links", "interconnects"]),
-       rows=st.lists(st.one_of(st.sampled_from(GPUS + MODELS + LINKS), JUNK), max_size=3),
-       sources=st.booleans(), as_json=st.booleans())
+@given(
+    cmd=st.sampled_from(["gpus", "models", "links", "interconnects"]),
+    rows=st.lists(st.one_of(st.sampled_from(GPUS + MODELS + LINKS), JUNK), max_size=3),
+    sources=st.booleans(),
+    as_json=st.booleans(),
+)
 def test_cli_catalogs(cmd, rows, sources, as_json, capsys):
     argv = [cmd, *rows] + ["--sources"] * sources + ["--json"] * as_json
     rc, out, err = run_cli(argv, capsys)
@@ -357,38 +502,85 @@ def test_cli_catalogs(cmd, rows, sources, as_json, capsys):
 
 
 # ---------------------------------------------------------------- CLI: commands that run things
-DEVICE = biased(st.sampled_from(["cpu", "auto"]), st.one_of(st.sampled_from(["cuda", "tpu", "CPU", "gpu:0"]), JUNK))
+DEVICE = biased(
+    st.sampled_from(["cpu", "auto"]), st.one_of(st.sampled_from(["cuda", "tpu", "CPU", "gpu:0"]), JUNK)
+)
 TIMEOUT = biased(st.sampled_from(["30", "120", "1e6"]), st.one_of(FLOATS.map(repr), JUNK))
 COMMON = {"--device": DEVICE, "--out": OUT, "--timeout": TIMEOUT, "--json": FLAG}
 SMALL = biased(st.sampled_from(["1", "2", "8", "16", "32", "48"]))  # sizes that reach an allocation stay tiny
-SIZES_CSV = biased(st.lists(st.integers(1, 48), min_size=1, max_size=3).map(lambda xs: ",".join(map(str, xs))),
-                   st.one_of(st.sampled_from(["0", "-8", "abc", ",", "", "8,,16", "1e3", "16,x"]), JUNK))
+SIZES_CSV = biased(
+    st.lists(st.integers(1, 48), min_size=1, max_size=3).map(lambda xs: ",".join(map(str, xs))),
+    st.one_of(st.sampled_from(["0", "-8", "abc", ",", "", "8,,16", "1e3", "16,x"]), JUNK),
+)
 BENCH = {
-    "matmul": {**COMMON, "--dtype": enum(("fp32", "bf16", "fp16", "tf32", "fp8")), "--sizes": SIZES_CSV,
-               "--square-only": FLAG, "--gpu": names(GPUS), "--peak-tflops": floats(0.001, 1000.0),
-               "--threads": ints(1, 2), "--repeats": ints(1, 5), "--harness-check": FLAG},
-    "memory": {**COMMON, "--size-mib": biased(st.floats(0.001, 0.25).map(repr), st.one_of(
-        st.sampled_from(["0", "-1", "nan", "inf", "1e300", str(2.0**60)]), JUNK)),
-               "--threads": ints(1, 2), "--gpu": names(GPUS)},
-    "collectives": {"--op": enum(comm.OPS), "--sizes": biased(st.sampled_from(["1K", "4K,64K", "1K,1M,16M", "4096"]),
-                                                              st.one_of(st.sampled_from(["0", "1e999", "-1K", "1Ki",
-                                                                                         "iB", ","]), JUNK)),
-                    "--iters": ints(1, 100), "--warmup": ints(0, 5), "--repeats": ints(1, 20),
-                    "--dtype": enum(("fp32", "bf16", "fp16", "int8")), "--backend": enum(("auto", "gloo", "nccl")),
-                    "--device": DEVICE, "--threads": ints(1, 4), "--timeout": TIMEOUT, "--ranks": ints(1, 8),
-                    "--no-bare-check": FLAG, "--out": OUT, "--fit": FLAG, "--json": FLAG},
-    "harness": {**COMMON, "--dtype": enum(("fp32", "bf16", "fp16", "fp8")), "--size": SMALL, "--threads": ints(1, 2)},
+    "matmul": {
+        **COMMON,
+        "--dtype": enum(("fp32", "bf16", "fp16", "tf32", "fp8")),
+        "--sizes": SIZES_CSV,
+        "--square-only": FLAG,
+        "--gpu": names(GPUS),
+        "--peak-tflops": floats(0.001, 1000.0),
+        "--threads": ints(1, 2),
+        "--repeats": ints(1, 5),
+        "--harness-check": FLAG,
+    },
+    "memory": {
+        **COMMON,
+        "--size-mib": biased(
+            st.floats(0.001, 0.25).map(repr),
+            st.one_of(st.sampled_from(["0", "-1", "nan", "inf", "1e300", str(2.0**60)]), JUNK),
+        ),
+        "--threads": ints(1, 2),
+        "--gpu": names(GPUS),
+    },
+    "collectives": {
+        "--op": enum(comm.OPS),
+        "--sizes": biased(
+            st.sampled_from(["1K", "4K,64K", "1K,1M,16M", "4096"]),
+            st.one_of(st.sampled_from(["0", "1e999", "-1K", "1Ki", "iB", ","]), JUNK),
+        ),
+        "--iters": ints(1, 100),
+        "--warmup": ints(0, 5),
+        "--repeats": ints(1, 20),
+        "--dtype": enum(("fp32", "bf16", "fp16", "int8")),
+        "--backend": enum(("auto", "gloo", "nccl")),
+        "--device": DEVICE,
+        "--threads": ints(1, 4),
+        "--timeout": TIMEOUT,
+        "--ranks": ints(1, 8),
+        "--no-bare-check": FLAG,
+        "--out": OUT,
+        "--fit": FLAG,
+        "--json": FLAG,
+    },
+    "harness": {
+        **COMMON,
+        "--dtype": enum(("fp32", "bf16", "fp16", "fp8")),
+        "--size": SMALL,
+        "--threads": ints(1, 2),
+    },
     "article": {**COMMON, "--ranks": ints(1, 8), "--calls": ints(1, 50), "--skew-ms": floats(0.0, 100.0)},
-    "ddp": {**COMMON, "--ranks": ints(1, 4), "--hook": enum(("none", "fp16_compress", "bf16_compress")),
-            "--steps": ints(1, 10), "--warmup": ints(0, 3), "--micro-batch": ints(1, 8), "--seq-len": ints(1, 128),
-            "--n-layers": ints(1, 4), "--hidden": biased(st.sampled_from(["32", "64", "128"])),
-            "--n-heads": biased(st.sampled_from(["1", "2", "4", "3"]))},
+    "ddp": {
+        **COMMON,
+        "--ranks": ints(1, 4),
+        "--hook": enum(("none", "fp16_compress", "bf16_compress")),
+        "--steps": ints(1, 10),
+        "--warmup": ints(0, 3),
+        "--micro-batch": ints(1, 8),
+        "--seq-len": ints(1, 128),
+        "--n-layers": ints(1, 4),
+        "--hidden": biased(st.sampled_from(["32", "64", "128"])),
+        "--n-heads": biased(st.sampled_from(["1", "2", "4", "3"])),
+    },
 }
 
 
 @fuzz(220)
-@given(argv=st.sampled_from(sorted(BENCH)).flatmap(
-    lambda b: argv_for(["bench", b], BENCH[b], ("--device", "--json"))))
+@given(
+    argv=st.sampled_from(sorted(BENCH)).flatmap(
+        lambda b: argv_for(["bench", b], BENCH[b], ("--device", "--json"))
+    )
+)
 def test_cli_bench(argv, capsys):
     rc, out, _ = run_cli(argv, capsys)
     if rc == 0 and "--json" in argv and argv[1] in ("matmul", "memory"):
@@ -401,12 +593,23 @@ def test_cli_bench_all(argv, capsys):
     run_cli(argv, capsys)
 
 
-VALIDATE = {"--layers": ints(1, 3), "--hidden": biased(st.sampled_from(["32", "64", "128"])),
-            "--heads": biased(st.sampled_from(["1", "2", "4", "3"])), "--vocab": ints(1, 512), "--seq": ints(1, 256),
-            "--micro-batch": ints(1, 4), "--recompute": enum(("none", "full", "selective")),
-            "--precision": enum(("fp32", "bf16-mixed", "bf16")), "--optimizer": enum(("adamw", "sgd-momentum", "sgd")),
-            "--device": biased(st.just("cpu"), st.sampled_from(["cuda", "tpu", ""])), "--tied": FLAG,
-            "--steps": ints(1, 3), "--threads": ints(1, 2), "--grid": FLAG, "--json": FLAG}
+VALIDATE = {
+    "--layers": ints(1, 3),
+    "--hidden": biased(st.sampled_from(["32", "64", "128"])),
+    "--heads": biased(st.sampled_from(["1", "2", "4", "3"])),
+    "--vocab": ints(1, 512),
+    "--seq": ints(1, 256),
+    "--micro-batch": ints(1, 4),
+    "--recompute": enum(("none", "full", "selective")),
+    "--precision": enum(("fp32", "bf16-mixed", "bf16")),
+    "--optimizer": enum(("adamw", "sgd-momentum", "sgd")),
+    "--device": biased(st.just("cpu"), st.sampled_from(["cuda", "tpu", ""])),
+    "--tied": FLAG,
+    "--steps": ints(1, 3),
+    "--threads": ints(1, 2),
+    "--grid": FLAG,
+    "--json": FLAG,
+}
 
 
 @fuzz(60)
@@ -415,8 +618,14 @@ def test_cli_validate(argv, capsys):
     run_cli(argv, capsys)
 
 
-CALIBRATE = {"--quick": FLAG, "--out": OUT, "--device": DEVICE, "--threads": ints(1, 2),
-             "--timeout": TIMEOUT, "--json": FLAG}
+CALIBRATE = {
+    "--quick": FLAG,
+    "--out": OUT,
+    "--device": DEVICE,
+    "--threads": ints(1, 2),
+    "--timeout": TIMEOUT,
+    "--json": FLAG,
+}
 
 
 @fuzz(4)
@@ -425,17 +634,27 @@ def test_cli_calibrate(argv, capsys):
     run_cli(argv, capsys)
 
 
-RATE = biased(st.sampled_from(["1gbit", "200mbit", "500kbit", "10gbit"]),
-              st.one_of(st.sampled_from(["1gbps", "0bit", "100gbit", "fast", "1e400gbit"]), JUNK))
+RATE = biased(
+    st.sampled_from(["1gbit", "200mbit", "500kbit", "10gbit"]),
+    st.one_of(st.sampled_from(["1gbps", "0bit", "100gbit", "fast", "1e400gbit"]), JUNK),
+)
 NETLAB = {
     "up": {"--nodes": ints(2, 8), "--rate": RATE, "--delay-ms": floats(0.0, 10.0), "--json": FLAG},
     "down": {"--lab": JUNK, "--stale": FLAG, "--json": FLAG},
     "status": {"--json": FLAG},
-    "bench": {"--nodes": ints(2, 8), "--rate": RATE, "--op": enum(comm.OPS),
-              "--sizes": biased(st.sampled_from(["1K", "1K,1M", "64M"]), st.one_of(st.sampled_from(["", "0", ","]),
-                                                                                  JUNK)),
-              "--repeats": ints(1, 5), "--warmup": ints(0, 2), "--delay-ms": floats(0.0, 10.0),
-              "--timeout": TIMEOUT, "--json": FLAG},
+    "bench": {
+        "--nodes": ints(2, 8),
+        "--rate": RATE,
+        "--op": enum(comm.OPS),
+        "--sizes": biased(
+            st.sampled_from(["1K", "1K,1M", "64M"]), st.one_of(st.sampled_from(["", "0", ","]), JUNK)
+        ),
+        "--repeats": ints(1, 5),
+        "--warmup": ints(0, 2),
+        "--delay-ms": floats(0.0, 10.0),
+        "--timeout": TIMEOUT,
+        "--json": FLAG,
+    },
 }
 
 
@@ -446,9 +665,35 @@ def test_cli_netlab(argv, capsys):
     run_cli(argv, capsys)
 
 
-TOKENS = st.one_of(st.sampled_from(["memory", "gpus", "models", "links", "validate", "train-time", "flops",
-                                    "roofline", "comm", "bench", "netlab", "matmul", "--json", "--help", "-h",
-                                    "--version", "--gpu", "h100-sxm", "--model", "gpt2", "--params", "7B"]), JUNK)
+TOKENS = st.one_of(
+    st.sampled_from(
+        [
+            "memory",
+            "gpus",
+            "models",
+            "links",
+            "validate",
+            "train-time",
+            "flops",
+            "roofline",
+            "comm",
+            "bench",
+            "netlab",
+            "matmul",
+            "--json",
+            "--help",
+            "-h",
+            "--version",
+            "--gpu",
+            "h100-sxm",
+            "--model",
+            "gpt2",
+            "--params",
+            "7B",
+        ]
+    ),
+    JUNK,
+)
 
 
 @fuzz(80)
@@ -462,23 +707,32 @@ def test_cli_random_tokens(argv, capsys):
 
 
 # ---------------------------------------------------------------- the real entry point
-@pytest.mark.parametrize("argv", [
-    ["memory", "--params", "1e400"],
-    ["memory", "--layers", "2", "--hidden", "64", "--heads", "4", "--micro-batch", str(HUGE)],
-    ["roofline", "--gpu", "h100-sxm", "--m", str(HUGE), "--n", "1", "--k", "1"],
-    ["train-time", "--params", "1e300", "--tokens", "1e300", "--gpu", "h100-sxm", "--gpus", "1"],
-    ["comm", "--op", "all_reduce", "--bytes", "1.5", "--ranks", "2", "--link", "nvlink4"],
-    ["bench", "memory", "--device", "cpu", "--size-mib", "nan"],
-    ["bench", "collectives", "--device", "cpu", "--repeats", "0"],
-    ["validate", "memory", "--threads", "0"],
-    ["netlab", "bench", "--sizes", ""],
-    ["nonsense"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "--params", "1e400"],
+        ["memory", "--layers", "2", "--hidden", "64", "--heads", "4", "--micro-batch", str(HUGE)],
+        ["roofline", "--gpu", "h100-sxm", "--m", str(HUGE), "--n", "1", "--k", "1"],
+        ["train-time", "--params", "1e300", "--tokens", "1e300", "--gpu", "h100-sxm", "--gpus", "1"],
+        ["comm", "--op", "all_reduce", "--bytes", "1.5", "--ranks", "2", "--link", "nvlink4"],
+        ["bench", "memory", "--device", "cpu", "--size-mib", "nan"],
+        ["bench", "collectives", "--device", "cpu", "--repeats", "0"],
+        ["validate", "memory", "--threads", "0"],
+        ["netlab", "bench", "--sizes", ""],
+        ["nonsense"],
+    ],
+)
 def test_entry_point_exits_2_in_one_line(argv):
     """`python -m gpukit`: exit 2, one stderr line, no traceback (nothing here starts real work)."""
     env = {**os.environ, "TQDM_DISABLE": "1"}
-    p = subprocess.run([sys.executable, "-m", "gpukit", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "gpukit", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2, (argv, p.returncode, p.stderr)
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith(("error: ", "gpukit")), p.stderr
@@ -502,15 +756,25 @@ def model_specs(draw):
     heads = draw(st.one_of(st.sampled_from([1, 2, 4, 8, 12]), DIM))
     head_dim = draw(st.sampled_from([8, 16, 64, 128]))
     hidden = heads * head_dim if isinstance(heads, int) and draw(st.integers(0, 4)) else draw(DIM)
-    kw = dict(name=draw(st.text(max_size=5)), n_layers=draw(st.one_of(st.integers(1, 96), DIM)), hidden=hidden,
-              n_heads=heads, vocab=draw(st.one_of(st.integers(1, 10**5), DIM)),
-              max_seq=draw(st.one_of(st.integers(1, 8192), DIM)))
-    for k, v in (("n_kv_heads", st.one_of(st.sampled_from([1, 2, 4]), DIM)), ("ffn_hidden", DIM),
-                 ("mlp", st.one_of(st.sampled_from(["gelu", "swiglu"]), ENUM)),
-                 ("norm", st.one_of(st.sampled_from(["layernorm", "rmsnorm"]), ENUM)),
-                 ("position", st.one_of(st.sampled_from(["learned", "rope"]), ENUM)),
-                 ("arch", st.one_of(st.sampled_from(["decoder", "encoder"]), ENUM)),
-                 ("tied_embeddings", st.booleans()), ("bias", st.booleans()), ("head_dim", DIM)):
+    kw = dict(
+        name=draw(st.text(max_size=5)),
+        n_layers=draw(st.one_of(st.integers(1, 96), DIM)),
+        hidden=hidden,
+        n_heads=heads,
+        vocab=draw(st.one_of(st.integers(1, 10**5), DIM)),
+        max_seq=draw(st.one_of(st.integers(1, 8192), DIM)),
+    )
+    for k, v in (
+        ("n_kv_heads", st.one_of(st.sampled_from([1, 2, 4]), DIM)),
+        ("ffn_hidden", DIM),
+        ("mlp", st.one_of(st.sampled_from(["gelu", "swiglu"]), ENUM)),
+        ("norm", st.one_of(st.sampled_from(["layernorm", "rmsnorm"]), ENUM)),
+        ("position", st.one_of(st.sampled_from(["learned", "rope"]), ENUM)),
+        ("arch", st.one_of(st.sampled_from(["decoder", "encoder"]), ENUM)),
+        ("tied_embeddings", st.booleans()),
+        ("bias", st.booleans()),
+        ("head_dim", DIM),
+    ):
         if draw(st.integers(0, 3)) == 0:
             kw[k] = draw(v)
     return kw
@@ -533,14 +797,29 @@ def test_api_model_spec(kw):
 @st.composite
 def train_setups(draw):
     kw = {}
-    for k, v in (("precision", memory.PRECISIONS), ("optimizer", memory.OPTIMIZERS), ("recompute", memory.RECOMPUTE),
-                 ("attention", memory.ATTENTION), ("offload", memory.OFFLOAD), ("finetune", memory.FINETUNE),
-                 ("lora_targets", ("qv", "attention", "all")), ("weights_dtype", memory.WEIGHT_DTYPES)):
+    for k, v in (
+        ("precision", memory.PRECISIONS),
+        ("optimizer", memory.OPTIMIZERS),
+        ("recompute", memory.RECOMPUTE),
+        ("attention", memory.ATTENTION),
+        ("offload", memory.OFFLOAD),
+        ("finetune", memory.FINETUNE),
+        ("lora_targets", ("qv", "attention", "all")),
+        ("weights_dtype", memory.WEIGHT_DTYPES),
+    ):
         if draw(st.booleans()):
             kw[k] = draw(st.one_of(st.sampled_from(v), st.sampled_from(v), ENUM))
-    for k, v in (("zero_stage", st.integers(0, 3)), ("dp", st.integers(1, 64)), ("tp", st.sampled_from([1, 2, 4, 8])),
-                 ("pp", st.integers(1, 8)), ("seq_len", st.integers(1, 8192)), ("micro_batch", st.integers(1, 32)),
-                 ("grad_accum", st.integers(1, 16)), ("lora_rank", st.integers(1, 64)), ("batch", st.integers(1, 64))):
+    for k, v in (
+        ("zero_stage", st.integers(0, 3)),
+        ("dp", st.integers(1, 64)),
+        ("tp", st.sampled_from([1, 2, 4, 8])),
+        ("pp", st.integers(1, 8)),
+        ("seq_len", st.integers(1, 8192)),
+        ("micro_batch", st.integers(1, 32)),
+        ("grad_accum", st.integers(1, 16)),
+        ("lora_rank", st.integers(1, 64)),
+        ("batch", st.integers(1, 64)),
+    ):
         if draw(st.booleans()):
             kw[k] = draw(st.one_of(v, v, v, ANY_NUM, JUNK))
     for k in ("sp", "dropout", "inference"):
@@ -557,8 +836,13 @@ def _spec_or_none(kw):
 
 
 @fuzz(200)
-@given(mkw=model_specs(), skw=train_setups(), n_params=st.one_of(st.none(), st.integers(1, 10**13), ANY_NUM),
-       gpu=st.one_of(st.none(), st.sampled_from(GPUS)), ask=st.sampled_from(["", "micro_batch", "seq_len", "min_gpus"]))
+@given(
+    mkw=model_specs(),
+    skw=train_setups(),
+    n_params=st.one_of(st.none(), st.integers(1, 10**13), ANY_NUM),
+    gpu=st.one_of(st.none(), st.sampled_from(GPUS)),
+    ask=st.sampled_from(["", "micro_batch", "seq_len", "min_gpus"]),
+)
 def test_api_memory(mkw, skw, n_params, gpu, ask):
     model = None if n_params is not None else _spec_or_none(mkw)
     assume(model is not None or n_params is not None)
@@ -587,17 +871,37 @@ def test_api_memory(mkw, skw, n_params, gpu, ask):
 
 
 @fuzz(150)
-@given(mkw=model_specs(), n_params=st.one_of(st.none(), st.floats(1, 1e15), ANY_NUM),
-       seq_len=st.one_of(st.integers(1, 8192), DIM), mode=st.one_of(st.sampled_from(compute.MODES), ENUM),
-       recompute=st.one_of(st.sampled_from(compute.RECOMPUTE), ENUM), context=st.one_of(st.none(), DIM),
-       layers_hidden=st.one_of(st.none(), st.tuples(DIM, DIM)), causal=st.booleans(), emb=st.booleans())
+@given(
+    mkw=model_specs(),
+    n_params=st.one_of(st.none(), st.floats(1, 1e15), ANY_NUM),
+    seq_len=st.one_of(st.integers(1, 8192), DIM),
+    mode=st.one_of(st.sampled_from(compute.MODES), ENUM),
+    recompute=st.one_of(st.sampled_from(compute.RECOMPUTE), ENUM),
+    context=st.one_of(st.none(), DIM),
+    layers_hidden=st.one_of(st.none(), st.tuples(DIM, DIM)),
+    causal=st.booleans(),
+    emb=st.booleans(),
+)
 def test_api_flops_per_token(mkw, n_params, seq_len, mode, recompute, context, layers_hidden, causal, emb):
     model = None if n_params is not None else _spec_or_none(mkw)
-    lh = {} if layers_hidden is None or model is not None else dict(zip(("n_layers", "hidden"), layers_hidden, strict=True))
+    lh = (
+        {}
+        if layers_hidden is None or model is not None
+        else dict(zip(("n_layers", "hidden"), layers_hidden, strict=True))
+    )
     with no_hang():
         try:
-            f = compute.flops_per_token(model, n_params=n_params, seq_len=seq_len, causal=causal,
-                                        include_embeddings=emb, recompute=recompute, mode=mode, context=context, **lh)
+            f = compute.flops_per_token(
+                model,
+                n_params=n_params,
+                seq_len=seq_len,
+                causal=causal,
+                include_embeddings=emb,
+                recompute=recompute,
+                mode=mode,
+                context=context,
+                **lh,
+            )
         except ValueError:
             return
     assert math.isfinite(f.hardware_flops) and f.hardware_flops >= f.model_flops > 0
@@ -606,12 +910,22 @@ def test_api_flops_per_token(mkw, n_params, seq_len, mode, recompute, context, l
 
 
 @fuzz(120)
-@given(mkw=model_specs(), n_params=st.one_of(st.none(), st.floats(1, 1e15), ANY_NUM),
-       tokens=st.one_of(st.floats(1, 1e13), ANY_NUM), gpu=st.sampled_from(GPUS), n_gpus=st.one_of(st.integers(1, 10**4), DIM),
-       mfu=st.one_of(st.none(), st.floats(0.01, 1), ANY_NUM), use_profile=st.booleans(),
-       efficiency=st.one_of(st.none(), st.floats(0.01, 1), ANY_NUM), dtype=st.one_of(st.sampled_from(["bf16", "fp16", "fp32"]), ENUM),
-       recompute=st.one_of(st.sampled_from(compute.RECOMPUTE), ENUM), seq_len=st.one_of(st.none(), DIM))
-def test_api_time_to_train(mkw, n_params, tokens, gpu, n_gpus, mfu, use_profile, efficiency, dtype, recompute, seq_len):
+@given(
+    mkw=model_specs(),
+    n_params=st.one_of(st.none(), st.floats(1, 1e15), ANY_NUM),
+    tokens=st.one_of(st.floats(1, 1e13), ANY_NUM),
+    gpu=st.sampled_from(GPUS),
+    n_gpus=st.one_of(st.integers(1, 10**4), DIM),
+    mfu=st.one_of(st.none(), st.floats(0.01, 1), ANY_NUM),
+    use_profile=st.booleans(),
+    efficiency=st.one_of(st.none(), st.floats(0.01, 1), ANY_NUM),
+    dtype=st.one_of(st.sampled_from(["bf16", "fp16", "fp32"]), ENUM),
+    recompute=st.one_of(st.sampled_from(compute.RECOMPUTE), ENUM),
+    seq_len=st.one_of(st.none(), DIM),
+)
+def test_api_time_to_train(
+    mkw, n_params, tokens, gpu, n_gpus, mfu, use_profile, efficiency, dtype, recompute, seq_len
+):
     from gpukit.profile import profile_from_dict
 
     model = n_params if n_params is not None else _spec_or_none(mkw)
@@ -619,29 +933,50 @@ def test_api_time_to_train(mkw, n_params, tokens, gpu, n_gpus, mfu, use_profile,
     prof = profile_from_dict(_GOOD_PROFILE) if use_profile else None
     with no_hang():
         try:
-            t = compute.time_to_train(model, tokens, catalog.get_gpu(gpu), n_gpus, mfu=mfu, profile=prof,
-                                      efficiency=efficiency, recompute=recompute, dtype=dtype, seq_len=seq_len)
+            t = compute.time_to_train(
+                model,
+                tokens,
+                catalog.get_gpu(gpu),
+                n_gpus,
+                mfu=mfu,
+                profile=prof,
+                efficiency=efficiency,
+                recompute=recompute,
+                dtype=dtype,
+                seq_len=seq_len,
+            )
             d = t.to_json_dict()
         except ValueError:
             return
     assert t.seconds > 0 and math.isfinite(t.seconds) and 0 < t.utilization <= 1
-    assert all(v is not None for k, v in d.items() if k in ("seconds", "days", "gpu_hours", "mfu", "hfu", "flops"))
+    assert all(
+        v is not None for k, v in d.items() if k in ("seconds", "days", "gpu_hours", "mfu", "hfu", "flops")
+    )
     _bytes_ok(d)
 
 
 @fuzz(150)
-@given(mnk=st.tuples(DIM, DIM, DIM), batch=st.one_of(st.integers(1, 64), DIM),
-       dtype=st.one_of(st.sampled_from(list(units.BYTES_PER_DTYPE)), ENUM), gpu=st.sampled_from(GPUS),
-       peak=st.one_of(st.none(), ANY_NUM), bw=st.one_of(st.none(), ANY_NUM),
-       mkw=model_specs(), seq_len=st.one_of(st.integers(1, 4096), DIM), mode=st.one_of(st.sampled_from(["prefill", "decode"]), ENUM),
-       context=st.one_of(st.none(), DIM))
+@given(
+    mnk=st.tuples(DIM, DIM, DIM),
+    batch=st.one_of(st.integers(1, 64), DIM),
+    dtype=st.one_of(st.sampled_from(list(units.BYTES_PER_DTYPE)), ENUM),
+    gpu=st.sampled_from(GPUS),
+    peak=st.one_of(st.none(), ANY_NUM),
+    bw=st.one_of(st.none(), ANY_NUM),
+    mkw=model_specs(),
+    seq_len=st.one_of(st.integers(1, 4096), DIM),
+    mode=st.one_of(st.sampled_from(["prefill", "decode"]), ENUM),
+    context=st.one_of(st.none(), DIM),
+)
 def test_api_roofline(mnk, batch, dtype, gpu, peak, bw, mkw, seq_len, mode, context):
     g = catalog.get_gpu(gpu)
     with no_hang():
         try:
             r = compute.roofline_matmul(*mnk, dtype, g, batch=batch, peak_tflops=peak, bandwidth_gbps=bw)
             assert r.bound in ("compute", "memory") and 0 < r.attainable_tflops <= r.peak_tflops
-            assert all(math.isfinite(x) and x > 0 for x in (r.flops, r.bytes, r.time_s, r.intensity_flop_per_byte))
+            assert all(
+                math.isfinite(x) and x > 0 for x in (r.flops, r.bytes, r.time_s, r.intensity_flop_per_byte)
+            )
             _bytes_ok(r)
         except ValueError:
             pass
@@ -656,18 +991,30 @@ def test_api_roofline(mnk, batch, dtype, gpu, peak, bw, mkw, seq_len, mode, cont
     _bytes_ok(lr)
 
 
-LINK = st.one_of(st.sampled_from(LINKS).map(catalog.get_interconnect), st.tuples(ANY_NUM, ANY_NUM),
-                 st.tuples(st.floats(0, 1e-3), st.floats(0.1, 1000)), JUNK)
+LINK = st.one_of(
+    st.sampled_from(LINKS).map(catalog.get_interconnect),
+    st.tuples(ANY_NUM, ANY_NUM),
+    st.tuples(st.floats(0, 1e-3), st.floats(0.1, 1000)),
+    JUNK,
+)
 
 
 @fuzz(200)
-@given(op=st.one_of(st.sampled_from(comm.OPS), ENUM), size=st.one_of(st.integers(0, 2**40), ANY_NUM),
-       n=st.one_of(st.integers(1, 4096), DIM), link=LINK, inter=LINK, k=st.one_of(st.integers(1, 16), DIM),
-       alg=st.one_of(st.sampled_from(comm.ALGORITHMS), ENUM))
+@given(
+    op=st.one_of(st.sampled_from(comm.OPS), ENUM),
+    size=st.one_of(st.integers(0, 2**40), ANY_NUM),
+    n=st.one_of(st.integers(1, 4096), DIM),
+    link=LINK,
+    inter=LINK,
+    k=st.one_of(st.integers(1, 16), DIM),
+    alg=st.one_of(st.sampled_from(comm.ALGORITHMS), ENUM),
+)
 def test_api_collectives(op, size, n, link, inter, k, alg):
     with no_hang():
-        for fn in (lambda: comm.collective_time(op, size, n, link, alg),
-                   lambda: comm.hierarchical_all_reduce(size, n, k, link, inter, alg)):
+        for fn in (
+            lambda: comm.collective_time(op, size, n, link, alg),
+            lambda: comm.hierarchical_all_reduce(size, n, k, link, inter, alg),
+        ):
             try:
                 c = fn()
             except ValueError:
@@ -678,10 +1025,15 @@ def test_api_collectives(op, size, n, link, inter, k, alg):
 
 
 @fuzz(150)
-@given(points=st.lists(st.tuples(st.one_of(st.integers(0, 2**30), ANY_NUM), st.one_of(st.floats(1e-7, 10), ANY_NUM)),
-                       max_size=8),
-       op=st.one_of(st.sampled_from(comm.OPS), ENUM), n=st.one_of(st.integers(1, 64), DIM),
-       alg=st.one_of(st.sampled_from(comm.ALGORITHMS), ENUM))
+@given(
+    points=st.lists(
+        st.tuples(st.one_of(st.integers(0, 2**30), ANY_NUM), st.one_of(st.floats(1e-7, 10), ANY_NUM)),
+        max_size=8,
+    ),
+    op=st.one_of(st.sampled_from(comm.OPS), ENUM),
+    n=st.one_of(st.integers(1, 64), DIM),
+    alg=st.one_of(st.sampled_from(comm.ALGORITHMS), ENUM),
+)
 def test_api_fit_alpha_beta(points, op, n, alg):
     with no_hang():
         try:
@@ -694,24 +1046,47 @@ def test_api_fit_alpha_beta(points, op, n, alg):
 
 
 @fuzz(60)
-@given(mkw=model_specs(), seq=st.one_of(st.integers(1, 256), DIM), mb=st.one_of(st.integers(1, 8), DIM),
-       rec=st.one_of(st.sampled_from(["none", "full"]), ENUM), prec=st.one_of(st.sampled_from(["fp32", "bf16-mixed"]), ENUM),
-       opt=st.one_of(st.sampled_from(["adamw", "sgd-momentum", "sgd"]), ENUM),
-       dev=st.one_of(st.sampled_from(["cpu", "cuda"]), ENUM), ref=st.booleans())
+@given(
+    mkw=model_specs(),
+    seq=st.one_of(st.integers(1, 256), DIM),
+    mb=st.one_of(st.integers(1, 8), DIM),
+    rec=st.one_of(st.sampled_from(["none", "full"]), ENUM),
+    prec=st.one_of(st.sampled_from(["fp32", "bf16-mixed"]), ENUM),
+    opt=st.one_of(st.sampled_from(["adamw", "sgd-momentum", "sgd"]), ENUM),
+    dev=st.one_of(st.sampled_from(["cpu", "cuda"]), ENUM),
+    ref=st.booleans(),
+)
 def test_api_predict_training_memory(mkw, seq, mb, rec, prec, opt, dev, ref):
     if ref:  # the reference layout, so most examples get past the layout check
         mkw = {k: mkw[k] for k in ("name", "n_layers", "hidden", "n_heads", "vocab", "max_seq") if k in mkw}
-        mkw = {**mkw, "mlp": "gelu", "norm": "layernorm", "position": "learned", "arch": "decoder", "bias": True}
+        mkw = {
+            **mkw,
+            "mlp": "gelu",
+            "norm": "layernorm",
+            "position": "learned",
+            "arch": "decoder",
+            "bias": True,
+        }
     spec = _spec_or_none(mkw)
     assume(spec is not None)
     with no_hang():
         try:
             p = memory_eager.predict_training_memory(
-                spec, memory_eager.EagerSetup(seq_len=seq, micro_batch=mb, recompute=rec, precision=prec,
-                                              optimizer=opt, device=dev))
+                spec,
+                memory_eager.EagerSetup(
+                    seq_len=seq, micro_batch=mb, recompute=rec, precision=prec, optimizer=opt, device=dev
+                ),
+            )
         except ValueError:
             return
-    for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "peak_bytes", "step1_peak_bytes"):
+    for k in (
+        "params_bytes",
+        "grads_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "peak_bytes",
+        "step1_peak_bytes",
+    ):
         v = getattr(p, k)
         assert isinstance(v, int) and v >= 0, (k, v)
     assert p.peak_bytes >= max(p.step1_peak_bytes, p.params_bytes)
@@ -724,8 +1099,13 @@ def test_api_units(x, name):
         assert units.dtype_bytes(name) > 0
     except ValueError:
         pass
-    for fn in (units.fmt_bytes, units.fmt_count, units.fmt_seconds, units.fmt_number,
-               lambda v: units.fmt_bytes(v, binary=False)):
+    for fn in (
+        units.fmt_bytes,
+        units.fmt_count,
+        units.fmt_seconds,
+        units.fmt_number,
+        lambda v: units.fmt_bytes(v, binary=False),
+    ):
         s = fn(x)  # no finite value to show: 'n/a'
         assert isinstance(s, str) and not re.search(r"\bnan\b|\binf\b", s, re.IGNORECASE), (x, s)
     for fn in (units.bytes_to_gib, units.bytes_to_gb, units.gib_to_bytes, units.gb_to_bytes):
@@ -736,11 +1116,23 @@ def test_api_units(x, name):
         assert math.isfinite(v)
 
 
-FUZZED_BY = {"memory": "test_cli_memory", "train-time": "test_cli_train_time", "flops": "test_cli_flops",
-             "roofline": "test_cli_roofline", "comm": "test_cli_comm", "bench matmul": "test_cli_bench",
-             "bench memory": "test_cli_bench", "bench collectives": "test_cli_bench", "bench harness": "test_cli_bench",
-             "bench article": "test_cli_bench", "bench ddp": "test_cli_bench", "validate memory": "test_cli_validate",
-             "netlab up": "test_cli_netlab", "netlab bench": "test_cli_netlab", "netlab down": "test_cli_netlab"}
+FUZZED_BY = {
+    "memory": "test_cli_memory",
+    "train-time": "test_cli_train_time",
+    "flops": "test_cli_flops",
+    "roofline": "test_cli_roofline",
+    "comm": "test_cli_comm",
+    "bench matmul": "test_cli_bench",
+    "bench memory": "test_cli_bench",
+    "bench collectives": "test_cli_bench",
+    "bench harness": "test_cli_bench",
+    "bench article": "test_cli_bench",
+    "bench ddp": "test_cli_bench",
+    "validate memory": "test_cli_validate",
+    "netlab up": "test_cli_netlab",
+    "netlab bench": "test_cli_netlab",
+    "netlab down": "test_cli_netlab",
+}
 
 
 def test_zz_fuzzing_reached_both_paths(capsys):
@@ -749,8 +1141,10 @@ def test_zz_fuzzing_reached_both_paths(capsys):
     test that has not run in this session (run alone, -k, another order) is run here first (the
     examples are derandomized, so they are the same ones)."""
     if QUICK:
-        pytest.skip("make test-quick runs a tenth of the fuzz examples: too few to reach every command both "
-                    "ways (make test checks it)")
+        pytest.skip(
+            "make test-quick runs a tenth of the fuzz examples: too few to reach every command both "
+            "ways (make test checks it)"
+        )
     for fn in sorted({FUZZED_BY[c] for c in FUZZED_BY if c not in OUTCOMES}):
         globals()[fn](capsys=capsys)
     for c in FUZZED_BY:

@@ -30,14 +30,35 @@ ROOT = Path(__file__).resolve().parents[1]
 def _three(spec, dp, k, ports, grad_dtype, zero):
     """The DP gradient-sync seconds per optimizer step that scaling, cost and parallel charge (tp = pp = 1,
     no overlap, the same GPU and network)."""
-    s = scaling(spec, gpu="h100-sxm", gpus=(dp,), gpus_per_node=k, ports_per_node=ports, tokens_per_gpu=2048,
-                grad_dtype=grad_dtype, overlap=False).rows[0]
+    s = scaling(
+        spec,
+        gpu="h100-sxm",
+        gpus=(dp,),
+        gpus_per_node=k,
+        ports_per_node=ports,
+        tokens_per_gpu=2048,
+        grad_dtype=grad_dtype,
+        overlap=False,
+    ).rows[0]
     assert s.exposed_comm_s == pytest.approx(s.comm_s)  # no overlap: the whole sync is exposed
-    c = cost.predicted_efficiency(spec.n_params, "h100-sxm", dp, gpus_per_node=k, ports_per_node=ports,
-                                  grad_dtype=grad_dtype, zero_stage=zero, n_layers=spec.n_layers)
-    e = parallel.estimate(spec, parallel.ParallelConfig(dp=dp, zero_stage=zero),
-                          parallel.make_cluster("h100-sxm", k, ports_per_node=ports), global_batch=dp, seq_len=512,
-                          grad_dtype=grad_dtype)
+    c = cost.predicted_efficiency(
+        spec.n_params,
+        "h100-sxm",
+        dp,
+        gpus_per_node=k,
+        ports_per_node=ports,
+        grad_dtype=grad_dtype,
+        zero_stage=zero,
+        n_layers=spec.n_layers,
+    )
+    e = parallel.estimate(
+        spec,
+        parallel.ParallelConfig(dp=dp, zero_stage=zero),
+        parallel.make_cluster("h100-sxm", k, ports_per_node=ports),
+        global_batch=dp,
+        seq_len=512,
+        grad_dtype=grad_dtype,
+    )
     return s.comm_s, c.comm_s, dict(e.breakdown)["dp_comm"]
 
 
@@ -94,11 +115,16 @@ def test_cluster_network_is_the_only_network_type():
     for path in (ROOT / "gpukit").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
-                fields = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and
-                          isinstance(s.target, ast.Name)]
+                fields = [
+                    s.target.id
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                ]
                 if network_fields & set(fields) or any(
-                        f.startswith(("intra", "inter")) and any(w in f for w in ("bandwidth", "alpha", "latency"))
-                        for f in fields):
+                    f.startswith(("intra", "inter"))
+                    and any(w in f for w in ("bandwidth", "alpha", "latency"))
+                    for f in fields
+                ):
                     owners[f"{path.relative_to(ROOT)}:{node.name}"] = fields
     assert set(owners) == {"gpukit/comm/network.py:ClusterNetwork"}, owners
     cl = parallel.make_cluster("a100-80gb", 8)
@@ -109,8 +135,13 @@ def test_cluster_network_is_the_only_network_type():
 def test_every_command_uses_the_one_default_link_efficiency_and_says_so():
     net = cluster_network("nvlink4", "ib-ndr")
     assert net.efficiency == net.intra_efficiency == LINK_EFFICIENCY == 0.8
-    e = parallel.estimate("gpt2", parallel.ParallelConfig(dp=16), parallel.make_cluster("h100-sxm", 8),
-                          global_batch=16, seq_len=512)
+    e = parallel.estimate(
+        "gpt2",
+        parallel.ParallelConfig(dp=16),
+        parallel.make_cluster("h100-sxm", 8),
+        global_batch=16,
+        seq_len=512,
+    )
     assert any("nccl-tests" in a for a in e.assumptions)
     assert "nccl-tests" in cost.predicted_efficiency(1e9, "h100-sxm", 16).model
     assert any("nccl-tests" in a for a in scaling("gpt2", gpus=(1, 16), tokens_per_gpu=2048).assumptions)
@@ -122,7 +153,10 @@ def test_every_command_uses_the_one_default_link_efficiency_and_says_so():
 def test_a_small_collective_costs_at_least_the_base_latency(op):
     for link in ((3e-6, 450.0), (6e-6, 50.0), (0.0, 1000.0)):
         assert collective_time(op, 1024, 2, link).time_s >= NCCL_BASE_LATENCY_S["ring"]
-    assert collective_time("all_reduce", 1024, 8, (0.0, 450.0), algorithm="tree").time_s >= NCCL_BASE_LATENCY_S["tree"]
+    assert (
+        collective_time("all_reduce", 1024, 8, (0.0, 450.0), algorithm="tree").time_s
+        >= NCCL_BASE_LATENCY_S["tree"]
+    )
     assert collective_time(op, 1024, 1, (3e-6, 450.0)).time_s == 0.0  # one rank: nothing to do
     assert collective_time("send_recv", 1024, 2, (0.0, 450.0)).base_latency_s == 0.0  # point-to-point: none
 

@@ -21,7 +21,9 @@ NOTEBOOKS = sorted(NB_DIR.glob("*.ipynb"))
 NAME_RE = re.compile(r"^(\d{2})_[a-z0-9]+(?:_[a-z0-9]+)*\.ipynb$")
 MAX_CODE_LINES = 15
 PROVENANCE = ("source", "source_url", "accessed")
-CATALOGS = sorted((ROOT / "gpukit" / "data").glob("*.csv"))  # the packaged catalogs; measured results stay in data/measured/
+CATALOGS = sorted(
+    (ROOT / "gpukit" / "data").glob("*.csv")
+)  # the packaged catalogs; measured results stay in data/measured/
 
 
 def _read(path: Path):
@@ -40,7 +42,9 @@ def test_names_and_contiguous_numbering():
     bad = [p.name for p in NOTEBOOKS if not NAME_RE.match(p.name)]
     assert not bad, f"notebook names must be NN_snake_name.ipynb: {bad}"
     numbers = [int(p.name[:2]) for p in NOTEBOOKS]
-    assert numbers == list(range(len(NOTEBOOKS))), f"numbering must run 00, 01, ... without gaps or repeats: {numbers}"
+    assert numbers == list(range(len(NOTEBOOKS))), (
+        f"numbering must run 00, 01, ... without gaps or repeats: {numbers}"
+    )
 
 
 def test_every_notebook_is_on_the_course_map():
@@ -48,7 +52,9 @@ def test_every_notebook_is_on_the_course_map():
     listed = [c.notebook for c in COURSE]
     assert listed == sorted(listed) and len(set(listed)) == len(listed)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = "\n".join(c.source for c in _read(NB_DIR / "00_start_here.ipynb").cells if c.cell_type == "markdown")
+    start = "\n".join(
+        c.source for c in _read(NB_DIR / "00_start_here.ipynb").cells if c.cell_type == "markdown"
+    )
     for p in NOTEBOOKS:
         assert p.stem in listed, f"{p.stem} missing from gpukit.course.nbtools.COURSE"
         assert p.stem in readme, f"{p.stem} missing from the README course map"
@@ -73,7 +79,9 @@ def test_clean_and_runnable_by_papermill(path):
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1, f"exactly one cell tagged 'parameters', found {len(params)}"
     assert params[0].cell_type == "code"
-    assert re.search(r"^QUICK\s*=\s*False\b", params[0].source, re.M), "parameters cell must set QUICK = False"
+    assert re.search(r"^QUICK\s*=\s*False\b", params[0].source, re.M), (
+        "parameters cell must set QUICK = False"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
@@ -82,7 +90,8 @@ def test_template_shape(path):
     cells = nb.cells
     number = path.name[:2]
     assert cells and cells[0].cell_type == "markdown" and cells[0].source.startswith(f"# {number} · "), (
-        f"first cell must be the title '# {number} · Title'")
+        f"first cell must be the title '# {number} · Title'"
+    )
     text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     for heading in ("Learning objectives", "Summary", "Exercises"):
         assert re.search(rf"^#+ .*{heading}", text, re.M), f"missing heading {heading!r}"
@@ -91,7 +100,9 @@ def test_template_shape(path):
     assert len(markdown) >= len(code), f"{len(markdown)} markdown cells < {len(code)} code cells"
     for c in code:
         n = sum(1 for line in c.source.splitlines() if line.strip())
-        assert n <= MAX_CODE_LINES, f"code cell of {n} lines (max {MAX_CODE_LINES}): move logic into gpukit\n{c.source}"
+        assert n <= MAX_CODE_LINES, (
+            f"code cell of {n} lines (max {MAX_CODE_LINES}): move logic into gpukit\n{c.source}"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

@@ -88,13 +88,17 @@ def test_sliding_window_kv_cache_is_an_eighth_at_32k(b):
     assert win.max_context == MISTRAL.max_seq
     assert full.max_context == int(full.kv_budget_bytes // (inf.kv_bytes_per_token(MISTRAL) * b))
     crowded = [inf.serving_memory(m, H100, context=32768, batch=200) for m in (MISTRAL, full_m)]
-    assert crowded[0].max_context == crowded[1].max_context < 4096  # W does not fit at batch 200: the budget limits
+    assert (
+        crowded[0].max_context == crowded[1].max_context < 4096
+    )  # W does not fit at batch 200: the budget limits
     # the training-style estimate (gpukit.memory, inference=True) caps its KV cache the same way
     from gpukit import memory as mem
 
     setup = mem.TrainSetup(inference=True, seq_len=32768, batch=b)
-    assert mem.estimate_memory(MISTRAL, setup=setup).kv_cache_bytes * 8 == mem.estimate_memory(
-        full_m, setup=setup).kv_cache_bytes
+    assert (
+        mem.estimate_memory(MISTRAL, setup=setup).kv_cache_bytes * 8
+        == mem.estimate_memory(full_m, setup=setup).kv_cache_bytes
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -123,20 +127,30 @@ def test_sliding_window_prefill():
 
 
 def test_cli_serve_names_the_sliding_window(capsys):
-    assert main(["serve", "--model", "mistral-7b", "--gpu", "h100-sxm", "--context", "32768", "--batch", "8"]) == 0
+    assert (
+        main(["serve", "--model", "mistral-7b", "--gpu", "h100-sxm", "--context", "32768", "--batch", "8"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("sliding window of 4096 tokens") == 1 and "Jiang et al. 2023" in out
     assert "KV 4.0" in out  # 8 x 4096 tokens x 128 KiB, not 8 x 32768
     assert main(["serve", "--model", "mistral-7b", "--gpu", "h100-sxm", "--context", "32768", "--json"]) == 0
     assert any("sliding window" in n for n in json.loads(capsys.readouterr().out)["notes"])
-    for argv in (["--model", "mistral-7b", "--context", "4096"], ["--model", "llama-2-7b", "--context", "4096"]):
+    for argv in (
+        ["--model", "mistral-7b", "--context", "4096"],
+        ["--model", "llama-2-7b", "--context", "4096"],
+    ):
         assert main(["serve", "--gpu", "h100-sxm", *argv]) == 0
         assert "sliding window" not in capsys.readouterr().out
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(DECODERS), prec=st.sampled_from(inf.PRECISIONS), ctx=st.integers(16, 2048),
-       b=st.integers(1, 32))
+@given(
+    name=st.sampled_from(DECODERS),
+    prec=st.sampled_from(inf.PRECISIONS),
+    ctx=st.integers(16, 2048),
+    b=st.integers(1, 32),
+)
 def test_tp_never_raises_per_gpu_memory(name, prec, ctx, b):
     m = get_model(name)
     prev = None
@@ -151,9 +165,14 @@ def test_tp_never_raises_per_gpu_memory(name, prec, ctx, b):
 
 # ------------------------------------------------------------------------------------ roofline
 @settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(DECODERS), prec=st.sampled_from(inf.PRECISIONS), b=st.integers(1, 512),
-       ctx=st.integers(1, 1024), gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "h200"]),
-       share=st.floats(0.1, 1.0))
+@given(
+    name=st.sampled_from(DECODERS),
+    prec=st.sampled_from(inf.PRECISIONS),
+    b=st.integers(1, 512),
+    ctx=st.integers(1, 1024),
+    gpu=st.sampled_from(["h100-sxm", "a100-80gb", "l4", "h200"]),
+    share=st.floats(0.1, 1.0),
+)
 def test_decode_never_faster_than_bandwidth_over_bytes(name, prec, b, ctx, gpu, share):
     m, g = get_model(name), get_gpu(gpu)
     a = inf.Assumptions(hbm_share=share)
@@ -187,7 +206,9 @@ def test_decode_attention_rate(b, ctx, slow):
     assert same.time_s == pytest.approx(base.time_s)
     assert slower.attn_s >= base.attn_s * (1 - 1e-12) and slower.dense_s == base.dense_s
     # the attention part is at least its compute time at the given rate
-    assert slower.attn_s >= slower.attn_flops / (peak * slow * 1e12 * inf.Assumptions().flops_share) * (1 - 1e-9)
+    assert slower.attn_s >= slower.attn_flops / (peak * slow * 1e12 * inf.Assumptions().flops_share) * (
+        1 - 1e-9
+    )
 
 
 def test_decode_attention_rate_bad_input():
@@ -229,8 +250,20 @@ def test_pipeline_for_a_model_that_does_not_fit_a_node():
 def test_serve_keys_and_cost():
     p = inf.serve(L8, H100, rate=30, price_per_gpu_hour=2.0, simulate_requests=150)
     d = p.to_json_dict()
-    for k in ("memory_per_gpu_bytes", "fits", "max_batch", "ttft_s", "itl_s", "decode_tokens_per_s",
-              "total_tokens_per_s", "replicas", "gpus", "p50_latency_s", "p99_latency_s", "cost_per_million_tokens_usd"):
+    for k in (
+        "memory_per_gpu_bytes",
+        "fits",
+        "max_batch",
+        "ttft_s",
+        "itl_s",
+        "decode_tokens_per_s",
+        "total_tokens_per_s",
+        "replicas",
+        "gpus",
+        "p50_latency_s",
+        "p99_latency_s",
+        "cost_per_million_tokens_usd",
+    ):
         assert k in d, k
     assert d["replicas"] == math.ceil(30 / (p.capacity_req_per_s * 0.8))
     tps = 30 * p.output_tokens
@@ -288,7 +321,11 @@ def test_published_rows_have_sources():
 
 
 def _errors(pred):
-    return {r["name"]: inf.predict_published(r) / float(r["value"]) - 1 for r in inf.published_serving() if pred(r)}
+    return {
+        r["name"]: inf.predict_published(r) / float(r["value"]) - 1
+        for r in inf.published_serving()
+        if pred(r)
+    }
 
 
 def test_published_itl_within_30pct():
@@ -304,7 +341,9 @@ def test_published_ttft_of_real_prompts():
     (kernel launches, scheduling) dominate; the model underestimates them."""
     import statistics
 
-    errs = _errors(lambda r: r["metric"] == "ttft" and r["concurrency"] == "1" and int(r["input_tokens"]) >= 500)
+    errs = _errors(
+        lambda r: r["metric"] == "ttft" and r["concurrency"] == "1" and int(r["input_tokens"]) >= 500
+    )
     assert len(errs) >= 6
     assert statistics.median(abs(e) for e in errs.values()) <= 0.30, errs
     assert all(abs(e) <= 0.35 for e in errs.values()), errs
@@ -351,13 +390,21 @@ def test_published_static_batch_throughput():
     30%. v0.6.1 predates the XQA kernel, so its Llama-2-70B (GQA) decode reads a KV head once per query
     head (the rows say gqa_kv_reuse=false); with the KV read once per group the two long-output 70B
     rows would come out about 2x above the published figure, as NVIDIA's XQA blog reports."""
-    errs = _errors(lambda r: r["metric"] == "throughput_static" and r["name"].startswith("trtllm061-")
-                   and r["gpu"] == "h100-sxm")
+    errs = _errors(
+        lambda r: r["metric"] == "throughput_static"
+        and r["name"].startswith("trtllm061-")
+        and r["gpu"] == "h100-sxm"
+    )
     assert len(errs) == 8
     assert all(abs(e) <= 0.30 for e in errs.values()), errs
     rows = {r["name"]: r for r in inf.published_serving()}
-    long_70b = ("trtllm061-l2-70b-h100-b480-tp4-128-2048-tput", "trtllm061-l2-70b-h100-b64-tp2-2048-2048-tput")
-    reuse = {k: inf.predict_published(rows[k], engine_notes=False) / float(rows[k]["value"]) - 1 for k in long_70b}
+    long_70b = (
+        "trtllm061-l2-70b-h100-b480-tp4-128-2048-tput",
+        "trtllm061-l2-70b-h100-b64-tp2-2048-2048-tput",
+    )
+    reuse = {
+        k: inf.predict_published(rows[k], engine_notes=False) / float(rows[k]["value"]) - 1 for k in long_70b
+    }
     assert all(e > 0.8 for e in reuse.values()), reuse
 
 
@@ -371,8 +418,10 @@ def test_published_static_batch_throughput_other_gpus_and_releases():
     hbm_share; reading the KV head once per query head (gqa_kv_reuse=False) puts them below instead."""
     from dataclasses import replace
 
-    errs = _errors(lambda r: r["metric"] == "throughput_static" and not (r["name"].startswith("trtllm061-")
-                                                                         and r["gpu"] == "h100-sxm"))
+    errs = _errors(
+        lambda r: r["metric"] == "throughput_static"
+        and not (r["name"].startswith("trtllm061-") and r["gpu"] == "h100-sxm")
+    )
     assert len(errs) == 17
     long_v07 = ("trtllm07a-l2-70b-h200-b192-tp1-128-2048-tput", "trtllm07a-l2-70b-h200-b96-tp1-128-4096-tput")
     assert all(abs(e) <= 0.30 for k, e in errs.items() if k not in long_v07), errs
@@ -389,7 +438,9 @@ def test_gqa_kv_reuse_scales_only_the_kv_reads():
     for name, tp in (("llama-3-8b", 1), ("llama-3.1-70b", 2), ("llama-3.1-70b", 8), ("llama-2-7b", 1)):
         m = get_model(name)
         a = inf.decode_step(m, H100, batch=32, context=2048, tp=tp, link=get_interconnect("nvlink4"))
-        b = inf.decode_step(m, H100, batch=32, context=2048, tp=tp, link=get_interconnect("nvlink4"), assumptions=no)
+        b = inf.decode_step(
+            m, H100, batch=32, context=2048, tp=tp, link=get_interconnect("nvlink4"), assumptions=no
+        )
         group = (m.n_heads / tp) / math.ceil(m.n_kv_heads / tp)
         assert b.attn_bytes == pytest.approx(a.attn_bytes * group) and b.dense_bytes == a.dense_bytes
         assert (b.time_s > a.time_s) == (group > 1)
@@ -397,18 +448,21 @@ def test_gqa_kv_reuse_scales_only_the_kv_reads():
 
 
 # ------------------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("kw, msg", [
-    (dict(precision="fp4"), "precision must be one of"),
-    (dict(kv_dtype="int3"), "kv_dtype must be one of"),
-    (dict(tp=3), "tp must divide n_heads"),
-    (dict(tp=16), "tp must be <= gpus_per_node"),
-    (dict(gpus=6, tp=4), "tp must divide gpus"),
-    (dict(batch=0), "batch must be a positive integer"),
-    (dict(context=100, input_tokens=1000), "context must be >= input_tokens"),
-    (dict(context=10**7), "max_seq"),
-    (dict(rate=-1), "rate must be a finite number > 0"),
-    (dict(price_per_gpu_hour=float("nan")), "price_per_gpu_hour"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(precision="fp4"), "precision must be one of"),
+        (dict(kv_dtype="int3"), "kv_dtype must be one of"),
+        (dict(tp=3), "tp must divide n_heads"),
+        (dict(tp=16), "tp must be <= gpus_per_node"),
+        (dict(gpus=6, tp=4), "tp must divide gpus"),
+        (dict(batch=0), "batch must be a positive integer"),
+        (dict(context=100, input_tokens=1000), "context must be >= input_tokens"),
+        (dict(context=10**7), "max_seq"),
+        (dict(rate=-1), "rate must be a finite number > 0"),
+        (dict(price_per_gpu_hour=float("nan")), "price_per_gpu_hour"),
+    ],
+)
 def test_bad_input_one_line(kw, msg):
     with pytest.raises(ValueError, match=msg) as e:
         inf.serve(L8, H100, **kw)
@@ -426,16 +480,55 @@ def test_bad_assumptions():
 
 # ------------------------------------------------------------------------------------ CLI
 def test_cli_serve_json(capsys):
-    assert main(["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "10", "--price-per-gpu-hour", "2",
-                 "--simulate-requests", "100", "--json"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100-sxm",
+                "--rate",
+                "10",
+                "--price-per-gpu-hour",
+                "2",
+                "--simulate-requests",
+                "100",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert d["fits"] is True and d["replicas"] >= 1 and d["p99_latency_s"] >= d["p50_latency_s"] > 0
     assert d["memory_per_gpu_bytes"] < 80 * GiB and d["cost_per_million_tokens_usd"] > 0
 
 
 def test_cli_serve_text_and_layouts(capsys):
-    assert main(["serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2", "--precision", "fp8",
-                 "--input-tokens", "5000", "--output-tokens", "500", "--kv-dtype", "fp8", "--batch", "4"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--model",
+                "llama-3.1-70b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "2",
+                "--precision",
+                "fp8",
+                "--input-tokens",
+                "5000",
+                "--output-tokens",
+                "500",
+                "--kv-dtype",
+                "fp8",
+                "--batch",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "tp=2" in out and "fits" in out and "assumes:" in out
 
@@ -450,24 +543,37 @@ def test_cli_serve_link_choice(capsys):
     assert main([*args, "--link", "nvlonk"]) == 2 and "unknown" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "fp4"], "invalid choice"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "3"], "tp must divide"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "0"], "expected a finite number > 0"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "-2"], "price"),
-    (["--model", "nope", "--gpu", "h100-sxm"], "unknown model"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "--batch"),
-    # flags that changed nothing (a link with no TP / no pipeline stage, a simulation without a rate) and a
-    # simulation size that ran for hours: errors before any work
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--link", "nvlink4"], "--link is the link of the tensor-parallel"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--inter-link", "ib-ndr"], "--inter-link is"),
-    # 3 GPUs of a 32-head model: the default tp is 1 (pipeline of 3), so a TP link has nothing to carry
-    (["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "3", "--link", "nvlink4"],
-     "--link is the link of the tensor-parallel"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--simulate-requests", "100"], "give --rate"),
-    (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "1", "--simulate-requests", "100000000"],
-     "simulate_requests must be <= 100,000"),
-])
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "fp4"], "invalid choice"),
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--tp", "3"], "tp must divide"),
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "0"], "expected a finite number > 0"),
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--price-per-gpu-hour", "-2"], "price"),
+        (["--model", "nope", "--gpu", "h100-sxm"], "unknown model"),
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "0"], "--batch"),
+        # flags that changed nothing (a link with no TP / no pipeline stage, a simulation without a rate) and a
+        # simulation size that ran for hours: errors before any work
+        (
+            ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--link", "nvlink4"],
+            "--link is the link of the tensor-parallel",
+        ),
+        (
+            ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "2", "--inter-link", "ib-ndr"],
+            "--inter-link is",
+        ),
+        # 3 GPUs of a 32-head model: the default tp is 1 (pipeline of 3), so a TP link has nothing to carry
+        (
+            ["--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "3", "--link", "nvlink4"],
+            "--link is the link of the tensor-parallel",
+        ),
+        (["--model", "llama-3-8b", "--gpu", "h100-sxm", "--simulate-requests", "100"], "give --rate"),
+        (
+            ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "1", "--simulate-requests", "100000000"],
+            "simulate_requests must be <= 100,000",
+        ),
+    ],
+)
 def test_cli_serve_bad_input_exit_2(argv, msg, capsys):
     assert main(["serve", *argv]) == 2
     err = capsys.readouterr().err
@@ -480,14 +586,31 @@ def _opt(flag, strategy):
 
 
 SERVE_ARGV = st.tuples(
-    st.sampled_from(DECODERS + ("bert-large",)), st.sampled_from(["h100-sxm", "a100-80gb", "v100-32gb", "t4", "l4", "b200"]),
-    _opt("--gpus", st.integers(1, 64)), _opt("--tp", st.integers(1, 16)), _opt("--precision", st.sampled_from(inf.PRECISIONS)),
-    _opt("--kv-dtype", st.sampled_from(inf.KV_DTYPES)), _opt("--batch", st.integers(1, 10**6)),
-    _opt("--context", st.integers(1, 10**6)), _opt("--input-tokens", st.integers(1, 10**5)),
-    _opt("--output-tokens", st.integers(1, 5000)), _opt("--rate", st.floats(1e-3, 1e5)),
-    _opt("--price-per-gpu-hour", st.floats(0, 100)), st.booleans(),
-).map(lambda t: ["serve", "--model", t[0], "--gpu", t[1], *[x for part in t[2:12] for x in part],
-                 *(["--simulate-requests", "40"] if t[10] else []), *(["--json"] if t[12] else [])])
+    st.sampled_from(DECODERS + ("bert-large",)),
+    st.sampled_from(["h100-sxm", "a100-80gb", "v100-32gb", "t4", "l4", "b200"]),
+    _opt("--gpus", st.integers(1, 64)),
+    _opt("--tp", st.integers(1, 16)),
+    _opt("--precision", st.sampled_from(inf.PRECISIONS)),
+    _opt("--kv-dtype", st.sampled_from(inf.KV_DTYPES)),
+    _opt("--batch", st.integers(1, 10**6)),
+    _opt("--context", st.integers(1, 10**6)),
+    _opt("--input-tokens", st.integers(1, 10**5)),
+    _opt("--output-tokens", st.integers(1, 5000)),
+    _opt("--rate", st.floats(1e-3, 1e5)),
+    _opt("--price-per-gpu-hour", st.floats(0, 100)),
+    st.booleans(),
+).map(
+    lambda t: [
+        "serve",
+        "--model",
+        t[0],
+        "--gpu",
+        t[1],
+        *[x for part in t[2:12] for x in part],
+        *(["--simulate-requests", "40"] if t[10] else []),
+        *(["--json"] if t[12] else []),
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -551,8 +674,14 @@ def test_fmt_number_reads_as_the_published_tables_show_it():
     digits below, n/a without a finite value."""
     from gpukit.units import fmt_number
 
-    assert [fmt_number(v) for v in (19694.0, 406.77, 99.96, 18.58, 0.3081, -1234.5)] == \
-        ["19,694", "407", "100", "18.6", "0.308", "-1,234"]
+    assert [fmt_number(v) for v in (19694.0, 406.77, 99.96, 18.58, 0.3081, -1234.5)] == [
+        "19,694",
+        "407",
+        "100",
+        "18.6",
+        "0.308",
+        "-1,234",
+    ]
     assert fmt_number(float("nan")) == fmt_number(None) == "n/a"
 
 
@@ -566,8 +695,15 @@ def test_simulation_size_is_capped_before_the_work():
     with pytest.raises(ValueError, match="simulate_requests must be <= 100,000"):
         inf.serve(m, g, rate=1.0, simulate_requests=10**8)
     with pytest.raises(ValueError, match="n_requests must be <= 100,000"):
-        inf.simulate(lambda n, c: 0.01, lambda n: 0.02, rate=1.0, input_tokens=10, output_tokens=10, max_batch=4,
-                     n_requests=10**8)
+        inf.simulate(
+            lambda n, c: 0.01,
+            lambda n: 0.02,
+            rate=1.0,
+            input_tokens=10,
+            output_tokens=10,
+            max_batch=4,
+            n_requests=10**8,
+        )
     assert time.perf_counter() - t0 < 5
 
 
@@ -598,8 +734,12 @@ def test_batch_above_the_engine_cap_is_noted():
     """gpt2 on a T4 at --batch 400 printed 5836 tok/s at batch 400 beside a capacity of 5133 at the
     engine's cap of 256 without saying the batch line needs the cap raised."""
     p = inf.serve(get_model("gpt2"), get_gpu("t4"), batch=400)
-    assert p.max_batch == inf.MAX_NUM_SEQS and any("above the engine's default cap of 256" in n for n in p.notes)
-    assert not any("engine's default cap" in n for n in inf.serve(get_model("gpt2"), get_gpu("t4"), batch=256).notes)
+    assert p.max_batch == inf.MAX_NUM_SEQS and any(
+        "above the engine's default cap of 256" in n for n in p.notes
+    )
+    assert not any(
+        "engine's default cap" in n for n in inf.serve(get_model("gpt2"), get_gpu("t4"), batch=256).notes
+    )
 
 
 def test_serving_api_takes_catalog_names():
@@ -611,13 +751,16 @@ def test_serving_api_takes_catalog_names():
 
     m, g = get_model("llama-3-8b"), get_gpu("h100-sxm")
     assert inf.serve("llama-3-8b", "h100-sxm", tp=2, link="nvlink4") == inf.serve(
-        m, g, tp=2, link=get_interconnect("nvlink4"))
+        m, g, tp=2, link=get_interconnect("nvlink4")
+    )
     assert inf.serving_memory("llama-3-8b", "h100-sxm") == inf.serving_memory(m, g)
     assert inf.decode_step("llama-3-8b", "h100-sxm") == inf.decode_step(m, g)
     assert inf.prefill_step("llama-3-8b", "h100-sxm") == inf.prefill_step(m, g)
     assert inf.min_gpus_to_fit("llama-3.1-70b", "h100-sxm") == (2, 1)
-    assert cost.training_cost("llama-2-7b", 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows == cost.training_cost(
-        get_model("llama-2-7b"), 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows
+    assert (
+        cost.training_cost("llama-2-7b", 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows
+        == cost.training_cost(get_model("llama-2-7b"), 1e12, "h100-sxm", 8, price_per_gpu_hour=2.0).rows
+    )
     assert plan("serve", "llama-3-8b", rate=1, gpus={"h100-sxm": 3.0}).model == "llama-3-8b"
     with pytest.raises(ValueError, match="model must be a catalog model name"):
         inf.serve(5, "h100-sxm")
@@ -638,7 +781,10 @@ def test_shortened_length_note_names_what_was_shortened():
     default the user had replaced with 500; the note now says the prompt was shortened from 1000 + 500."""
     p = inf.serve(get_model("llama-3-8b"), get_gpu("h100-sxm"), context=600, output_tokens=500)
     (note,) = [n for n in p.notes if "shortened" in n]
-    assert note == "default prompt length shortened: 100 + 500 tokens, as 1000 + 500 do not fit llama-3-8b's 600-token context"
+    assert (
+        note
+        == "default prompt length shortened: 100 + 500 tokens, as 1000 + 500 do not fit llama-3-8b's 600-token context"
+    )
 
 
 def test_default_tp_divides_the_gpus_and_the_heads():
@@ -648,7 +794,9 @@ def test_default_tp_divides_the_gpus_and_the_heads():
     from gpukit.inference import default_tp
 
     m = get_model("llama-3-8b")
-    assert default_tp(m, 3) == 1 and default_tp(m, 6) == 2 and default_tp(m, 8) == 8 and default_tp(m, 16) == 8
+    assert (
+        default_tp(m, 3) == 1 and default_tp(m, 6) == 2 and default_tp(m, 8) == 8 and default_tp(m, 16) == 8
+    )
     assert default_tp(get_model("falcon-7b"), 2) == 1  # 71 heads
     p = inf.serve(m, "h100-sxm", gpus=3)
     assert (p.tp, p.pp) == (1, 3) and any("tp 1 (default)" in n for n in p.notes)

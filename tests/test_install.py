@@ -35,18 +35,37 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOG_FILES = ("gpus.csv", "models.csv", "interconnects.csv", "prices.csv", "serving_published.csv",
-                 "claims.csv", "README.md")
-LIGHT_BLOCKED = ("torch", "matplotlib", "seaborn", "ipywidgets", "IPython", "papermill", "nbformat", "nbclient",
-                 "jupyter_client")
+CATALOG_FILES = (
+    "gpus.csv",
+    "models.csv",
+    "interconnects.csv",
+    "prices.csv",
+    "serving_published.csv",
+    "claims.csv",
+    "README.md",
+)
+LIGHT_BLOCKED = (
+    "torch",
+    "matplotlib",
+    "seaborn",
+    "ipywidgets",
+    "IPython",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "jupyter_client",
+)
 PIP_TIMEOUT_S = 300
 CLI_TIMEOUT_S = 120
 
 
 def _env(**extra: str) -> dict[str, str]:
     """The environment of a user's shell: nothing pointing at this checkout or at another catalog."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPUKIT_DATA", "PYTHONHOME",
-                                                             "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "GPUKIT_DATA", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    }
     env.update(TQDM_DISABLE="1", PYTHONNOUSERSITE="1", PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
     return env
 
@@ -64,14 +83,36 @@ def installed(tmp_path_factory):
     elsewhere.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "gpukit", src / "gpukit",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    shutil.copytree(
+        ROOT / "gpukit", src / "gpukit", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    )
     # Build with this interpreter's setuptools (no build isolation: nothing to download).
-    r = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),
-              str(src)], cwd=top, timeout=PIP_TIMEOUT_S)
+    r = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(src),
+        ],
+        cwd=top,
+        timeout=PIP_TIMEOUT_S,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    r = _run([sys.executable, "-c", f"from setuptools import build_meta as b; print(b.build_sdist({str(dist)!r}))"],
-             cwd=src, timeout=PIP_TIMEOUT_S)
+    r = _run(
+        [
+            sys.executable,
+            "-c",
+            f"from setuptools import build_meta as b; print(b.build_sdist({str(dist)!r}))",
+        ],
+        cwd=src,
+        timeout=PIP_TIMEOUT_S,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (wheel,) = dist.glob("gpukit-*.whl")
     (sdist,) = dist.glob("gpukit-*.tar.gz")
@@ -82,15 +123,26 @@ def installed(tmp_path_factory):
     r = _run([str(py), "-m", "pip", "install", "-q", str(wheel)], cwd=top, timeout=PIP_TIMEOUT_S)
     from_registry = r.returncode == 0
     if not from_registry:  # offline: the wheel alone, its dependencies borrowed from this interpreter
-        r = _run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], cwd=top,
-                 timeout=PIP_TIMEOUT_S)
+        r = _run(
+            [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+            cwd=top,
+            timeout=PIP_TIMEOUT_S,
+        )
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-        purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                       cwd=top).stdout.strip()
+        purelib = _run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=top
+        ).stdout.strip()
         # Plain path lines only: the borrowed folder's own .pth files (an editable gpukit) are not run.
         Path(purelib, "zz_borrowed_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    return {"py": py, "gpukit": gk, "from_registry": from_registry, "cwd": elsewhere, "wheel": wheel,
-            "sdist": sdist, "venv": venv}
+    return {
+        "py": py,
+        "gpukit": gk,
+        "from_registry": from_registry,
+        "cwd": elsewhere,
+        "wheel": wheel,
+        "sdist": sdist,
+        "venv": venv,
+    }
 
 
 @pytest.mark.slow
@@ -99,7 +151,9 @@ def test_wheel_and_sdist_carry_the_catalogs(installed):
     missing = [f for f in CATALOG_FILES if f"gpukit/data/{f}" not in names]
     assert not missing, f"the wheel lacks gpukit/data/{missing}"
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "the wheel carries no LICENSE"
-    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "data/"))], "the wheel ships non-package files"
+    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "data/"))], (
+        "the wheel ships non-package files"
+    )
     with tarfile.open(installed["sdist"]) as tar:
         snames = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert not [f for f in CATALOG_FILES if f"gpukit/data/{f}" not in snames], "the sdist lacks the catalogs"
@@ -108,11 +162,19 @@ def test_wheel_and_sdist_carry_the_catalogs(installed):
 
 @pytest.mark.slow
 def test_gpukit_comes_from_the_wheel_and_finds_its_data_inside_it(installed):
-    r = _run([str(installed["py"]), "-c", "import gpukit, gpukit.catalog as c; print(gpukit.__file__); "
-              "print(c.data_dir())"], cwd=installed["cwd"])
+    r = _run(
+        [
+            str(installed["py"]),
+            "-c",
+            "import gpukit, gpukit.catalog as c; print(gpukit.__file__); print(c.data_dir())",
+        ],
+        cwd=installed["cwd"],
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     pkg_file, data = (Path(x) for x in r.stdout.split())
-    assert installed["venv"] in pkg_file.parents, f"gpukit imported from {pkg_file}, not from the installed wheel"
+    assert installed["venv"] in pkg_file.parents, (
+        f"gpukit imported from {pkg_file}, not from the installed wheel"
+    )
     assert ROOT not in pkg_file.parents
     assert data == pkg_file.parent / "data" and (data / "models.csv").is_file()
     # GPUKIT_DATA still points elsewhere: an empty folder is named in the one-line error.
@@ -125,13 +187,17 @@ def test_gpukit_comes_from_the_wheel_and_finds_its_data_inside_it(installed):
 @pytest.mark.slow
 def test_the_light_install_has_no_torch(installed):
     if not installed["from_registry"]:
-        pytest.skip("the package registry was unreachable: dependencies were borrowed from the test's "
-                    "interpreter (which has torch), so a light install cannot be checked here")
+        pytest.skip(
+            "the package registry was unreachable: dependencies were borrowed from the test's "
+            "interpreter (which has torch), so a light install cannot be checked here"
+        )
     for mod in ("torch", "matplotlib", "ipywidgets"):
         r = _run([str(installed["py"]), "-c", f"import {mod}"], cwd=installed["cwd"])
         assert r.returncode != 0, f"a plain `pip install gpukit` pulled {mod}"
     r = _run([str(installed["gpukit"]), "bench", "matmul"], cwd=installed["cwd"])
-    assert r.returncode == 2 and "gpukit[bench]" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.returncode == 2 and "gpukit[bench]" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
+        r.stderr
+    )
 
 
 @pytest.mark.slow
@@ -146,30 +212,127 @@ def test_the_readme_examples_run_from_the_installed_wheel(installed):
         return r.stdout
 
     assert "memory" in ok("--help") and ok("--version").strip().startswith("gpukit ")
-    text = ok("memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--seq-len", "4096")
+    text = ok(
+        "memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--seq-len", "4096"
+    )
     assert "h100-sxm" in text and "fit" in text
-    mem = json.loads(ok("memory", "--model", "llama-2-70b", "--zero", "3", "--dp", "16", "--recompute", "full",
-                        "--gpu", "a100-80gb", "--json"))
+    mem = json.loads(
+        ok(
+            "memory",
+            "--model",
+            "llama-2-70b",
+            "--zero",
+            "3",
+            "--dp",
+            "16",
+            "--recompute",
+            "full",
+            "--gpu",
+            "a100-80gb",
+            "--json",
+        )
+    )
     assert mem and isinstance(mem, dict)
-    serve = json.loads(ok("serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2", "--precision",
-                          "fp8", "--rate", "5", "--price-per-gpu-hour", "3", "--json"))
+    serve = json.loads(
+        ok(
+            "serve",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "2",
+            "--precision",
+            "fp8",
+            "--rate",
+            "5",
+            "--price-per-gpu-hour",
+            "3",
+            "--json",
+        )
+    )
     assert serve and isinstance(serve, dict)
     assert "h100-sxm" in ok("gpus") and "ib-ndr" in ok("links")
     models = json.loads(ok("models", "--json"))
     names = {m["name"] for m in (models if isinstance(models, list) else models["rows"])}
     assert {"gpt2", "llama-2-7b", "llama-2-70b"} <= names
-    cost = json.loads(ok("cost", "train", "--model", "llama-2-7b", "--tokens", "100B", "--gpu", "h100-sxm",
-                         "--gpus", "8,64", "--zero", "3", "--json"))
+    cost = json.loads(
+        ok(
+            "cost",
+            "train",
+            "--model",
+            "llama-2-7b",
+            "--tokens",
+            "100B",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "8,64",
+            "--zero",
+            "3",
+            "--json",
+        )
+    )
     assert cost and isinstance(cost, dict)
-    assert "h100-sxm" in ok("cost", "buy-vs-rent", "--gpu", "h100-sxm", "--gpus", "32", "--purchase-usd", "1.35M",
-                            "--rent-per-gpu-hour", "12.29", "--utilization", "0.9")
-    plan = json.loads(ok("plan", "--workload", "qlora", "--model", "llama-2-70b", "--tokens", "100M",
-                         "--deadline-hours", "24", "--budget-usd", "500", "--json"))
+    assert "h100-sxm" in ok(
+        "cost",
+        "buy-vs-rent",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "32",
+        "--purchase-usd",
+        "1.35M",
+        "--rent-per-gpu-hour",
+        "12.29",
+        "--utilization",
+        "0.9",
+    )
+    plan = json.loads(
+        ok(
+            "plan",
+            "--workload",
+            "qlora",
+            "--model",
+            "llama-2-70b",
+            "--tokens",
+            "100M",
+            "--deadline-hours",
+            "24",
+            "--budget-usd",
+            "500",
+            "--json",
+        )
+    )
     assert plan and isinstance(plan, dict)
-    assert "TFLOP/s" in ok("train-time", "--model", "llama-3-8b", "--tokens", "15T", "--gpu", "h100-sxm",
-                           "--gpus", "1024", "--mfu", "0.4")
-    assert "busbw" in ok("comm", "--op", "all_reduce", "--bytes", "1GB", "--gpus", "64", "--gpus-per-node", "8",
-                         "--link", "nvlink4", "--inter-link", "ib-ndr")
+    assert "TFLOP/s" in ok(
+        "train-time",
+        "--model",
+        "llama-3-8b",
+        "--tokens",
+        "15T",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "1024",
+        "--mfu",
+        "0.4",
+    )
+    assert "busbw" in ok(
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "1GB",
+        "--gpus",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--link",
+        "nvlink4",
+        "--inter-link",
+        "ib-ndr",
+    )
     # The generated claims file inside the wheel is in step with the installed audits.
     r = _run([str(installed["py"]), "-m", "gpukit.audits.export", "--check"], cwd=cwd)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -189,14 +352,20 @@ _BLOCKER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("args, rc, needle", [
-    (["--help"], 0, "memory"),
-    (["memory", "--model", "gpt2", "--gpu", "t4", "--micro-batch", "1", "--seq-len", "1024"], 0, "t4"),
-    (["serve", "--model", "llama-2-7b", "--gpu", "l4", "--rate", "1", "--json"], 0, "{"),
-    (["bench", "matmul"], 2, "pip install 'gpukit[bench]'"),
-    (["validate", "memory", "--layers", "2", "--hidden", "64", "--heads", "2", "--seq-len", "32"], 2,
-     "pip install 'gpukit[bench]'"),
-])
+@pytest.mark.parametrize(
+    "args, rc, needle",
+    [
+        (["--help"], 0, "memory"),
+        (["memory", "--model", "gpt2", "--gpu", "t4", "--micro-batch", "1", "--seq-len", "1024"], 0, "t4"),
+        (["serve", "--model", "llama-2-7b", "--gpu", "l4", "--rate", "1", "--json"], 0, "{"),
+        (["bench", "matmul"], 2, "pip install 'gpukit[bench]'"),
+        (
+            ["validate", "memory", "--layers", "2", "--hidden", "64", "--heads", "2", "--seq-len", "32"],
+            2,
+            "pip install 'gpukit[bench]'",
+        ),
+    ],
+)
 def test_light_commands_need_no_torch_and_heavy_ones_name_the_extra(tmp_path, args, rc, needle):
     env = _env(PYTHONPATH=str(ROOT))
     r = _run([sys.executable, "-c", _BLOCKER, ",".join(LIGHT_BLOCKED), *args], cwd=tmp_path, env=env)
@@ -208,12 +377,13 @@ def test_light_commands_need_no_torch_and_heavy_ones_name_the_extra(tmp_path, ar
 
 # ------------------------------------------------------------------ the README's own examples
 
+
 def _readme_block(heading: str) -> list[str]:
     """The lines of the first ```bash block after `heading` in the README."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    after = text[text.index(heading):]
-    block = after[after.index("```bash") + len("```bash"):]
-    return block[:block.index("```")].strip().splitlines()
+    after = text[text.index(heading) :]
+    block = after[after.index("```bash") + len("```bash") :]
+    return block[: block.index("```")].strip().splitlines()
 
 
 def _papermill_value(text: str):
@@ -261,8 +431,9 @@ _CLI_EXAMPLES = [x for x in _readme_block("## The command line") if x.startswith
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line", _CLI_EXAMPLES,
-                         ids=[f"{i:02d}-" + "-".join(x.split()[1:3]) for i, x in enumerate(_CLI_EXAMPLES)])
+@pytest.mark.parametrize(
+    "line", _CLI_EXAMPLES, ids=[f"{i:02d}-" + "-".join(x.split()[1:3]) for i, x in enumerate(_CLI_EXAMPLES)]
+)
 def test_readme_command_line_examples_exit_0(tmp_path, line):
     """Every `gpukit ...` line of the README's command-line section, as written, from the checkout."""
     words = shlex.split(line, comments=True)
@@ -272,6 +443,7 @@ def test_readme_command_line_examples_exit_0(tmp_path, line):
 
 
 # ------------------------------------------------------------------ the package's metadata
+
 
 def _pyproject() -> dict:
     import tomllib
@@ -289,12 +461,30 @@ def test_core_dependencies_are_light_and_extras_bring_the_rest():
     project = _pyproject()["project"]
     core, extras = project["dependencies"], project["optional-dependencies"]
     assert _names(core) >= {"numpy", "pandas", "simpy", "tqdm"}
-    heavy = {"torch", "matplotlib", "seaborn", "ipywidgets", "jupyterlab", "papermill", "nbformat", "nbclient"}
+    heavy = {
+        "torch",
+        "matplotlib",
+        "seaborn",
+        "ipywidgets",
+        "jupyterlab",
+        "papermill",
+        "nbformat",
+        "nbclient",
+    }
     assert not _names(core) & heavy, f"core pulls {sorted(_names(core) & heavy)}"
     assert "torch" in _names(extras["bench"])
-    assert _names(extras["course"]) >= {"jupyterlab", "ipywidgets", "matplotlib", "seaborn", "papermill", "nbformat",
-                                        "nbclient"}
-    assert not [r for r in core + sum(extras.values(), []) if "==" in r], "exact pins belong in requirements.txt"
+    assert _names(extras["course"]) >= {
+        "jupyterlab",
+        "ipywidgets",
+        "matplotlib",
+        "seaborn",
+        "papermill",
+        "nbformat",
+        "nbclient",
+    }
+    assert not [r for r in core + sum(extras.values(), []) if "==" in r], (
+        "exact pins belong in requirements.txt"
+    )
 
 
 def test_version_license_and_citation_agree():

@@ -19,7 +19,16 @@ from gpukit.specs import ModelSpec
 
 # GQA (llama-3-8b 8 KV heads, llama-2-70b 8 of 64, qwen2.5-7b 4, falcon-7b multi-query 1), MHA (llama-2-7b, opt-1.3b,
 # gpt2), and a sliding window (mistral-7b, W = 4096, GQA 8)
-MODELS = ("llama-3-8b", "llama-2-70b", "qwen2.5-7b", "falcon-7b", "llama-2-7b", "opt-1.3b", "gpt2", "mistral-7b")
+MODELS = (
+    "llama-3-8b",
+    "llama-2-70b",
+    "qwen2.5-7b",
+    "falcon-7b",
+    "llama-2-7b",
+    "opt-1.3b",
+    "gpt2",
+    "mistral-7b",
+)
 CONTEXTS = (1, 1000, 4096, 4097, 16384)
 BATCHES = (1, 3, 64)
 # the memory side keeps the KV cache in its compute dtype: weights_dtype bf16/fp16/fp32 for serving
@@ -44,7 +53,9 @@ def test_the_grid_covers_gqa_mha_windows_and_replicated_kv_heads():
     cases = list(_grid())
     assert len(cases) > 500
     ms = {c[0].name: c[0] for c in cases}
-    assert any(m.n_kv_heads < m.n_heads for m in ms.values()) and any(m.n_kv_heads == m.n_heads for m in ms.values())
+    assert any(m.n_kv_heads < m.n_heads for m in ms.values()) and any(
+        m.n_kv_heads == m.n_heads for m in ms.values()
+    )
     assert any(m.sliding_window for m in ms.values())
     assert any(c[1] > c[0].n_kv_heads for c in cases)  # tp > n_kv_heads: KV heads replicated
     assert any(c[0].sliding_window and c[3] > c[0].sliding_window for c in cases)  # the window caps the cache
@@ -76,10 +87,14 @@ def test_the_formula_term_by_term(name):
         heads = -(-m.n_kv_heads // tp)
         want = 2 * -(-m.n_layers // pp) * heads * m.head_dim * kept * b * bytes_of[dt]
         assert mem.kv_cache_bytes(m, ctx, b, dt, tp, pp) == want
-        assert inf.serving_memory(m, h100, kv_dtype=dt, tp=tp, pp=pp, batch=b, context=ctx).kv_cache_bytes == want
+        assert (
+            inf.serving_memory(m, h100, kv_dtype=dt, tp=tp, pp=pp, batch=b, context=ctx).kv_cache_bytes
+            == want
+        )
         # decode reads the whole cache of a micro-batch of ceil(b / pp) sequences once per step
-        step = inf.decode_step(m, h100, batch=b, context=ctx, kv_dtype=dt, tp=tp, pp=pp,
-                               link="nvlink4", pp_link="nvlink4")
+        step = inf.decode_step(
+            m, h100, batch=b, context=ctx, kv_dtype=dt, tp=tp, pp=pp, link="nvlink4", pp_link="nvlink4"
+        )
         assert step.attn_bytes == mem.kv_cache_bytes(m, ctx, -(-b // pp), dt, tp, pp)
 
 
@@ -95,19 +110,63 @@ def test_bad_kv_input_names_the_field():
         mem.kv_cache_bytes(m, 0)
 
 
-@pytest.mark.parametrize("name, tp, pp, ctx, batch, dtype", [
-    ("mistral-7b", 2, 1, 8192, 4, "fp16"),  # windowed: 4096 of 8192 tokens cached
-    ("llama-3-8b", 8, 1, 4096, 8, "bf16"),  # 8 KV heads over 8 GPUs (serve keeps tp in a node of 8)
-    ("llama-2-7b", 1, 2, 2048, 3, "fp32"),  # MHA, two pipeline stages of 16 layers
-    ("falcon-7b", 1, 1, 2048, 16, "bf16"),  # multi-query: one KV head
-])
+@pytest.mark.parametrize(
+    "name, tp, pp, ctx, batch, dtype",
+    [
+        ("mistral-7b", 2, 1, 8192, 4, "fp16"),  # windowed: 4096 of 8192 tokens cached
+        ("llama-3-8b", 8, 1, 4096, 8, "bf16"),  # 8 KV heads over 8 GPUs (serve keeps tp in a node of 8)
+        ("llama-2-7b", 1, 2, 2048, 3, "fp32"),  # MHA, two pipeline stages of 16 layers
+        ("falcon-7b", 1, 1, 2048, 16, "bf16"),  # multi-query: one KV head
+    ],
+)
 def test_the_two_commands_json_agree(name, tp, pp, ctx, batch, dtype, capsys):
     """`gpukit memory --inference --json` and `gpukit serve --json` print the same kv_cache_bytes."""
-    assert main(["memory", "--model", name, "--inference", "--tp", str(tp), "--pp", str(pp), "--batch", str(batch),
-                 "--seq-len", str(ctx), "--weights-dtype", dtype, "--json"]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "--model",
+                name,
+                "--inference",
+                "--tp",
+                str(tp),
+                "--pp",
+                str(pp),
+                "--batch",
+                str(batch),
+                "--seq-len",
+                str(ctx),
+                "--weights-dtype",
+                dtype,
+                "--json",
+            ]
+        )
+        == 0
+    )
     a = json.loads(capsys.readouterr().out)["kv_cache_bytes"]
-    assert main(["serve", "--model", name, "--gpu", "h100-sxm", "--gpus", str(tp * pp), "--tp", str(tp),
-                 "--batch", str(batch), "--context", str(ctx), "--kv-dtype", dtype, "--json"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--model",
+                name,
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                str(tp * pp),
+                "--tp",
+                str(tp),
+                "--batch",
+                str(batch),
+                "--context",
+                str(ctx),
+                "--kv-dtype",
+                dtype,
+                "--json",
+            ]
+        )
+        == 0
+    )
     s = json.loads(capsys.readouterr().out)["memory"]["kv_cache_bytes"]
     m = get_model(name)
     assert a == s == mem.kv_cache_bytes(m, ctx, batch, dtype, tp, pp)

@@ -36,11 +36,14 @@ def _contract(cid: str) -> dict:
 def _lint(root: Path) -> subprocess.CompletedProcess:
     """import-linter on the gpukit/ under `root`, in a fresh interpreter (grimp finds the package by
     import, so this process's own gpukit must not stand in for the one under test)."""
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))")
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))"
+    )
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_contracts_are_kept():
@@ -53,7 +56,9 @@ def test_the_top_level_is_the_ground_floor_and_every_folder_a_family_or_a_layer(
     gpukit = ROOT / "gpukit"
     on_disk = {f"gpukit.{p.stem}" for p in gpukit.glob("*.py") if p.stem not in ("__init__", "__main__")}
     listed = set(_contract("ground")["source_modules"])
-    assert on_disk - listed == set(), "new top-level modules: the top level is the ground floor (GROUND in pyproject.toml)"
+    assert on_disk - listed == set(), (
+        "new top-level modules: the top level is the ground floor (GROUND in pyproject.toml)"
+    )
     assert listed - on_disk == set(), "listed ground modules that no longer exist"
     folders = {p.name for p in gpukit.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert folders == set(LAYERS) | set(FAMILIES), "every folder of gpukit/ is a family or a layer"
@@ -61,18 +66,29 @@ def test_the_top_level_is_the_ground_floor_and_every_folder_a_family_or_a_layer(
     assert declared == set(LAYERS) | set(FAMILIES)
     calculators = set(_contract("calculators")["source_modules"])
     assert calculators == listed | {f"gpukit.{f}" for f in FAMILIES}
-    assert set(_contract("calculators")["forbidden_modules"]) >= {"torch", "ipywidgets", "matplotlib", "subprocess"}
+    assert set(_contract("calculators")["forbidden_modules"]) >= {
+        "torch",
+        "ipywidgets",
+        "matplotlib",
+        "subprocess",
+    }
 
 
-@pytest.mark.parametrize("offender, line", [
-    ("gpukit/units.py", "import torch"),  # a calculator importing torch
-    ("gpukit/compute/flops.py", "from gpukit.bench import timing"),  # a calculator importing a layer
-    ("gpukit/widgets/base.py", "from gpukit.audits import claims"),  # a widget importing an audit
-    ("gpukit/bench/timing.py", "import gpukit.cli"),  # a lower layer importing a higher one
-    ("gpukit/memory/parts.py", "from gpukit.parallel import layout"),  # a family importing a higher family
-    ("gpukit/comm/network.py", "from gpukit.compute import flops"),  # siblings on one floor
-    ("gpukit/specs.py", "from gpukit.memory import analytic"),  # the ground floor importing a family
-])
+@pytest.mark.parametrize(
+    "offender, line",
+    [
+        ("gpukit/units.py", "import torch"),  # a calculator importing torch
+        ("gpukit/compute/flops.py", "from gpukit.bench import timing"),  # a calculator importing a layer
+        ("gpukit/widgets/base.py", "from gpukit.audits import claims"),  # a widget importing an audit
+        ("gpukit/bench/timing.py", "import gpukit.cli"),  # a lower layer importing a higher one
+        (
+            "gpukit/memory/parts.py",
+            "from gpukit.parallel import layout",
+        ),  # a family importing a higher family
+        ("gpukit/comm/network.py", "from gpukit.compute import flops"),  # siblings on one floor
+        ("gpukit/specs.py", "from gpukit.memory import analytic"),  # the ground floor importing a family
+    ],
+)
 def test_a_broken_contract_is_caught(tmp_path, offender, line):
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "gpukit", copy / "gpukit", ignore=shutil.ignore_patterns("__pycache__"))
@@ -86,11 +102,14 @@ def test_a_broken_contract_is_caught(tmp_path, offender, line):
 def test_linear_shapes_belong_to_the_model():
     """ModelSpec.linear_shapes (moved from quant.py): the block's matmul weights are the attention
     and MLP parameters without biases (Megatron layer, Narayanan et al. 2021 sec. 3)."""
-    for spec in (ModelSpec("gpt", 2, 64, 4), ModelSpec("llama", 2, 64, 8, n_kv_heads=2, mlp="swiglu",
-                                                       norm="rmsnorm", position="rope", bias=False)):
+    for spec in (
+        ModelSpec("gpt", 2, 64, 4),
+        ModelSpec("llama", 2, 64, 8, n_kv_heads=2, mlp="swiglu", norm="rmsnorm", position="rope", bias=False),
+    ):
         weights, rows = spec.linear_weights
         biases = (spec.q_dim + 2 * spec.kv_dim + spec.hidden) + (
-            spec.ffn_hidden + spec.hidden if spec.mlp == "gelu" else 2 * spec.ffn_hidden + spec.hidden)
+            spec.ffn_hidden + spec.hidden if spec.mlp == "gelu" else 2 * spec.ffn_hidden + spec.hidden
+        )
         assert weights == spec.attention_params() + spec.mlp_params() - (biases if spec.bias else 0)
         assert rows == sum(o for _, _, o in spec.linear_shapes)
         assert [n for n, _, _ in spec.linear_shapes][:4] == ["q", "k", "v", "o"]
@@ -103,8 +122,12 @@ def test_one_finite_check_behind_every_number(bad):
     from gpukit import errors, units
     from gpukit.profile import profile_number
 
-    for check in (lambda: errors.require_finite("x", bad), lambda: errors.require_positive("x", bad),
-                  lambda: units.bytes_to_gib(bad), lambda: profile_number("p.json", "x", bad)):
+    for check in (
+        lambda: errors.require_finite("x", bad),
+        lambda: errors.require_positive("x", bad),
+        lambda: units.bytes_to_gib(bad),
+        lambda: profile_number("p.json", "x", bad),
+    ):
         with pytest.raises(ValueError) as e:
             check()
         assert "\n" not in str(e.value) and ("x" in str(e.value) or "n_bytes" in str(e.value))
@@ -162,8 +185,12 @@ def test_no_private_name_crosses_a_module_line():
     for path, src in sources:
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpukit"):
-                found += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{path.relative_to(ROOT)}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert found == []
     assert not (ROOT / "gpukit" / "lazy.py").exists() or all(
-        "lazy" not in (ROOT / "gpukit" / f).read_text() for f in FAMILIES for f in [f"{f}/__init__.py"])
+        "lazy" not in (ROOT / "gpukit" / f).read_text() for f in FAMILIES for f in [f"{f}/__init__.py"]
+    )

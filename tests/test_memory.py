@@ -18,16 +18,46 @@ from gpukit.units import GiB
 PAPER = "megatron"  # these tests pin the papers' convention (formulas and published figures)
 
 GPT = ModelSpec("gpt-test", n_layers=24, hidden=2048, n_heads=16, vocab=50257, max_seq=2048)
-LLAMA7 = ModelSpec("llama-2-7b-like", 32, 4096, 32, vocab=32000, max_seq=4096, mlp="swiglu", norm="rmsnorm",
-                   position="rope", bias=False)
-LLAMA70 = ModelSpec("llama-2-70b-like", 80, 8192, 64, n_kv_heads=8, ffn_hidden=28672, vocab=32000, max_seq=4096,
-                    mlp="swiglu", norm="rmsnorm", position="rope", bias=False)
+LLAMA7 = ModelSpec(
+    "llama-2-7b-like",
+    32,
+    4096,
+    32,
+    vocab=32000,
+    max_seq=4096,
+    mlp="swiglu",
+    norm="rmsnorm",
+    position="rope",
+    bias=False,
+)
+LLAMA70 = ModelSpec(
+    "llama-2-70b-like",
+    80,
+    8192,
+    64,
+    n_kv_heads=8,
+    ffn_hidden=28672,
+    vocab=32000,
+    max_seq=4096,
+    mlp="swiglu",
+    norm="rmsnorm",
+    position="rope",
+    bias=False,
+)
 EAGER = TrainSetup(convention=PAPER, attention="eager")
 
 
 def gpu(gib: float, name: str = "test-gpu") -> GPU:
-    return GPU(name=name, vendor="test", memory_gib=gib, hbm_bandwidth_gbps=1000.0, peaks_tflops=(("bf16", 100.0),),
-               nvlink_gbps=0.0, pcie_gen=4, tdp_w=300.0)
+    return GPU(
+        name=name,
+        vendor="test",
+        memory_gib=gib,
+        hbm_bandwidth_gbps=1000.0,
+        peaks_tflops=(("bf16", 100.0),),
+        nvlink_gbps=0.0,
+        pcie_gen=4,
+        tdp_w=300.0,
+    )
 
 
 def states(r) -> int:
@@ -36,8 +66,14 @@ def states(r) -> int:
 
 # ---- activations: the Megatron convention (Korthikanti et al. 2022, Table 2) ---------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(s=st.integers(1, 4096), b=st.integers(1, 16), heads=st.integers(1, 64), head_dim=st.sampled_from([32, 64, 128]))
+@given(
+    s=st.integers(1, 4096),
+    b=st.integers(1, 16),
+    heads=st.integers(1, 64),
+    head_dim=st.sampled_from([32, 64, 128]),
+)
 def test_gpt_layout_reduces_to_34sbh_plus_5as2b(s, b, heads, head_dim):
     h = heads * head_dim
     model = ModelSpec("gpt", 2, h, heads)
@@ -84,19 +120,33 @@ def test_gqa_and_swiglu_change_the_per_layer_count():
     diff = layer_activation_bytes(mha, setup) - layer_activation_bytes(gqa, setup)
     assert diff == pytest.approx(2 * 2 * (4096 - 1024) * s)
     gelu = replace(mha, mlp="gelu")
-    assert layer_activation_bytes(mha, setup) - layer_activation_bytes(gelu, setup) == pytest.approx(2 * 2 * 11008 * s)
+    assert layer_activation_bytes(mha, setup) - layer_activation_bytes(gelu, setup) == pytest.approx(
+        2 * 2 * 11008 * s
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(layers=st.integers(2, 48), heads=st.sampled_from([8, 16, 32]), s=st.integers(16, 8192), b=st.integers(1, 8),
-       swiglu=st.booleans(), tp=st.sampled_from([1, 2, 8]), sp=st.booleans())
+@given(
+    layers=st.integers(2, 48),
+    heads=st.sampled_from([8, 16, 32]),
+    s=st.integers(16, 8192),
+    b=st.integers(1, 8),
+    swiglu=st.booleans(),
+    tp=st.sampled_from([1, 2, 8]),
+    sp=st.booleans(),
+)
 def test_full_le_selective_le_none(layers, heads, s, b, swiglu, tp, sp):
     model = ModelSpec("m", layers, heads * 64, heads, mlp="swiglu" if swiglu else "gelu")
     base = TrainSetup(convention=PAPER, seq_len=s, micro_batch=b, tp=tp, sp=sp)
-    act = {rc: estimate_memory(model, setup=replace(base, recompute=rc)).activations_bytes for rc in mem.RECOMPUTE}
+    act = {
+        rc: estimate_memory(model, setup=replace(base, recompute=rc)).activations_bytes
+        for rc in mem.RECOMPUTE
+    }
     assert act["full"] <= act["selective"] <= act["none"]
-    eager = {rc: estimate_memory(model, setup=replace(base, recompute=rc, attention="eager")).activations_bytes
-             for rc in mem.RECOMPUTE}
+    eager = {
+        rc: estimate_memory(model, setup=replace(base, recompute=rc, attention="eager")).activations_bytes
+        for rc in mem.RECOMPUTE
+    }
     assert eager["selective"] <= eager["none"] and eager["full"] <= eager["none"]
 
 
@@ -131,13 +181,24 @@ def test_logits_convention():
 
 # ---- model states: ZeRO ---------------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(10**6, 10**12), z=st.integers(1, 3), dp1=st.integers(1, 512), dp2=st.integers(1, 512),
-       opt=st.sampled_from(mem.OPTIMIZERS), prec=st.sampled_from(mem.PRECISIONS))
+@given(
+    n=st.integers(10**6, 10**12),
+    z=st.integers(1, 3),
+    dp1=st.integers(1, 512),
+    dp2=st.integers(1, 512),
+    opt=st.sampled_from(mem.OPTIMIZERS),
+    prec=st.sampled_from(mem.PRECISIONS),
+)
 def test_model_states_non_increasing_in_dp(n, z, dp1, dp2, opt, prec):
     lo, hi = sorted((dp1, dp2))
-    a = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=lo, optimizer=opt, precision=prec))
-    b = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=hi, optimizer=opt, precision=prec))
+    a = estimate_memory(
+        n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=lo, optimizer=opt, precision=prec)
+    )
+    b = estimate_memory(
+        n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=z, dp=hi, optimizer=opt, precision=prec)
+    )
     assert states(b) <= states(a)
 
 
@@ -153,22 +214,38 @@ def test_zero3_states_scale_as_one_over_dp(n, dp):
 def test_zero0_ignores_dp_and_stage_formulas():
     n = 10**9
     assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, dp=64))) == 16 * n
-    assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=1, dp=8))) == 4 * n + 12 * n // 8
-    assert states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=2, dp=8))) == 2 * n + 14 * n // 8
+    assert (
+        states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=1, dp=8)))
+        == 4 * n + 12 * n // 8
+    )
+    assert (
+        states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, zero_stage=2, dp=8)))
+        == 2 * n + 14 * n // 8
+    )
 
 
 def test_bytes_per_param_by_precision_and_optimizer():
     n = 10**9
-    per = {(p, o): states(estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, precision=p, optimizer=o))) / n
-           for p in mem.PRECISIONS for o in mem.OPTIMIZERS}
+    per = {
+        (p, o): states(
+            estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, precision=p, optimizer=o))
+        )
+        / n
+        for p in mem.PRECISIONS
+        for o in mem.OPTIMIZERS
+    }
     assert per["fp32", "adamw"] == 16 and per["bf16-mixed", "adamw"] == 16 and per["bf16", "adamw"] == 8
-    assert per["bf16-mixed", "sgd"] == 8 and per["fp32", "sgd"] == 8 and per["bf16-mixed", "sgd-momentum"] == 12
+    assert (
+        per["bf16-mixed", "sgd"] == 8 and per["fp32", "sgd"] == 8 and per["bf16-mixed", "sgd-momentum"] == 12
+    )
     assert per["bf16-mixed", "adamw-8bit"] == pytest.approx(10, abs=0.01)
 
 
 def test_zero3_with_a_shape_keeps_one_gathered_layer():
     r = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=64))
-    sharded = estimate_memory(n_params=LLAMA7.n_params, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=64)).params_bytes
+    sharded = estimate_memory(
+        n_params=LLAMA7.n_params, setup=TrainSetup(convention=PAPER, zero_stage=3, dp=64)
+    ).params_bytes
     assert r.params_bytes == pytest.approx(sharded + 2 * LLAMA7.layer_params(), abs=2)
 
 
@@ -179,6 +256,7 @@ def test_tp_divides_model_states():
 
 
 # ---- offload --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("offload,zero", [("optimizer", 1), ("optimizer", 2), ("all", 3)])
 def test_offload_moves_states_to_cpu_and_conserves_them(offload, zero):
@@ -194,6 +272,7 @@ def test_offload_moves_states_to_cpu_and_conserves_them(offload, zero):
 
 # ---- quantization, LoRA, inference --------------------------------------------------------------
 
+
 def test_nf4_constants_match_qlora():
     assert nf4_constant_bits(double_quant=False) == 0.5
     assert nf4_constant_bits() == pytest.approx(0.127, abs=5e-4)
@@ -201,12 +280,20 @@ def test_nf4_constants_match_qlora():
 
 
 @settings(max_examples=30, deadline=None)
-@given(layers=st.integers(1, 64), heads=st.sampled_from([8, 16, 32, 64]), swiglu=st.booleans(),
-       vocab=st.integers(1000, 200_000))
+@given(
+    layers=st.integers(1, 64),
+    heads=st.sampled_from([8, 16, 32, 64]),
+    swiglu=st.booleans(),
+    vocab=st.integers(1000, 200_000),
+)
 def test_weight_bytes_ordered_nf4_int8_bf16_fp32(layers, heads, swiglu, vocab):
     model = ModelSpec("m", layers, heads * 128, heads, vocab=vocab, mlp="swiglu" if swiglu else "gelu")
-    w = {d: estimate_memory(model, setup=TrainSetup(convention=PAPER, inference=True, weights_dtype=d)).params_bytes
-         for d in ("nf4", "int8", "bf16", "fp32")}
+    w = {
+        d: estimate_memory(
+            model, setup=TrainSetup(convention=PAPER, inference=True, weights_dtype=d)
+        ).params_bytes
+        for d in ("nf4", "int8", "bf16", "fp32")
+    }
     assert w["nf4"] < w["int8"] < w["bf16"] < w["fp32"]
     assert w["fp32"] == 2 * w["bf16"] == 4 * model.n_params
 
@@ -224,7 +311,9 @@ def test_kv_cache_linear_in_batch_and_context(batch, seq, k):
 def test_kv_heads_replicate_when_tp_exceeds_them():
     s = TrainSetup(convention=PAPER, inference=True, seq_len=4096)
     kv8 = estimate_memory(LLAMA70, setup=replace(s, tp=8)).kv_cache_bytes
-    assert estimate_memory(LLAMA70, setup=replace(s, tp=16)).kv_cache_bytes == kv8  # 1 KV head per GPU either way
+    assert (
+        estimate_memory(LLAMA70, setup=replace(s, tp=16)).kv_cache_bytes == kv8
+    )  # 1 KV head per GPU either way
     assert estimate_memory(LLAMA70, setup=replace(s, tp=4)).kv_cache_bytes == 2 * kv8
 
 
@@ -236,11 +325,17 @@ def test_inference_has_no_training_state():
 
 def test_lora_trains_a_tiny_fraction_and_qlora_is_smallest():
     full = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, recompute="full", seq_len=512))
-    lora = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, finetune="lora", recompute="full", seq_len=512))
-    qlora = estimate_memory(LLAMA7, setup=TrainSetup(convention=PAPER, finetune="qlora", recompute="full", seq_len=512))
+    lora = estimate_memory(
+        LLAMA7, setup=TrainSetup(convention=PAPER, finetune="lora", recompute="full", seq_len=512)
+    )
+    qlora = estimate_memory(
+        LLAMA7, setup=TrainSetup(convention=PAPER, finetune="qlora", recompute="full", seq_len=512)
+    )
     assert lora.trainable_params == lora_params(LLAMA7, 8, "all") < 0.01 * LLAMA7.n_params
     assert lora.optimizer_bytes == pytest.approx(lora.trainable_params * 12, abs=1)  # fp32 master + m + v
-    assert qlora.optimizer_bytes == pytest.approx(qlora.trainable_params * 8, abs=1)  # paged 32-bit, no master
+    assert qlora.optimizer_bytes == pytest.approx(
+        qlora.trainable_params * 8, abs=1
+    )  # paged 32-bit, no master
     assert qlora.total_bytes < lora.total_bytes < full.total_bytes
     assert qlora.params_bytes < 0.3 * lora.params_bytes
 
@@ -255,6 +350,7 @@ def test_lora_targets_count_adapted_matrices():
 
 # ---- overhead, results, questions ----------------------------------------------------------------
 
+
 def test_overhead_only_with_a_gpu():
     bare = estimate_memory(GPT, setup=TrainSetup(convention=PAPER))
     assert bare.overhead_bytes == 0 and bare.fits is None and bare.gpu_memory_bytes is None
@@ -268,8 +364,19 @@ def test_overhead_only_with_a_gpu():
 def test_result_views():
     r = estimate_memory(GPT, setup=TrainSetup(convention=PAPER), gpu=gpu(1, "tiny"))
     d = r.to_json_dict()
-    for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
-              "overhead_bytes", "total_bytes", "n_params", "gpu_memory_bytes", "fits"):
+    for k in (
+        "params_bytes",
+        "grads_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "logits_bytes",
+        "kv_cache_bytes",
+        "overhead_bytes",
+        "total_bytes",
+        "n_params",
+        "gpu_memory_bytes",
+        "fits",
+    ):
         assert k in d
     assert all(isinstance(v, int) for k, v in d.items() if k.endswith("_bytes"))
     assert d["fits"] is False and "does NOT fit" in r.to_text()
@@ -292,7 +399,9 @@ def test_max_micro_batch_for_inference_varies_batch():
     g = gpu(80)
     setup = TrainSetup(convention=PAPER, inference=True, seq_len=4096)
     n = mem.max_micro_batch(LLAMA7, setup, g)
-    assert mem.fits(LLAMA7, replace(setup, batch=n), g) and not mem.fits(LLAMA7, replace(setup, batch=n + 1), g)
+    assert mem.fits(LLAMA7, replace(setup, batch=n), g) and not mem.fits(
+        LLAMA7, replace(setup, batch=n + 1), g
+    )
 
 
 def test_max_seq_len_is_the_edge():
@@ -300,7 +409,9 @@ def test_max_seq_len_is_the_edge():
     setup = TrainSetup(convention=PAPER, finetune="qlora", recompute="full")
     n = mem.max_seq_len(LLAMA7, setup, g, limit=1 << 22)  # beyond the context window: the memory edge
     assert n > 1024
-    assert mem.fits(LLAMA7, replace(setup, seq_len=n), g) and not mem.fits(LLAMA7, replace(setup, seq_len=n + 1), g)
+    assert mem.fits(LLAMA7, replace(setup, seq_len=n), g) and not mem.fits(
+        LLAMA7, replace(setup, seq_len=n + 1), g
+    )
 
 
 def test_min_gpus_finds_smallest_dp_per_stage():
@@ -332,7 +443,12 @@ def test_min_gpus_for_inference_says_when_the_heads_stop_it():
     assert "GPU limit" in plan.to_text() and "try pp > 1" in plan.to_text()
     assert plan.to_json_dict()["why_none"] == plan.why_none
     assert mem.min_gpus(falcon, replace(setup, pp=2), get_gpu("t4")).best.world_size == 2
-    assert mem.min_gpus(LLAMA70, TrainSetup(convention=PAPER, inference=True), get_gpu("t4"), max_gpus=2).why_none == ""
+    assert (
+        mem.min_gpus(
+            LLAMA70, TrainSetup(convention=PAPER, inference=True), get_gpu("t4"), max_gpus=2
+        ).why_none
+        == ""
+    )
 
 
 def test_min_gpus_for_training_says_when_more_gpus_would_not_help():
@@ -340,28 +456,36 @@ def test_min_gpus_for_training_says_when_more_gpus_would_not_help():
     H100 alone, so no dp fits; the plan said 'within the GPU limit', as if more GPUs would do."""
     setup = TrainSetup(seq_len=2048)
     plan = mem.min_gpus(get_model("llama-3.1-405b"), setup, get_gpu("h100-sxm"))
-    assert plan.best is None and "more GPUs would not help" in plan.why_none and "activations" in plan.to_text()
+    assert (
+        plan.best is None and "more GPUs would not help" in plan.why_none and "activations" in plan.to_text()
+    )
     r = estimate_memory("llama-3.1-405b", setup=replace(setup, zero_stage=3, dp=1024), gpu="h100-sxm")
     assert r.activations_bytes + r.logits_bytes > get_gpu("h100-sxm").memory_bytes
     # with the limit the reason (recompute: activations fit, the states need more GPUs than 16): no such claim
-    short = mem.min_gpus(get_model("llama-3.1-405b"), replace(setup, recompute="full"), get_gpu("h100-sxm"), max_gpus=16)
+    short = mem.min_gpus(
+        get_model("llama-3.1-405b"), replace(setup, recompute="full"), get_gpu("h100-sxm"), max_gpus=16
+    )
     assert short.best is None and short.why_none == "" and short.to_text().endswith("within the GPU limit")
 
 
 # ---- validation -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs,fragment", [
-    (dict(zero_stage=4), "zero_stage must be 0, 1, 2 or 3"),
-    (dict(precision="fp8"), "precision must be one of"),
-    (dict(micro_batch=0), "micro_batch must be a positive integer"),
-    (dict(dp=-2), "dp must be a positive integer"),
-    (dict(finetune="qlora", precision="fp32"), "finetune='qlora' needs a 16-bit precision"),
-    (dict(offload="optimizer"), "offload='optimizer' needs zero_stage >= 1"),
-    (dict(offload="all", zero_stage=2), "offload='all' needs zero_stage 3"),
-    (dict(inference=True, zero_stage=3), "zero_stage applies to training"),
-    (dict(weights_dtype="nf4"), "weights_dtype 'nf4' applies to inference"),
-    (dict(sp="yes"), "sp must be True or False"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs,fragment",
+    [
+        (dict(zero_stage=4), "zero_stage must be 0, 1, 2 or 3"),
+        (dict(precision="fp8"), "precision must be one of"),
+        (dict(micro_batch=0), "micro_batch must be a positive integer"),
+        (dict(dp=-2), "dp must be a positive integer"),
+        (dict(finetune="qlora", precision="fp32"), "finetune='qlora' needs a 16-bit precision"),
+        (dict(offload="optimizer"), "offload='optimizer' needs zero_stage >= 1"),
+        (dict(offload="all", zero_stage=2), "offload='all' needs zero_stage 3"),
+        (dict(inference=True, zero_stage=3), "zero_stage applies to training"),
+        (dict(weights_dtype="nf4"), "weights_dtype 'nf4' applies to inference"),
+        (dict(sp="yes"), "sp must be True or False"),
+    ],
+)
 def test_setup_errors_are_one_line(kwargs, fragment):
     with pytest.raises(ValueError) as e:
         TrainSetup(convention=PAPER, **kwargs)
@@ -384,7 +508,10 @@ def test_layout_errors():
 
 
 def test_sp_without_tp_is_harmless():
-    assert estimate_memory(GPT, setup=TrainSetup(convention=PAPER, sp=True)).total_bytes == estimate_memory(GPT, setup=TrainSetup(convention=PAPER)).total_bytes
+    assert (
+        estimate_memory(GPT, setup=TrainSetup(convention=PAPER, sp=True)).total_bytes
+        == estimate_memory(GPT, setup=TrainSetup(convention=PAPER)).total_bytes
+    )
 
 
 def test_catalog_models():

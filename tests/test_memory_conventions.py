@@ -24,16 +24,22 @@ def test_zero_paper_default_is_16():
 
 
 def test_megatron_fp32_main_grads_18():
-    assert per_param(TrainSetup(convention="megatron", grad_dtype="fp32")) == 18  # Megatron-LM: fp32 main-grad buffer
+    assert (
+        per_param(TrainSetup(convention="megatron", grad_dtype="fp32")) == 18
+    )  # Megatron-LM: fp32 main-grad buffer
 
 
 @pytest.mark.parametrize("dp", [1, 2, 8, 64])
 def test_megatron_distributed_optimizer_6_plus_12_over_dp(dp):
-    assert per_param(TrainSetup(convention="megatron", grad_dtype="fp32", zero_stage=1, dp=dp)) == pytest.approx(6 + 12 / dp)
+    assert per_param(
+        TrainSetup(convention="megatron", grad_dtype="fp32", zero_stage=1, dp=dp)
+    ) == pytest.approx(6 + 12 / dp)
 
 
 def test_playbook_fp32_accumulation_buffer_20():
-    assert per_param(TrainSetup(convention="megatron", grad_accum_buffer="fp32")) == 20  # Ultra-Scale Playbook
+    assert (
+        per_param(TrainSetup(convention="megatron", grad_accum_buffer="fp32")) == 20
+    )  # Ultra-Scale Playbook
 
 
 def test_interleave_factor_korthikanti():
@@ -65,36 +71,43 @@ def test_full_recompute_two_named_figures():
 @given(k=st.integers(0, 3), dp=st.integers(2, 64))
 def test_zero3_gathered_and_prefetch_terms(k, dp):
     a = estimate_memory(GPT, setup=TrainSetup(convention="megatron", zero_stage=3, dp=dp))
-    b = estimate_memory(GPT, setup=TrainSetup(convention="megatron", zero_stage=3, dp=dp, zero3_prefetch_layers=k))
+    b = estimate_memory(
+        GPT, setup=TrainSetup(convention="megatron", zero_stage=3, dp=dp, zero3_prefetch_layers=k)
+    )
     layer = GPT.layer_params() * 2
     assert b.term("zero3_gathered_bytes") == pytest.approx(layer)
     assert b.term("zero3_prefetch_bytes") == pytest.approx(k * layer)
     assert b.params_bytes - a.params_bytes == pytest.approx(k * layer, abs=2)
 
 
-@pytest.mark.parametrize("kw,msg", [
-    (dict(grad_dtype="int8"), "grad_dtype"), (dict(grad_accum_buffer="bf16"), "grad_accum_buffer"),
-    (dict(grad_dtype="fp32", grad_accum_buffer="fp32"), "counts the fp32 gradients twice"),
-    (dict(precision="fp32", grad_accum_buffer="fp32"), "applies to 16-bit training"),
-    (dict(virtual_stages=2), "needs pp > 1"), (dict(virtual_stages=0, pp=2), "virtual_stages"),
-    (dict(zero3_prefetch_layers=-1), "zero3_prefetch_layers"),
-    # gradients are fp32 or the precision's dtype: fp16 grads of fp32 training were counted 2 B/param
-    (dict(precision="fp32", grad_dtype="fp16"), "grad_dtype must be fp32 or the precision's own dtype"),
-    (dict(precision="fp16-mixed", grad_dtype="bf16"), "bf16 gradients do not exist in fp16-mixed"),
-    # flags that changed nothing: training conventions with inference, prefetch without ZeRO-3
-    (dict(inference=True, grad_dtype="fp32"), "grad_dtype applies to training"),
-    (dict(inference=True, grad_accum_buffer="fp32"), "grad_accum_buffer applies to training"),
-    (dict(inference=True, pp=2, virtual_stages=2), "virtual_stages applies to training"),
-    (dict(inference=True, zero3_prefetch_layers=1), "zero3_prefetch_layers applies to training"),
-    (dict(zero3_prefetch_layers=1, zero_stage=2, dp=2), "needs zero_stage 3"),
-    # the API side of the CLI's mode checks: micro_batch 64 with inference=True served batch 1
-    (dict(inference=True, micro_batch=64), "micro_batch applies to training"),
-    (dict(inference=True, grad_accum=8), "grad_accum applies to training"),
-    (dict(inference=True, recompute="full"), "recompute applies to training"),
-    (dict(batch=8), "batch applies to inference=True"),
-    (dict(zero_stage=1.0, dp=8), "zero_stage must be 0, 1, 2 or 3"),  # was taken, printed "ZeRO-1.0"
-    (dict(zero_stage=True, dp=8), "zero_stage must be 0, 1, 2 or 3"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(grad_dtype="int8"), "grad_dtype"),
+        (dict(grad_accum_buffer="bf16"), "grad_accum_buffer"),
+        (dict(grad_dtype="fp32", grad_accum_buffer="fp32"), "counts the fp32 gradients twice"),
+        (dict(precision="fp32", grad_accum_buffer="fp32"), "applies to 16-bit training"),
+        (dict(virtual_stages=2), "needs pp > 1"),
+        (dict(virtual_stages=0, pp=2), "virtual_stages"),
+        (dict(zero3_prefetch_layers=-1), "zero3_prefetch_layers"),
+        # gradients are fp32 or the precision's dtype: fp16 grads of fp32 training were counted 2 B/param
+        (dict(precision="fp32", grad_dtype="fp16"), "grad_dtype must be fp32 or the precision's own dtype"),
+        (dict(precision="fp16-mixed", grad_dtype="bf16"), "bf16 gradients do not exist in fp16-mixed"),
+        # flags that changed nothing: training conventions with inference, prefetch without ZeRO-3
+        (dict(inference=True, grad_dtype="fp32"), "grad_dtype applies to training"),
+        (dict(inference=True, grad_accum_buffer="fp32"), "grad_accum_buffer applies to training"),
+        (dict(inference=True, pp=2, virtual_stages=2), "virtual_stages applies to training"),
+        (dict(inference=True, zero3_prefetch_layers=1), "zero3_prefetch_layers applies to training"),
+        (dict(zero3_prefetch_layers=1, zero_stage=2, dp=2), "needs zero_stage 3"),
+        # the API side of the CLI's mode checks: micro_batch 64 with inference=True served batch 1
+        (dict(inference=True, micro_batch=64), "micro_batch applies to training"),
+        (dict(inference=True, grad_accum=8), "grad_accum applies to training"),
+        (dict(inference=True, recompute="full"), "recompute applies to training"),
+        (dict(batch=8), "batch applies to inference=True"),
+        (dict(zero_stage=1.0, dp=8), "zero_stage must be 0, 1, 2 or 3"),  # was taken, printed "ZeRO-1.0"
+        (dict(zero_stage=True, dp=8), "zero_stage must be 0, 1, 2 or 3"),
+    ],
+)
 def test_bad_conventions(kw, msg):
     with pytest.raises(ValueError, match=msg):
         TrainSetup(convention="megatron", **kw)
@@ -133,5 +146,9 @@ def test_pytorch_zero_text_says_what_it_splits_and_the_numbers_agree(zero):
     if zero == 1:  # the optimizer phase holds the whole fp32 gradients
         assert torch_like.grads_bytes == pytest.approx(4 * n, rel=1e-6)
     assert "ZeRO-" not in "".join(ln for ln in deepspeed.to_text().splitlines() if " here:" in ln)
-    assert not any(" here:" in ln for ln in estimate_memory(
-        m, setup=TrainSetup(zero_stage=zero, dp=dp, precision="bf16")).to_text().splitlines())
+    assert not any(
+        " here:" in ln
+        for ln in estimate_memory(m, setup=TrainSetup(zero_stage=zero, dp=dp, precision="bf16"))
+        .to_text()
+        .splitlines()
+    )

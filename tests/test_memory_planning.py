@@ -38,6 +38,7 @@ LLAMA7 = get_model("llama-2-7b")
 
 # ---- pure properties of the two conventions (fast) ----
 
+
 def test_default_convention_is_pytorch_and_megatron_is_named():
     assert mem.TrainSetup().convention == "pytorch"
     r = mem.estimate_memory(GPT, setup=mem.TrainSetup(seq_len=1024))
@@ -74,8 +75,12 @@ def test_peak_never_exceeds_the_sum_of_parts_without_transients():
             st_ = mem.TrainSetup(seq_len=s, recompute=rc, optimizer_impl="fused", dropout=False)
             r = mem.estimate_memory(model, setup=st_)
             w, g, o = mem.state_bytes_per_param(st_)
-            upper = ((w + g + o) * model.n_params + mem.pytorch_forward_end_bytes(model, st_)
-                     + 12 * s * model.vocab + mem.pytorch_layer_activation_bytes(model, st_, "none") * 2)
+            upper = (
+                (w + g + o) * model.n_params
+                + mem.pytorch_forward_end_bytes(model, st_)
+                + 12 * s * model.vocab
+                + mem.pytorch_layer_activation_bytes(model, st_, "none") * 2
+            )
             assert r.total_bytes <= upper
 
 
@@ -87,8 +92,13 @@ def test_zero3_has_no_autocast_weight_copies():
 
 
 @settings(max_examples=30, deadline=None)
-@given(b=st.integers(1, 16), s=st.sampled_from([256, 512, 1024, 2048]), rc=st.sampled_from(["none", "full"]),
-       att=st.sampled_from(["flash", "eager"]), prec=st.sampled_from(["fp32", "bf16-mixed", "bf16"]))
+@given(
+    b=st.integers(1, 16),
+    s=st.sampled_from([256, 512, 1024, 2048]),
+    rc=st.sampled_from(["none", "full"]),
+    att=st.sampled_from(["flash", "eager"]),
+    prec=st.sampled_from(["fp32", "bf16-mixed", "bf16"]),
+)
 def test_pytorch_peak_is_monotone_in_batch_and_sequence(b, s, rc, att, prec):
     base = mem.TrainSetup(seq_len=s, micro_batch=b, recompute=rc, attention=att, precision=prec)
     r = mem.estimate_memory(LLAMA7, setup=base).total_bytes
@@ -97,14 +107,22 @@ def test_pytorch_peak_is_monotone_in_batch_and_sequence(b, s, rc, att, prec):
 
 
 @settings(max_examples=40, deadline=None)
-@given(z=st.integers(0, 3), dp=st.sampled_from([1, 2, 8, 64]), tp=st.sampled_from([1, 2, 4]),
-       pp=st.sampled_from([1, 2, 4]), sp=st.booleans(), rc=st.sampled_from(["none", "selective", "full"]),
-       opt=st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum", "sgd"]), accum=st.integers(1, 8))
+@given(
+    z=st.integers(0, 3),
+    dp=st.sampled_from([1, 2, 8, 64]),
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.sampled_from([1, 2, 4]),
+    sp=st.booleans(),
+    rc=st.sampled_from(["none", "selective", "full"]),
+    opt=st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum", "sgd"]),
+    accum=st.integers(1, 8),
+)
 def test_pytorch_convention_parallel_layouts_are_consistent(z, dp, tp, pp, sp, rc, opt, accum):
     """Any layout: components sum to the total, the total is the largest phase, every phase is
     finite and positive, and more ZeRO sharding (larger dp, stage >= 1) never costs memory."""
-    s = mem.TrainSetup(zero_stage=z, dp=dp, tp=tp, pp=pp, sp=sp, recompute=rc, optimizer=opt, grad_accum=accum,
-                       seq_len=2048)
+    s = mem.TrainSetup(
+        zero_stage=z, dp=dp, tp=tp, pp=pp, sp=sp, recompute=rc, optimizer=opt, grad_accum=accum, seq_len=2048
+    )
     r = mem.estimate_memory(LLAMA7, setup=s)
     assert r.total_bytes == sum(getattr(r, f"{c}_bytes") for c in r.COMPONENTS)
     assert abs(r.total_bytes - max(v for _, v in r.phase_peaks)) <= 8 and r.total_bytes > 0  # per-part ceil
@@ -113,6 +131,7 @@ def test_pytorch_convention_parallel_layouts_are_consistent(z, dp, tp, pp, sp, r
 
 
 # ---- the Llama reference layout ----
+
 
 def test_llama_layout_params_are_exact():
     spec = llama_spec(n_layers=3, hidden=96, n_heads=6, n_kv_heads=2, vocab=300, seq=64)
@@ -142,6 +161,7 @@ def test_sdpa_on_cpu_picks_the_flash_attention_cpu_kernel():
 
 # ---- against measurement ----
 
+
 @pytest.mark.slow
 def test_llama_grid_planning_within_10pct():
     df = validate_grid(LLAMA_GRID)
@@ -163,12 +183,38 @@ def test_random_shapes_planning_within_10pct(arch, seed):
     """Shapes no grid or test names (random_configs draws them from the seed hypothesis picks)."""
     ((spec, setup, attention),) = random_configs(1, seed, arch)
     r = compare(spec, setup, attention=attention)
-    assert abs(r["error"]["planning"]["peak"]) <= TOLERANCE["peak"], (spec, setup, attention, r["error"]["planning"])
+    assert abs(r["error"]["planning"]["peak"]) <= TOLERANCE["peak"], (
+        spec,
+        setup,
+        attention,
+        r["error"]["planning"],
+    )
 
 
 def test_one_llama_sdpa_step_three_models(capsys):
-    rc = main(["validate", "memory", "--arch", "llama", "--attention", "sdpa", "--layers", "1", "--hidden", "64",
-               "--heads", "4", "--kv-heads", "2", "--vocab", "128", "--seq-len", "32", "--json"])
+    rc = main(
+        [
+            "validate",
+            "memory",
+            "--arch",
+            "llama",
+            "--attention",
+            "sdpa",
+            "--layers",
+            "1",
+            "--hidden",
+            "64",
+            "--heads",
+            "4",
+            "--kv-heads",
+            "2",
+            "--vocab",
+            "128",
+            "--seq-len",
+            "32",
+            "--json",
+        ]
+    )
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
     assert {"predicted", "planning", "megatron", "measured", "error"} <= set(d)
@@ -181,25 +227,48 @@ def test_one_llama_sdpa_step_three_models(capsys):
 
 
 def test_cli_text_has_three_models(capsys):
-    assert main(["validate", "memory", "--layers", "1", "--hidden", "64", "--heads", "2", "--vocab", "128",
-                 "--seq-len", "32"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "memory",
+                "--layers",
+                "1",
+                "--hidden",
+                "64",
+                "--heads",
+                "2",
+                "--vocab",
+                "128",
+                "--seq-len",
+                "32",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "replay" in out and "planning" in out and "megatron" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--arch", "mamba"], "arch must be one of"),
-    (["--attention", "flash"], "attention must be one of"),
-    (["--arch", "llama", "--heads", "4", "--kv-heads", "3"], "n_kv_heads must divide n_heads"),
-    (["--kv-heads", "2"], "--kv-heads must equal --heads 4 for --arch gpt"),
-    (["--random", "0"], "--random must be a positive count"),
-    (["--grid", "--random", "2"], "--random must be a positive count and not combined with --grid"),
-    # flags the grid or the random draw would have ignored (the whole grid ran at its own shapes)
-    (["--grid", "--layers", "3"], "--layers sets the one configuration; --grid runs its own"),
-    (["--random", "2", "--precision", "bf16-mixed"], "--precision sets the one configuration; --random runs its own"),
-    (["--grid", "--seq-len", "64"], "--seq-len sets the one configuration"),
-    (["--seed", "5"], "--seed seeds --random"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--arch", "mamba"], "arch must be one of"),
+        (["--attention", "flash"], "attention must be one of"),
+        (["--arch", "llama", "--heads", "4", "--kv-heads", "3"], "n_kv_heads must divide n_heads"),
+        (["--kv-heads", "2"], "--kv-heads must equal --heads 4 for --arch gpt"),
+        (["--random", "0"], "--random must be a positive count"),
+        (["--grid", "--random", "2"], "--random must be a positive count and not combined with --grid"),
+        # flags the grid or the random draw would have ignored (the whole grid ran at its own shapes)
+        (["--grid", "--layers", "3"], "--layers sets the one configuration; --grid runs its own"),
+        (
+            ["--random", "2", "--precision", "bf16-mixed"],
+            "--precision sets the one configuration; --random runs its own",
+        ),
+        (["--grid", "--seq-len", "64"], "--seq-len sets the one configuration"),
+        (["--seed", "5"], "--seed seeds --random"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert main(["validate", "memory", *argv]) == 2
     err = capsys.readouterr().err.strip()

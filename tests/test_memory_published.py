@@ -20,8 +20,16 @@ LLAMA = dict(mlp="swiglu", norm="rmsnorm", position="rope", bias=False, vocab=32
 
 
 def gpu(gib: float, name: str) -> GPU:
-    return GPU(name=name, vendor="nvidia", memory_gib=gib, hbm_bandwidth_gbps=900.0, peaks_tflops=(("fp16", 125.0),),
-               nvlink_gbps=0.0, pcie_gen=3, tdp_w=300.0)
+    return GPU(
+        name=name,
+        vendor="nvidia",
+        memory_gib=gib,
+        hbm_bandwidth_gbps=900.0,
+        peaks_tflops=(("fp16", 125.0),),
+        nvlink_gbps=0.0,
+        pcie_gen=3,
+        tdp_w=300.0,
+    )
 
 
 def model_states(n_params: float, zero: int, dp: int) -> int:
@@ -40,12 +48,30 @@ def test_zero_figure1_7p5b_on_64_gpus():
 
 # ZeRO Table 1: per-device model-state memory (GB) for P_os, P_os+g, P_os+g+p at DP degree Nd.
 ZERO_TABLE1 = {
-    7.5e9: {1: (120, 120, 120), 4: (52.5, 41.3, 30), 16: (35.6, 21.6, 7.5), 64: (31.4, 16.6, 1.88),
-            256: (30.4, 15.4, 0.47), 1024: (30.1, 15.1, 0.12)},
-    128e9: {1: (2048, 2048, 2048), 4: (896, 704, 512), 16: (608, 368, 128), 64: (536, 284, 32),
-            256: (518, 263, 8), 1024: (513, 257, 2)},
-    1e12: {1: (16000, 16000, 16000), 4: (7000, 5500, 4000), 16: (4750, 2875, 1000), 64: (4187, 2218, 250),
-           256: (4046, 2054, 62.5), 1024: (4011, 2013, 15.6)},
+    7.5e9: {
+        1: (120, 120, 120),
+        4: (52.5, 41.3, 30),
+        16: (35.6, 21.6, 7.5),
+        64: (31.4, 16.6, 1.88),
+        256: (30.4, 15.4, 0.47),
+        1024: (30.1, 15.1, 0.12),
+    },
+    128e9: {
+        1: (2048, 2048, 2048),
+        4: (896, 704, 512),
+        16: (608, 368, 128),
+        64: (536, 284, 32),
+        256: (518, 263, 8),
+        1024: (513, 257, 2),
+    },
+    1e12: {
+        1: (16000, 16000, 16000),
+        4: (7000, 5500, 4000),
+        16: (4750, 2875, 1000),
+        64: (4187, 2218, 250),
+        256: (4046, 2054, 62.5),
+        1024: (4011, 2013, 15.6),
+    },
 }
 
 
@@ -56,7 +82,10 @@ def test_zero_table1(n_params):
     0.006 GB for the two-digit small entries (0.117 -> 0.12)."""
     for nd, row in ZERO_TABLE1[n_params].items():
         for zero, gb in zip((1, 2, 3), row, strict=True):
-            assert model_states(n_params, zero, nd) / GB == pytest.approx(gb, rel=0.005, abs=0.006), (nd, zero)
+            assert model_states(n_params, zero, nd) / GB == pytest.approx(gb, rel=0.005, abs=0.006), (
+                nd,
+                zero,
+            )
 
 
 def test_korthikanti_table2_and_5x_claim():
@@ -65,7 +94,12 @@ def test_korthikanti_table2_and_5x_claim():
     Table 3 models (s = 2048, t = 8), tensor-parallel baseline sbh(10 + 24/t + 5as/(ht)) vs
     sequence parallel + selective recompute 34sbh/t. The 5x is a rounded headline; our ratios per
     model are checked to lie in [4.5, 6.5], and each Table 2 row is checked exactly."""
-    table3 = {"22B": (48, 6144, 64), "175B": (96, 12288, 96), "530B": (105, 20480, 128), "1T": (128, 25600, 160)}
+    table3 = {
+        "22B": (48, 6144, 64),
+        "175B": (96, 12288, 96),
+        "530B": (105, 20480, 128),
+        "1T": (128, 25600, 160),
+    }
     s, b, t = 2048, 1, 8
     for name, (layers, h, a) in table3.items():
         m = ModelSpec(name, layers, h, a, vocab=51200)
@@ -98,15 +132,21 @@ def test_accelerate_estimate_memory_bert_base_cased():
     dtype (weights, grads, two Adam states): our fp32 and pure-bf16 AdamW. accelerate also counts
     BertModel's two int64 buffers (position_ids, token_type_ids: 8 KiB = 0.008 MiB), which are not
     parameters: tolerance 0.02 MiB (0.005 GiB for the 2-decimal GB figure)."""
-    bert = ModelSpec("bert-base-cased", 12, 768, 12, vocab=28996, max_seq=512, tied_embeddings=True, arch="encoder")
+    bert = ModelSpec(
+        "bert-base-cased", 12, 768, 12, vocab=28996, max_seq=512, tied_embeddings=True, arch="encoder"
+    )
     assert bert.n_params == 108_310_272
     fp32 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="fp32", inference=True))
     assert fp32.params_bytes / MiB == pytest.approx(413.18, abs=0.02)
     train32 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="fp32", seq_len=1))
-    assert (train32.params_bytes + train32.grads_bytes + train32.optimizer_bytes) / GiB == pytest.approx(1.61, abs=0.005)
+    assert (train32.params_bytes + train32.grads_bytes + train32.optimizer_bytes) / GiB == pytest.approx(
+        1.61, abs=0.005
+    )
     bf16 = estimate_memory(bert, setup=TrainSetup(convention=PAPER, precision="bf16", seq_len=1))
     assert bf16.params_bytes / MiB == pytest.approx(206.59, abs=0.02)
-    assert (bf16.params_bytes + bf16.grads_bytes + bf16.optimizer_bytes) / MiB == pytest.approx(826.36, abs=0.02)
+    assert (bf16.params_bytes + bf16.grads_bytes + bf16.optimizer_bytes) / MiB == pytest.approx(
+        826.36, abs=0.02
+    )
 
 
 def test_transformer_math_101_optimizer_bytes():
@@ -115,7 +155,9 @@ def test_transformer_math_101_optimizer_bytes():
     8, in mixed precision. Exact, except 8-bit Adam's block constants (2 x 4 bytes / 2048): 0.1%."""
     n = 10**9
     for opt, per in (("adamw", 12), ("adamw-8bit", 6), ("sgd-momentum", 8)):
-        r = estimate_memory(n_params=n, setup=TrainSetup(convention=PAPER, precision="bf16-mixed", optimizer=opt))
+        r = estimate_memory(
+            n_params=n, setup=TrainSetup(convention=PAPER, precision="bf16-mixed", optimizer=opt)
+        )
         assert r.optimizer_bytes / n == pytest.approx(per, rel=1e-3)
         assert r.params_bytes / n == 2 and r.grads_bytes / n == 2
 
@@ -127,9 +169,13 @@ def test_vllm_opt13b_kv_cache_and_weights():
     bytes (exact here) and so its 1.6 GB is 800 KiB x 2048 = 1.5625 GiB, while 26 GB is decimal
     (12.85e9 params x 2 bytes). Both are rounded to 2 significant digits: tolerance 3%."""
     opt = ModelSpec("opt-13b", 40, 5120, 40, vocab=50272, max_seq=2048, tied_embeddings=True)
-    one = estimate_memory(opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=1))
+    one = estimate_memory(
+        opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=1)
+    )
     assert one.kv_cache_bytes == 800 * 1024
-    req = estimate_memory(opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=2048))
+    req = estimate_memory(
+        opt, setup=TrainSetup(convention=PAPER, inference=True, precision="bf16", seq_len=2048)
+    )
     assert req.kv_cache_bytes / GiB == pytest.approx(1.6, rel=0.03)
     assert req.params_bytes / GB == pytest.approx(26, rel=0.03)
     assert req.params_bytes / (40 * GB) == pytest.approx(0.65, abs=0.02)
@@ -156,8 +202,15 @@ def test_qlora_65b_on_one_48gb_gpu():
     llama65 = ModelSpec("llama-65b", 80, 8192, 64, ffn_hidden=22016, max_seq=2048, **LLAMA)
     full = estimate_memory(llama65, setup=TrainSetup(convention=PAPER, precision="bf16-mixed"))
     assert full.params_bytes + full.grads_bytes + full.optimizer_bytes > 780 * GB
-    setup = TrainSetup(convention=PAPER, finetune="qlora", lora_rank=64, lora_targets="all", recompute="full", seq_len=512,
-                       dropout=False)
+    setup = TrainSetup(
+        convention=PAPER,
+        finetune="qlora",
+        lora_rank=64,
+        lora_targets="all",
+        recompute="full",
+        seq_len=512,
+        dropout=False,
+    )
     q = estimate_memory(llama65, setup=setup, gpu=gpu(48, "rtx-a6000"))
     assert q.total_bytes - q.overhead_bytes < 48 * GB and q.fits
 
@@ -167,7 +220,9 @@ def test_lora_gpt3_checkpoint_and_vram():
     the checkpoint shrinks to "roughly 35MB" and training VRAM to 350GB (the frozen fp16 weights).
     "Roughly": tolerance 10% on 35 MB (we get 37.7 MB = 36.0 MiB); 350 GB: 1%."""
     gpt3 = ModelSpec("gpt3-175b", 96, 12288, 96, vocab=50257, max_seq=2048)
-    r = estimate_memory(gpt3, setup=TrainSetup(convention=PAPER, finetune="lora", lora_rank=4, lora_targets="qv"))
+    r = estimate_memory(
+        gpt3, setup=TrainSetup(convention=PAPER, finetune="lora", lora_rank=4, lora_targets="qv")
+    )
     assert r.trainable_params * 2 / 1e6 == pytest.approx(35, rel=0.10)
     assert r.params_bytes / GB == pytest.approx(350, rel=0.01)
 
@@ -180,7 +235,14 @@ def test_zero_offload_13b_on_one_v100():
     gpt13 = ModelSpec("gpt-13b", 40, 5120, 40, vocab=50257, max_seq=1024)
     assert 12.5e9 < gpt13.n_params < 13.5e9
     v100 = gpu(32, "v100-32gb")
-    setup = TrainSetup(convention=PAPER, precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024)
+    setup = TrainSetup(
+        convention=PAPER,
+        precision="fp16-mixed",
+        zero_stage=2,
+        offload="optimizer",
+        recompute="full",
+        seq_len=1024,
+    )
     off = estimate_memory(gpt13, setup=setup, gpu=v100)
     assert off.fits and off.cpu_bytes > 12 * gpt13.n_params
     assert not estimate_memory(gpt13, setup=replace(setup, offload="none"), gpu=v100).fits
@@ -193,7 +255,9 @@ def test_zero_offload_13b_on_one_v100_in_the_default_convention():
     not fit even a 48 GiB GPU; DeepSpeed's engine keeps the 16-bit model there (24.2 GiB)."""
     gpt13 = ModelSpec("gpt-13b", 40, 5120, 40, vocab=50257, max_seq=1024)
     v100 = gpu(32, "v100-32gb")
-    setup = TrainSetup(precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024)
+    setup = TrainSetup(
+        precision="fp16-mixed", zero_stage=2, offload="optimizer", recompute="full", seq_len=1024
+    )
     off = estimate_memory(gpt13, setup=setup, gpu=v100)
     assert off.fits and off.params_bytes == 2 * gpt13.n_params and off.cpu_bytes > 12 * gpt13.n_params
     assert off.params_bytes == estimate_memory(gpt13, setup=replace(setup, convention=PAPER)).params_bytes

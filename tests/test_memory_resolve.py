@@ -26,8 +26,9 @@ def test_defaults_are_picked_and_said():
     joined = " | ".join(r.notes)
     assert "seq_len not given: 8192 tokens" in joined and "grad_accum not given with pp 4" in joined
     assert "precision not given: fp16-mixed" in joined and "trains without dropout" in joined
-    given = mem.resolve_setup("llama-3-8b", gpu="h100-sxm", seq_len=1024, grad_accum=1, precision="bf16-mixed",
-                              dropout=False)
+    given = mem.resolve_setup(
+        "llama-3-8b", gpu="h100-sxm", seq_len=1024, grad_accum=1, precision="bf16-mixed", dropout=False
+    )
     assert given.notes == () and given.setup.seq_len == 1024 and given.setup.grad_accum == 1
 
 
@@ -50,7 +51,9 @@ def test_memory_plans_at_the_pretraining_length_as_the_other_commands(capsys):
     out = capsys.readouterr().out
     assert "seq 8192 x micro-batch 1" in out
     assert "note: --seq-len not given: 8192 tokens" in out and "train-time, cost, plan and parallel" in out
-    d = _json(capsys, "train-time", "--model", "llama-3-8b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8")
+    d = _json(
+        capsys, "train-time", "--model", "llama-3-8b", "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"
+    )
     assert d["seq_len"] == 8192
 
 
@@ -76,8 +79,16 @@ def test_cli_and_widget_print_the_policys_notes(capsys):
 CUSTOM = ["--layers", "4", "--hidden", "512", "--heads", "8"]
 
 
-@pytest.mark.parametrize("block", [[], ["--mlp", "swiglu"], ["--mlp", "swiglu", "--norm", "rmsnorm", "--position", "rope"],
-                                   ["--norm", "rmsnorm"], ["--kv-heads", "2", "--vocab", "32000"]])
+@pytest.mark.parametrize(
+    "block",
+    [
+        [],
+        ["--mlp", "swiglu"],
+        ["--mlp", "swiglu", "--norm", "rmsnorm", "--position", "rope"],
+        ["--norm", "rmsnorm"],
+        ["--kv-heads", "2", "--vocab", "32000"],
+    ],
+)
 def test_the_same_flags_build_the_same_block_under_every_subcommand(block):
     """memory, parallel and plan once built GPT, GPT and Llama blocks from the same flags; serve, train-time
     and cost train took no custom shape at all."""
@@ -87,27 +98,76 @@ def test_the_same_flags_build_the_same_block_under_every_subcommand(block):
     from gpukit.cli.model_args import model_from_args
 
     parser = build_parser()
-    argvs = {"memory": ["memory", *CUSTOM, *block],
-             "parallel search": ["parallel", "search", *CUSTOM, *block, "--gpu", "a100-80gb", "--gpus", "8",
-                                 "--gpus-per-node", "8"],
-             "parallel estimate": ["parallel", "estimate", *CUSTOM, *block, "--gpu", "a100-80gb", "--gpus-per-node",
-                                   "8", "--dp", "8", "--tp", "1", "--pp", "1", "--micro-batch", "1",
-                                   "--global-batch", "8"],
-             "plan": ["plan", "--workload", "pretrain", *CUSTOM, *block, "--tokens", "1B"],
-             # these read the flags with the shared builder itself (gpukit.cli.model_args.model_from_args)
-             "serve": ["serve", *CUSTOM, *block, "--gpu", "h100-sxm"],
-             "train-time": ["train-time", *CUSTOM, *block, "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"],
-             "cost train": ["cost", "train", *CUSTOM, *block, "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"]}
+    argvs = {
+        "memory": ["memory", *CUSTOM, *block],
+        "parallel search": [
+            "parallel",
+            "search",
+            *CUSTOM,
+            *block,
+            "--gpu",
+            "a100-80gb",
+            "--gpus",
+            "8",
+            "--gpus-per-node",
+            "8",
+        ],
+        "parallel estimate": [
+            "parallel",
+            "estimate",
+            *CUSTOM,
+            *block,
+            "--gpu",
+            "a100-80gb",
+            "--gpus-per-node",
+            "8",
+            "--dp",
+            "8",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--micro-batch",
+            "1",
+            "--global-batch",
+            "8",
+        ],
+        "plan": ["plan", "--workload", "pretrain", *CUSTOM, *block, "--tokens", "1B"],
+        # these read the flags with the shared builder itself (gpukit.cli.model_args.model_from_args)
+        "serve": ["serve", *CUSTOM, *block, "--gpu", "h100-sxm"],
+        "train-time": ["train-time", *CUSTOM, *block, "--tokens", "1B", "--gpu", "h100-sxm", "--gpus", "8"],
+        "cost train": [
+            "cost",
+            "train",
+            *CUSTOM,
+            *block,
+            "--tokens",
+            "1B",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "8",
+        ],
+    }
     specs = {}
     for name, argv in argvs.items():
         args = parser.parse_args(argv)
-        specs[name] = (cli_plan.as_model_spec(args) if name == "plan" else
-                       cli_parallel.as_model_spec(args) if name.startswith("parallel") else model_from_args(args).model)
+        specs[name] = (
+            cli_plan.as_model_spec(args)
+            if name == "plan"
+            else cli_parallel.as_model_spec(args)
+            if name.startswith("parallel")
+            else model_from_args(args).model
+        )
     first = specs["memory"]
     assert all(s == first for s in specs.values()), specs
     llama = "--mlp" in block
     assert (first.mlp, first.norm == "rmsnorm" or "--norm" in block, first.bias, first.dropout) == (
-        "swiglu" if llama else "gelu", llama or "--norm" in block, not llama, not llama)
+        "swiglu" if llama else "gelu",
+        llama or "--norm" in block,
+        not llama,
+        not llama,
+    )
     assert first.position == ("rope" if llama else "learned")
 
 
@@ -115,7 +175,27 @@ def test_custom_shape_memory_numbers_agree_with_parallel(capsys):
     """The layout's memory of a custom shape under `parallel estimate` is the one `memory` gives with the
     same setup (megatron convention): same block, same dropout recipe."""
     block = ["--layers", "4", "--hidden", "512", "--heads", "8", "--mlp", "swiglu"]
-    p = _json(capsys, "parallel", "estimate", *block, "--gpu", "a100-80gb", "--gpus-per-node", "8", "--dp", "1",
-              "--tp", "1", "--pp", "1", "--micro-batch", "1", "--global-batch", "1", "--seq-len", "1024")
+    p = _json(
+        capsys,
+        "parallel",
+        "estimate",
+        *block,
+        "--gpu",
+        "a100-80gb",
+        "--gpus-per-node",
+        "8",
+        "--dp",
+        "1",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--micro-batch",
+        "1",
+        "--global-batch",
+        "1",
+        "--seq-len",
+        "1024",
+    )
     m = _json(capsys, "memory", *block, "--seq-len", "1024", "--convention", "megatron", "--gpu", "a100-80gb")
     assert p["memory_per_gpu_bytes"] == m["total_bytes"] and m["activations_bytes"] > 0

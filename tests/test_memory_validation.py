@@ -47,6 +47,7 @@ def grid():
 
 # ---- the grid, measured for real ----
 
+
 def test_grid_is_the_required_size_and_variety():
     setups = [s for _, s in VALIDATION_GRID]
     specs = [m for m, _ in VALIDATION_GRID]
@@ -63,7 +64,9 @@ def test_grid_is_the_required_size_and_variety():
 def test_every_grid_config_meets_the_targets(grid):
     for _, row in grid.iterrows():
         for k, tol in TOLERANCE.items():
-            assert abs(row[f"{k}_err"]) <= tol, f"{row['config']}: {k} error {row[f'{k}_err']:+.3%} > {tol:.0%}"
+            assert abs(row[f"{k}_err"]) <= tol, (
+                f"{row['config']}: {k} error {row[f'{k}_err']:+.3%} > {tol:.0%}"
+            )
 
 
 def test_grid_activations_and_peak_phase_match(grid):
@@ -119,8 +122,16 @@ configs = st.tuples(
 
 def _spec(L, ha, V, s, tied, extra, ffn):
     h, a = ha
-    return ModelSpec(name="rand", n_layers=L, hidden=h, n_heads=a, vocab=V, max_seq=s + extra,
-                     tied_embeddings=tied, ffn_hidden=ffn)
+    return ModelSpec(
+        name="rand",
+        n_layers=L,
+        hidden=h,
+        n_heads=a,
+        vocab=V,
+        max_seq=s + extra,
+        tied_embeddings=tied,
+        ffn_hidden=ffn,
+    )
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,12 +153,16 @@ def test_step_one_peak_is_predicted_and_not_above_steady_state():
     assert abs(relative_error(pred.step1_peak_bytes, meas.step_peaks[0])) <= 0.10
     assert meas.step_peaks[0] <= meas.step_peaks[1]
     # MemTracker's categories equal the bytes counted directly from the model and optimizer
-    assert dict(meas.counted) == {"params": meas.params_bytes, "grads": meas.grads_bytes,
-                                  "optimizer": meas.optimizer_bytes}
+    assert dict(meas.counted) == {
+        "params": meas.params_bytes,
+        "grads": meas.grads_bytes,
+        "optimizer": meas.optimizer_bytes,
+    }
     assert pred.step1_peak_bytes <= pred.peak_bytes
 
 
 # ---- the pure predictor ----
+
 
 @settings(max_examples=40, deadline=None)
 @given(configs, st.integers(1, 3), st.sampled_from(["cpu", "cuda"]))
@@ -156,7 +171,10 @@ def test_predictor_is_monotone_in_micro_batch_and_seq(cfg, more, device):
     spec = _spec(L, ha, V, s + more, tied, extra, ffn)
     base = EagerSetup(seq_len=s, micro_batch=b, recompute=rec, precision=prec, optimizer=opt, device=device)
     p0 = predict_training_memory(spec, base)
-    for bigger in (dataclasses.replace(base, micro_batch=b + more), dataclasses.replace(base, seq_len=s + more)):
+    for bigger in (
+        dataclasses.replace(base, micro_batch=b + more),
+        dataclasses.replace(base, seq_len=s + more),
+    ):
         p1 = predict_training_memory(spec, bigger)
         if device == "cpu":
             assert p1.activations_bytes > p0.activations_bytes
@@ -164,7 +182,10 @@ def test_predictor_is_monotone_in_micro_batch_and_seq(cfg, more, device):
             assert p1.activations_bytes >= p0.activations_bytes
         assert p1.peak_bytes >= p0.peak_bytes
         assert (p1.params_bytes, p1.grads_bytes, p1.optimizer_bytes) == (
-            p0.params_bytes, p0.grads_bytes, p0.optimizer_bytes)
+            p0.params_bytes,
+            p0.grads_bytes,
+            p0.optimizer_bytes,
+        )
 
 
 @settings(max_examples=60, deadline=None)
@@ -215,7 +236,13 @@ def test_cuda_prediction_rounds_to_512_and_uses_foreach_adamw():
     spec = reference_spec(2, 64, 2, 100, 48)
     cpu = predict_training_memory(spec, EagerSetup(48, 3))
     cuda = predict_training_memory(spec, EagerSetup(48, 3, device="cuda"))
-    for v in (cuda.params_bytes, cuda.grads_bytes, cuda.optimizer_bytes, cuda.activations_bytes, cuda.peak_bytes):
+    for v in (
+        cuda.params_bytes,
+        cuda.grads_bytes,
+        cuda.optimizer_bytes,
+        cuda.activations_bytes,
+        cuda.peak_bytes,
+    ):
         assert v % 512 == 0
     assert cuda.params_bytes >= cpu.params_bytes
     # step tensors live on the CPU for CUDA AdamW (not capturable): states are exactly 2 x params
@@ -230,13 +257,25 @@ def test_prediction_frame_and_json():
     df = p.to_frame()
     assert list(df["category"]) == ["params", "grads", "optimizer", "activations", "peak"]
     d = json.loads(json.dumps(p.to_json_dict()))
-    assert d["peak"] == p.peak_bytes == p.total_bytes and d["peak_phase"] in ("forward", "backward", "optimizer")
+    assert d["peak"] == p.peak_bytes == p.total_bytes and d["peak_phase"] in (
+        "forward",
+        "backward",
+        "optimizer",
+    )
     assert sum(d["peak_breakdown"].values()) == p.peak_bytes
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(seq_len=0), "seq_len"), (dict(micro_batch=-1), "micro_batch"), (dict(recompute="selective"), "recompute"),
-    (dict(precision="fp16"), "precision"), (dict(optimizer="adam"), "optimizer"), (dict(device="tpu"), "device")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(seq_len=0), "seq_len"),
+        (dict(micro_batch=-1), "micro_batch"),
+        (dict(recompute="selective"), "recompute"),
+        (dict(precision="fp16"), "precision"),
+        (dict(optimizer="adam"), "optimizer"),
+        (dict(device="tpu"), "device"),
+    ],
+)
 def test_bad_setup_is_one_line_naming_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field) as e:
         EagerSetup(**kwargs)
@@ -245,8 +284,10 @@ def test_bad_setup_is_one_line_naming_the_field(kwargs, field):
 
 def test_spec_outside_the_reference_layout_is_refused():
     with pytest.raises(ValueError, match="norm must be layernorm"):
-        predict_training_memory(ModelSpec(name="x", n_layers=1, hidden=64, n_heads=2, vocab=64, max_seq=32,
-                                          norm="rmsnorm"), EagerSetup(32, 1))
+        predict_training_memory(
+            ModelSpec(name="x", n_layers=1, hidden=64, n_heads=2, vocab=64, max_seq=32, norm="rmsnorm"),
+            EagerSetup(32, 1),
+        )
     with pytest.raises(ValueError, match="seq_len must be <= max_seq 32"):
         predict_training_memory(reference_spec(1, 64, 2, 64, 32), EagerSetup(64, 1))
     with pytest.raises(ValueError, match="steps must be >= 2"):
@@ -255,10 +296,31 @@ def test_spec_outside_the_reference_layout_is_refused():
 
 # ---- the CLI ----
 
+
 def test_cli_validate_memory_json(capsys):
-    rc = main(["validate", "memory", "--layers", "1", "--hidden", "64", "--heads", "2", "--vocab", "128",
-               "--seq", "32", "--micro-batch", "2", "--precision", "bf16-mixed", "--optimizer", "sgd-momentum",
-               "--json"])
+    rc = main(
+        [
+            "validate",
+            "memory",
+            "--layers",
+            "1",
+            "--hidden",
+            "64",
+            "--heads",
+            "2",
+            "--vocab",
+            "128",
+            "--seq",
+            "32",
+            "--micro-batch",
+            "2",
+            "--precision",
+            "bf16-mixed",
+            "--optimizer",
+            "sgd-momentum",
+            "--json",
+        ]
+    )
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d) >= {"predicted", "planning", "megatron", "measured", "error", "config", "env"}
@@ -271,8 +333,27 @@ def test_cli_validate_memory_json(capsys):
 
 
 def test_cli_validate_memory_text(capsys):
-    assert main(["validate", "memory", "--layers", "1", "--hidden", "64", "--heads", "2", "--vocab", "128",
-                 "--seq", "32", "--recompute", "full"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "memory",
+                "--layers",
+                "1",
+                "--hidden",
+                "64",
+                "--heads",
+                "2",
+                "--vocab",
+                "128",
+                "--seq",
+                "32",
+                "--recompute",
+                "full",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Megatron convention" in out and "peak (" in out and "CPU" in out
 

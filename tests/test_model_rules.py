@@ -11,8 +11,22 @@ from gpukit.specs import ModelSpec
 GQA = ModelSpec(name="gqa", n_layers=8, hidden=3072, n_heads=48, n_kv_heads=12)
 
 
-@pytest.mark.parametrize("tp, allowed", [(1, True), (2, True), (3, True), (4, True), (12, True), (24, True),
-                                         (48, True), (5, False), (8, False), (16, False), (96, False)])
+@pytest.mark.parametrize(
+    "tp, allowed",
+    [
+        (1, True),
+        (2, True),
+        (3, True),
+        (4, True),
+        (12, True),
+        (24, True),
+        (48, True),
+        (5, False),
+        (8, False),
+        (16, False),
+        (96, False),
+    ],
+)
 def test_tp_note_is_the_megatron_rule(tp, allowed):
     """tp divides n_heads 48 and divides n_kv_heads 12 or is a multiple of it: 8 divides 48 but cuts 12."""
     assert (GQA.tp_note(tp) is None) == allowed
@@ -31,9 +45,11 @@ def test_every_calculator_refuses_with_the_same_line(tp):
     from gpukit import inference, memory, parallel
 
     note = GQA.tp_note(tp)
-    calls = [lambda: parallel.ParallelConfig(tp=tp).validate(GQA),
-             lambda: memory.estimate_memory(GQA, setup=memory.TrainSetup(tp=tp, seq_len=512)),
-             lambda: inference.serve(GQA, "h100-sxm", gpus=tp, tp=tp, input_tokens=64, output_tokens=16)]
+    calls = [
+        lambda: parallel.ParallelConfig(tp=tp).validate(GQA),
+        lambda: memory.estimate_memory(GQA, setup=memory.TrainSetup(tp=tp, seq_len=512)),
+        lambda: inference.serve(GQA, "h100-sxm", gpus=tp, tp=tp, input_tokens=64, output_tokens=16),
+    ]
     for call in calls:
         with pytest.raises(ValueError) as e:
             call()

@@ -31,12 +31,27 @@ def test_param_count_equals_spec(dims, tied):
 
 
 @settings(max_examples=15, deadline=None)
-@given(L=st.integers(1, 3), d=st.integers(4, 24), a=st.integers(1, 4), V=st.integers(8, 300),
-       s=st.integers(2, 64), tied=st.booleans(), ffn=st.one_of(st.none(), st.integers(8, 96)))
+@given(
+    L=st.integers(1, 3),
+    d=st.integers(4, 24),
+    a=st.integers(1, 4),
+    V=st.integers(8, 300),
+    s=st.integers(2, 64),
+    tied=st.booleans(),
+    ffn=st.one_of(st.none(), st.integers(8, 96)),
+)
 def test_param_count_and_order_property(L, d, a, V, s, tied, ffn):
     """Exact count for any shape; memory_eager.param_shapes lists the same tensors in the same order."""
-    spec = ModelSpec(name="p", n_layers=L, hidden=a * d, n_heads=a, vocab=V, max_seq=s,
-                     tied_embeddings=tied, ffn_hidden=ffn)
+    spec = ModelSpec(
+        name="p",
+        n_layers=L,
+        hidden=a * d,
+        n_heads=a,
+        vocab=V,
+        max_seq=s,
+        tied_embeddings=tied,
+        ffn_hidden=ffn,
+    )
     model = build_reference_model(spec)
     assert sum(p.numel() for p in model.parameters()) == spec.n_params
     assert [(n, p.numel()) for n, p in model.named_parameters()] == param_shapes(spec)
@@ -111,9 +126,15 @@ def test_make_batch_is_deterministic_and_unshared():
     assert a[0].untyped_storage().data_ptr() != a[1].untyped_storage().data_ptr()
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(recompute="partial"), "recompute"), (dict(attention="flash"), "attention"),
-    (dict(dropout=1.5), "dropout"), (dict(dropout=-0.1), "dropout")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(recompute="partial"), "recompute"),
+        (dict(attention="flash"), "attention"),
+        (dict(dropout=1.5), "dropout"),
+        (dict(dropout=-0.1), "dropout"),
+    ],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         build_reference_model(reference_spec(1, 32, 2, 64, 16), **kwargs)

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # -- envinfo -----------------------------------------------------------------------------------
 
+
 def test_environment_reports_this_machine():
     import torch
 
@@ -42,8 +43,9 @@ def test_describe_cpu_and_gpu_machines():
     assert envinfo.describe_environment().startswith(("CPU only", "1x", "2x", "4x", "8x"))
 
 
-@pytest.mark.parametrize("value,expected", [("1", True), ("true", True), ("YES", True), ("0", False),
-                                            ("", False), ("no", False)])
+@pytest.mark.parametrize(
+    "value,expected", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False)]
+)
 def test_quick_from_env(value, expected, monkeypatch):
     monkeypatch.setenv("GPUKIT_QUICK", value)
     assert envinfo.quick_from_env() is expected and nbtools.quick() is expected
@@ -58,6 +60,7 @@ def test_show_env_prints_one_line(capsys):
 
 # -- check_param --------------------------------------------------------------------------------
 
+
 def test_check_param_accepts_and_returns():
     assert nbtools.check_param("QUICK", True, bool) is True
     assert nbtools.check_param("N", 3, range(1, 10)) == 3
@@ -66,15 +69,18 @@ def test_check_param_accepts_and_returns():
     assert nbtools.check_param("DP", 4, [1, 2, 4, 8]) == 4
 
 
-@pytest.mark.parametrize("name,value,allowed,message", [
-    ("QUICK", "yes", bool, "parameter QUICK must be of type bool; got 'yes' (str)"),
-    ("N", True, int, "parameter N must be of type int; got True (bool)"),
-    ("N", 0, range(1, 10), "parameter N must be an integer from 1 to 9; got 0"),
-    ("N", 4, range(0, 10, 3), "parameter N must be an integer from 0 to 9 in steps of 3; got 4"),
-    ("N", 2.0, range(1, 10), "parameter N must be an integer from 1 to 9; got 2.0"),
-    ("DTYPE", "fp64", ["fp32", "bf16"], "parameter DTYPE must be one of 'fp32', 'bf16'; got 'fp64'"),
-    ("QUICK", 1, [True, False], "parameter QUICK must be one of True, False; got 1"),
-])
+@pytest.mark.parametrize(
+    "name,value,allowed,message",
+    [
+        ("QUICK", "yes", bool, "parameter QUICK must be of type bool; got 'yes' (str)"),
+        ("N", True, int, "parameter N must be of type int; got True (bool)"),
+        ("N", 0, range(1, 10), "parameter N must be an integer from 1 to 9; got 0"),
+        ("N", 4, range(0, 10, 3), "parameter N must be an integer from 0 to 9 in steps of 3; got 4"),
+        ("N", 2.0, range(1, 10), "parameter N must be an integer from 1 to 9; got 2.0"),
+        ("DTYPE", "fp64", ["fp32", "bf16"], "parameter DTYPE must be one of 'fp32', 'bf16'; got 'fp64'"),
+        ("QUICK", 1, [True, False], "parameter QUICK must be one of True, False; got 1"),
+    ],
+)
 def test_check_param_names_the_parameter(name, value, allowed, message):
     with pytest.raises(ValueError) as e:
         nbtools.check_param(name, value, allowed)
@@ -107,12 +113,15 @@ def test_check_param_range_agrees_with_membership(value, start, length):
 
 # -- pick, gpu_only, check_answer ----------------------------------------------------------------
 
+
 def test_pick_and_gpu_only(capsys, monkeypatch):
     assert nbtools.pick(True, quick=256, full=2048) == 256
     assert nbtools.pick(False, quick=256, full=2048) == 2048
     monkeypatch.setattr(nbtools, "has_cuda", lambda: False)
     assert nbtools.gpu_only("the CUDA matmul") is False
-    assert capsys.readouterr().out == "skipped: the CUDA matmul needs a CUDA device (this machine: CPU only)\n"
+    assert (
+        capsys.readouterr().out == "skipped: the CUDA matmul needs a CUDA device (this machine: CPU only)\n"
+    )
     monkeypatch.setattr(nbtools, "has_cuda", lambda: True)
     assert nbtools.gpu_only("the CUDA matmul") is True and capsys.readouterr().out == ""
 
@@ -127,6 +136,7 @@ def test_check_answer(capsys):
 
 
 # -- record ---------------------------------------------------------------------------------------
+
 
 def test_record_without_env_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUKIT_RECORD", raising=False)
@@ -145,7 +155,9 @@ def test_record_appends_plain_json(tmp_path, monkeypatch):
     nbtools.record("n_params", np.int64(7), "count")
     recs = nbtools.read_records(path)
     assert [(r["notebook"], r["name"], r["value"], r["unit"]) for r in recs] == [
-        ("00_start_here", "matmul_cpu_gflops", 12.5, "GFLOP/s"), ("00_start_here", "n_params", 7, "count")]
+        ("00_start_here", "matmul_cpu_gflops", 12.5, "GFLOP/s"),
+        ("00_start_here", "n_params", 7, "count"),
+    ]
     assert isinstance(recs[1]["value"], int)
     for bad in ("fast", True, None):
         with pytest.raises(ValueError, match="record value must be a real number"):
@@ -165,27 +177,41 @@ def test_course_map_matches_files():
 
 # -- runbook (no kernel) ---------------------------------------------------------------------------
 
+
 def test_discover_and_only(tmp_path):
     for name in ("00_start_here", "01_what_fits", "02_tricks", "notes"):
         (tmp_path / f"{name}.ipynb").write_text("{}")
     assert [p.stem for p in runbook.discover(tmp_path)] == ["00_start_here", "01_what_fits", "02_tricks"]
     assert [p.stem for p in runbook.discover(tmp_path, ["01"])] == ["01_what_fits"]
     assert [p.stem for p in runbook.discover(tmp_path, ["00,02"])] == ["00_start_here", "02_tricks"]
-    with pytest.raises(ValueError, match="--only 9 matches no notebook .*; known: 00_start_here, 01_what_fits"):
+    with pytest.raises(
+        ValueError, match="--only 9 matches no notebook .*; known: 00_start_here, 01_what_fits"
+    ):
         runbook.discover(tmp_path, ["9"])
 
 
 def test_summary_lists_status_time_errors_and_figures():
-    runs = [NotebookRun("00_start_here", True, 12.34, "out/00.ipynb"),
-            NotebookRun("01_what_fits", False, 3.0, "out/01.ipynb", "cell 7: ValueError: tp must divide n_heads")]
-    recs = [{"notebook": "00_start_here", "name": "matmul_cpu_gflops", "value": 123.456789, "unit": "GFLOP/s",
-             "note": "CPU, 2 threads"}]
+    runs = [
+        NotebookRun("00_start_here", True, 12.34, "out/00.ipynb"),
+        NotebookRun("01_what_fits", False, 3.0, "out/01.ipynb", "cell 7: ValueError: tp must divide n_heads"),
+    ]
+    recs = [
+        {
+            "notebook": "00_start_here",
+            "name": "matmul_cpu_gflops",
+            "value": 123.456789,
+            "unit": "GFLOP/s",
+            "note": "CPU, 2 threads",
+        }
+    ]
     text = runbook.summarize(runs, recs, header="gpukit run")
     lines = text.splitlines()
     assert lines[0] == "gpukit run"
     assert any("00_start_here" in ln and "ok" in ln and "12.3 s" in ln for ln in lines)
     assert any("FAILED" in ln and "cell 7: ValueError: tp must divide n_heads" in ln for ln in lines)
-    assert any("matmul_cpu_gflops" in ln and "123.5" in ln and "GFLOP/s" in ln and "CPU" in ln for ln in lines)
+    assert any(
+        "matmul_cpu_gflops" in ln and "123.5" in ln and "GFLOP/s" in ln and "CPU" in ln for ln in lines
+    )
     assert "1 of 2 notebooks ran; 1 failed" in text
     assert "none" in runbook.summarize(runs[:1], [])
     assert len(lines) < 40  # one screen
@@ -220,7 +246,10 @@ def test_error_outputs_and_strip(tmp_path):
     assert clean.cells[1].outputs == [] and "widgets" not in clean.metadata
     assert clean.cells[2].metadata["tags"] == ["parameters"]
     sk = nn.skeleton("05", "cost", "What does it cost?")
-    assert sk.cells[0].source.startswith("# 05 · What does it cost?") and sk.metadata["kernelspec"]["name"] == "python3"
+    assert (
+        sk.cells[0].source.startswith("# 05 · What does it cost?")
+        and sk.metadata["kernelspec"]["name"] == "python3"
+    )
 
 
 def test_count_figures_counts_png_outputs_outside_widgets(tmp_path):
@@ -228,14 +257,26 @@ def test_count_figures_counts_png_outputs_outside_widgets(tmp_path):
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
     png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
-    nb = new_notebook(cells=[
-        new_markdown_cell("![a picture in markdown is not a figure output](x.png)"),
-        new_code_cell("plt.show()", outputs=[new_output("display_data", data=png)]),
-        new_code_cell("fig", outputs=[new_output("execute_result", data=png, execution_count=2)]),
-        new_code_cell("view", outputs=[new_output("display_data", data={
-            "application/vnd.jupyter.widget-view+json": {"model_id": "m"}, "text/plain": "VBox()"})]),
-        new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text="1\n")]),
-    ])
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("![a picture in markdown is not a figure output](x.png)"),
+            new_code_cell("plt.show()", outputs=[new_output("display_data", data=png)]),
+            new_code_cell("fig", outputs=[new_output("execute_result", data=png, execution_count=2)]),
+            new_code_cell(
+                "view",
+                outputs=[
+                    new_output(
+                        "display_data",
+                        data={
+                            "application/vnd.jupyter.widget-view+json": {"model_id": "m"},
+                            "text/plain": "VBox()",
+                        },
+                    )
+                ],
+            ),
+            new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text="1\n")]),
+        ]
+    )
     assert nbtools.count_figures(nb) == 2
     assert nbtools.count_figures(nb, mime="image/svg+xml") == 0
     path = tmp_path / "n.ipynb"

@@ -34,8 +34,12 @@ PY = sys.executable
 def _host_state() -> dict:
     """The host namespace's interfaces, addresses, routes and qdiscs (counters excluded)."""
     out = {}
-    for key, argv in {"link": ["ip", "-o", "link", "show"], "addr": ["ip", "-o", "addr", "show"],
-                      "route": ["ip", "route", "show", "table", "all"], "qdisc": ["tc", "qdisc", "show"]}.items():
+    for key, argv in {
+        "link": ["ip", "-o", "link", "show"],
+        "addr": ["ip", "-o", "addr", "show"],
+        "route": ["ip", "route", "show", "table", "all"],
+        "qdisc": ["tc", "qdisc", "show"],
+    }.items():
         out[key] = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
     return out
 
@@ -56,14 +60,33 @@ def host_untouched():
 
 # ---------------------------------------------------------------- pure parts (no root needed)
 
-@pytest.mark.parametrize("text,bps", [("1gbit", 10**9), ("200mbit", 2 * 10**8), ("500kbit", 5 * 10**5),
-                                      ("2.5gbit", 25 * 10**8), (" 10GBIT ", 10**10), ("100000bit", 10**5)])
+
+@pytest.mark.parametrize(
+    "text,bps",
+    [
+        ("1gbit", 10**9),
+        ("200mbit", 2 * 10**8),
+        ("500kbit", 5 * 10**5),
+        ("2.5gbit", 25 * 10**8),
+        (" 10GBIT ", 10**10),
+        ("100000bit", 10**5),
+    ],
+)
 def test_parse_rate(text, bps):
     assert netlab.parse_rate(text) == bps
 
 
-@pytest.mark.parametrize("text,match", [("5mbps", "bytes/s"), ("fast", "unit"), ("1 gig", "unit"),
-                                        ("50kbit", "between"), ("20gbit", "between"), ("", "unit")])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("5mbps", "bytes/s"),
+        ("fast", "unit"),
+        ("1 gig", "unit"),
+        ("50kbit", "between"),
+        ("20gbit", "between"),
+        ("", "unit"),
+    ],
+)
 def test_parse_rate_errors_are_one_line(text, match):
     with pytest.raises(ValueError, match=match) as e:
         netlab.parse_rate(text)
@@ -120,7 +143,9 @@ def test_not_root_says_so_in_one_line(monkeypatch, capsys):
 def test_missing_tc_is_named(monkeypatch):
     real = netlab.namespaces.shutil.which
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(netlab.namespaces.shutil, "which", lambda t: None if t == "tc" else real(t) or "/x/ip")
+    monkeypatch.setattr(
+        netlab.namespaces.shutil, "which", lambda t: None if t == "tc" else real(t) or "/x/ip"
+    )
     assert netlab.check_available(probe=False).endswith("missing tc")
 
 
@@ -147,13 +172,15 @@ def test_cli_sizes_parse(monkeypatch):
 
 # ---------------------------------------------------------------- real namespaces (root)
 
+
 @needs_root
 def test_up_down_leaves_nothing(host_untouched):
     with netlab.NetLab(2, "1gbit") as lab:
         names = netlab.list_namespaces()
         assert set(lab.namespaces) <= set(names) and len(lab.namespaces) == 2
-        qd = subprocess.run(["tc", "-n", lab.node_ns(0), "qdisc", "show", "dev", "lab0"],
-                            capture_output=True, text=True).stdout
+        qd = subprocess.run(
+            ["tc", "-n", lab.node_ns(0), "qdisc", "show", "dev", "lab0"], capture_output=True, text=True
+        ).stdout
         assert "tbf" in qd and "rate 1Gbit" in qd
         # Only the lab's own /24 is routable from a node: no path to the host's networks.
         routes = subprocess.run(["ip", "-n", lab.node_ns(1), "route"], capture_output=True, text=True).stdout
@@ -162,24 +189,29 @@ def test_up_down_leaves_nothing(host_untouched):
     assert not set(lab.namespaces) & set(netlab.list_namespaces())
 
 
-_TCP = ("import socket,sys,time\n"
-        "if sys.argv[1]=='serve':\n"
-        "  s=socket.socket(); s.bind(('0.0.0.0',5555)); s.listen(); c,_=s.accept(); n=0\n"
-        "  while (b:=c.recv(65536)): n+=len(b)\n"
-        "  print(n)\n"
-        "else:\n"
-        "  for _ in range(100):\n"
-        "    try: c=socket.create_connection((sys.argv[2],5555),timeout=2); break\n"
-        "    except OSError: time.sleep(0.05)\n"
-        "  c.sendall(b'x'*int(sys.argv[3])); c.close(); print('sent')\n")
+_TCP = (
+    "import socket,sys,time\n"
+    "if sys.argv[1]=='serve':\n"
+    "  s=socket.socket(); s.bind(('0.0.0.0',5555)); s.listen(); c,_=s.accept(); n=0\n"
+    "  while (b:=c.recv(65536)): n+=len(b)\n"
+    "  print(n)\n"
+    "else:\n"
+    "  for _ in range(100):\n"
+    "    try: c=socket.create_connection((sys.argv[2],5555),timeout=2); break\n"
+    "    except OSError: time.sleep(0.05)\n"
+    "  c.sendall(b'x'*int(sys.argv[3])); c.close(); print('sent')\n"
+)
 
 
 @needs_root
 def test_switch_topology_carries_traffic(host_untouched):
     with netlab.NetLab(3, "100mbit") as lab:
         assert lab.topology == "switch" and len(lab.namespaces) == 4
-        cmds = [[PY, "-c", _TCP, "send", lab.addr(2), "1000000"], [PY, "-c", "pass"],
-                [PY, "-c", _TCP, "serve"]]
+        cmds = [
+            [PY, "-c", _TCP, "send", lab.addr(2), "1000000"],
+            [PY, "-c", "pass"],
+            [PY, "-c", _TCP, "serve"],
+        ]
         res = lab.run(cmds, timeout_s=60)
         assert [r.returncode for r in res] == [0, 0, 0], [r.stderr for r in res]
         assert res[2].stdout.strip() == "1000000"
@@ -228,7 +260,9 @@ def test_timeout_and_failure_kill_every_node(host_untouched):
         t0 = time.monotonic()
         res = lab.run([["sleep", "30"], ["sleep", "30"]], timeout_s=1)
         assert all(r.timed_out and r.returncode is None for r in res)
-        res = netlab.run_in_lab(lab, [["sleep", "30"], ["sh", "-c", "exit 3"]], timeout_s=60, fail_grace_s=0.5)
+        res = netlab.run_in_lab(
+            lab, [["sleep", "30"], ["sh", "-c", "exit 3"]], timeout_s=60, fail_grace_s=0.5
+        )
         assert res[1].returncode == 3 and res[0].timed_out
         assert time.monotonic() - t0 < 20
         assert all(netlab.ns_pids(ns) == [] for ns in lab.namespaces)
@@ -277,9 +311,27 @@ def test_persistent_lab_up_then_down_by_name(host_untouched, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_midway_leaves_no_namespaces_or_processes(host_untouched, sig):
-    p = subprocess.Popen([PY, "-m", "gpukit", "netlab", "bench", "--rate", "200mbit", "--sizes", "16M",
-                          "--repeats", "100", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True, preexec_fn=as_foreground_job)
+    p = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "gpukit",
+            "netlab",
+            "bench",
+            "--rate",
+            "200mbit",
+            "--sizes",
+            "16M",
+            "--repeats",
+            "100",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_foreground_job,
+    )
     try:
         deadline, pids = time.monotonic() + 60, []
         while time.monotonic() < deadline and len(pids) < 4:  # 2 torchruns + 2 workers in the lab
@@ -302,9 +354,14 @@ def _bench_process(tmp_path, *extra) -> subprocess.Popen:
     """`gpukit netlab bench` in a child whose system temp folder is tmp_path/tmp (empty at the start)."""
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    return subprocess.Popen([PY, "-m", "gpukit", "netlab", "bench", "--rate", "200mbit", *extra, "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [PY, "-m", "gpukit", "netlab", "bench", "--rate", "200mbit", *extra, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def _wait_for_ranks(p: subprocess.Popen, n: int = 4, within_s: float = 90) -> list[int]:
@@ -360,8 +417,9 @@ def test_sigterm_says_so_and_leaves_no_temp_folders(host_untouched, tmp_path):
 
 @needs_root
 @pytest.mark.slow
-def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stale_one(host_untouched, tmp_path,
-                                                                                       capsys):
+def test_after_sigkill_the_ranks_die_and_the_next_lab_names_and_removes_the_stale_one(
+    host_untouched, tmp_path, capsys
+):
     with _bench_running(tmp_path) as (p, pids):
         p.kill()  # SIGKILL: no handler runs
         p.wait(10)
@@ -407,8 +465,25 @@ def test_bench_1gbit_within_15_percent(host_untouched):
 @needs_root
 @pytest.mark.slow
 def test_bench_200mbit_cli_json_within_15_percent(host_untouched):
-    p = subprocess.run([PY, "-m", "gpukit", "netlab", "bench", "--nodes", "2", "--rate", "200mbit",
-                        "--op", "all_reduce", "--json"], capture_output=True, text=True, timeout=180)
+    p = subprocess.run(
+        [
+            PY,
+            "-m",
+            "gpukit",
+            "netlab",
+            "bench",
+            "--nodes",
+            "2",
+            "--rate",
+            "200mbit",
+            "--op",
+            "all_reduce",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     print(d["ratio"], d["busbw_gbps"])

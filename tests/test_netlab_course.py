@@ -7,12 +7,15 @@ import pytest
 from gpukit.bench.netlab import course
 
 
-@pytest.mark.parametrize("n, cuda, ok, text", [
-    (0, False, False, "needs a CUDA device (this machine: CPU only)"),
-    (1, True, False, "needs 2 or more CUDA devices (this machine: 1)"),
-    (2, True, True, ""),
-    (8, True, True, ""),
-])
+@pytest.mark.parametrize(
+    "n, cuda, ok, text",
+    [
+        (0, False, False, "needs a CUDA device (this machine: CPU only)"),
+        (1, True, False, "needs 2 or more CUDA devices (this machine: 1)"),
+        (2, True, True, ""),
+        (8, True, True, ""),
+    ],
+)
 def test_gpu_gate(n, cuda, ok, text):
     g = course.gpu_gate(n, cuda)
     assert g.ok is ok and g.message.endswith(text) and (g.n_gpus == n if cuda else g.n_gpus == 0)
@@ -48,7 +51,9 @@ def test_run_lab_skips_with_one_line_and_runs_each_planned_rate():
 
     run = course.run_lab(["1gbit"], quick=False, check=lambda: "netlab needs root", bench=fake_bench)
     assert run.skipped == "skipped: netlab needs root" and run.results == () and calls == []
-    assert course.run_lab([], quick=False, check=lambda: None, bench=fake_bench).skipped.endswith("NETLAB_RATES is empty")
+    assert course.run_lab([], quick=False, check=lambda: None, bench=fake_bench).skipped.endswith(
+        "NETLAB_RATES is empty"
+    )
     run = course.run_lab(["1gbit", "200mbit"], quick=True, check=lambda: None, bench=fake_bench)
     assert run.results == ("result 1gbit",) and calls == [(2, "1gbit", list(course.QUICK_SIZES), 3)]
     calls.clear()

@@ -40,8 +40,12 @@ def _tiny_notebook(path: Path, body: str) -> None:
         from new_notebook import build, code, markdown, write
     finally:
         sys.path.pop(0)
-    write(path, build([markdown(f"# {path.name[:2]} · test"), code("QUICK = False", tags=("parameters",)),
-                       code(body)]))
+    write(
+        path,
+        build(
+            [markdown(f"# {path.name[:2]} · test"), code("QUICK = False", tags=("parameters",)), code(body)]
+        ),
+    )
 
 
 def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, capsys):
@@ -51,9 +55,12 @@ def test_runbook_reports_figures_failures_and_exit_code(tmp_path, monkeypatch, c
     monkeypatch.delenv("GPUKIT_QUICK", raising=False)
     books, out = tmp_path / "nbs", tmp_path / "out"
     books.mkdir()
-    _tiny_notebook(books / "00_good.ipynb", "from gpukit.course import nbtools\n"
-                   "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')\n"
-                   "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()")
+    _tiny_notebook(
+        books / "00_good.ipynb",
+        "from gpukit.course import nbtools\n"
+        "nbtools.record('answer_cpu', 42.0 if QUICK else 1.0, 'GFLOP/s', 'CPU, test')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()",
+    )
     _tiny_notebook(books / "01_bad.ipynb", "raise ValueError('parameter X must be 1; got 2')")
 
     assert runbook.main(["--out", str(out), "--quick", "--notebooks", str(books)]) == 1

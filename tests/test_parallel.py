@@ -21,16 +21,20 @@ A100 = par.make_cluster("a100-80gb", 8)
 
 # ---- ParallelConfig: validated the way the formula reads -------------------------------------------
 
+
 def test_world_size_message_reads_like_the_formula():
     with pytest.raises(ValueError, match=r"dp\*tp\*pp must equal the 16 GPUs, got 2\*4\*4=32"):
         par.ParallelConfig(dp=2, tp=4, pp=4).validate(LLAMA70, gpus=16)
 
 
-@pytest.mark.parametrize("kw,msg", [
-    (dict(tp=3), "tp must divide n_heads 64"),
-    (dict(pp=4, virtual_stages=3), r"pp\*virtual_stages must divide n_layers 80"),
-    (dict(pp=81), "pp\\*virtual_stages must be at most n_layers 80"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(tp=3), "tp must divide n_heads 64"),
+        (dict(pp=4, virtual_stages=3), r"pp\*virtual_stages must divide n_layers 80"),
+        (dict(pp=81), "pp\\*virtual_stages must be at most n_layers 80"),
+    ],
+)
 def test_layout_errors_name_the_rule(kw, msg):
     with pytest.raises(ValueError, match=msg):
         par.ParallelConfig(**kw).validate(LLAMA70)
@@ -51,25 +55,34 @@ def test_uneven_stages_are_said_not_refused():
     assert notes and "uneven stages" in notes[0] and "27" in notes[0]
 
 
-@pytest.mark.parametrize("kw,msg", [
-    (dict(dp=0), "dp must be a positive integer"), (dict(zero_stage=4), "zero_stage must be 0, 1, 2 or 3"),
-    (dict(recompute="some"), "recompute"), (dict(sp=True), "sp .* needs tp > 1"),
-    (dict(virtual_stages=2), "needs pp > 1"), (dict(zero_stage=3, pp=2, dp=2), "zero_stage 3 with pp 2"),
-    (dict(sp="yes", tp=2), "sp must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(dp=0), "dp must be a positive integer"),
+        (dict(zero_stage=4), "zero_stage must be 0, 1, 2 or 3"),
+        (dict(recompute="some"), "recompute"),
+        (dict(sp=True), "sp .* needs tp > 1"),
+        (dict(virtual_stages=2), "needs pp > 1"),
+        (dict(zero_stage=3, pp=2, dp=2), "zero_stage 3 with pp 2"),
+        (dict(sp="yes", tp=2), "sp must be True or False"),
+    ],
+)
 def test_bad_config(kw, msg):
     with pytest.raises(ValueError, match=msg):
         par.ParallelConfig(**kw)
 
 
 def test_global_batch_must_split_into_micro_batches():
-    with pytest.raises(ValueError, match=r"global_batch must be a multiple of dp\*micro_batch = 4\*2=8, got 12"):
+    with pytest.raises(
+        ValueError, match=r"global_batch must be a multiple of dp\*micro_batch = 4\*2=8, got 12"
+    ):
         par.estimate(LLAMA70, par.ParallelConfig(dp=4, tp=4, micro_batch=2), A100, global_batch=12)
     with pytest.raises(ValueError, match="must be a multiple of pp 4 for the interleaved schedule"):
         par.estimate(LLAMA70, par.ParallelConfig(pp=4, tp=4, virtual_stages=2), A100, global_batch=6)
 
 
 # ---- bubble and schedule -------------------------------------------------------------------------
+
 
 def test_bubble_conventions_narayanan_2021():
     b = par.bubble(8, 32)  # Narayanan et al. 2021 sec. 2.2.1: (p-1)/m over ideal
@@ -92,7 +105,9 @@ def test_bubble_falls_with_interleaving(p, k, v):
     assert par.bubble(p, m, v).bubble_fraction < par.bubble(p, m).bubble_fraction
 
 
-@pytest.mark.parametrize("p,m,v", [(2, 2, 1), (4, 8, 1), (4, 3, 1), (8, 16, 1), (4, 8, 2), (4, 8, 4), (3, 9, 3)])
+@pytest.mark.parametrize(
+    "p,m,v", [(2, 2, 1), (4, 8, 1), (4, 3, 1), (8, 16, 1), (4, 8, 2), (4, 8, 4), (3, 9, 3)]
+)
 def test_simulated_schedule_reproduces_the_bubble_formula(p, m, v):
     s = par.schedule(p, m, v, t_forward=1.0, t_backward=2.0)
     assert s.bubble_fraction == pytest.approx(par.bubble(p, m, v).bubble_fraction, rel=1e-9)
@@ -100,7 +115,11 @@ def test_simulated_schedule_reproduces_the_bubble_formula(p, m, v):
     # every stage runs each (micro-batch, chunk) once forward and once backward, forward first
     for t in s.tasks:
         if t.kind == "B":
-            fwd = [f for f in s.tasks if f.kind == "F" and (f.stage, f.microbatch, f.chunk) == (t.stage, t.microbatch, t.chunk)]
+            fwd = [
+                f
+                for f in s.tasks
+                if f.kind == "F" and (f.stage, f.microbatch, f.chunk) == (t.stage, t.microbatch, t.chunk)
+            ]
             assert len(fwd) == 1 and fwd[0].end <= t.start
 
 
@@ -123,6 +142,7 @@ def test_one_f_one_b_keeps_at_most_p_microbatches_in_flight():
 
 # ---- communication -------------------------------------------------------------------------------
 
+
 def test_zero3_traffic_is_one_and_a_half_dp():
     kw = dict(global_batch=8, seq_len=2048)
     dp = par.comm_volume(GPT175, par.ParallelConfig(dp=8, micro_batch=1), **kw)
@@ -132,9 +152,16 @@ def test_zero3_traffic_is_one_and_a_half_dp():
     assert z1["dp_bytes"] == dp["dp_bytes"]
 
 
-@pytest.mark.parametrize("kw, field", [(dict(global_batch=0), "global_batch"), (dict(seq_len=0), "seq_len"),
-                                       (dict(seq_len=-5), "seq_len"), (dict(seq_len=100000), "context window"),
-                                       (dict(grad_bytes=0), "grad_bytes")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(global_batch=0), "global_batch"),
+        (dict(seq_len=0), "seq_len"),
+        (dict(seq_len=-5), "seq_len"),
+        (dict(seq_len=100000), "context window"),
+        (dict(grad_bytes=0), "grad_bytes"),
+    ],
+)
 def test_comm_volume_bad_input(kw, field):
     """global_batch 0, seq_len 0 or -5 and gpt2 at 100000 tokens (1024 learned positions) returned
     numbers (-0.0 TP bytes for seq_len -5)."""
@@ -144,14 +171,20 @@ def test_comm_volume_bad_input(kw, field):
 
 def test_sequence_parallelism_keeps_tp_volume_and_time():
     a = par.estimate(GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full"), A100, global_batch=64)
-    b = par.estimate(GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full", sp=True), A100, global_batch=64)
+    b = par.estimate(
+        GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full", sp=True), A100, global_batch=64
+    )
     assert dict(a.breakdown)["tp_comm"] == pytest.approx(dict(b.breakdown)["tp_comm"])
     assert b.memory_per_gpu_bytes < a.memory_per_gpu_bytes
 
 
 def test_tp_across_nodes_costs_more_than_inside():
-    inside = par.estimate(GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full"), A100, global_batch=64)
-    across = par.estimate(GPT175, par.ParallelConfig(dp=1, tp=16, pp=8, recompute="full"), A100, global_batch=64)
+    inside = par.estimate(
+        GPT175, par.ParallelConfig(dp=2, tp=8, pp=8, recompute="full"), A100, global_batch=64
+    )
+    across = par.estimate(
+        GPT175, par.ParallelConfig(dp=1, tp=16, pp=8, recompute="full"), A100, global_batch=64
+    )
     per_layer_in = dict(inside.breakdown)["tp_comm"]
     per_layer_out = dict(across.breakdown)["tp_comm"]
     assert per_layer_out > 2 * per_layer_in
@@ -160,15 +193,19 @@ def test_tp_across_nodes_costs_more_than_inside():
 def test_fewer_ports_slow_the_dp_reduction():
     cfg = par.ParallelConfig(dp=16, tp=8, pp=1, recompute="full")
     full = par.estimate("llama-2-13b", cfg, A100, global_batch=128, seq_len=4096)
-    shared = par.estimate("llama-2-13b", cfg, par.make_cluster("a100-80gb", 8, ports_per_node=1), global_batch=128,
-                          seq_len=4096)
+    shared = par.estimate(
+        "llama-2-13b", cfg, par.make_cluster("a100-80gb", 8, ports_per_node=1), global_batch=128, seq_len=4096
+    )
     assert dict(shared.breakdown)["dp_comm"] > 4 * dict(full.breakdown)["dp_comm"]
 
 
 # ---- step time ---------------------------------------------------------------------------------------
 
+
 def test_breakdown_adds_up_and_units():
-    e = par.estimate(LLAMA70, par.ParallelConfig(tp=4, pp=4, recompute="full"), A100, global_batch=64, seq_len=4096)
+    e = par.estimate(
+        LLAMA70, par.ParallelConfig(tp=4, pp=4, recompute="full"), A100, global_batch=64, seq_len=4096
+    )
     assert sum(v for _, v in e.breakdown) == pytest.approx(e.step_time_s)
     assert e.tokens_per_s == pytest.approx(64 * 4096 / e.step_time_s)
     assert e.tflops_per_gpu * 1e12 == pytest.approx(e.mfu * 312e12)
@@ -181,22 +218,39 @@ def test_breakdown_adds_up_and_units():
 def test_memory_goes_through_gpukit_memory():
     cfg = par.ParallelConfig(dp=2, tp=4, pp=2, micro_batch=1, recompute="selective", zero_stage=1)
     e = par.estimate(LLAMA70, cfg, A100, global_batch=16, seq_len=4096)
-    setup = mem.TrainSetup(convention="megatron", dp=2, tp=4, pp=2, zero_stage=1, seq_len=4096, micro_batch=1, grad_accum=8,
-                           recompute="selective", dropout=False)
+    setup = mem.TrainSetup(
+        convention="megatron",
+        dp=2,
+        tp=4,
+        pp=2,
+        zero_stage=1,
+        seq_len=4096,
+        micro_batch=1,
+        grad_accum=8,
+        recompute="selective",
+        dropout=False,
+    )
     assert e.memory_per_gpu_bytes == mem.estimate_memory(LLAMA70, setup=setup, gpu=A100.gpu).total_bytes
 
 
 @settings(max_examples=30, deadline=None)
 @given(dp_pow=st.integers(0, 4), z=st.integers(0, 2))
 def test_memory_never_rises_with_more_sharding(dp_pow, z):
-    dp = 2 ** dp_pow
+    dp = 2**dp_pow
     base = dict(tp=4, pp=2, micro_batch=1, recompute="full")
-    lo = par.estimate(LLAMA70, par.ParallelConfig(dp=dp, zero_stage=z, **base), A100, global_batch=64 * dp,
-                      seq_len=4096).memory_per_gpu_bytes
-    hi_stage = par.estimate(LLAMA70, par.ParallelConfig(dp=dp, zero_stage=min(z + 1, 2), **base), A100,
-                            global_batch=64 * dp, seq_len=4096).memory_per_gpu_bytes
-    more_dp = par.estimate(LLAMA70, par.ParallelConfig(dp=2 * dp, zero_stage=z, **base), A100,
-                           global_batch=64 * dp, seq_len=4096).memory_per_gpu_bytes
+    lo = par.estimate(
+        LLAMA70, par.ParallelConfig(dp=dp, zero_stage=z, **base), A100, global_batch=64 * dp, seq_len=4096
+    ).memory_per_gpu_bytes
+    hi_stage = par.estimate(
+        LLAMA70,
+        par.ParallelConfig(dp=dp, zero_stage=min(z + 1, 2), **base),
+        A100,
+        global_batch=64 * dp,
+        seq_len=4096,
+    ).memory_per_gpu_bytes
+    more_dp = par.estimate(
+        LLAMA70, par.ParallelConfig(dp=2 * dp, zero_stage=z, **base), A100, global_batch=64 * dp, seq_len=4096
+    ).memory_per_gpu_bytes
     assert hi_stage <= lo and more_dp <= lo
 
 
@@ -207,19 +261,24 @@ def test_default_seq_len_is_the_pretraining_length_and_said():
     e = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8)
     assert e.seq_len == m.train_seq_len == 4096
     assert any("seq_len not given: 4096" in n for n in e.notes)
-    given = par.estimate(m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+    given = par.estimate(
+        m, par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096
+    )
     assert not any("not given" in n for n in given.notes)
     r = par.search("llama-2-7b", "h100-sxm", 8, global_batch=8, max_micro_batch=1)
     assert r.seq_len == 4096 and "seq_len not given" in r.to_text() and r.to_json_dict()["notes"]
     default_batch = par.search("llama-2-7b", "h100-sxm", 8, seq_len=4096, max_micro_batch=1)
-    assert default_batch.notes == ("global_batch not given: max(gpus, 512) = 512 sequences (2,097,152 tokens per "
-                                   "step)",)
+    assert default_batch.notes == (
+        "global_batch not given: max(gpus, 512) = 512 sequences (2,097,152 tokens per step)",
+    )
 
 
 def test_seq_len_beyond_a_learned_position_table_is_an_error():
     """gpt2 has 1024 learned positions: seq_len 4096 was estimated without a word."""
     with pytest.raises(ValueError, match="context window 1024"):
-        par.estimate("gpt2", par.ParallelConfig(), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096)
+        par.estimate(
+            "gpt2", par.ParallelConfig(), par.make_cluster("h100-sxm", 8), global_batch=8, seq_len=4096
+        )
     with pytest.raises(ValueError, match="context window 1024"):
         par.search("gpt2", "h100-sxm", 8, global_batch=8, seq_len=4096)
 
@@ -242,10 +301,13 @@ def test_zero_with_dp_1_is_said_to_shard_nothing():
     z3 = par.estimate("llama-2-7b", par.ParallelConfig(zero_stage=3), cl, global_batch=8, seq_len=4096)
     z0 = par.estimate("llama-2-7b", par.ParallelConfig(), cl, global_batch=8, seq_len=4096)
     assert any("ZeRO-3 with dp 1 shards nothing" in n for n in z3.notes)
-    assert z3.memory_per_gpu_bytes >= z0.memory_per_gpu_bytes and not any("shards nothing" in n for n in z0.notes)
+    assert z3.memory_per_gpu_bytes >= z0.memory_per_gpu_bytes and not any(
+        "shards nothing" in n for n in z0.notes
+    )
 
 
 # ---- search ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def search16():
@@ -287,7 +349,11 @@ def test_to_text_names_a_binding_only_where_one_was_found(search16):
 
 def test_articles_tp4_pp4_dp1_is_a_valid_fitting_layout(search16):
     """Article 002: '70B on 16 A100s: 4-way TP + 4-way PP + DP 1 gave the best throughput'."""
-    found = [r for r in search16.ranked if (r.estimate.config.tp, r.estimate.config.pp, r.estimate.config.dp) == (4, 4, 1)]
+    found = [
+        r
+        for r in search16.ranked
+        if (r.estimate.config.tp, r.estimate.config.pp, r.estimate.config.dp) == (4, 4, 1)
+    ]
     assert found, "TP4 x PP4 x DP1 should fit on 16 x A100 80GB"
 
 
@@ -300,19 +366,24 @@ def test_search_bad_input():
 
 # ---- published figures -------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def validation():
     return {v.run.name: v for v in par.validate_published()}
 
 
-@pytest.mark.parametrize("name", [r.name for r in par.PUBLISHED_RUNS if r.name.startswith(("Megatron", "Korthikanti"))])
+@pytest.mark.parametrize(
+    "name", [r.name for r in par.PUBLISHED_RUNS if r.name.startswith(("Megatron", "Korthikanti"))]
+)
 def test_megatron_tables_within_ten_percent(validation, name):
     """Narayanan et al. 2021 Table 1 (TFLOP/s per GPU incl. recompute, A100 80GB, 32-3072 GPUs) and
     Korthikanti et al. 2022 Table 5 (iteration time, full recompute vs selective + SP): one set of
     stated efficiencies for every row."""
     v = validation[name]
     assert v.estimate.fits, "the published layout must fit in the memory model"
-    assert abs(v.error) <= 0.10, f"{name}: predicted {v.predicted_tflops:.2f} vs published {v.run.published_tflops}"
+    assert abs(v.error) <= 0.10, (
+        f"{name}: predicted {v.predicted_tflops:.2f} vs published {v.run.published_tflops}"
+    )
 
 
 def test_llama3_stated_layout_does_not_fit_the_memory_model(validation):
@@ -325,8 +396,15 @@ def test_search_on_published_clusters_keeps_tp_in_a_node_and_recomputes_less(nam
     """Notebook 06 sec. 7: the search's winner keeps TP within a node and recomputes less than the papers'
     full recompute, fitting with sequence parallelism and ZeRO-1/2; for Megatron the TP x PP split differs."""
     run = next(r for r in par.PUBLISHED_RUNS if r.name == name)
-    best = par.search(run.model, run.gpu, run.gpus, gpus_per_node=8, global_batch=run.global_batch,
-                      seq_len=run.seq_len, attention=run.attention).best.estimate.config
+    best = par.search(
+        run.model,
+        run.gpu,
+        run.gpus,
+        gpus_per_node=8,
+        global_batch=run.global_batch,
+        seq_len=run.seq_len,
+        attention=run.attention,
+    ).best.estimate.config
     assert run.config.recompute == "full" and best.recompute != "full"
     assert best.tp <= 8 and best.sp and best.zero_stage in (1, 2)
     if name.startswith("Megatron"):
@@ -341,6 +419,7 @@ def test_selective_recompute_speedup_matches_korthikanti(validation):
 
 # ---- CLI ---------------------------------------------------------------------------------------------
 
+
 def _json(capsys, argv):
     assert cli_main(argv) == 0
     return json.loads(capsys.readouterr().out)
@@ -352,9 +431,34 @@ def test_cli_bubble(capsys):
 
 
 def test_cli_estimate_keys(capsys):
-    d = _json(capsys, ["parallel", "estimate", "--model", "llama-2-70b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
-                       "--dp", "1", "--tp", "4", "--pp", "4", "--micro-batch", "1", "--global-batch", "64",
-                       "--recompute", "full", "--seq-len", "4096", "--json"])
+    d = _json(
+        capsys,
+        [
+            "parallel",
+            "estimate",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "a100-80gb",
+            "--gpus-per-node",
+            "8",
+            "--dp",
+            "1",
+            "--tp",
+            "4",
+            "--pp",
+            "4",
+            "--micro-batch",
+            "1",
+            "--global-batch",
+            "64",
+            "--recompute",
+            "full",
+            "--seq-len",
+            "4096",
+            "--json",
+        ],
+    )
     for k in ("memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown"):
         assert k in d
 
@@ -363,8 +467,24 @@ def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
     """The text named no link: llama-2-70b TP8 on h100-pcie spends 53% of its step in TP all-reduces over
     PCIe 5 and 20% on h100-sxm over NVLink, and neither said which. The JSON stated 'matmul efficiency
     0.7' even when the cluster (a calibration profile, the caller) used another."""
-    argv = ["parallel", "estimate", "--model", "llama-2-70b", "--gpus-per-node", "8", "--dp", "8", "--tp", "8",
-            "--pp", "4", "--micro-batch", "1", "--global-batch", "512"]
+    argv = [
+        "parallel",
+        "estimate",
+        "--model",
+        "llama-2-70b",
+        "--gpus-per-node",
+        "8",
+        "--dp",
+        "8",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--micro-batch",
+        "1",
+        "--global-batch",
+        "512",
+    ]
     assert cli_main([*argv, "--gpu", "h100-pcie"]) == 0
     out = capsys.readouterr().out
     assert "assumes: cluster: h100-pcie, 8 per node, pcie5 in the node, 8 x eth-100g per node" in out
@@ -377,33 +497,127 @@ def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
     assert not any("efficiency 0.7" in a for a in said)
     assert any("nvlink4 in the node" in a for a in said)
     r = par.search("llama-2-7b", None, 8, cluster=half, global_batch=64, top_k=1)
-    assert "matmul efficiency 0.5" in r.to_text() and not any("0.7" in a for a in r.to_json_dict()["assumptions"])
+    assert "matmul efficiency 0.5" in r.to_text() and not any(
+        "0.7" in a for a in r.to_json_dict()["assumptions"]
+    )
 
 
 def test_cli_search_keys(capsys):
-    d = _json(capsys, ["parallel", "search", "--layers", "16", "--hidden", "2048", "--heads", "16", "--gpu", "a100-80gb",
-                       "--gpus", "8", "--gpus-per-node", "8", "--global-batch", "64", "--top", "3", "--json"])
+    d = _json(
+        capsys,
+        [
+            "parallel",
+            "search",
+            "--layers",
+            "16",
+            "--hidden",
+            "2048",
+            "--heads",
+            "16",
+            "--gpu",
+            "a100-80gb",
+            "--gpus",
+            "8",
+            "--gpus-per-node",
+            "8",
+            "--global-batch",
+            "64",
+            "--top",
+            "3",
+            "--json",
+        ],
+    )
     assert isinstance(d, list) and 0 < len(d) <= 3
-    keys = ("dp", "tp", "pp", "virtual_stages", "zero_stage", "micro_batch", "recompute", "sp",
-            "memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "mfu", "binding")
+    keys = (
+        "dp",
+        "tp",
+        "pp",
+        "virtual_stages",
+        "zero_stage",
+        "micro_batch",
+        "recompute",
+        "sp",
+        "memory_per_gpu_bytes",
+        "step_time_s",
+        "tokens_per_s",
+        "mfu",
+        "binding",
+    )
     for row in d:
         assert all(k in row for k in keys)
     assert [r["tokens_per_s"] for r in d] == sorted((r["tokens_per_s"] for r in d), reverse=True)
     # the defaults the search picked were in the text only
     assert all(r["seq_len"] == 2048 and r["global_batch"] == 64 for r in d)
-    d = _json(capsys, ["parallel", "search", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "8",
-                       "--gpus-per-node", "8", "--top", "1", "--json"])
+    d = _json(
+        capsys,
+        [
+            "parallel",
+            "search",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gpus-per-node",
+            "8",
+            "--top",
+            "1",
+            "--json",
+        ],
+    )
     assert d[0]["seq_len"] == 4096 and any("seq_len not given" in n for n in d[0]["notes"])
     assert any("global_batch not given" in n for n in d[0]["notes"])
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["parallel", "bubble", "--pp", "0", "--microbatches", "4"], "pp must be a positive integer"),
-    (["parallel", "bubble", "--pp", "4", "--microbatches", "6", "--virtual-stages", "2"], "multiple of pp 4"),
-    (["parallel", "estimate", "--model", "llama-2-70b", "--gpu", "a100-80gb", "--gpus-per-node", "8", "--dp", "1",
-      "--tp", "3", "--pp", "1", "--micro-batch", "1", "--global-batch", "8"], "tp must divide n_heads"),
-    (["parallel", "search", "--model", "llama-2-70b", "--gpu", "nope", "--gpus", "16", "--gpus-per-node", "8"], "gpu"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["parallel", "bubble", "--pp", "0", "--microbatches", "4"], "pp must be a positive integer"),
+        (
+            ["parallel", "bubble", "--pp", "4", "--microbatches", "6", "--virtual-stages", "2"],
+            "multiple of pp 4",
+        ),
+        (
+            [
+                "parallel",
+                "estimate",
+                "--model",
+                "llama-2-70b",
+                "--gpu",
+                "a100-80gb",
+                "--gpus-per-node",
+                "8",
+                "--dp",
+                "1",
+                "--tp",
+                "3",
+                "--pp",
+                "1",
+                "--micro-batch",
+                "1",
+                "--global-batch",
+                "8",
+            ],
+            "tp must divide n_heads",
+        ),
+        (
+            [
+                "parallel",
+                "search",
+                "--model",
+                "llama-2-70b",
+                "--gpu",
+                "nope",
+                "--gpus",
+                "16",
+                "--gpus-per-node",
+                "8",
+            ],
+            "gpu",
+        ),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -411,7 +625,23 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
 
 
 def test_memory_cli_conventions(capsys):
-    d = _json(capsys, ["memory", "--params", "1B", "--grad-dtype", "fp32", "--zero", "1", "--dp", "8", "--convention", "megatron", "--json"])
+    d = _json(
+        capsys,
+        [
+            "memory",
+            "--params",
+            "1B",
+            "--grad-dtype",
+            "fp32",
+            "--zero",
+            "1",
+            "--dp",
+            "8",
+            "--convention",
+            "megatron",
+            "--json",
+        ],
+    )
     assert (d["params_bytes"] + d["grads_bytes"] + d["optimizer_bytes"]) / 1e9 == pytest.approx(6 + 12 / 8)
 
 
@@ -421,9 +651,18 @@ def test_replace_keeps_validation():
 
 
 @settings(max_examples=80, deadline=None)
-@given(dp=st.integers(1, 64), tp=st.integers(1, 16), pp=st.integers(1, 16), v=st.integers(1, 4),
-       z=st.integers(0, 3), b=st.integers(1, 8), rc=st.sampled_from(par.RECOMPUTE), sp=st.booleans(),
-       g=st.integers(1, 4096), gpn=st.sampled_from([1, 2, 4, 8]))
+@given(
+    dp=st.integers(1, 64),
+    tp=st.integers(1, 16),
+    pp=st.integers(1, 16),
+    v=st.integers(1, 4),
+    z=st.integers(0, 3),
+    b=st.integers(1, 8),
+    rc=st.sampled_from(par.RECOMPUTE),
+    sp=st.booleans(),
+    g=st.integers(1, 4096),
+    gpn=st.sampled_from([1, 2, 4, 8]),
+)
 def test_fuzz_estimate_is_a_number_or_one_line_error(dp, tp, pp, v, z, b, rc, sp, g, gpn):
     try:
         cfg = par.ParallelConfig(dp, tp, pp, v, z, b, rc, sp)
@@ -441,15 +680,24 @@ def test_cluster_from_a_network_object():
     from types import SimpleNamespace
 
     def net(ports):
-        return SimpleNamespace(intra_link=(0.6e-6, 300.0), inter_link=lambda k: (2.7e-6, 25.0 * min(1, ports / k)),
-                               gpus_per_node=8, ports_per_node=ports, efficiency=1.0, efficiency_source="ideal",
-                               intra_name="nvlink3", inter_name="ib-hdr")
+        return SimpleNamespace(
+            intra_link=(0.6e-6, 300.0),
+            inter_link=lambda k: (2.7e-6, 25.0 * min(1, ports / k)),
+            gpus_per_node=8,
+            ports_per_node=ports,
+            efficiency=1.0,
+            efficiency_source="ideal",
+            intra_name="nvlink3",
+            inter_name="ib-hdr",
+        )
 
     cfg = par.ParallelConfig(dp=16, tp=8, recompute="full")
-    rail = par.estimate("llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(8)), global_batch=128,
-                        seq_len=4096)
-    shared = par.estimate("llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(1)), global_batch=128,
-                          seq_len=4096)
+    rail = par.estimate(
+        "llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(8)), global_batch=128, seq_len=4096
+    )
+    shared = par.estimate(
+        "llama-2-13b", cfg, par.cluster_from_network("a100-80gb", net(1)), global_batch=128, seq_len=4096
+    )
     assert dict(shared.breakdown)["dp_comm"] > 4 * dict(rail.breakdown)["dp_comm"]
     with pytest.raises(ValueError, match="network must be a gpukit.comm.ClusterNetwork"):
         par.cluster_from_network("a100-80gb", object())

@@ -18,15 +18,39 @@ ALL = {g: 2.0 for g in gpus()}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layers=st.integers(2, 48), heads=st.sampled_from([8, 16, 32]), head_dim=st.sampled_from([64, 128]),
-       workload=st.sampled_from(["pretrain", "finetune", "lora", "qlora"]), tokens=st.floats(1e7, 1e12),
-       deadline=st.one_of(st.none(), st.floats(0.5, 2000)), budget=st.one_of(st.none(), st.floats(10, 1e6)),
-       allowed=st.lists(st.sampled_from(sorted(ALL)), min_size=1, max_size=4, unique=True))
-def test_feasible_plans_fit_and_meet_deadline_and_budget(layers, heads, head_dim, workload, tokens, deadline, budget,
-                                                          allowed):
-    m = ModelSpec(name="h", n_layers=layers, hidden=heads * head_dim, n_heads=heads, max_seq=2048, mlp="swiglu",
-                  norm="rmsnorm", position="rope", bias=False, vocab=32000)
-    r = plan(workload, m, tokens=tokens, deadline_hours=deadline, budget_usd=budget, gpus={g: ALL[g] for g in allowed})
+@given(
+    layers=st.integers(2, 48),
+    heads=st.sampled_from([8, 16, 32]),
+    head_dim=st.sampled_from([64, 128]),
+    workload=st.sampled_from(["pretrain", "finetune", "lora", "qlora"]),
+    tokens=st.floats(1e7, 1e12),
+    deadline=st.one_of(st.none(), st.floats(0.5, 2000)),
+    budget=st.one_of(st.none(), st.floats(10, 1e6)),
+    allowed=st.lists(st.sampled_from(sorted(ALL)), min_size=1, max_size=4, unique=True),
+)
+def test_feasible_plans_fit_and_meet_deadline_and_budget(
+    layers, heads, head_dim, workload, tokens, deadline, budget, allowed
+):
+    m = ModelSpec(
+        name="h",
+        n_layers=layers,
+        hidden=heads * head_dim,
+        n_heads=heads,
+        max_seq=2048,
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+        bias=False,
+        vocab=32000,
+    )
+    r = plan(
+        workload,
+        m,
+        tokens=tokens,
+        deadline_hours=deadline,
+        budget_usd=budget,
+        gpus={g: ALL[g] for g in allowed},
+    )
     for p in r.plans:
         if p.feasible:
             assert p.memory_per_gpu_bytes <= get_gpu(p.gpu).memory_bytes
@@ -49,8 +73,17 @@ def test_every_workload_gives_a_recommendation_with_a_reason(workload):
     r = plan(workload, get_model("llama-2-7b"), gpus={"h100-sxm": 3.0, "a100-80gb": 1.9}, **kw)
     assert r.best is not None and "Reason" in r.recommendation
     assert r.models and r.assumptions
-    assert {"gpu", "gpus", "nodes", "layout", "memory_per_gpu_bytes", "hours", "cost_usd", "efficiency",
-            "binding"} <= set(r.to_json_dict()["plans"][0])
+    assert {
+        "gpu",
+        "gpus",
+        "nodes",
+        "layout",
+        "memory_per_gpu_bytes",
+        "hours",
+        "cost_usd",
+        "efficiency",
+        "binding",
+    } <= set(r.to_json_dict()["plans"][0])
 
 
 def test_models_lines_say_what_the_plan_used():
@@ -79,7 +112,14 @@ def test_gpu_counts_of_the_notebook_09_defaults():
     """Notebook 09 sec. 2 (pretrain llama-2-7b, 20B tokens, 72 h, $5,000, H100): one GPU fits only with
     optimizer offload at a low efficiency; memory per GPU climbs back where a lighter ZeRO stage fits; the
     plans the layout search re-estimated cost less than the data-parallel plans on either side."""
-    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=72, budget_usd=5000, gpus=["h100-sxm"])
+    r = plan(
+        "pretrain",
+        get_model("llama-2-7b"),
+        tokens=20e9,
+        deadline_hours=72,
+        budget_usd=5000,
+        gpus=["h100-sxm"],
+    )
     by_n = sorted(r.plans, key=lambda p: p.gpus)
     one = by_n[0]
     assert one.gpus == 1 and "optimizer offload" in one.layout and one.efficiency < 0.2
@@ -103,23 +143,37 @@ def test_workloads_no_issue_lists():
     r = plan("pretrain", get_model("opt-175b"), tokens=180e9, deadline_hours=60 * 24, gpus={"a100-80gb": 1.9})
     assert r.best is not None and r.best.nodes > 8
     one = [p for p in r.plans if p.gpus == 1]
-    assert one and all(p.binding in ("does not fit", "misses the deadline") for p in one)  # offload-all fits, slowly
+    assert one and all(
+        p.binding in ("does not fit", "misses the deadline") for p in one
+    )  # offload-all fits, slowly
     # Llama 3 70B served at 2 req/s: does not fit one 80 GB GPU in bf16, so int8/4-bit or TP
     r = plan("serve", get_model("llama-3-70b"), rate=2, gpus={"h100-sxm": 3.0})
     assert r.best.tricks or r.best.gpus > 1
 
 
 def test_infeasible_request_gets_nearest_plan_and_changes():
-    r = plan("finetune", get_model("llama-2-70b"), tokens=1e8, deadline_hours=2, budget_usd=100,
-             gpus={"h100-sxm": 3.0})
+    r = plan(
+        "finetune",
+        get_model("llama-2-70b"),
+        tokens=1e8,
+        deadline_hours=2,
+        budget_usd=100,
+        gpus={"h100-sxm": 3.0},
+    )
     assert r.best is None and r.changes
     assert any("budget" in c for c in r.changes)
     assert any("QLoRA" in c for c in r.changes)  # a lighter workload would meet the constraints
 
 
 def test_input_bound_job_is_named():
-    r = plan("pretrain", get_model("opt-1.3b"), tokens=26e9, gpus={"a100-80gb": 1.9}, counts=(1, 32),
-             loader_tokens_per_s=2 * 20000)
+    r = plan(
+        "pretrain",
+        get_model("opt-1.3b"),
+        tokens=26e9,
+        gpus={"a100-80gb": 1.9},
+        counts=(1, 32),
+        loader_tokens_per_s=2 * 20000,
+    )
     p32 = next(p for p in r.plans if p.gpus == 32)
     assert p32.binding == "input-bound" and p32.efficiency < 0.2
 
@@ -128,7 +182,10 @@ def test_frameworks_grid_rows():
     rows = frameworks_grid()
     assert len(rows) >= 6 and {"planner", "article_000_size_rule", "strategy_table"} <= set(rows[0])
     assert article_000_size_rule(0.5e9) == "one GPU" and article_000_size_rule(70e9) == "many nodes"
-    assert article_000_decision_table(1e9, 500) == "one GPU" and article_000_decision_table(13e9, None) == "one node"
+    assert (
+        article_000_decision_table(1e9, 500) == "one GPU"
+        and article_000_decision_table(13e9, None) == "one node"
+    )
 
 
 def test_frameworks_grid_disagreements_are_where_notebook_09_says():
@@ -136,8 +193,10 @@ def test_frameworks_grid_disagreements_are_where_notebook_09_says():
     rule's bucket, or no plan meets the deadline at all ('infeasible'); both rules miss somewhere."""
     scale = {"one GPU": 0, "one node": 1, "many nodes": 2}
     rows = frameworks_grid()
-    for rule, agree in (("article_000_size_rule", "agree_size_rule"),
-                        ("article_000_decision_table", "agree_decision_table")):
+    for rule, agree in (
+        ("article_000_size_rule", "agree_size_rule"),
+        ("article_000_decision_table", "agree_decision_table"),
+    ):
         missed = [r for r in rows if not r[agree]]
         assert missed
         for r in missed:
@@ -158,22 +217,94 @@ def test_bad_input():
         plan("pretrain", m, tokens=1e9, gpus=["h100-sxn"])
     assert main(["plan", "--workload", "pretrain", "--model", "gpt2"]) == 2
     assert main(["plan", "--workload", "serve", "--model", "gpt2", "--tokens", "1B", "--rate", "1"]) == 2
-    assert main(["plan", "--workload", "pretrain", "--layers", "4", "--hidden", "100", "--heads", "3",
-                 "--tokens", "1B"]) == 2
+    assert (
+        main(
+            [
+                "plan",
+                "--workload",
+                "pretrain",
+                "--layers",
+                "4",
+                "--hidden",
+                "100",
+                "--heads",
+                "3",
+                "--tokens",
+                "1B",
+            ]
+        )
+        == 2
+    )
 
 
 def test_plan_cli_json(capsys):
-    assert main(["plan", "--workload", "lora", "--model", "llama-2-13b", "--tokens", "50M", "--deadline-hours", "12",
-                 "--budget-usd", "200", "--gpu", "h100-sxm:3,a100-80gb", "--gpus", "1,2,4,8", "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--workload",
+                "lora",
+                "--model",
+                "llama-2-13b",
+                "--tokens",
+                "50M",
+                "--deadline-hours",
+                "12",
+                "--budget-usd",
+                "200",
+                "--gpu",
+                "h100-sxm:3,a100-80gb",
+                "--gpus",
+                "1,2,4,8",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert d["recommendation"] and d["plans"]
     assert {p["gpus"] for p in d["plans"]} <= {1, 2, 4, 8}
 
 
-JUNK = st.sampled_from(["0", "-1", "nan", "inf", "1e400", "abc", "", "1,5", "2T", "7B", "0.5", "8", "h100-sxm",
-                        "a100-80gb:1.5", "gpt2", "llama-2-7b", "serve", "pretrain"])
-PLAN_FLAGS = ["--workload", "--model", "--layers", "--hidden", "--heads", "--tokens", "--rate", "--deadline-hours",
-              "--budget-usd", "--gpu", "--gpus", "--mfu", "--input-tokens", "--output-tokens", "--seq-len"]
+JUNK = st.sampled_from(
+    [
+        "0",
+        "-1",
+        "nan",
+        "inf",
+        "1e400",
+        "abc",
+        "",
+        "1,5",
+        "2T",
+        "7B",
+        "0.5",
+        "8",
+        "h100-sxm",
+        "a100-80gb:1.5",
+        "gpt2",
+        "llama-2-7b",
+        "serve",
+        "pretrain",
+    ]
+)
+PLAN_FLAGS = [
+    "--workload",
+    "--model",
+    "--layers",
+    "--hidden",
+    "--heads",
+    "--tokens",
+    "--rate",
+    "--deadline-hours",
+    "--budget-usd",
+    "--gpu",
+    "--gpus",
+    "--mfu",
+    "--input-tokens",
+    "--output-tokens",
+    "--seq-len",
+]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -190,8 +321,19 @@ def test_fuzz_plan_cli_exits_0_or_2(pairs, as_json, capsys):
         assert "recommendation" in d
 
 
-COST_FLAGS = ["--model", "--params", "--tokens", "--gpu", "--gpus", "--mfu", "--price-per-gpu-hour", "--spot",
-              "--preemptions-per-day", "--checkpoint-minutes", "--gpus-per-node"]
+COST_FLAGS = [
+    "--model",
+    "--params",
+    "--tokens",
+    "--gpu",
+    "--gpus",
+    "--mfu",
+    "--price-per-gpu-hour",
+    "--spot",
+    "--preemptions-per-day",
+    "--checkpoint-minutes",
+    "--gpus-per-node",
+]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -219,8 +361,22 @@ def test_serve_rate_beyond_the_allowed_gpus_is_not_does_not_fit(capsys):
 
 
 def test_plans_that_do_not_fit_print_n_a(capsys):
-    assert main(["plan", "--workload", "pretrain", "--model", "llama-3.1-405b", "--tokens", "1T",
-                 "--gpu", "t4:0.3"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--workload",
+                "pretrain",
+                "--model",
+                "llama-3.1-405b",
+                "--tokens",
+                "1T",
+                "--gpu",
+                "t4:0.3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "n/a" in out and " inf" not in out
 
@@ -228,8 +384,24 @@ def test_plans_that_do_not_fit_print_n_a(capsys):
 def test_plan_text_prints_the_assumptions_and_models(capsys):
     """The text printed no assumption (MFU 0.40 assumed, seq_len, the serve lengths) though the JSON
     had them; a serve plan stated 'MFU 0.40 (assumed)', a figure serving does not use."""
-    assert main(["plan", "--workload", "pretrain", "--model", "gpt2", "--tokens", "1B", "--gpu", "h100-sxm:3",
-                 "--gpus", "1,8"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--workload",
+                "pretrain",
+                "--model",
+                "gpt2",
+                "--tokens",
+                "1B",
+                "--gpu",
+                "h100-sxm:3",
+                "--gpus",
+                "1,8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "assumes: MFU 0.40 (assumed)" in out and "assumes: seq_len 1024" in out and "model: time:" in out
     r = plan("serve", get_model("llama-3-8b"), rate=5, gpus={"h100-sxm": 3.0})
@@ -243,21 +415,38 @@ def test_plan_says_one_port_per_gpu_between_nodes():
     """The efficiency gives every GPU its own port of --inter-link (8 x 100 GbE per node here: 78% at
     16 H100s for llama-2-7b, 47% through one shared port, gpukit scaling --ports-per-node 1); the text
     said only 'eth-100g between nodes'."""
-    r = plan("pretrain", get_model("llama-2-7b"), tokens=1e11, gpus={"h100-sxm": 3.0}, counts=(16,),
-             inter_link="eth-100g")
-    assert any("one eth-100g port per GPU (rail-optimized)" in a and "--ports-per-node" in a for a in r.assumptions)
+    r = plan(
+        "pretrain",
+        get_model("llama-2-7b"),
+        tokens=1e11,
+        gpus={"h100-sxm": 3.0},
+        counts=(16,),
+        inter_link="eth-100g",
+    )
+    assert any(
+        "one eth-100g port per GPU (rail-optimized)" in a and "--ports-per-node" in a for a in r.assumptions
+    )
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["--workload", "pretrain", "--tokens", "1B", "--seq-len", "0"], "--seq-len"),
-    (["--workload", "pretrain", "--tokens", "1B", "--input-tokens", "100"], "--input-tokens applies to --workload serve"),
-    (["--workload", "pretrain", "--tokens", "1B", "--output-tokens", "100"], "--output-tokens applies"),
-    (["--workload", "serve", "--rate", "1", "--seq-len", "2048"], "--seq-len applies to training"),
-    (["--workload", "serve", "--rate", "1", "--micro-batch", "2"], "--micro-batch applies to training"),
-    (["--workload", "serve", "--rate", "1", "--deadline-hours", "5"], "--deadline-hours applies to training"),
-    (["--workload", "serve", "--rate", "1", "--mfu", "0.5"], "--mfu applies to training"),
-    (["--workload", "serve", "--rate", "1", "--input-tokens", "100000"], "max_seq 8192"),
-])
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["--workload", "pretrain", "--tokens", "1B", "--seq-len", "0"], "--seq-len"),
+        (
+            ["--workload", "pretrain", "--tokens", "1B", "--input-tokens", "100"],
+            "--input-tokens applies to --workload serve",
+        ),
+        (["--workload", "pretrain", "--tokens", "1B", "--output-tokens", "100"], "--output-tokens applies"),
+        (["--workload", "serve", "--rate", "1", "--seq-len", "2048"], "--seq-len applies to training"),
+        (["--workload", "serve", "--rate", "1", "--micro-batch", "2"], "--micro-batch applies to training"),
+        (
+            ["--workload", "serve", "--rate", "1", "--deadline-hours", "5"],
+            "--deadline-hours applies to training",
+        ),
+        (["--workload", "serve", "--rate", "1", "--mfu", "0.5"], "--mfu applies to training"),
+        (["--workload", "serve", "--rate", "1", "--input-tokens", "100000"], "max_seq 8192"),
+    ],
+)
 def test_plan_flags_that_would_change_nothing_are_errors(argv, msg, capsys):
     """Before: --seq-len 0 ran as the default 4096, the serve flags were ignored by training workloads
     and the training flags by serve, and a prompt longer than the context window printed 'Nothing
@@ -284,10 +473,35 @@ def test_serve_binding_follows_the_roofline():
     assert long.plans[0].binding == "memory-bandwidth-bound"
 
 
-@pytest.mark.parametrize("argv", [
-    ["--workload", "serve", "--model", "llama-3.1-405b", "--rate", "1", "--gpu", "t4:0.3", "--gpus", "1,8"],
-    ["--workload", "pretrain", "--model", "llama-3.1-405b", "--tokens", "1T", "--gpu", "t4:0.3", "--gpus", "1,8"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "--workload",
+            "serve",
+            "--model",
+            "llama-3.1-405b",
+            "--rate",
+            "1",
+            "--gpu",
+            "t4:0.3",
+            "--gpus",
+            "1,8",
+        ],
+        [
+            "--workload",
+            "pretrain",
+            "--model",
+            "llama-3.1-405b",
+            "--tokens",
+            "1T",
+            "--gpu",
+            "t4:0.3",
+            "--gpus",
+            "1,8",
+        ],
+    ],
+)
 def test_plan_json_of_plans_that_do_not_fit_is_valid_json(argv, capsys):
     """A plan that does not fit printed "cost_usd": Infinity (and "hours": Infinity), which is not
     JSON (strict parsers reject it); docs/CONTRACTS.md says null."""
@@ -306,8 +520,13 @@ def test_plan_takes_ports_per_node_too(capsys):
     assert one.plans[0].hours > 1.3 * rail.plans[0].hours
     assert any("1 eth-100g port(s) per node" in a for a in one.assumptions)
     with pytest.raises(ValueError, match="ports_per_node applies to training workloads"):
-        plan("serve", get_model("llama-2-7b"), rate=1.0, gpus={"h100-sxm": 3.0}, counts=(8,), ports_per_node=1)
-    assert main(["plan", "--workload", "serve", "--model", "llama-2-7b", "--rate", "1", "--ports-per-node", "1"]) == 2
+        plan(
+            "serve", get_model("llama-2-7b"), rate=1.0, gpus={"h100-sxm": 3.0}, counts=(8,), ports_per_node=1
+        )
+    assert (
+        main(["plan", "--workload", "serve", "--model", "llama-2-7b", "--rate", "1", "--ports-per-node", "1"])
+        == 2
+    )
     assert "--ports-per-node applies to training workloads" in capsys.readouterr().err
 
 

@@ -28,8 +28,16 @@ PRICE = 2.5
 
 def _layout_of(tricks) -> dict:
     """cost train's recompute and offload for the layout a plan's tricks name (gpukit.plan.train's words)."""
-    recompute = "full" if "full recompute" in tricks else "selective" if "selective recompute" in tricks else "none"
-    offload = "all" if "ZeRO-3 + offload all" in tricks else "optimizer" if "optimizer offload" in tricks else "none"
+    recompute = (
+        "full" if "full recompute" in tricks else "selective" if "selective recompute" in tricks else "none"
+    )
+    offload = (
+        "all"
+        if "ZeRO-3 + offload all" in tricks
+        else "optimizer"
+        if "optimizer offload" in tricks
+        else "none"
+    )
     return dict(recompute=recompute, offload=offload)
 
 
@@ -59,17 +67,37 @@ def test_planner_candidates_and_cost_train_price_the_same_run(name):
     m = get_model(name)
     seen = set()
     for gpu, n, z in itertools.product(GPUS, COUNTS, ZEROS):
-        (p,) = train_plans(m, "pretrain", TOKENS, [gpu], [n], {gpu: PRICE}, None, None, m.train_seq_len, 1, 8, None,
-                           None, None, None, zero_stages=(z,))
+        (p,) = train_plans(
+            m,
+            "pretrain",
+            TOKENS,
+            [gpu],
+            [n],
+            {gpu: PRICE},
+            None,
+            None,
+            m.train_seq_len,
+            1,
+            8,
+            None,
+            None,
+            None,
+            None,
+            zero_stages=(z,),
+        )
         what = f"{name} on {n} x {gpu}, ZeRO-{z}: plan {p.layout!r}"
         if p.binding == "does not fit":  # no recompute makes ZeRO-z fit: cost train says so at each of them
             for rc in ("none", "selective", "full"):
-                t = cost.training_cost(m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE)
+                t = cost.training_cost(
+                    m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE
+                )
                 assert t.rows[0].fits is False, f"{what}; cost train fits with {rc} recompute"
             seen.add("does not fit")
             continue
         layout = _layout_of(p.tricks)
-        row = cost.training_cost(m, TOKENS, gpu, [n], zero_stage=z, price_per_gpu_hour=PRICE, **layout).rows[0]
+        row = cost.training_cost(m, TOKENS, gpu, [n], zero_stage=z, price_per_gpu_hour=PRICE, **layout).rows[
+            0
+        ]
         _same(p, row, what)
         seen.update({f"ZeRO-{z}", layout["recompute"], layout["offload"], "1 GPU" if n == 1 else "DP"})
     assert {"ZeRO-1", "ZeRO-3", "1 GPU", "DP"} <= seen, seen
@@ -81,8 +109,24 @@ def test_the_grid_prices_every_kind_of_layout():
     kinds = set()
     for name, gpu, n, z in itertools.product(("llama-2-7b", "llama-3-8b"), GPUS, (1, 8), ZEROS):
         m = get_model(name)
-        (p,) = train_plans(m, "pretrain", TOKENS, [gpu], [n], {gpu: PRICE}, None, None, m.train_seq_len, 1, 8, None,
-                           None, None, None, zero_stages=(z,))
+        (p,) = train_plans(
+            m,
+            "pretrain",
+            TOKENS,
+            [gpu],
+            [n],
+            {gpu: PRICE},
+            None,
+            None,
+            m.train_seq_len,
+            1,
+            8,
+            None,
+            None,
+            None,
+            None,
+            zero_stages=(z,),
+        )
         kinds.add(p.binding if p.binding == "does not fit" else (z, *_layout_of(p.tricks).values()))
     assert "does not fit" in kinds
     assert any(k[2] == "optimizer" for k in kinds if k != "does not fit")
@@ -97,8 +141,15 @@ def test_plan_without_the_3d_search_matches_cost_train(name, gpu):
     for p in r.plans:
         if p.binding == "does not fit":
             continue
-        row = cost.training_cost(m, TOKENS, gpu, [p.gpus], zero_stage=_zero_of(p.tricks, p.gpus), price_per_gpu_hour=PRICE,
-                                 **_layout_of(p.tricks)).rows[0]
+        row = cost.training_cost(
+            m,
+            TOKENS,
+            gpu,
+            [p.gpus],
+            zero_stage=_zero_of(p.tricks, p.gpus),
+            price_per_gpu_hour=PRICE,
+            **_layout_of(p.tricks),
+        ).rows[0]
         _same(p, row, f"{name} on {p.gpus} x {gpu}: plan {p.layout!r}")
 
 
@@ -108,43 +159,95 @@ def test_tokens_per_gpu_per_step_is_the_layouts():
     m = get_model("llama-2-7b")
     t = cost.training_cost(m, TOKENS, "h100-sxm", [16], zero_stage=1, price_per_gpu_hour=PRICE)
     assert t.rows[0].tokens_per_gpu == m.train_seq_len * 1 * 1
-    two = cost.training_cost(m, TOKENS, "h100-sxm", [16], zero_stage=1, price_per_gpu_hour=PRICE, micro_batch=2,
-                             grad_accum=4)
+    two = cost.training_cost(
+        m, TOKENS, "h100-sxm", [16], zero_stage=1, price_per_gpu_hour=PRICE, micro_batch=2, grad_accum=4
+    )
     assert two.rows[0].tokens_per_gpu == m.train_seq_len * 2 * 4
     assert two.rows[0].efficiency > t.rows[0].efficiency  # more compute per gradient all-reduce
-    (p,) = plan("pretrain", m, tokens=TOKENS, gpus={"h100-sxm": PRICE}, counts=(16,), micro_batch=2,
-                refine=False).plans
-    row = cost.training_cost(m, TOKENS, "h100-sxm", [16], price_per_gpu_hour=PRICE, micro_batch=2,
-                             zero_stage=_zero_of(p.tricks, 16),
-                             **_layout_of(p.tricks)).rows[0]
+    (p,) = plan(
+        "pretrain", m, tokens=TOKENS, gpus={"h100-sxm": PRICE}, counts=(16,), micro_batch=2, refine=False
+    ).plans
+    row = cost.training_cost(
+        m,
+        TOKENS,
+        "h100-sxm",
+        [16],
+        price_per_gpu_hour=PRICE,
+        micro_batch=2,
+        zero_stage=_zero_of(p.tricks, 16),
+        **_layout_of(p.tricks),
+    ).rows[0]
     _same(p, row, f"micro_batch 2: plan {p.layout!r}")
 
 
-@pytest.mark.parametrize("name, gpu, n, searched", [
-    ("opt-1.3b", "h100-sxm", 1, False), ("opt-1.3b", "a100-80gb", 1, False),
-    # the 3D search takes one node or whole nodes: 12 and 20 GPUs on nodes of 8 keep the DP plan
-    ("llama-2-7b", "h100-sxm", 12, False), ("opt-1.3b", "a100-80gb", 20, False), ("llama-3-8b", "h100-sxm", 12, False),
-    ("llama-2-7b", "h100-sxm", 8, True), ("llama-3-8b", "a100-80gb", 16, True)])
+@pytest.mark.parametrize(
+    "name, gpu, n, searched",
+    [
+        ("opt-1.3b", "h100-sxm", 1, False),
+        ("opt-1.3b", "a100-80gb", 1, False),
+        # the 3D search takes one node or whole nodes: 12 and 20 GPUs on nodes of 8 keep the DP plan
+        ("llama-2-7b", "h100-sxm", 12, False),
+        ("opt-1.3b", "a100-80gb", 20, False),
+        ("llama-3-8b", "h100-sxm", 12, False),
+        ("llama-2-7b", "h100-sxm", 8, True),
+        ("llama-3-8b", "a100-80gb", 16, True),
+    ],
+)
 def test_the_two_commands_json(name, gpu, n, searched, capsys):
     """`gpukit plan --json` and `gpukit cost train --json` at the layout the planner chose. One difference remains
     and is named: for more than one GPU the planner re-prices its cheapest plans with gpukit.parallel's 3D layout
     search, whose step model overlaps the gradient communication with the backward, while the data-parallel price
     loop (training_run, predicted_efficiency with overlap 0) does not; the planner keeps the search's layout
     only when that estimate is faster."""
-    assert main(["plan", "--workload", "pretrain", "--model", name, "--tokens", "100B", "--gpu", f"{gpu}:{PRICE}",
-                 "--gpus", str(n), "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--workload",
+                "pretrain",
+                "--model",
+                name,
+                "--tokens",
+                "100B",
+                "--gpu",
+                f"{gpu}:{PRICE}",
+                "--gpus",
+                str(n),
+                "--json",
+            ]
+        )
+        == 0
+    )
     (p,) = json.loads(capsys.readouterr().out)["plans"]
     layout = _layout_of(p["tricks"])
     z = _zero_of(p["tricks"], n)
-    args = ["cost", "train", "--model", name, "--tokens", "100B", "--gpu", gpu, "--gpus", str(n), "--zero", str(z),
-            "--recompute", layout["recompute"], "--price-per-gpu-hour", str(PRICE), "--json"]
+    args = [
+        "cost",
+        "train",
+        "--model",
+        name,
+        "--tokens",
+        "100B",
+        "--gpu",
+        gpu,
+        "--gpus",
+        str(n),
+        "--zero",
+        str(z),
+        "--recompute",
+        layout["recompute"],
+        "--price-per-gpu-hour",
+        str(PRICE),
+        "--json",
+    ]
     assert main(args) == 0
     (row,) = json.loads(capsys.readouterr().out)["rows"]
     assert ("(parallel search)" in p["layout"]) == searched, p["layout"]
     if searched:
         assert p["hours"] < row["hours"], (
             f"{p['layout']}: the planner kept gpukit.parallel's 3D-search estimate (communication overlapped with the "
-            "backward), which it does only when faster than the data-parallel price loop that cost train uses")
+            "backward), which it does only when faster than the data-parallel price loop that cost train uses"
+        )
         return
     assert layout["offload"] == "none", "cost train has no --offload flag: the API test covers offload"
     assert p["memory_per_gpu_bytes"] == row["memory_per_gpu_bytes"] and p["binding"] == row["binding"]
@@ -158,10 +261,26 @@ def test_adapters_are_priced_by_the_same_loop(workload):
     finetune=workload at the planner's recompute: the same memory, hours, cost and efficiency."""
     for name, gpu, n in itertools.product(("llama-2-7b", "llama-3-8b"), GPUS, (1, 8)):
         m = get_model(name)
-        (p,) = train_plans(m, workload, 1e9, [gpu], [n], {gpu: PRICE}, None, None, m.train_seq_len, 1, 8, None,
-                           None, None, None)
+        (p,) = train_plans(
+            m,
+            workload,
+            1e9,
+            [gpu],
+            [n],
+            {gpu: PRICE},
+            None,
+            None,
+            m.train_seq_len,
+            1,
+            8,
+            None,
+            None,
+            None,
+            None,
+        )
         assert p.binding != "does not fit", (name, gpu, n)
-        row = cost.training_cost(m, 1e9, gpu, [n], finetune=workload, price_per_gpu_hour=PRICE,
-                                 **_layout_of(p.tricks)).rows[0]
+        row = cost.training_cost(
+            m, 1e9, gpu, [n], finetune=workload, price_per_gpu_hour=PRICE, **_layout_of(p.tricks)
+        ).rows[0]
         _same(p, row, f"{workload} {name} on {n} x {gpu}: plan {p.layout!r}")
         assert row.efficiency == 1.0  # only the adapters' gradients cross the network

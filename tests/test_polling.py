@@ -52,4 +52,7 @@ def test_the_manager_hands_out_the_sliced_client():
     km = polling.SlicedPollKernelManager()
     kc = km.client()
     assert isinstance(kc, polling.SlicedPollKernelClient)
-    assert kc.shell_channel_class is polling.SlicedPollChannel and kc.iopub_channel_class is polling.SlicedPollChannel
+    assert (
+        kc.shell_channel_class is polling.SlicedPollChannel
+        and kc.iopub_channel_class is polling.SlicedPollChannel
+    )

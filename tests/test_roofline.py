@@ -13,18 +13,32 @@ from gpukit.bench.envinfo import cpu_identity, parse_cpuinfo
 
 
 def _cpuinfo(vendor, family, model, name, mhz, flags):
-    block = (f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
-             f"model name\t: {name}\nstepping\t: 4\ncpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n\n")
+    block = (
+        f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+        f"model name\t: {name}\nstepping\t: 4\ncpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n\n"
+    )
     return block + block.replace("processor\t: 0", "processor\t: 1")
 
 
 BASE = "fpu sse sse2 ssse3 sse4_1 sse4_2 avx fma avx2"
-SPR = _cpuinfo("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Platinum 8480+", "2000.000",
-               BASE + " avx512f avx512bw avx512_bf16 amx_bf16 amx_tile amx_int8")
-ZEN4 = _cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC 9654 96-Core Processor", "2400.000", BASE + " avx512f avx512_bf16")
+SPR = _cpuinfo(
+    "GenuineIntel",
+    6,
+    143,
+    "Intel(R) Xeon(R) Platinum 8480+",
+    "2000.000",
+    BASE + " avx512f avx512bw avx512_bf16 amx_bf16 amx_tile amx_int8",
+)
+ZEN4 = _cpuinfo(
+    "AuthenticAMD", 25, 17, "AMD EPYC 9654 96-Core Processor", "2400.000", BASE + " avx512f avx512_bf16"
+)
 ZEN3 = _cpuinfo("AuthenticAMD", 25, 1, "AMD EPYC 7763 64-Core Processor", "2450.000", BASE)
-SKX = _cpuinfo("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", "2400.000", BASE + " avx512f")
-SKX_SILVER = _cpuinfo("GenuineIntel", 6, 85, "Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz", "2200.000", BASE + " avx512f")
+SKX = _cpuinfo(
+    "GenuineIntel", 6, 85, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", "2400.000", BASE + " avx512f"
+)
+SKX_SILVER = _cpuinfo(
+    "GenuineIntel", 6, 85, "Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz", "2200.000", BASE + " avx512f"
+)
 SKL_CLIENT = _cpuinfo("GenuineIntel", 6, 94, "Intel(R) Core(TM) i7-6700 CPU @ 3.40GHz", "3400.000", BASE)
 ZEN1 = _cpuinfo("AuthenticAMD", 23, 1, "AMD EPYC 7601 32-Core Processor", "2200.000", BASE)
 
@@ -33,16 +47,19 @@ def _peak(text, cores=1):
     return roofline.cpu_peak_from_identity(parse_cpuinfo(text), cores)
 
 
-@pytest.mark.parametrize("text, microarch, flops_per_cycle", [
-    # FP32 FLOPs per cycle per core, from the vendors' optimization guides (module docstring table):
-    (SPR, "Sapphire Rapids", 64),  # 2 x 512-bit FMA: 2 x 16 lanes x 2
-    (SKX, "AVX-512 server", 64),  # Xeon Gold 6148: 2 x 512-bit FMA (ports 0 and 5)
-    (SKX_SILVER, "AVX-512 server", 32),  # Xeon Silver: one 512-bit FMA unit
-    (ZEN4, "Zen 4", 32),  # AVX-512 on two 256-bit pipes: half of "2 x 512"
-    (ZEN3, "Zen 3", 32),  # 2 x 256-bit FMA
-    (SKL_CLIENT, "AVX2", 32),  # Skylake client: 2 x 256-bit FMA
-    (ZEN1, "Zen 1", 16),  # 2 x 128-bit FMA
-])
+@pytest.mark.parametrize(
+    "text, microarch, flops_per_cycle",
+    [
+        # FP32 FLOPs per cycle per core, from the vendors' optimization guides (module docstring table):
+        (SPR, "Sapphire Rapids", 64),  # 2 x 512-bit FMA: 2 x 16 lanes x 2
+        (SKX, "AVX-512 server", 64),  # Xeon Gold 6148: 2 x 512-bit FMA (ports 0 and 5)
+        (SKX_SILVER, "AVX-512 server", 32),  # Xeon Silver: one 512-bit FMA unit
+        (ZEN4, "Zen 4", 32),  # AVX-512 on two 256-bit pipes: half of "2 x 512"
+        (ZEN3, "Zen 3", 32),  # 2 x 256-bit FMA
+        (SKL_CLIENT, "AVX2", 32),  # Skylake client: 2 x 256-bit FMA
+        (ZEN1, "Zen 1", 16),  # 2 x 128-bit FMA
+    ],
+)
 def test_fp32_flops_per_cycle_by_cpu(text, microarch, flops_per_cycle):
     p = _peak(text)
     assert microarch in p.config.microarch
@@ -113,15 +130,26 @@ def test_mixed_roofline_weight_dtype_and_fits():
     assert 3.5 < q4.intensity_flop_per_byte / bf.intensity_flop_per_byte < 4.01
     assert bf.bound == q4.bound == "memory"
     m70 = catalog.get_model("llama-2-70b").n_params
-    assert roofline.matmul_roofline_mixed(1, 64, 64, model_params=m70, gpu_memory_bytes=h.memory_bytes, **kw).fits is False
-    assert roofline.matmul_roofline_mixed(1, 64, 64, weight_dtype="int4", model_params=7e9,
-                                          gpu_memory_bytes=h.memory_bytes, **kw).fits is True
+    assert (
+        roofline.matmul_roofline_mixed(
+            1, 64, 64, model_params=m70, gpu_memory_bytes=h.memory_bytes, **kw
+        ).fits
+        is False
+    )
+    assert (
+        roofline.matmul_roofline_mixed(
+            1, 64, 64, weight_dtype="int4", model_params=7e9, gpu_memory_bytes=h.memory_bytes, **kw
+        ).fits
+        is True
+    )
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 1 << 16), st.sampled_from(["fp32", "bf16", "fp8", "int4"]))
 def test_mixed_roofline_never_above_either_roof(tokens, wdt):
-    r = roofline.matmul_roofline_mixed(tokens, 4096, 4096, weight_dtype=wdt, peak_tflops=989, bandwidth_gbps=3350)
+    r = roofline.matmul_roofline_mixed(
+        tokens, 4096, 4096, weight_dtype=wdt, peak_tflops=989, bandwidth_gbps=3350
+    )
     assert r.attainable_tflops <= 989 + 1e-9
     assert r.attainable_tflops <= r.intensity_flop_per_byte * 3350 * 1e9 / 1e12 + 1e-9
     assert (r.bound == "compute") == (r.intensity_flop_per_byte >= r.ridge_flop_per_byte)

@@ -55,8 +55,13 @@ def test_bytes_per_hook_are_exact():
 
 def _pred(**kw):
     link = (50e-6, 1.0)
-    base = dict(forward_s=0.01, backward_s=0.02, optimizer_s=0.002, n_gpus=4,
-                allreduce_time=lambda s, n: collective_time("all_reduce", s, n, link).time_s)
+    base = dict(
+        forward_s=0.01,
+        backward_s=0.02,
+        optimizer_s=0.002,
+        n_gpus=4,
+        allreduce_time=lambda s, n: collective_time("all_reduce", s, n, link).time_s,
+    )
     base.update(kw)
     return step_prediction(gpt_param_shapes(SPEC), **base)
 
@@ -77,18 +82,35 @@ def test_accumulation_one_all_reduce_per_k():
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 64), tokens=st.floats(64, 1e6), bucket=st.floats(0.5, 200), hook=st.sampled_from(
-    ["none", "fp16", "powersgd"]), ports=st.integers(1, 8), eff=st.floats(0.1, 1.0))
+@given(
+    n=st.integers(1, 64),
+    tokens=st.floats(64, 1e6),
+    bucket=st.floats(0.5, 200),
+    hook=st.sampled_from(["none", "fp16", "powersgd"]),
+    ports=st.integers(1, 8),
+    eff=st.floats(0.1, 1.0),
+)
 def test_properties(n, tokens, bucket, hook, ports, eff):
-    kw = dict(n_params=1e9, gpus=[1, 8 * n], tokens_per_gpu=tokens, inter_link="eth-100g", bucket_mb=bucket,
-              hook=hook, ports_per_node=ports, efficiency=eff, grad_dtype="fp32")
+    kw = dict(
+        n_params=1e9,
+        gpus=[1, 8 * n],
+        tokens_per_gpu=tokens,
+        inter_link="eth-100g",
+        bucket_mb=bucket,
+        hook=hook,
+        ports_per_node=ports,
+        efficiency=eff,
+        grad_dtype="fp32",
+    )
     r = scaling(**kw)
     for row in r.rows:
         assert 0 < row.efficiency <= 1 + 1e-9  # efficiency never above 1
     r_off = scaling(**kw, overlap=False)
     assert r.rows[-1].step_s <= r_off.rows[-1].step_s * (1 + 1e-12)  # more overlap never slower
     full = scaling(**{**kw, "hook": "none"})
-    assert r.rows[-1].comm_bytes_per_step <= full.rows[-1].comm_bytes_per_step  # compression never raises bytes
+    assert (
+        r.rows[-1].comm_bytes_per_step <= full.rows[-1].comm_bytes_per_step
+    )  # compression never raises bytes
 
 
 @settings(max_examples=30, deadline=None)
@@ -105,10 +127,22 @@ def test_accumulation_divides_all_reduces_by_k(k, tokens):
 def test_threshold_is_where_the_backward_covers_the_all_reduce():
     r = scaling(n_params=7e9, gpus=[1, 64], tokens_per_gpu=1024, inter_link="ib-ndr", hook_kernels=False)
     t = r.threshold_tokens_per_gpu
-    above = scaling(n_params=7e9, gpus=[1, 64], tokens_per_gpu=1.3 * t, inter_link="ib-ndr", bucket_mb=1,
-                    hook_kernels=False)
-    below = scaling(n_params=7e9, gpus=[1, 64], tokens_per_gpu=0.5 * t, inter_link="ib-ndr", bucket_mb=1,
-                    hook_kernels=False)
+    above = scaling(
+        n_params=7e9,
+        gpus=[1, 64],
+        tokens_per_gpu=1.3 * t,
+        inter_link="ib-ndr",
+        bucket_mb=1,
+        hook_kernels=False,
+    )
+    below = scaling(
+        n_params=7e9,
+        gpus=[1, 64],
+        tokens_per_gpu=0.5 * t,
+        inter_link="ib-ndr",
+        bucket_mb=1,
+        hook_kernels=False,
+    )
     assert above.rows[-1].efficiency > 0.97 > below.rows[-1].efficiency
     # bandwidth-bound ring with bf16 gradients: T* = (n-1)/n x R / B (JAX scaling book: B/X > C/W)
     assert math.isclose(overlap_threshold_tokens(1e9, 4e14, 2 * 1e9 * 2 / 50e9), 4e14 / 50e9)
@@ -131,7 +165,6 @@ def test_ideal_bound_is_labelled():
     r2 = scaling(n_params=7e9, gpus=[1, 16], tokens_per_gpu=4096, inter_link="eth-100g", efficiency=0.7)
     assert not any("IDEAL BOUND" in a for a in r2.assumptions)
     assert r2.rows[-1].efficiency < r.rows[-1].efficiency
-
 
 
 def test_powersgd_rank_is_named_in_the_assumptions():
@@ -174,14 +207,19 @@ def test_efficiency_is_relative_to_the_smallest_count_given():
         assert row.efficiency == pytest.approx(from_one[row.gpus] / from_one[8])
 
 
-@pytest.mark.parametrize("kw, field", [
-    (dict(n_params=-1, tokens_per_gpu=1), "n_params"), (dict(n_params=1e9), "tokens_per_gpu"),
-    (dict(n_params=1e9, tokens_per_gpu=1, hook="topk"), "hook"),
-    (dict(n_params=1e9, tokens_per_gpu=1, gpus=[12]), "gpus"),
-    (dict(n_params=1e9, tokens_per_gpu=1, bucket_mb=0), "bucket_mb"),
-    (dict(n_params=1e9, tokens_per_gpu=1, grad_accum=0), "grad_accum"),
-    (dict(n_params=1e9, tokens_per_gpu=1, mfu=1.5), "mfu"),
-    (dict(n_params=1e9, tokens_per_gpu=1, grad_dtype="int8"), "grad_dtype")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        (dict(n_params=-1, tokens_per_gpu=1), "n_params"),
+        (dict(n_params=1e9), "tokens_per_gpu"),
+        (dict(n_params=1e9, tokens_per_gpu=1, hook="topk"), "hook"),
+        (dict(n_params=1e9, tokens_per_gpu=1, gpus=[12]), "gpus"),
+        (dict(n_params=1e9, tokens_per_gpu=1, bucket_mb=0), "bucket_mb"),
+        (dict(n_params=1e9, tokens_per_gpu=1, grad_accum=0), "grad_accum"),
+        (dict(n_params=1e9, tokens_per_gpu=1, mfu=1.5), "mfu"),
+        (dict(n_params=1e9, tokens_per_gpu=1, grad_dtype="int8"), "grad_dtype"),
+    ],
+)
 def test_bad_input(kw, field):
     with pytest.raises(ValueError, match=field):
         scaling(**kw)
@@ -190,27 +228,63 @@ def test_bad_input(kw, field):
 def test_cli_scaling_json(capsys):
     from gpukit.cli import main
 
-    assert main(["scaling", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "1,8,16", "--link", "nvlink4",
-                 "--inter-link", "eth-100g", "--ports-per-node", "1", "--tokens-per-gpu", "4096", "--json"]) == 0
+    assert (
+        main(
+            [
+                "scaling",
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "1,8,16",
+                "--link",
+                "nvlink4",
+                "--inter-link",
+                "eth-100g",
+                "--ports-per-node",
+                "1",
+                "--tokens-per-gpu",
+                "4096",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert {"rows", "threshold_tokens_per_gpu"} <= set(d)
-    assert set(d["rows"][0]) >= {"gpus", "compute_s", "comm_s", "exposed_comm_s", "step_s", "speedup", "efficiency"}
+    assert set(d["rows"][0]) >= {
+        "gpus",
+        "compute_s",
+        "comm_s",
+        "exposed_comm_s",
+        "step_s",
+        "speedup",
+        "efficiency",
+    }
     assert [r["gpus"] for r in d["rows"]] == [1, 8, 16]
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["scaling", "--params", "7B", "--gpus", "1,2"], "tokens-per-gpu"),
-    (["scaling", "--params", "7B", "--model", "llama-2-7b", "--tokens-per-gpu", "1"], "--model"),
-    (["scaling", "--params", "7B", "--gpus", "1,x", "--tokens-per-gpu", "1"], "--gpus"),
-    # an empty item was skipped: 1,,2 ran as 1,2
-    (["scaling", "--params", "7B", "--gpus", "1,,2", "--tokens-per-gpu", "1"], "--gpus"),
-    (["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,,16"], "GPU counts"),
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--efficiency", "2"], "efficiency"),
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook"),
-    # named the internal "peers", not the flag
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--gpus-per-node", "0"], "--gpus-per-node"),
-    # changed nothing without --hook powersgd
-    (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--powersgd-rank", "2"], "--powersgd-rank")])
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["scaling", "--params", "7B", "--gpus", "1,2"], "tokens-per-gpu"),
+        (["scaling", "--params", "7B", "--model", "llama-2-7b", "--tokens-per-gpu", "1"], "--model"),
+        (["scaling", "--params", "7B", "--gpus", "1,x", "--tokens-per-gpu", "1"], "--gpus"),
+        # an empty item was skipped: 1,,2 ran as 1,2
+        (["scaling", "--params", "7B", "--gpus", "1,,2", "--tokens-per-gpu", "1"], "--gpus"),
+        (
+            ["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", "h100-sxm", "--gpus", "8,,16"],
+            "GPU counts",
+        ),
+        (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--efficiency", "2"], "efficiency"),
+        (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--hook", "topk"], "hook"),
+        # named the internal "peers", not the flag
+        (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--gpus-per-node", "0"], "--gpus-per-node"),
+        # changed nothing without --hook powersgd
+        (["scaling", "--params", "7B", "--tokens-per-gpu", "1", "--powersgd-rank", "2"], "--powersgd-rank"),
+    ],
+)
 def test_cli_bad_input(argv, word, capsys):
     from gpukit.cli import main
 
@@ -265,9 +339,16 @@ def test_published_li_2020_ddp_bucket_default():
     from gpukit.comm import network_all_reduce
 
     def step(bmb):
-        return step_prediction(shapes, forward_s=0.1, backward_s=0.2, optimizer_s=0.0, n_gpus=32, bucket_mb=bmb,
-                               allreduce_time=lambda s, n: network_all_reduce(s, n, net).time_s
-                               + 200e-6).step_s
+        return step_prediction(
+            shapes,
+            forward_s=0.1,
+            backward_s=0.2,
+            optimizer_s=0.0,
+            n_gpus=32,
+            bucket_mb=bmb,
+            allreduce_time=lambda s, n: network_all_reduce(s, n, net).time_s + 200e-6,
+        ).step_s
+
     tiny, mid, huge = step(0.01), step(25), step(10_000)
     assert mid < tiny and mid < huge
 
@@ -294,13 +375,35 @@ def test_threshold_widget_bad_input_shows_one_line():
 def test_cli_scaling_profile_calibrates_compute_and_link(tmp_path, capsys):
     from gpukit.cli import main
 
-    prof = {"version": 1, "device": {"name": "test"}, "matmul_tflops": {"bf16": 500.0, "fp32": 50.0},
-            "memory_bandwidth_gbps": {"triad": 1000.0}, "links": {"eth-100g": {"alpha_us": 30.0, "beta_gbps": 10.0}},
-            "env": {}}
+    prof = {
+        "version": 1,
+        "device": {"name": "test"},
+        "matmul_tflops": {"bf16": 500.0, "fp32": 50.0},
+        "memory_bandwidth_gbps": {"triad": 1000.0},
+        "links": {"eth-100g": {"alpha_us": 30.0, "beta_gbps": 10.0}},
+        "env": {},
+    }
     path = tmp_path / "p.json"
     path.write_text(json.dumps(prof))
-    assert main(["scaling", "--params", "7B", "--gpus", "8,16", "--inter-link", "eth-100g", "--tokens-per-gpu",
-                 "4096", "--profile", str(path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "scaling",
+                "--params",
+                "7B",
+                "--gpus",
+                "8,16",
+                "--inter-link",
+                "eth-100g",
+                "--tokens-per-gpu",
+                "4096",
+                "--profile",
+                str(path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     text = " ".join(d["assumptions"])
     assert "measured (profile" in text and "calibrated" in text and "IDEAL BOUND" not in text
@@ -315,9 +418,16 @@ def _bucket_step(burst, compute_s=0.1, rate=125e6, n=2, **kw):
 
     link = (1e-4, rate / 1e9)  # (alpha_s, GB/s): the wire at the limiter's rate
     tb = TokenBucket(burst, rate) if burst is not None else None
-    return step_prediction(gpt_param_shapes(SPEC), forward_s=compute_s / 3, backward_s=2 * compute_s / 3,
-                           optimizer_s=0.0, n_gpus=n, allreduce_time=lambda s, k: collective_time("all_reduce", s, k, link).time_s,
-                           token_bucket=tb, **kw)
+    return step_prediction(
+        gpt_param_shapes(SPEC),
+        forward_s=compute_s / 3,
+        backward_s=2 * compute_s / 3,
+        optimizer_s=0.0,
+        n_gpus=n,
+        allreduce_time=lambda s, k: collective_time("all_reduce", s, k, link).time_s,
+        token_bucket=tb,
+        **kw,
+    )
 
 
 def test_token_bucket_primitives():

@@ -21,8 +21,18 @@ from gpukit.bench.ddp_sweep import ddp_scaling
 from gpukit.memory import reference_spec
 from gpukit.scaling import ddp_buckets, gpt_param_shapes, hook_bytes
 
-TINY = dict(n_layers=1, hidden=32, n_heads=2, vocab=64, seq_len=16, micro_batch=2, steps=2, warmup=2,
-            calibrate_link=False, timeout_s=120)
+TINY = dict(
+    n_layers=1,
+    hidden=32,
+    n_heads=2,
+    vocab=64,
+    seq_len=16,
+    micro_batch=2,
+    steps=2,
+    warmup=2,
+    calibrate_link=False,
+    timeout_s=120,
+)
 SPEC = reference_spec(n_layers=1, hidden=32, n_heads=2, vocab=64, seq=16)
 REASON = netlab.check_available()
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +66,9 @@ def private_tmp(tmp_path, monkeypatch):
 def test_two_ranks_bytes_exact_per_hook(hook, private_tmp):
     p = run_ddp(2, hook=hook, bucket_mb=25.0, **TINY)
     b = ddp_buckets(gpt_param_shapes(SPEC), 25.0)[0]
-    want = {"none": 4 * SPEC.n_params, "fp16": 2 * SPEC.n_params, "powersgd": hook_bytes(b, "powersgd", 1)}[hook]
+    want = {"none": 4 * SPEC.n_params, "fp16": 2 * SPEC.n_params, "powersgd": hook_bytes(b, "powersgd", 1)}[
+        hook
+    ]
     assert p["n_params"] == SPEC.n_params
     assert set(p["bytes_per_step"]) == {want}
     assert p["world_size"] == 2 and len(p["step_s"]) == 2
@@ -93,21 +105,38 @@ def test_timeout_is_honoured_and_cleans_up():
 
 
 def test_scaling_rows_and_prediction():
-    r = ddp_scaling(2, hook="fp16", bucket_mb=25.0, **{k: v for k, v in TINY.items() if k != "calibrate_link"})
+    r = ddp_scaling(
+        2, hook="fp16", bucket_mb=25.0, **{k: v for k, v in TINY.items() if k != "calibrate_link"}
+    )
     assert [row["ranks"] for row in r.rows] == [1, 2]
     for row in r.rows:
-        for key in ("measured_step_s", "predicted_step_s", "compute_s", "exposed_comm_s", "comm_bytes_per_step",
-                    "tokens_per_s", "efficiency"):
+        for key in (
+            "measured_step_s",
+            "predicted_step_s",
+            "compute_s",
+            "exposed_comm_s",
+            "comm_bytes_per_step",
+            "tokens_per_s",
+            "efficiency",
+        ):
             assert key in row and math.isfinite(row[key])
         assert row["comm_bytes_per_step"] == row["predicted_bytes_per_step"] == 2 * SPEC.n_params
     assert r.rows[0]["efficiency"] == pytest.approx(1.0)
     assert r.summary["link_bandwidth_gbps"] > 0
 
 
-@pytest.mark.parametrize("kw, word", [
-    (dict(hook="topk"), "hook"), (dict(bucket_mb=0), "bucket_mb"), (dict(grad_accum=0), "grad_accum"),
-    (dict(hook="powersgd", bucket_mb=0.01), "bucket_mb"), (dict(hook="powersgd", powersgd_start_iter=1), "start_iter"),
-    (dict(loader_workers=-1), "loader_workers"), (dict(hook="bf16"), "nccl")])
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        (dict(hook="topk"), "hook"),
+        (dict(bucket_mb=0), "bucket_mb"),
+        (dict(grad_accum=0), "grad_accum"),
+        (dict(hook="powersgd", bucket_mb=0.01), "bucket_mb"),
+        (dict(hook="powersgd", powersgd_start_iter=1), "start_iter"),
+        (dict(loader_workers=-1), "loader_workers"),
+        (dict(hook="bf16"), "nccl"),
+    ],
+)
 def test_bad_input_before_any_rank_starts(kw, word):
     t = time.monotonic()
     with pytest.raises(ValueError, match=word):
@@ -138,20 +167,30 @@ def test_article_snippet_default_state_does_not_exist():
 def test_profile_one_step_names_the_all_reduce():
     from gpukit.bench.ddp import profile_ddp_step
 
-    prof = profile_ddp_step(2, **{k: v for k, v in TINY.items() if k not in ("steps", "warmup", "calibrate_link")})
+    prof = profile_ddp_step(
+        2, **{k: v for k, v in TINY.items() if k not in ("steps", "warmup", "calibrate_link")}
+    )
     names = " ".join(r["name"] for r in prof["top_ops"])
     assert "allreduce" in names.lower() or "all_reduce" in names.lower()
     assert prof["step_s"] > 0
 
 
 def _netlab(test):
-    return pytest.mark.slow(pytest.mark.netlab(pytest.mark.skipif(REASON is not None, reason=REASON or "")(test)))
+    return pytest.mark.slow(
+        pytest.mark.netlab(pytest.mark.skipif(REASON is not None, reason=REASON or "")(test))
+    )
 
 
 @_netlab
 def test_ddp_over_netlab_uses_the_lab_interface():
-    r = ddp_scaling(2, netlab="1gbit", hook="none", bucket_mb=25.0, timeout_s=300,
-                    **{k: v for k, v in TINY.items() if k not in ("calibrate_link", "timeout_s")})
+    r = ddp_scaling(
+        2,
+        netlab="1gbit",
+        hook="none",
+        bucket_mb=25.0,
+        timeout_s=300,
+        **{k: v for k, v in TINY.items() if k not in ("calibrate_link", "timeout_s")},
+    )
     two = r.rows[1]
     assert two["comm_bytes_per_step"] == 4 * SPEC.n_params
     assert r.env["gloo_socket_ifname"] == netlab.IFNAME and r.env["master_addr"].startswith(netlab.SUBNET)
@@ -168,6 +207,7 @@ def test_ddp_over_netlab_beyond_the_tbf_burst_waits_on_the_rate():
     assert two["comm_bytes_per_step"] > netlab.tbf_burst_bytes(netlab.parse_rate("200mbit"))
     assert two["efficiency"] < 0.5 and two["predicted_efficiency"] < 0.5
     assert abs(two["error"]) < 0.5, two
+
 
 @_netlab
 def test_ddp_over_netlab_within_the_tbf_burst_is_predicted_with_the_bucket():
@@ -193,7 +233,7 @@ def test_ddp_over_netlab_within_the_tbf_burst_is_predicted_with_the_bucket():
 def _readme_block(after: str) -> str:
     text = (ROOT / "README.md").read_text()
     i = text.index(after)
-    return text[text.index("```bash", i) + 7:text.index("```", text.index("```bash", i) + 7)]
+    return text[text.index("```bash", i) + 7 : text.index("```", text.index("```bash", i) + 7)]
 
 
 def _shrink(cmd: str) -> str:
@@ -210,7 +250,7 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
     SLURM_JOB_NODELIST) and `scontrol show hostnames` / `srun` stubbed (one task per node)."""
     text = (ROOT / "README.md").read_text()
     i = text.index("# two nodes (run on each")
-    block = text[i:text.index("```", i)].split("# two nodes")[1]
+    block = text[i : text.index("```", i)].split("# two nodes")[1]
     lines = [c.replace("\\\n", " ") for c in re.split(r"\n(?=torchrun)", block.split("\n", 1)[1])]
     lines = [" ".join(ln.split("\n# ")[0].split()) for ln in lines if ln.strip()]
     assert len(lines) == 2 and "gpukit.bench.ddp" in lines[1]
@@ -218,16 +258,23 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "scontrol").write_text(f"#!/bin/sh\nprintf '%s\\n' {netlab.SUBNET}.1 {netlab.SUBNET}.2\n")
-    (stub / "srun").write_text("#!/bin/sh\nexec \"$@\"\n")
+    (stub / "srun").write_text('#!/bin/sh\nexec "$@"\n')
     for f in stub.iterdir():
         f.chmod(0o755)
     py = Path(sys.executable).parent
     with netlab.NetLab(2, "1gbit") as lab:
-        for kind, script in (("torchrun", _shrink(lines[0])), ("torchrun", _shrink(lines[1])), ("slurm", _shrink(slurm))):
+        for kind, script in (
+            ("torchrun", _shrink(lines[0])),
+            ("torchrun", _shrink(lines[1])),
+            ("slurm", _shrink(slurm)),
+        ):
             cmds = []
             for i in range(2):
-                env = (f"export NODE_RANK={i} MASTER={lab.addr(0)}; " if kind == "torchrun" else
-                       f"export SLURM_NNODES=2 SLURM_NODEID={i} SLURM_JOB_ID=4242 SLURM_JOB_NODELIST=node[1-2]; ")
+                env = (
+                    f"export NODE_RANK={i} MASTER={lab.addr(0)}; "
+                    if kind == "torchrun"
+                    else f"export SLURM_NNODES=2 SLURM_NODEID={i} SLURM_JOB_ID=4242 SLURM_JOB_NODELIST=node[1-2]; "
+                )
                 cmds.append(["bash", "-c", f"cd {tmp_path} && export PATH={stub}:{py}:$PATH; {env}{script}"])
             res = lab.run(cmds, 240)
             assert all(r.returncode == 0 for r in res), [r.stderr[-500:] for r in res]
@@ -238,7 +285,10 @@ def test_readme_multinode_torchrun_and_slurm_lines_run_over_netlab(tmp_path):
 
 def test_shrink_keeps_the_rest_of_the_line():
     line = "torchrun --nnodes 2 --nproc-per-node 8 -m gpukit.bench.collectives --sizes 1M,1G --out x.json"
-    assert _shrink(line) == "torchrun --nnodes 2 --nproc-per-node 1 -m gpukit.bench.collectives --sizes 1K,64K --out x.json"
+    assert (
+        _shrink(line)
+        == "torchrun --nnodes 2 --nproc-per-node 1 -m gpukit.bench.collectives --sizes 1K,64K --out x.json"
+    )
     assert shutil.which("bash")
     assert subprocess.run(["bash", "-c", "true"]).returncode == 0
 
@@ -247,13 +297,44 @@ def test_shrink_keeps_the_rest_of_the_line():
 def test_cli_bench_ddp_json_strong_scaling(capsys):
     from gpukit.cli import main
 
-    argv = ["bench", "ddp", "--ranks", "2", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq-len", "16",
-            "--micro-batch", "2", "--steps", "2", "--warmup", "2", "--scaling", "strong", "--device", "cpu", "--json"]
+    argv = [
+        "bench",
+        "ddp",
+        "--ranks",
+        "2",
+        "--layers",
+        "1",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--seq-len",
+        "16",
+        "--micro-batch",
+        "2",
+        "--steps",
+        "2",
+        "--warmup",
+        "2",
+        "--scaling",
+        "strong",
+        "--device",
+        "cpu",
+        "--json",
+    ]
     assert main(argv) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["env"]["world_size"] == 2 and d["summary"]["scaling"] == "strong"
-    keys = {"ranks", "measured_step_s", "predicted_step_s", "compute_s", "exposed_comm_s", "comm_bytes_per_step",
-            "tokens_per_s", "efficiency"}
+    keys = {
+        "ranks",
+        "measured_step_s",
+        "predicted_step_s",
+        "compute_s",
+        "exposed_comm_s",
+        "comm_bytes_per_step",
+        "tokens_per_s",
+        "efficiency",
+    }
     assert [r["ranks"] for r in d["rows"]] == [1, 2] and all(keys <= set(r) for r in d["rows"])
     # strong scaling: the global batch (2 x 2 sequences) is split over the ranks
     assert [r["micro_batch"] for r in d["rows"]] == [4, 2]
@@ -263,9 +344,38 @@ def test_torchrun_single_node_worker(tmp_path):
     """`torchrun --standalone --nproc-per-node 2 -m gpukit.bench.ddp ...`: rank 0 writes the payload."""
     out = tmp_path / "ddp.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-           "gpukit.bench.ddp", "--layers", "1", "--hidden", "32", "--heads", "2", "--vocab", "64", "--seq-len", "16", "--steps", "2",
-           "--warmup", "2", "--hook", "fp16", "--device", "cpu", "--timeout", "60", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "gpukit.bench.ddp",
+        "--layers",
+        "1",
+        "--hidden",
+        "32",
+        "--heads",
+        "2",
+        "--vocab",
+        "64",
+        "--seq-len",
+        "16",
+        "--steps",
+        "2",
+        "--warmup",
+        "2",
+        "--hook",
+        "fp16",
+        "--device",
+        "cpu",
+        "--timeout",
+        "60",
+        "--out",
+        str(out),
+    ]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-800:]
     p = json.loads(out.read_text())

@@ -40,7 +40,9 @@ def test_stop_takes_bare_pids_and_finished_or_unstarted_processes():
     assert p.returncode == -signal.SIGKILL and not supervise.pid_alive(-1)
     done = subprocess.Popen([PY, "-c", "pass"])
     done.wait(10)
-    supervise.stop([done, multiprocessing.get_context("spawn").Process(target=print)])  # nothing to do, no error
+    supervise.stop(
+        [done, multiprocessing.get_context("spawn").Process(target=print)]
+    )  # nothing to do, no error
     assert done.returncode == 0
 
 
@@ -62,7 +64,9 @@ print("not reached", flush=True)
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
 def test_signal_cleans_up_then_ends_the_process_by_the_signal(tmp_path, sig):
     marker = tmp_path / "marker"
-    r = subprocess.run([PY, "-c", _CHILD.format(sig=sig), str(marker)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [PY, "-c", _CHILD.format(sig=sig), str(marker)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == -getattr(signal, sig)
     assert marker.read_text() == "cleaned "  # the block's cleanup ran once, before the process ended
     assert r.stderr.strip().splitlines() == [f"error: {sig} received: outer stopped"]  # one line

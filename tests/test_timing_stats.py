@@ -60,14 +60,17 @@ def test_same_samples_same_interval():
     assert ts.ratio_estimate(a, b, seed=1).median == ts.ratio_estimate(a, b).median
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(base_s=[], other_s=[1.0]), "base_s"),
-    (dict(base_s=[1.0], other_s=[0.0]), "other_s"),
-    (dict(base_s=[1.0, 2.0], other_s=[1.0]), "paired"),
-    (dict(base_s=[1.0], other_s=[1.0], confidence=1.5), "confidence"),
-    (dict(base_s=[1.0], other_s=[1.0], paired=False, confidence=0), "confidence"),
-    (dict(base_s=["a"], other_s=[1.0]), "base_s"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(base_s=[], other_s=[1.0]), "base_s"),
+        (dict(base_s=[1.0], other_s=[0.0]), "other_s"),
+        (dict(base_s=[1.0, 2.0], other_s=[1.0]), "paired"),
+        (dict(base_s=[1.0], other_s=[1.0], confidence=1.5), "confidence"),
+        (dict(base_s=[1.0], other_s=[1.0], paired=False, confidence=0), "confidence"),
+        (dict(base_s=["a"], other_s=[1.0]), "base_s"),
+    ],
+)
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         ts.ratio_estimate(**kwargs)

@@ -46,7 +46,10 @@ def test_bf16_autocast_changes_activations_not_states(measured):
     assert bf16.activations_bytes != fp32.activations_bytes
     # autocast keeps fp32 parameters, gradients and AdamW states
     assert (bf16.params_bytes, bf16.grads_bytes, bf16.optimizer_bytes) == (
-        fp32.params_bytes, fp32.grads_bytes, fp32.optimizer_bytes)
+        fp32.params_bytes,
+        fp32.grads_bytes,
+        fp32.optimizer_bytes,
+    )
 
 
 def test_grad_accumulation_lowers_peak_at_equal_tokens(measured):
@@ -63,7 +66,9 @@ def test_grad_accumulation_lowers_peak_at_equal_tokens(measured):
 def test_optimizer_state_bytes_are_measured_per_optimizer(measured):
     adamw, mom, sgd = measured["optimizer"].variants
     n, tensors = SPEC.n_params, len(list(build_reference_model(SPEC).parameters()))
-    assert adamw.optimizer_bytes == 2 * 4 * n + 4 * tensors  # exp_avg, exp_avg_sq fp32 + a CPU step scalar each
+    assert (
+        adamw.optimizer_bytes == 2 * 4 * n + 4 * tensors
+    )  # exp_avg, exp_avg_sq fp32 + a CPU step scalar each
     assert mom.optimizer_bytes == 4 * n  # momentum buffer
     assert sgd.optimizer_bytes == 0
     assert adamw.peak_bytes > mom.peak_bytes > sgd.peak_bytes
@@ -93,7 +98,9 @@ def test_timing_fields_and_tables(measured):
         assert r.to_json_dict()["variants"][0]["peak_bytes"] == r.baseline.peak_bytes
     df = measure_tricks.results_frame(measured.values())
     assert len(df) == 6 and set(df["trick"]) == set(tricks.TRICKS)
-    assert (df["time_ratio_lo"] <= df["time_ratio_paired"]).all() and (df["time_ratio_paired"] <= df["time_ratio_hi"]).all()
+    assert (df["time_ratio_lo"] <= df["time_ratio_paired"]).all() and (
+        df["time_ratio_paired"] <= df["time_ratio_hi"]
+    ).all()
     assert set(df["time_verdict"]) <= {"slower", "faster", "no measurable difference at this size"}
 
 
@@ -107,7 +114,8 @@ def test_plot_of_all_tricks(measured):
     ax = fig.axes[0]
     assert len(ax.patches) == sum(len(r.variants) for r in measured.values()) == 11
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
-        max(v.peak_bytes for r in measured.values() for v in r.variants) / 2**20)
+        max(v.peak_bytes for r in measured.values() for v in r.variants) / 2**20
+    )
     assert "CPU" in ax.get_title()
     matplotlib.pyplot.close(fig)
     from gpukit.widgets.memory_view import plot_time_ratios
@@ -144,13 +152,20 @@ def test_bad_inputs_are_one_line_value_errors():
 
 # ---- modelled (pure) ----------------------------------------------------------------------------
 
+
 def test_trick_stack_adds_tricks_in_order():
     model, gpu = catalog.get_model("llama-2-13b"), catalog.get_gpu("h100-sxm")
-    stack = tricks.trick_stack(model, gpu, precision="bf16-mixed", recompute="full", optimizer="adamw-8bit",
-                               offload="optimizer")
+    stack = tricks.trick_stack(
+        model, gpu, precision="bf16-mixed", recompute="full", optimizer="adamw-8bit", offload="optimizer"
+    )
     labels = [label for label, _ in stack.rows]
-    assert labels == ["baseline: fp32 AdamW, full", "+ bf16-mixed", "+ recompute full", "+ adamw-8bit",
-                      "+ ZeRO-Offload (optimizer, grads -> CPU)"]
+    assert labels == [
+        "baseline: fp32 AdamW, full",
+        "+ bf16-mixed",
+        "+ recompute full",
+        "+ adamw-8bit",
+        "+ ZeRO-Offload (optimizer, grads -> CPU)",
+    ]
     totals = [bd.total_bytes for _, bd in stack.rows]
     assert totals == sorted(totals, reverse=True)
     assert stack.baseline.fits is False and stack.final.fits is True
@@ -179,17 +194,22 @@ def test_adapters_train_far_fewer_parameters(rank, finetune):
     final = stack.final
     assert final.trainable_params < 0.05 * model.n_params
     assert final.total_bytes < stack.baseline.total_bytes
-    assert final.setup == mem.TrainSetup(precision="bf16-mixed", finetune=finetune, lora_rank=rank, seq_len=1024)
+    assert final.setup == mem.TrainSetup(
+        precision="bf16-mixed", finetune=finetune, lora_rank=rank, seq_len=1024
+    )
 
 
 def test_recompute_compute_ratio_is_one_extra_forward():
     assert tricks.RECOMPUTE_COMPUTE_RATIO == pytest.approx(4 / 3)
 
 
-@pytest.mark.parametrize("size,micro_batch", [
-    (dict(n_layers=2, hidden=128, n_heads=4, vocab=512, seq=128), 4),  # notebook 02, QUICK
-    (dict(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256), 8),  # notebook 02, full
-])
+@pytest.mark.parametrize(
+    "size,micro_batch",
+    [
+        (dict(n_layers=2, hidden=128, n_heads=4, vocab=512, seq=128), 4),  # notebook 02, QUICK
+        (dict(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256), 8),  # notebook 02, full
+    ],
+)
 def test_recompute_saves_far_more_than_the_articles_60pct_at_the_notebooks_sizes(size, micro_batch):
     """Notebook 02 section 4 says the measured activation saving of full recompute is far above the
     article's ~60%, and that what stays is each block's fp32 input (4sbh) plus the LM head's tensors.

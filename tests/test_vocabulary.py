@@ -19,35 +19,112 @@ ROOT = Path(__file__).resolve().parent.parent
 # Flags that belong to one command only (a new shared concept goes into CONTRACTS.md instead).
 ALLOWED = {
     "": {"--version"},
-    "memory": {"--sp", "--offload", "--finetune", "--lora-rank", "--lora-targets", "--weights-dtype",
-               "--inference", "--batch", "--max-micro-batch", "--max-seq-len", "--min-gpus", "--max-gpus",
-               "--convention", "--optimizer-impl", "--grad-dtype", "--grad-accum-buffer", "--zero3-prefetch-layers"},
+    "memory": {
+        "--sp",
+        "--offload",
+        "--finetune",
+        "--lora-rank",
+        "--lora-targets",
+        "--weights-dtype",
+        "--inference",
+        "--batch",
+        "--max-micro-batch",
+        "--max-seq-len",
+        "--min-gpus",
+        "--max-gpus",
+        "--convention",
+        "--optimizer-impl",
+        "--grad-dtype",
+        "--grad-accum-buffer",
+        "--zero3-prefetch-layers",
+    },
     "train-time": {"--mfu", "--efficiency"},
     "flops": {"--no-causal", "--include-embeddings"},
     "roofline": {"--m", "--n", "--k", "--batch"},  # --batch: identical matmuls (torch.bmm's batch)
     "comm": {"--algorithm"},
-    "gpus": {"--sources"}, "models": {"--sources"}, "links": {"--sources"}, "interconnects": {"--sources"},
+    "gpus": {"--sources"},
+    "models": {"--sources"},
+    "links": {"--sources"},
+    "interconnects": {"--sources"},
     "validate memory": {"--tied", "--grid", "--arch", "--random", "--seed"},
     "bench matmul": {"--square-only", "--peak-tflops", "--harness-check"},
     "bench memory": {"--size-mib"},
     "bench collectives": {"--backend", "--no-bare-check", "--fit"},
     "bench article": {"--calls", "--skew-ms"},
-    "bench ddp": {"--hook", "--powersgd-rank", "--powersgd-start-iter", "--bucket-mb", "--loader-latency-ms",
-                  "--loader-workers", "--loader-shared", "--scaling", "--netlab"},
+    "bench ddp": {
+        "--hook",
+        "--powersgd-rank",
+        "--powersgd-start-iter",
+        "--bucket-mb",
+        "--loader-latency-ms",
+        "--loader-workers",
+        "--loader-shared",
+        "--scaling",
+        "--netlab",
+    },
     "parallel search": {"--ports-per-node", "--global-batch", "--top"},
     "parallel estimate": {"--ports-per-node", "--global-batch", "--sp"},
     "parallel bubble": {"--microbatches"},
-    "serve": {"--kv-dtype", "--batch", "--input-tokens", "--output-tokens", "--rate", "--price-per-gpu-hour",
-              "--hbm-share", "--flops-share", "--reserve", "--non-gpu-ms", "--simulate-requests"},
-    "cost train": {"--mfu", "--price-per-gpu-hour", "--price-per-node-hour", "--prices", "--spot", "--preemptions-per-day", "--checkpoint-minutes",
-                   "--restart-minutes", "--spot-price-per-gpu-hour"},
-    "cost buy-vs-rent": {"--purchase-usd", "--network-usd", "--rent-per-gpu-hour", "--prices", "--power-kw", "--pue",
-                         "--usd-per-kwh", "--years", "--utilization", "--ops-usd-per-year"},
+    "serve": {
+        "--kv-dtype",
+        "--batch",
+        "--input-tokens",
+        "--output-tokens",
+        "--rate",
+        "--price-per-gpu-hour",
+        "--hbm-share",
+        "--flops-share",
+        "--reserve",
+        "--non-gpu-ms",
+        "--simulate-requests",
+    },
+    "cost train": {
+        "--mfu",
+        "--price-per-gpu-hour",
+        "--price-per-node-hour",
+        "--prices",
+        "--spot",
+        "--preemptions-per-day",
+        "--checkpoint-minutes",
+        "--restart-minutes",
+        "--spot-price-per-gpu-hour",
+    },
+    "cost buy-vs-rent": {
+        "--purchase-usd",
+        "--network-usd",
+        "--rent-per-gpu-hour",
+        "--prices",
+        "--power-kw",
+        "--pue",
+        "--usd-per-kwh",
+        "--years",
+        "--utilization",
+        "--ops-usd-per-year",
+    },
     "cost published": {"--mfu"},
-    "plan": {"--workload", "--rate", "--input-tokens", "--output-tokens", "--deadline-hours", "--budget-usd", "--prices",
-             "--loader-tokens-per-s", "--mfu"},
-    "scaling": {"--ports-per-node", "--efficiency", "--tokens-per-gpu", "--global-batch-tokens", "--grad-dtype", "--hook",
-                "--powersgd-rank", "--bucket-mb", "--overlap", "--mfu"},
+    "plan": {
+        "--workload",
+        "--rate",
+        "--input-tokens",
+        "--output-tokens",
+        "--deadline-hours",
+        "--budget-usd",
+        "--prices",
+        "--loader-tokens-per-s",
+        "--mfu",
+    },
+    "scaling": {
+        "--ports-per-node",
+        "--efficiency",
+        "--tokens-per-gpu",
+        "--global-batch-tokens",
+        "--grad-dtype",
+        "--hook",
+        "--powersgd-rank",
+        "--bucket-mb",
+        "--overlap",
+        "--mfu",
+    },
     "netlab up": {"--nodes", "--rate", "--delay-ms"},
     "netlab down": {"--lab", "--stale"},
     "netlab bench": {"--nodes", "--rate", "--delay-ms"},
@@ -56,17 +133,62 @@ ALLOWED = {
 # old spelling -> (command, argv with the old spelling, argv with the new one): both must parse alike.
 ALIASES = [
     ("memory", ["--model", "gpt2", "--seq", "512"], ["--model", "gpt2", "--seq-len", "512"]),
-    ("memory", ["--n-layers", "2", "--hidden", "64", "--n-heads", "4"], ["--layers", "2", "--hidden", "64", "--heads", "4"]),
-    ("validate memory", ["--seq", "64", "--n-layers", "1", "--n-heads", "2"], ["--seq-len", "64", "--layers", "1", "--heads", "2"]),
-    ("train-time", ["--model", "gpt2", "--tokens", "1B", "--gpu", "a100-80gb", "--gpus", "8", "--seq", "512"],
-     ["--model", "gpt2", "--tokens", "1B", "--gpu", "a100-80gb", "--gpus", "8", "--seq-len", "512"]),
-    ("flops", ["--params", "1B", "--seq", "512", "--n-layers", "2", "--hidden", "64"],
-     ["--params", "1B", "--seq-len", "512", "--layers", "2", "--hidden", "64"]),
-    ("roofline", ["--gpu", "h100-sxm", "--model", "gpt2", "--seq", "512"], ["--gpu", "h100-sxm", "--model", "gpt2", "--seq-len", "512"]),
-    ("comm", ["--op", "all_reduce", "--bytes", "1GB", "--ranks", "16", "--link", "nvlink4", "--ranks-per-node", "8",
-              "--inter-link", "ib-ndr"],
-     ["--op", "all_reduce", "--bytes", "1GB", "--gpus", "16", "--link", "nvlink4", "--gpus-per-node", "8",
-      "--inter-link", "ib-ndr"]),
+    (
+        "memory",
+        ["--n-layers", "2", "--hidden", "64", "--n-heads", "4"],
+        ["--layers", "2", "--hidden", "64", "--heads", "4"],
+    ),
+    (
+        "validate memory",
+        ["--seq", "64", "--n-layers", "1", "--n-heads", "2"],
+        ["--seq-len", "64", "--layers", "1", "--heads", "2"],
+    ),
+    (
+        "train-time",
+        ["--model", "gpt2", "--tokens", "1B", "--gpu", "a100-80gb", "--gpus", "8", "--seq", "512"],
+        ["--model", "gpt2", "--tokens", "1B", "--gpu", "a100-80gb", "--gpus", "8", "--seq-len", "512"],
+    ),
+    (
+        "flops",
+        ["--params", "1B", "--seq", "512", "--n-layers", "2", "--hidden", "64"],
+        ["--params", "1B", "--seq-len", "512", "--layers", "2", "--hidden", "64"],
+    ),
+    (
+        "roofline",
+        ["--gpu", "h100-sxm", "--model", "gpt2", "--seq", "512"],
+        ["--gpu", "h100-sxm", "--model", "gpt2", "--seq-len", "512"],
+    ),
+    (
+        "comm",
+        [
+            "--op",
+            "all_reduce",
+            "--bytes",
+            "1GB",
+            "--ranks",
+            "16",
+            "--link",
+            "nvlink4",
+            "--ranks-per-node",
+            "8",
+            "--inter-link",
+            "ib-ndr",
+        ],
+        [
+            "--op",
+            "all_reduce",
+            "--bytes",
+            "1GB",
+            "--gpus",
+            "16",
+            "--link",
+            "nvlink4",
+            "--gpus-per-node",
+            "8",
+            "--inter-link",
+            "ib-ndr",
+        ],
+    ),
     ("bench matmul", ["--sizes", "64,128"], ["--dims", "64,128"]),
     ("bench harness", ["--size", "64"], ["--dims", "64"]),
     ("bench ddp", ["--n-layers", "1", "--n-heads", "2"], ["--layers", "1", "--heads", "2"]),
@@ -94,8 +216,24 @@ def walk(parser: argparse.ArgumentParser, path=()):
 
 def test_vocabulary_table_has_the_core_names():
     v = vocabulary()
-    for flag in ("--seq-len", "--seq", "--layers", "--heads", "--hidden", "--micro-batch", "--grad-accum", "--zero",
-                 "--gpus", "--gpus-per-node", "--ranks", "--sizes", "--dims", "--params", "--tokens", "--json"):
+    for flag in (
+        "--seq-len",
+        "--seq",
+        "--layers",
+        "--heads",
+        "--hidden",
+        "--micro-batch",
+        "--grad-accum",
+        "--zero",
+        "--gpus",
+        "--gpus-per-node",
+        "--ranks",
+        "--sizes",
+        "--dims",
+        "--params",
+        "--tokens",
+        "--json",
+    ):
         assert flag in v, flag
 
 
@@ -106,7 +244,9 @@ def test_every_flag_is_in_the_vocabulary_or_allowed():
         for flag in action.option_strings:
             if flag not in v and flag not in ALLOWED.get(cmd, set()):
                 stray.append(f"{cmd or 'gpukit'}: {flag}")
-    assert not stray, "flags outside docs/CONTRACTS.md's vocabulary (add them there or to ALLOWED): " + ", ".join(stray)
+    assert not stray, (
+        "flags outside docs/CONTRACTS.md's vocabulary (add them there or to ALLOWED): " + ", ".join(stray)
+    )
 
 
 def test_allowlist_has_no_dead_entries():
@@ -120,8 +260,12 @@ def test_allowlist_has_no_dead_entries():
 
 def test_old_spellings_only_as_aliases():
     """An old spelling never stands alone: it is an alias of the canonical flag (same action)."""
-    canonical = {"--seq": "--seq-len", "--n-layers": "--layers", "--n-heads": "--heads",
-                 "--ranks-per-node": "--gpus-per-node"}
+    canonical = {
+        "--seq": "--seq-len",
+        "--n-layers": "--layers",
+        "--n-heads": "--heads",
+        "--ranks-per-node": "--gpus-per-node",
+    }
     for cmd, action in walk(build_parser()):
         flags = set(action.option_strings)
         for old, new in canonical.items():
@@ -135,7 +279,9 @@ def _parse(cmd: str, argv: list[str]) -> dict:
     return {k: v for k, v in vars(ns).items() if k != "func"}
 
 
-@pytest.mark.parametrize("cmd,old,new", ALIASES, ids=[f"{c}:{o[-2] if len(o) > 1 else o[0]}" for c, o, _ in ALIASES])
+@pytest.mark.parametrize(
+    "cmd,old,new", ALIASES, ids=[f"{c}:{o[-2] if len(o) > 1 else o[0]}" for c, o, _ in ALIASES]
+)
 def test_old_spellings_still_parse(cmd, old, new):
     assert _parse(cmd, old) == _parse(cmd, new)
 
@@ -145,7 +291,18 @@ def test_comm_old_and_new_spellings_give_the_same_answer(capsys):
 
     from gpukit.cli import main
 
-    base = ["comm", "--op", "all_reduce", "--bytes", "1GB", "--link", "nvlink4", "--inter-link", "ib-ndr", "--json"]
+    base = [
+        "comm",
+        "--op",
+        "all_reduce",
+        "--bytes",
+        "1GB",
+        "--link",
+        "nvlink4",
+        "--inter-link",
+        "ib-ndr",
+        "--json",
+    ]
     assert main([*base, "--ranks", "16", "--ranks-per-node", "8"]) == 0
     old = json.loads(capsys.readouterr().out)
     assert main([*base, "--gpus", "16", "--gpus-per-node", "8"]) == 0
@@ -156,8 +313,11 @@ def test_api_matrix_dimensions_are_dims_with_the_old_name_kept():
     from gpukit.bench.matmul import harness_check, matmul_bench
 
     kw = dict(llm_shapes=False, repeats=3, min_repeat_s=0.001)
-    assert [r["m"] for r in matmul_bench("cpu", "fp32", dims=(16,), **kw).rows] == \
-        [r["m"] for r in matmul_bench("cpu", "fp32", sizes=(16,), **kw).rows] == [16]
+    assert (
+        [r["m"] for r in matmul_bench("cpu", "fp32", dims=(16,), **kw).rows]
+        == [r["m"] for r in matmul_bench("cpu", "fp32", sizes=(16,), **kw).rows]
+        == [16]
+    )
     with pytest.raises(ValueError, match="not both"):
         matmul_bench("cpu", "fp32", dims=(16,), sizes=(32,), **kw)
     assert harness_check("cpu", "fp32", size=16, min_run_time_s=0.01, rounds=1)["size"] == 16

@@ -24,7 +24,10 @@ def weights_gib(n_params_b, dtype):
 
 
 def toy_view(render=None, **kw):
-    controls = {"n_params_b": number("params (B)", 7.0), "dtype": dropdown("dtype", ["fp32", "bf16", "int8"], "bf16")}
+    controls = {
+        "n_params_b": number("params (B)", 7.0),
+        "dtype": dropdown("dtype", ["fp32", "bf16", "int8"], "bf16"),
+    }
     return View(weights_gib, controls, render, **kw)
 
 
@@ -136,7 +139,9 @@ def test_constructor_validates():
         View(42, {})
     with pytest.raises(TypeError):
         View(weights_gib, {"not an identifier": number("x", 1)})
-    view = View(weights_gib, {"n_params_b": number("n", 1.0), "dtype": dropdown("d", ["bf16"])}, auto_update=False)
+    view = View(
+        weights_gib, {"n_params_b": number("n", 1.0), "dtype": dropdown("d", ["bf16"])}, auto_update=False
+    )
     assert view.result is None and view.n_updates == 0
 
 
@@ -154,8 +159,13 @@ def test_control_helpers():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(-5, 100, allow_nan=False), st.sampled_from(["fp32", "bf16", "int8"])),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.floats(-5, 100, allow_nan=False), st.sampled_from(["fp32", "bf16", "int8"])),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_state_is_consistent_after_any_sequence(moves):
     """After any sequence of inputs: exactly one of result/error, and it matches the last input."""
     view = toy_view()

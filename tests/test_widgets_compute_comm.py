@@ -34,7 +34,11 @@ def _close_figures():
 def fast_render(monkeypatch):
     """Views built while this is active render a one-line text instead of a figure: the plots cost
     ~0.5 s each on a busy 2-core machine and are tested directly below; the wiring is what's tested here."""
-    for mod, name in ((compute_view, "draw_train_time"), (compute_view, "draw_roofline"), (comm_view, "draw_allreduce")):
+    for mod, name in (
+        (compute_view, "draw_train_time"),
+        (compute_view, "draw_roofline"),
+        (comm_view, "draw_allreduce"),
+    ):
         monkeypatch.setattr(mod, name, lambda r: type(r).__name__)
 
 
@@ -59,8 +63,14 @@ def test_train_time_view_follows_its_controls(fast_render):
     assert view.result.train.tokens == 4e12
 
 
-@pytest.mark.parametrize("bad, match", [({"mfu": 0.0}, "mfu"), ({"tokens_b": -1.0}, "tokens_b"),
-                                        ({"model": "gpt3-175b", "seq_len": 4096}, "max_seq")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"mfu": 0.0}, "mfu"),
+        ({"tokens_b": -1.0}, "tokens_b"),
+        ({"model": "gpt3-175b", "seq_len": 4096}, "max_seq"),
+    ],
+)
 def test_train_time_view_bad_values_show_one_line(bad, match, fast_render):
     view = compute_view.train_time_view()
     view.set(**bad)
@@ -85,7 +95,9 @@ def test_roofline_view_decode_vs_prefill(fast_render):
     assert isinstance(_first_control(view), w.FloatLogSlider)
     assert view.result.bound == "memory"  # 1 token: a matrix-vector product
     view.set(tokens=16384)
-    assert view.result.bound == "compute" and view.result.attainable_tflops == pytest.approx(view.result.peak_tflops)
+    assert view.result.bound == "compute" and view.result.attainable_tflops == pytest.approx(
+        view.result.peak_tflops
+    )
     view.set(tokens=3.7)  # a log slider sends floats
     assert view.result.m == 4
     view.set(gpu="a100-80gb", dtype="fp8")
@@ -98,8 +110,10 @@ def test_draw_roofline():
 
 
 def test_roofline_table_and_measured_plot():
-    rows = [{"shape": "square-512", "m": 512, "n": 512, "k": 512, "tflops": 0.1},
-            {"shape": "square-64", "m": 64, "n": 64, "k": 64, "tflops": 0.01}]
+    rows = [
+        {"shape": "square-512", "m": 512, "n": 512, "k": 512, "tflops": 0.1},
+        {"shape": "square-64", "m": 64, "n": 64, "k": 64, "tflops": 0.01},
+    ]
     t = compute_view.roofline_table(rows, peak_tflops=0.3, bandwidth_gbps=10.0)
     assert list(t["bound"]) == ["compute", "memory"]
     assert t["predicted_tflops"].iloc[0] == pytest.approx(0.3)
@@ -123,8 +137,14 @@ def test_allreduce_view_follows_its_controls(fast_render):
     assert view.result.link_gbps == pytest.approx(0.125 / 8)
 
 
-@pytest.mark.parametrize("bad, match", [({"n_ranks": 12}, "multiple of gpus_per_node 8"), ({"n_ranks": 1}, "n_ranks"),
-                                        ({"gpus_per_node": 4, "n_ranks": 10}, "multiple of gpus_per_node 4")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"n_ranks": 12}, "multiple of gpus_per_node 8"),
+        ({"n_ranks": 1}, "n_ranks"),
+        ({"gpus_per_node": 4, "n_ranks": 10}, "multiple of gpus_per_node 4"),
+    ],
+)
 def test_allreduce_view_bad_values_show_one_line(bad, match, fast_render):
     view = comm_view.allreduce_view()
     view.set(**bad)
@@ -147,8 +167,12 @@ def test_flat_curves_equal_the_alpha_beta_model():
 
 
 @settings(max_examples=25, deadline=None)
-@given(nodes=st.integers(1, 16), gpn=st.sampled_from(comm_view.GPUS_PER_NODE),
-       link=st.sampled_from(["eth-1g", "ib-ndr", "roce-100g"]), nics=st.sampled_from(comm_view.NICS))
+@given(
+    nodes=st.integers(1, 16),
+    gpn=st.sampled_from(comm_view.GPUS_PER_NODE),
+    link=st.sampled_from(["eth-1g", "ib-ndr", "roce-100g"]),
+    nics=st.sampled_from(comm_view.NICS),
+)
 def test_curves_time_grows_with_size_and_busbw_stays_below_links(nodes, gpn, link, nics):
     if nodes * gpn < 2:
         return
@@ -162,8 +186,15 @@ def test_curves_time_grows_with_size_and_busbw_stays_below_links(nodes, gpn, lin
 # ------------------------------------------------------------------------------ 04: plots
 def _fake_rows(alpha_us=100.0, beta_gbps=1.0, n=2):
     sizes = [2**k for k in range(10, 24, 2)]
-    return [{"op": "all_reduce", "size_bytes": s, "world_size": n,
-             "time_us": (2 * (n - 1) * alpha_us * 1e-6 + 2 * (n - 1) / n * s / (beta_gbps * 1e9)) * 1e6} for s in sizes]
+    return [
+        {
+            "op": "all_reduce",
+            "size_bytes": s,
+            "world_size": n,
+            "time_us": (2 * (n - 1) * alpha_us * 1e-6 + 2 * (n - 1) / n * s / (beta_gbps * 1e9)) * 1e6,
+        }
+        for s in sizes
+    ]
 
 
 def test_plot_sweep_with_a_fit_and_holdout():
@@ -177,10 +208,23 @@ def test_plot_sweep_with_a_fit_and_holdout():
 
 
 def test_plot_netlab_and_table():
-    res = [NetBenchResult(nodes=2, rate=r, configured_rate_gbps=g, op="all_reduce", size_bytes=4 << 20,
-                          busbw_gbps=0.93 * g, algbw_gbps=0.93 * g, ratio=0.93,
-                          rows=({"size_bytes": 1 << 20, "busbw_gbps": 0.9 * g}, {"size_bytes": 4 << 20, "busbw_gbps": 0.93 * g}))
-           for r, g in (("1gbit", 0.125), ("200mbit", 0.025))]
+    res = [
+        NetBenchResult(
+            nodes=2,
+            rate=r,
+            configured_rate_gbps=g,
+            op="all_reduce",
+            size_bytes=4 << 20,
+            busbw_gbps=0.93 * g,
+            algbw_gbps=0.93 * g,
+            ratio=0.93,
+            rows=(
+                {"size_bytes": 1 << 20, "busbw_gbps": 0.9 * g},
+                {"size_bytes": 4 << 20, "busbw_gbps": 0.93 * g},
+            ),
+        )
+        for r, g in (("1gbit", 0.125), ("200mbit", 0.025))
+    ]
     t = comm_view.netlab_table(res)
     assert list(t["rate"]) == ["1gbit", "200mbit"] and t["above_80%"].all()
     assert comm_view.plot_netlab(res) is not None
@@ -200,7 +244,9 @@ def test_other_plots_draw():
 def test_cpu_peak_from_flags():
     p = compute_check.cpu_peak_fp32(2, 2.6, {"avx512f", "avx2", "fma"})
     assert p.peak_tflops == pytest.approx(2 * 2.6e9 * 16 * 2 * 2 / 1e12)
-    assert compute_check.cpu_peak_fp32(2, 2.6, {"avx2", "fma"}).peak_tflops == pytest.approx(p.peak_tflops / 2)
+    assert compute_check.cpu_peak_fp32(2, 2.6, {"avx2", "fma"}).peak_tflops == pytest.approx(
+        p.peak_tflops / 2
+    )
     assert compute_check.cpu_peak_fp32(2, 2.6, {"avx2"}).flops_per_lane == 1
     assert compute_check.cpu_peak_fp32(1, 1.0, {"sse2"}, fma_units=1).peak_tflops == pytest.approx(4e-3)
     with pytest.raises(ValueError, match="SIMD"):
@@ -212,8 +258,10 @@ def test_cpu_peak_from_flags():
 
 def test_read_cpuinfo_and_missing_ok(tmp_path):
     f = tmp_path / "cpuinfo"
-    f.write_text("processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 3000.000\nflags\t\t: fpu avx2 fma\n\n"
-                 "processor\t: 1\nmodel name\t: Test CPU\ncpu MHz\t\t: 1200.000\nflags\t\t: fpu\n")
+    f.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 3000.000\nflags\t\t: fpu avx2 fma\n\n"
+        "processor\t: 1\nmodel name\t: Test CPU\ncpu MHz\t\t: 1200.000\nflags\t\t: fpu\n"
+    )
     info = compute_check.read_cpuinfo(f)
     assert info["model"] == "Test CPU" and info["mhz"] == 3000.0 and "avx2" in info["flags"]
     p = compute_check.this_cpu_peak_fp32(4, path=f)

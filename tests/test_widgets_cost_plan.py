@@ -47,4 +47,6 @@ def test_draw_gpu_counts_one_gpu_type():
     assert 500 in {ln.get_ydata()[0] for ln in time_ax.get_lines()}
     assert len(mem_ax.get_lines()[0].get_xdata()) == len(r.plans)
     with pytest.raises(ValueError, match="one GPU type"):
-        draw_gpu_counts(plan("pretrain", get_model("llama-2-7b"), tokens=20e9, gpus=["a100-80gb", "h100-sxm"]))
+        draw_gpu_counts(
+            plan("pretrain", get_model("llama-2-7b"), tokens=20e9, gpus=["a100-80gb", "h100-sxm"])
+        )

@@ -25,12 +25,16 @@ def _close_figures():
 
 def test_memory_compute_is_estimate_memory():
     bd = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full")
-    ref = mem.estimate_memory(catalog.get_model("llama-2-7b"), gpu=catalog.get_gpu("h100-sxm"),
-                              setup=mem.TrainSetup(micro_batch=2, seq_len=2048, recompute="full"))
+    ref = mem.estimate_memory(
+        catalog.get_model("llama-2-7b"),
+        gpu=catalog.get_gpu("h100-sxm"),
+        setup=mem.TrainSetup(micro_batch=2, seq_len=2048, recompute="full"),
+    )
     assert bd == ref and bd.convention == "pytorch"
     # 7B full training, mixed AdamW: 16 bytes/param (ZeRO K=12) alone exceed 80 GiB (papers' convention)
-    paper = mv.memory_compute("llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full",
-                              convention="megatron")
+    paper = mv.memory_compute(
+        "llama-2-7b", "h100-sxm", micro_batch=2, seq_len=2048, recompute="full", convention="megatron"
+    )
     assert paper.params_bytes + paper.grads_bytes + paper.optimizer_bytes == 16 * bd.n_params
     # PyTorch keeps fp32 params + grads + AdamW states and the foreach update's sqrt(v): 20 bytes/param
     assert bd.peak_phase == "optimizer" and bd.total_bytes > paper.total_bytes
@@ -60,13 +64,19 @@ def test_memory_view_changes_with_every_control():
     assert view.result.gpu_memory_bytes == catalog.get_gpu("t4").memory_bytes
 
 
-@pytest.mark.parametrize("values, message", [
-    (dict(micro_batch=0), "micro_batch must be a positive integer, got 0"),
-    # the rule's one line (ModelSpec.tp_note) now names n_kv_heads too, the same line in every calculator
-    (dict(tp=5), "tp must divide n_heads 32, got 5 (whole heads per GPU; and divide n_kv_heads 32 or be a multiple "
-                 "of it)"),
-    (dict(model="gpt2", seq_len=2048), "seq_len must be <= max_seq 1024 of gpt2, got 2048"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (dict(micro_batch=0), "micro_batch must be a positive integer, got 0"),
+        # the rule's one line (ModelSpec.tp_note) now names n_kv_heads too, the same line in every calculator
+        (
+            dict(tp=5),
+            "tp must divide n_heads 32, got 5 (whole heads per GPU; and divide n_kv_heads 32 or be a multiple "
+            "of it)",
+        ),
+        (dict(model="gpt2", seq_len=2048), "seq_len must be <= max_seq 1024 of gpt2, got 2048"),
+    ],
+)
 def test_bad_combinations_show_one_line(values, message):
     view = mv.memory_view()
     view.set(**values)  # must not raise
@@ -119,8 +129,12 @@ def test_memory_grows_with_micro_batch_and_seq(b, s):
     small = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b, seq_len=min(s, 1024))
     big = mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=b + 1, seq_len=min(s, 1024))
     assert big.total_bytes >= small.total_bytes  # the peak may stay at the optimizer step
-    paper = [mv.memory_compute("gpt2-medium", "a100-80gb", micro_batch=x, seq_len=min(s, 1024), convention="megatron")
-             for x in (b, b + 1)]
+    paper = [
+        mv.memory_compute(
+            "gpt2-medium", "a100-80gb", micro_batch=x, seq_len=min(s, 1024), convention="megatron"
+        )
+        for x in (b, b + 1)
+    ]
     assert paper[1].activations_bytes > paper[0].activations_bytes
     assert big.params_bytes == small.params_bytes
     assert (small.total_bytes <= small.gpu_memory_bytes) == small.fits
@@ -130,8 +144,10 @@ def test_compare_frame_and_plot():
     meas = {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 690}
     pred = {"params": 100, "grads": 100, "optimizer": 200, "activations": 300, "peak": 700}
     plan = {"params": 100, "grads": 100, "optimizer": 200, "activations": 330, "peak": 759}
-    err = {k: {c: (d[c] - meas[c]) / meas[c] for c in meas} for k, d in (("predicted", pred), ("planning", plan),
-                                                                           ("megatron", plan))}
+    err = {
+        k: {c: (d[c] - meas[c]) / meas[c] for c in meas}
+        for k, d in (("predicted", pred), ("planning", plan), ("megatron", plan))
+    }
     result = {"predicted": pred, "planning": plan, "megatron": plan, "measured": meas, "error": err}
     df = mv.compare_frame(result)
     assert list(df["category"]) == list(mv.CATEGORIES)
@@ -155,8 +171,10 @@ def test_activation_frame_is_korthikanti_table2_for_the_gpt_layout():
 
 
 def test_phase_frame():
-    r = {"predicted": {"phase_peaks": {"forward": 90, "backward": 110, "optimizer": 50}},
-         "measured": {"phase_peaks": {"forward": 100, "backward": 110, "optimizer": 0}}}
+    r = {
+        "predicted": {"phase_peaks": {"forward": 90, "backward": 110, "optimizer": 50}},
+        "measured": {"phase_peaks": {"forward": 100, "backward": 110, "optimizer": 0}},
+    }
     df = mv.phase_frame(r)
     assert list(df.phase) == ["forward", "backward", "optimizer"]
     assert list(df.error_pct) == pytest.approx([-10.0, 0.0, 0.0])
@@ -188,15 +206,25 @@ def test_step_timeline_plot_lines_up_phases():
     fig = mv.plot_step_timeline(trace, trace[:2], {"forward": 3 * 2**20, "optimizer": 2 * 2**20}, title="t")
     ax = fig.axes[0]
     labels = ax.get_legend_handles_labels()[1]
-    assert labels == ["measured (MemTracker, op by op)", "replay (memory_eager)", "planning model, phase peaks"]
+    assert labels == [
+        "measured (MemTracker, op by op)",
+        "replay (memory_eager)",
+        "planning model, phase peaks",
+    ]
     assert [t.get_text() for t in ax.get_xticklabels()] == list(mv.STEP_PHASES)
+
+
 def test_tricks_view_accumulation_zero_offload_all_and_time():
     view = mv.tricks_view(model="llama-2-13b", gpu="h100-sxm", finetune="full", recompute="full")
     view.set(grad_accum=8, zero_stage=3, dp=8, offload="all")
     assert view.error is None
     stack = view.result
     labels = [label for label, _ in stack.rows]
-    assert "+ grad accumulation x8" in labels and "+ ZeRO-3, dp=8" in labels and labels[-1].startswith("+ ZeRO-Infinity")
+    assert (
+        "+ grad accumulation x8" in labels
+        and "+ ZeRO-3, dp=8" in labels
+        and labels[-1].startswith("+ ZeRO-Infinity")
+    )
     assert stack.final.setup.offload == "all" and stack.final.cpu_bytes > 0
     # ZeRO-3 over 8 GPUs holds less per GPU than without; offloading everything less again
     by = dict(stack.rows)
@@ -227,8 +255,12 @@ def test_step_time_estimate_formula():
     setup = mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4)
     t = step_time_estimate(spec, gpu, setup, mfu=0.5)
     fpt = compute.flops_per_token(spec, seq_len=2048)
-    assert t.seconds == pytest.approx(2 * 4 * 2048 * fpt.hardware_flops / (gpu.peak_tflops("bf16") * 1e12 * 0.5))
-    full = step_time_estimate(spec, gpu, mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4, recompute="full"), mfu=0.5)
+    assert t.seconds == pytest.approx(
+        2 * 4 * 2048 * fpt.hardware_flops / (gpu.peak_tflops("bf16") * 1e12 * 0.5)
+    )
+    full = step_time_estimate(
+        spec, gpu, mem.TrainSetup(seq_len=2048, micro_batch=2, grad_accum=4, recompute="full"), mfu=0.5
+    )
     assert 1.3 < full.seconds / t.seconds < 1.4  # 8N / 6N plus the attention replay
     with pytest.raises(ValueError, match="mfu"):
         step_time_estimate(spec, gpu, setup, mfu=0)

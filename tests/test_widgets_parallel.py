@@ -34,8 +34,9 @@ def test_plots_from_the_model():
 
     ax = plot_schedule(par.schedule(4, 8, 2))
     assert len(ax.collections) == 2 * 4 * 8 * 2  # one box per task
-    est = par.estimate("llama-2-7b", par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=64,
-                       seq_len=2048)
+    est = par.estimate(
+        "llama-2-7b", par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8), global_batch=64, seq_len=2048
+    )
     plot_step(est)
     plt.close("all")
 
@@ -65,8 +66,20 @@ def test_conventions_compute_dropout_follows_the_model_row():
     from gpukit import memory as mem
     from gpukit.widgets.parallel_view import conventions_compute
 
-    kw = dict(convention="megatron", grad_dtype="bf16", grad_accum_buffer="none", zero_stage=1, dp=8, tp=1, pp=4,
-              sp=False, virtual_stages=1, grad_accum=16, seq_len=2048, recompute="selective")
+    kw = dict(
+        convention="megatron",
+        grad_dtype="bf16",
+        grad_accum_buffer="none",
+        zero_stage=1,
+        dp=8,
+        tp=1,
+        pp=4,
+        sp=False,
+        virtual_stages=1,
+        grad_accum=16,
+        seq_len=2048,
+        recompute="selective",
+    )
     got = conventions_compute(model="falcon-7b", gpu="h100-sxm", tp=1, seq_len=2048)  # 71 heads: tp 1
     spec, gpu = catalog.get_model("falcon-7b"), catalog.get_gpu("h100-sxm")
     off = mem.estimate_memory(spec, setup=mem.TrainSetup(dropout=False, **kw), gpu=gpu)

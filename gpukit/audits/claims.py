@@ -37,10 +37,20 @@ TOPIC_MODULES = (
     ("plan", "gpukit.audits.plan"),
 )
 TOPICS = tuple(dict.fromkeys(topic for topic, _ in TOPIC_MODULES))  # a topic may span modules
-VERDICTS = ("correct", "plausible", "doubtful", "misleading", "wrong", "not checkable")  # the last: too vague or private to compute
+VERDICTS = (
+    "correct",
+    "plausible",
+    "doubtful",
+    "misleading",
+    "wrong",
+    "not checkable",
+)  # the last: too vague or private to compute
 ARTICLES = {
     "000": ("GPU Cluster vs Single GPU for Deep Learning: The Real Trade-offs", "000_440fe57288c4c54d.txt"),
-    "002": ("GPU Cluster vs Single GPU for AI Workloads: A Practical Guide for 2026", "002_18ae51f957858323.txt"),
+    "002": (
+        "GPU Cluster vs Single GPU for AI Workloads: A Practical Guide for 2026",
+        "002_18ae51f957858323.txt",
+    ),
 }
 
 
@@ -90,9 +100,13 @@ class Claim:
 
     def to_text(self) -> str:
         ratio = f" ({self.ratio:.3g}x the claim)" if self.ratio is not None else ""
-        lines = [f"CLAIM ({ARTICLES[self.article][0]}): {self.text}", f'  quote: "{self.quote}"',
-                 f"  claimed: {_num(self.claimed)} {self.claimed_unit}; computed: {_num(self.computed)} "
-                 f"{self.unit}{ratio}", f"  check: {self.check}"]
+        lines = [
+            f"CLAIM ({ARTICLES[self.article][0]}): {self.text}",
+            f'  quote: "{self.quote}"',
+            f"  claimed: {_num(self.claimed)} {self.claimed_unit}; computed: {_num(self.computed)} "
+            f"{self.unit}{ratio}",
+            f"  check: {self.check}",
+        ]
         lines += [f"  assumes: {a}" for a in self.assumptions]
         lines.append(f"  VERDICT: {self.verdict}")
         return "\n".join(lines)
@@ -100,9 +114,11 @@ class Claim:
     def _repr_markdown_(self) -> str:
         ratio = f" ({self.ratio:.3g}x the claim)" if self.ratio is not None else ""
         assumes = "".join(f"\n- assumes: {a}" for a in self.assumptions)
-        return (f"**{self.text}** ({ARTICLES[self.article][0]})\n\n> {self.quote}\n\n"
-                f"- claimed: {_num(self.claimed)} {self.claimed_unit}; computed: **{_num(self.computed)} "
-                f"{self.unit}**{ratio}\n- check: {self.check}{assumes}\n- **verdict: {self.verdict}**")
+        return (
+            f"**{self.text}** ({ARTICLES[self.article][0]})\n\n> {self.quote}\n\n"
+            f"- claimed: {_num(self.claimed)} {self.claimed_unit}; computed: **{_num(self.computed)} "
+            f"{self.unit}**{ratio}\n- check: {self.check}{assumes}\n- **verdict: {self.verdict}**"
+        )
 
 
 def _num(x: float) -> str:
@@ -130,6 +146,7 @@ def register(key: str, topic: str):
             raise ValueError(f"claim key {key!r} is registered twice")
         _REGISTRY[key] = (topic, fn)
         return fn
+
     return deco
 
 
@@ -164,10 +181,22 @@ def claims_frame(topic=None):
     """Overview table: claim, claimed, computed, ratio, verdict (pandas)."""
     import pandas as pd
 
-    rows = [{"key": c.key, "claim": c.text, "claimed": c.claimed, "claimed_unit": c.claimed_unit,
-             "computed": c.computed, "unit": c.unit, "ratio": c.ratio, "verdict": c.verdict} for c in claims(topic)]
-    return pd.DataFrame(rows, columns=["key", "claim", "claimed", "claimed_unit", "computed", "unit", "ratio",
-                                       "verdict"])
+    rows = [
+        {
+            "key": c.key,
+            "claim": c.text,
+            "claimed": c.claimed,
+            "claimed_unit": c.claimed_unit,
+            "computed": c.computed,
+            "unit": c.unit,
+            "ratio": c.ratio,
+            "verdict": c.verdict,
+        }
+        for c in claims(topic)
+    ]
+    return pd.DataFrame(
+        rows, columns=["key", "claim", "claimed", "claimed_unit", "computed", "unit", "ratio", "verdict"]
+    )
 
 
 def verdict_from_ratio(ratio: float, correct: float = 1.1, plausible: float = 2.0) -> str:
@@ -175,4 +204,3 @@ def verdict_from_ratio(ratio: float, correct: float = 1.1, plausible: float = 2.
     r = require_positive("ratio", ratio)
     r = max(r, 1 / r)
     return "correct" if r <= correct else "plausible" if r <= plausible else "wrong"
-

@@ -18,8 +18,24 @@ import io
 import sys
 from pathlib import Path
 
-COLUMNS = ("key", "topic", "article", "text", "quote", "claimed", "claimed_unit", "computed", "unit", "ratio",
-           "verdict", "check", "assumptions", "source", "source_url", "accessed")
+COLUMNS = (
+    "key",
+    "topic",
+    "article",
+    "text",
+    "quote",
+    "claimed",
+    "claimed_unit",
+    "computed",
+    "unit",
+    "ratio",
+    "verdict",
+    "check",
+    "assumptions",
+    "source",
+    "source_url",
+    "accessed",
+)
 # The provenance columns every gpukit/data/*.csv carries: the article, its file, when the seeds were read.
 SEEDS_READ = "2026-12-03"
 
@@ -36,11 +52,26 @@ def rows() -> list[dict]:
 
     out = []
     for c in claims():
-        out.append({"key": c.key, "topic": c.topic, "article": c.article, "source": ARTICLES[c.article][0],
-                    "source_url": f"shared/seeds/{ARTICLES[c.article][1]}", "accessed": SEEDS_READ, "text": c.text, "quote": " ".join(c.quote.split()), "claimed": _num(c.claimed),
-                    "claimed_unit": c.claimed_unit, "computed": _num(c.computed), "unit": c.unit,
-                    "ratio": _num(c.ratio), "verdict": c.verdict, "check": " ".join(c.check.split()),
-                    "assumptions": " | ".join(c.assumptions)})
+        out.append(
+            {
+                "key": c.key,
+                "topic": c.topic,
+                "article": c.article,
+                "source": ARTICLES[c.article][0],
+                "source_url": f"shared/seeds/{ARTICLES[c.article][1]}",
+                "accessed": SEEDS_READ,
+                "text": c.text,
+                "quote": " ".join(c.quote.split()),
+                "claimed": _num(c.claimed),
+                "claimed_unit": c.claimed_unit,
+                "computed": _num(c.computed),
+                "unit": c.unit,
+                "ratio": _num(c.ratio),
+                "verdict": c.verdict,
+                "check": " ".join(c.check.split()),
+                "assumptions": " | ".join(c.assumptions),
+            }
+        )
     return out
 
 
@@ -60,8 +91,12 @@ def default_path() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.audits.export", description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m gpukit.audits.export", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 if the file differs from what would be written"
+    )
     p.add_argument("--out", help="file to write (default gpukit/data/claims.csv)")
     args = p.parse_args(argv)
     path = Path(args.out) if args.out else default_path()
@@ -70,9 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         a, b = old.splitlines(), text.splitlines()
         if old != text:
-            first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-            print(f"{path} is out of date (first difference on line {first + 1}); run python -m gpukit.audits.export",
-                  file=sys.stderr)
+            first = next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+            )
+            print(
+                f"{path} is out of date (first difference on line {first + 1}); run python -m gpukit.audits.export",
+                file=sys.stderr,
+            )
             return 1
         print(f"{path} is up to date ({len(b) - 1} claims)")
         return 0

@@ -16,22 +16,59 @@ from gpukit.units import fmt_count
 TOPIC = "scaling"
 
 
-def _eff(model=None, n_params=None, *, gpu="h100-sxm", gpus, tokens_per_gpu, link="nvlink4", inter_link=None,
-         ports_per_node=None, overlap=True, hook="none", grad_dtype="fp32", efficiency=None, mfu=0.4,
-         gpus_per_node=8, grad_accum=1, powersgd_rank=4):
+def _eff(
+    model=None,
+    n_params=None,
+    *,
+    gpu="h100-sxm",
+    gpus,
+    tokens_per_gpu,
+    link="nvlink4",
+    inter_link=None,
+    ports_per_node=None,
+    overlap=True,
+    hook="none",
+    grad_dtype="fp32",
+    efficiency=None,
+    mfu=0.4,
+    gpus_per_node=8,
+    grad_accum=1,
+    powersgd_rank=4,
+):
     """(efficiency at the largest count, ScalingResult) of the DDP model. The audits argue at line rate (an
     ideal bound, stated in each claim's assumptions) unless a claim gives `efficiency` (the inter link's)."""
-    net = cluster_network(link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node,
-                          efficiency=1.0 if efficiency is None else efficiency, intra_efficiency=1.0)
-    r = scaling(model, n_params=n_params, gpu=gpu, gpus=gpus, network=net, tokens_per_gpu=tokens_per_gpu,
-                grad_dtype=grad_dtype, hook=hook, overlap=overlap, mfu=mfu, grad_accum=grad_accum,
-                powersgd_rank=powersgd_rank)
+    net = cluster_network(
+        link,
+        inter_link,
+        gpus_per_node=gpus_per_node,
+        ports_per_node=ports_per_node,
+        efficiency=1.0 if efficiency is None else efficiency,
+        intra_efficiency=1.0,
+    )
+    r = scaling(
+        model,
+        n_params=n_params,
+        gpu=gpu,
+        gpus=gpus,
+        network=net,
+        tokens_per_gpu=tokens_per_gpu,
+        grad_dtype=grad_dtype,
+        hook=hook,
+        overlap=overlap,
+        mfu=mfu,
+        grad_accum=grad_accum,
+        powersgd_rank=powersgd_rank,
+    )
     return r.rows[-1].efficiency, r
 
 
 @register("dp_sixteen_gpus_6x", TOPIC)
-def dp_sixteen_gpus_6x(n_params: float = 7e9, tokens_per_gpu: float = 4096, inter_link: str = "eth-100g",
-                       claimed_speedup: float = 6.0) -> Claim:
+def dp_sixteen_gpus_6x(
+    n_params: float = 7e9,
+    tokens_per_gpu: float = 4096,
+    inter_link: str = "eth-100g",
+    claimed_speedup: float = 6.0,
+) -> Claim:
     """16 GPUs = 2 nodes x 8 (H100, NVLink inside): speedup over one GPU for fp32 gradients."""
     kw = dict(n_params=n_params, gpus=[1, 16], tokens_per_gpu=tokens_per_gpu, inter_link=inter_link)
     shared, _ = _eff(ports_per_node=1, **kw)
@@ -39,25 +76,40 @@ def dp_sixteen_gpus_6x(n_params: float = 7e9, tokens_per_gpu: float = 4096, inte
     rail, _ = _eff(**kw)
     ib, _ = _eff(**{**kw, "inter_link": "ib-ndr"})
     return Claim(
-        key="dp_sixteen_gpus_6x", topic=TOPIC, article="000",
+        key="dp_sixteen_gpus_6x",
+        topic=TOPIC,
+        article="000",
         text="A 16-GPU job ran only 6x faster than one GPU; the bottleneck was networking",
         quote="The first time I ran a 16-GPU training job and saw only 6x improvement over a single GPU, I was "
-              "pissed. The bottleneck? Networking.",
-        claimed=claimed_speedup, claimed_unit="x", computed=16 * shared, unit="x",
+        "pissed. The bottleneck? Networking.",
+        claimed=claimed_speedup,
+        claimed_unit="x",
+        computed=16 * shared,
+        unit="x",
         verdict="plausible" if 16 * shared <= 2 * claimed_speedup else "doubtful",
-        check=(f"{fmt_count(n_params)} params, {tokens_per_gpu:g} tokens per GPU, 2 nodes x 8 H100: one shared "
-               f"{inter_link} port per node gives {16 * shared:.1f}x ({16 * shared_off:.1f}x without overlap); one "
-               f"{inter_link} port per GPU {16 * rail:.1f}x; InfiniBand NDR per GPU {16 * ib:.1f}x. 6x fits a "
-               "node that shares one Ethernet port, not a rail-optimized cluster."),
-        assumptions=("fp32 gradients (DDP under AMP keeps fp32 parameters), 40% MFU, hierarchical all-reduce",
-                     "line rate (ideal bound): real TCP reaches less, which lowers every figure"),
-        figures=(("speedup, 1 shared Ethernet port per node", 16 * shared, "x"),
-                 ("speedup, shared port, no overlap", 16 * shared_off, "x"),
-                 ("speedup, Ethernet port per GPU", 16 * rail, "x"), ("speedup, IB NDR per GPU", 16 * ib, "x")))
+        check=(
+            f"{fmt_count(n_params)} params, {tokens_per_gpu:g} tokens per GPU, 2 nodes x 8 H100: one shared "
+            f"{inter_link} port per node gives {16 * shared:.1f}x ({16 * shared_off:.1f}x without overlap); one "
+            f"{inter_link} port per GPU {16 * rail:.1f}x; InfiniBand NDR per GPU {16 * ib:.1f}x. 6x fits a "
+            "node that shares one Ethernet port, not a rail-optimized cluster."
+        ),
+        assumptions=(
+            "fp32 gradients (DDP under AMP keeps fp32 parameters), 40% MFU, hierarchical all-reduce",
+            "line rate (ideal bound): real TCP reaches less, which lowers every figure",
+        ),
+        figures=(
+            ("speedup, 1 shared Ethernet port per node", 16 * shared, "x"),
+            ("speedup, shared port, no overlap", 16 * shared_off, "x"),
+            ("speedup, Ethernet port per GPU", 16 * rail, "x"),
+            ("speedup, IB NDR per GPU", 16 * ib, "x"),
+        ),
+    )
 
 
 @register("dp_two_h100_1_7x", TOPIC)
-def dp_two_h100_1_7x(n_params: float = 7e9, tokens_per_gpu: float = 4 * 2048, claimed_speedup: float = 1.7) -> Claim:
+def dp_two_h100_1_7x(
+    n_params: float = 7e9, tokens_per_gpu: float = 4 * 2048, claimed_speedup: float = 1.7
+) -> Claim:
     """7B on two NVLink H100s: the model's speedup and the tokens per GPU at which it would be 1.7x."""
     eff, r = _eff(n_params=n_params, gpus=[1, 2], tokens_per_gpu=tokens_per_gpu, overlap=False)
     eff_ov, _ = _eff(n_params=n_params, gpus=[1, 2], tokens_per_gpu=tokens_per_gpu)
@@ -66,24 +118,37 @@ def dp_two_h100_1_7x(n_params: float = 7e9, tokens_per_gpu: float = 4 * 2048, cl
     want = claimed_speedup / 2
     tokens_needed = tokens_per_gpu * (row.comm_s * want / (1 - want)) / row.compute_s
     return Claim(
-        key="dp_two_h100_1_7x", topic=TOPIC, article="002",
+        key="dp_two_h100_1_7x",
+        topic=TOPIC,
+        article="002",
         text="7B on two NVLink H100s: 1.7x, 15% overhead from gradient syncing",
         quote="In our tests at SIVARO, a 7B parameter model on two H100s (NVLink) achieved 1.7x speedup. That's a "
-              "15% overhead from gradient syncing.",
-        claimed=claimed_speedup, claimed_unit="x", computed=2 * eff, unit="x",
+        "15% overhead from gradient syncing.",
+        claimed=claimed_speedup,
+        claimed_unit="x",
+        computed=2 * eff,
+        unit="x",
         verdict="doubtful" if 2 * eff_ov > claimed_speedup + 0.15 else "plausible",
-        check=(f"all-reduce of {fmt_count(n_params)} fp32 gradients over NVLink4: {row.comm_s * 1e3:.0f} ms against "
-               f"{row.compute_s:.2f} s of compute for {tokens_per_gpu:g} tokens per GPU: {2 * eff:.2f}x without "
-               f"overlap, {2 * eff_ov:.2f}x with DDP's overlap. 1.7x from syncing alone needs under "
-               f"{tokens_needed:,.0f} tokens per GPU per step without overlap; with overlap (DDP's default) the rest "
-               "of the 15% would come from elsewhere (input, stragglers, a small batch)."),
+        check=(
+            f"all-reduce of {fmt_count(n_params)} fp32 gradients over NVLink4: {row.comm_s * 1e3:.0f} ms against "
+            f"{row.compute_s:.2f} s of compute for {tokens_per_gpu:g} tokens per GPU: {2 * eff:.2f}x without "
+            f"overlap, {2 * eff_ov:.2f}x with DDP's overlap. 1.7x from syncing alone needs under "
+            f"{tokens_needed:,.0f} tokens per GPU per step without overlap; with overlap (DDP's default) the rest "
+            "of the 15% would come from elsewhere (input, stragglers, a small batch)."
+        ),
         assumptions=("H100 SXM, 40% MFU, fp32 gradients, NVLink4 450 GB/s per direction at line rate",),
-        figures=(("speedup, no overlap", 2 * eff, "x"), ("speedup, overlap", 2 * eff_ov, "x"),
-                 ("tokens per GPU for 1.7x from syncing", tokens_needed, "tokens")))
+        figures=(
+            ("speedup, no overlap", 2 * eff, "x"),
+            ("speedup, overlap", 2 * eff_ov, "x"),
+            ("tokens per GPU for 1.7x from syncing", tokens_needed, "tokens"),
+        ),
+    )
 
 
 @register("dp_sagemaker_13b", TOPIC)
-def dp_sagemaker_13b(tokens_per_gpu: float = 2048, claimed_4: float = 0.90, claimed_64: float = 0.65) -> Claim:
+def dp_sagemaker_13b(
+    tokens_per_gpu: float = 2048, claimed_4: float = 0.90, claimed_64: float = 0.65
+) -> Claim:
     """13B on p4d (8 x A100, 400 Gb/s EFA per node = 4 x 100 Gb/s ports): efficiency at 4 and 64 GPUs."""
     kw = dict(gpu="a100-80gb", tokens_per_gpu=tokens_per_gpu, inter_link="efa-p4d", mfu=0.4)
     e4, _ = _eff("llama-2-13b", gpus=[1, 4], **kw)
@@ -91,53 +156,87 @@ def dp_sagemaker_13b(tokens_per_gpu: float = 2048, claimed_4: float = 0.90, clai
     e64_off, _ = _eff("llama-2-13b", gpus=[1, 64], overlap=False, **kw)
     e64_big, _ = _eff("llama-2-13b", gpus=[1, 64], **{**kw, "tokens_per_gpu": 4 * tokens_per_gpu})
     return Claim(
-        key="dp_sagemaker_13b", topic=TOPIC, article="002",
+        key="dp_sagemaker_13b",
+        topic=TOPIC,
+        article="002",
         text="SageMaker: a 13B model's scaling efficiency fell from 90% at 4 GPUs to 65% at 64",
         quote="Distributed training in Amazon SageMaker AI shows that scaling efficiency for a 13B parameter model "
-              "dropped from 90% at 4 GPUs to 65% at 64 GPUs.",
-        claimed=claimed_64, claimed_unit="efficiency", computed=e64, unit="efficiency",
+        "dropped from 90% at 4 GPUs to 65% at 64 GPUs.",
+        claimed=claimed_64,
+        claimed_unit="efficiency",
+        computed=e64,
+        unit="efficiency",
         verdict=verdict_from_ratio(e64 / claimed_64, correct=1.15),
-        check=(f"A100 nodes with 8 x {r.network['inter_bandwidth_gbps']:g} GB/s EFA (p4d), {tokens_per_gpu:g} tokens "
-               f"per GPU, fp32 gradients: {e4:.0%} at 4 GPUs (NVLink, one node), {e64:.0%} at 64 with overlap, "
-               f"{e64_off:.0%} without; with 4x the tokens per GPU {e64_big:.0%}. The drop comes from leaving the "
-               "node (EFA has a fraction of NVLink's bandwidth), not from all-reduce growing with N."),
-        assumptions=("p4d: 400 Gb/s EFA per 8 GPUs (gpukit/data/interconnects.csv efa-p4d), line rate",
-                     "40% MFU; SageMaker's own setup (sharded data parallel?) is not stated in the article"),
-        figures=(("efficiency at 4 GPUs", e4, "fraction"), ("efficiency at 64, overlap", e64, "fraction"),
-                 ("efficiency at 64, no overlap", e64_off, "fraction"),
-                 ("efficiency at 64, 4x tokens per GPU", e64_big, "fraction")))
+        check=(
+            f"A100 nodes with 8 x {r.network['inter_bandwidth_gbps']:g} GB/s EFA (p4d), {tokens_per_gpu:g} tokens "
+            f"per GPU, fp32 gradients: {e4:.0%} at 4 GPUs (NVLink, one node), {e64:.0%} at 64 with overlap, "
+            f"{e64_off:.0%} without; with 4x the tokens per GPU {e64_big:.0%}. The drop comes from leaving the "
+            "node (EFA has a fraction of NVLink's bandwidth), not from all-reduce growing with N."
+        ),
+        assumptions=(
+            "p4d: 400 Gb/s EFA per 8 GPUs (gpukit/data/interconnects.csv efa-p4d), line rate",
+            "40% MFU; SageMaker's own setup (sharded data parallel?) is not stated in the article",
+        ),
+        figures=(
+            ("efficiency at 4 GPUs", e4, "fraction"),
+            ("efficiency at 64, overlap", e64, "fraction"),
+            ("efficiency at 64, no overlap", e64_off, "fraction"),
+            ("efficiency at 64, 4x tokens per GPU", e64_big, "fraction"),
+        ),
+    )
 
 
 @register("dp_8x8_a100_ethernet", TOPIC)
-def dp_8x8_a100_ethernet(n_params: float = 7e9, tokens_per_gpu: float = 4096, inter_link: str = "eth-100g",
-                         claimed: float = 0.35) -> Claim:
+def dp_8x8_a100_ethernet(
+    n_params: float = 7e9, tokens_per_gpu: float = 4096, inter_link: str = "eth-100g", claimed: float = 0.35
+) -> Claim:
     """8 nodes x 8 A100 over Ethernet: efficiency with one shared port per node vs one per GPU."""
-    kw = dict(n_params=n_params, gpu="a100-80gb", gpus=[1, 64], tokens_per_gpu=tokens_per_gpu, link="nvlink3",
-              inter_link=inter_link)
+    kw = dict(
+        n_params=n_params,
+        gpu="a100-80gb",
+        gpus=[1, 64],
+        tokens_per_gpu=tokens_per_gpu,
+        link="nvlink3",
+        inter_link=inter_link,
+    )
     shared, _ = _eff(ports_per_node=1, **kw)
     shared_real, _ = _eff(ports_per_node=1, efficiency=0.6, **kw)
     rail, _ = _eff(**kw)
     off, _ = _eff(ports_per_node=1, overlap=False, **kw)
     return Claim(
-        key="dp_8x8_a100_ethernet", topic=TOPIC, article="000",
+        key="dp_8x8_a100_ethernet",
+        topic=TOPIC,
+        article="000",
         text="8 nodes of 8 A100s over Ethernet reach only 30-40% scaling efficiency",
         quote="I've seen clusters with 8 nodes of 8 A100s achieve only 30-40% scaling efficiency because the network "
-              "couldn't keep up.",
-        claimed=claimed, claimed_unit="efficiency", computed=shared, unit="efficiency",
+        "couldn't keep up.",
+        claimed=claimed,
+        claimed_unit="efficiency",
+        computed=shared,
+        unit="efficiency",
         verdict="plausible" if min(shared, shared_real, off) <= 0.45 else "doubtful",
-        check=(f"{fmt_count(n_params)} params, {tokens_per_gpu:g} tokens per GPU, fp32 gradients, one {inter_link} "
-               f"port per node: {shared:.0%} at line rate, {shared_real:.0%} at 60% of it, {off:.0%} without overlap; "
-               f"one port per GPU: {rail:.0%}. 30-40% is what a shared commodity port gives, not Ethernet as such."),
-        assumptions=("A100, NVLink3 inside nodes, 40% MFU", "ports per node is the assumption the verdict hangs on"),
-        figures=(("efficiency, 1 port per node", shared, "fraction"),
-                 ("efficiency, 1 port per node at 60% of line rate", shared_real, "fraction"),
-                 ("efficiency, 1 port per node, no overlap", off, "fraction"),
-                 ("efficiency, 1 port per GPU", rail, "fraction")))
+        check=(
+            f"{fmt_count(n_params)} params, {tokens_per_gpu:g} tokens per GPU, fp32 gradients, one {inter_link} "
+            f"port per node: {shared:.0%} at line rate, {shared_real:.0%} at 60% of it, {off:.0%} without overlap; "
+            f"one port per GPU: {rail:.0%}. 30-40% is what a shared commodity port gives, not Ethernet as such."
+        ),
+        assumptions=(
+            "A100, NVLink3 inside nodes, 40% MFU",
+            "ports per node is the assumption the verdict hangs on",
+        ),
+        figures=(
+            ("efficiency, 1 port per node", shared, "fraction"),
+            ("efficiency, 1 port per node at 60% of line rate", shared_real, "fraction"),
+            ("efficiency, 1 port per node, no overlap", off, "fraction"),
+            ("efficiency, 1 port per GPU", rail, "fraction"),
+        ),
+    )
 
 
 @register("dp_16_nodes_ethernet_below_50", TOPIC)
-def dp_16_nodes_ethernet_below_50(comm_share_at_2: float = 0.10, inter_link: str = "eth-100g",
-                                  claimed: float = 0.50) -> Claim:
+def dp_16_nodes_ethernet_below_50(
+    comm_share_at_2: float = 0.10, inter_link: str = "eth-100g", claimed: float = 0.50
+) -> Claim:
     """The article's premise (comm = 10% of compute on 2 NVLink GPUs) carried to 16 nodes x 8 over Ethernet:
     the all-reduce time scales with the bandwidth each GPU sees (hierarchical model)."""
     line = dict(efficiency=1.0, intra_efficiency=1.0)  # the claim's stated assumption: line rate
@@ -152,18 +251,31 @@ def dp_16_nodes_ethernet_below_50(comm_share_at_2: float = 0.10, inter_link: str
         ratio = network_all_reduce(s, 128, net).time_s / t2
         effs[name] = 1 / (1 + comm_share_at_2 * ratio)
     return Claim(
-        key="dp_16_nodes_ethernet_below_50", topic=TOPIC, article="000",
+        key="dp_16_nodes_ethernet_below_50",
+        topic=TOPIC,
+        article="000",
         text="If comm is 10% of compute on 2 GPUs, efficiency is below 50% across 16 nodes on Ethernet",
         quote="If comm is 10% of compute, efficiency drops to ~90% with 2 GPUs, ~70% with 8 GPUs on a single node, "
-              "and below 50% across 16 nodes on Ethernet.",
-        claimed=claimed, claimed_unit="efficiency", computed=effs["rail"], unit="efficiency",
+        "and below 50% across 16 nodes on Ethernet.",
+        claimed=claimed,
+        claimed_unit="efficiency",
+        computed=effs["rail"],
+        unit="efficiency",
         verdict="correct" if max(effs.values()) < claimed else "plausible",
-        check=(f"over NVLink the all-reduce is 10% of compute; across 16 nodes it runs at {inter_link} speed: "
-               f"{effs['rail']:.0%} with a port per GPU, {effs['shared']:.1%} with one port per node (no overlap). "
-               "'Below 50%' is true, and by far: the premise (10% over NVLink) makes Ethernet 30-300x slower."),
-        assumptions=("no overlap (the article's formula), weak scaling, line rate", "bandwidth-bound all-reduce"),
-        figures=(("efficiency, port per GPU", effs["rail"], "fraction"),
-                 ("efficiency, one port per node", effs["shared"], "fraction")))
+        check=(
+            f"over NVLink the all-reduce is 10% of compute; across 16 nodes it runs at {inter_link} speed: "
+            f"{effs['rail']:.0%} with a port per GPU, {effs['shared']:.1%} with one port per node (no overlap). "
+            "'Below 50%' is true, and by far: the premise (10% over NVLink) makes Ethernet 30-300x slower."
+        ),
+        assumptions=(
+            "no overlap (the article's formula), weak scaling, line rate",
+            "bandwidth-bound all-reduce",
+        ),
+        figures=(
+            ("efficiency, port per GPU", effs["rail"], "fraction"),
+            ("efficiency, one port per node", effs["shared"], "fraction"),
+        ),
+    )
 
 
 @register("dp_fp16_hook_15_20", TOPIC)
@@ -171,28 +283,42 @@ def dp_fp16_hook_15_20(n_params: float = 7e9, tokens_per_gpu: float = 4096, clai
     """fp16_compress_hook on 8 nodes x 8 H100 over InfiniBand NDR: speedup of the step; bytes halved."""
     kw = dict(n_params=n_params, gpus=[1, 64], tokens_per_gpu=tokens_per_gpu, inter_link="ib-ndr")
     gains = {}
-    for name, extra in (("overlap", {}), ("no overlap", {"overlap": False}),
-                        ("shared 100G port", {"inter_link": "eth-100g", "ports_per_node": 1})):
+    for name, extra in (
+        ("overlap", {}),
+        ("no overlap", {"overlap": False}),
+        ("shared 100G port", {"inter_link": "eth-100g", "ports_per_node": 1}),
+    ):
         _, a = _eff(**{**kw, **extra})
         _, b = _eff(hook="fp16", **{**kw, **extra})
         gains[name] = a.rows[-1].step_s / b.rows[-1].step_s - 1
     full = ddp_buckets(uniform_param_shapes(n_params), 25.0)
     ratio = sum(hook_bytes(b, "fp16") for b in full) / sum(hook_bytes(b, "none") for b in full)
     return Claim(
-        key="dp_fp16_hook_15_20", topic=TOPIC, article="000",
+        key="dp_fp16_hook_15_20",
+        topic=TOPIC,
+        article="000",
         text="fp16_compress_hook halves the bytes and made an 8-node InfiniBand job 15-20% faster",
         quote="This hook casts gradients to FP16 before all-reduce, cutting bandwidth in half. On an 8-node cluster "
-              "with InfiniBand, I measured a 15-20% speedup using this alone.",
-        claimed=claimed, claimed_unit="speedup", computed=gains["no overlap"], unit="speedup",
+        "with InfiniBand, I measured a 15-20% speedup using this alone.",
+        claimed=claimed,
+        claimed_unit="speedup",
+        computed=gains["no overlap"],
+        unit="speedup",
         verdict="plausible" if min(gains.values()) <= claimed <= 1.5 * max(gains.values()) else "doubtful",
-        check=(f"bytes: fp16/fp32 = {ratio:.2f} (exact, also measured by gpukit bench ddp). Step speedup on 64 H100s, "
-               f"{tokens_per_gpu:g} tokens per GPU: {gains['overlap']:.0%} with overlap (the all-reduce is mostly "
-               f"hidden), {gains['no overlap']:.0%} without, {gains['shared 100G port']:.0%} on a shared 100G port. "
-               "15-20% needs an exposed all-reduce of roughly a third of the step."),
+        check=(
+            f"bytes: fp16/fp32 = {ratio:.2f} (exact, also measured by gpukit bench ddp). Step speedup on 64 H100s, "
+            f"{tokens_per_gpu:g} tokens per GPU: {gains['overlap']:.0%} with overlap (the all-reduce is mostly "
+            f"hidden), {gains['no overlap']:.0%} without, {gains['shared 100G port']:.0%} on a shared 100G port. "
+            "15-20% needs an exposed all-reduce of roughly a third of the step."
+        ),
         assumptions=("fp32 gradients before the hook; cast kernels at HBM bandwidth",),
-        figures=(("bytes ratio fp16/fp32", ratio, "x"), ("speedup, IB NDR, overlap", gains["overlap"], "fraction"),
-                 ("speedup, IB NDR, no overlap", gains["no overlap"], "fraction"),
-                 ("speedup, shared 100G port", gains["shared 100G port"], "fraction")))
+        figures=(
+            ("bytes ratio fp16/fp32", ratio, "x"),
+            ("speedup, IB NDR, overlap", gains["overlap"], "fraction"),
+            ("speedup, IB NDR, no overlap", gains["no overlap"], "fraction"),
+            ("speedup, shared 100G port", gains["shared 100G port"], "fraction"),
+        ),
+    )
 
 
 @register("dp_hook_overlaps", TOPIC)
@@ -203,47 +329,84 @@ def dp_hook_overlaps(n_params: float = 7e9, tokens_per_gpu: float = 4096) -> Cla
     off, _ = _eff(overlap=False, **kw)
     on16, _ = _eff(hook="fp16", **kw)
     return Claim(
-        key="dp_hook_overlaps", topic=TOPIC, article="000",
+        key="dp_hook_overlaps",
+        topic=TOPIC,
+        article="000",
         text="Registering fp16_compress_hook overlaps all-reduce with backward",
         quote="# Register hook that overlaps all-reduce with backward",
-        claimed=1.0, claimed_unit="overlap from the hook", computed=0.0, unit="overlap from the hook",
+        claimed=1.0,
+        claimed_unit="overlap from the hook",
+        computed=0.0,
+        unit="overlap from the hook",
         verdict="misleading",
-        check=(f"DDP overlaps bucket all-reduces with the backward by itself (buckets in reverse order, Li et al. 2020): "
-               f"16 H100s, efficiency {on:.0%} with DDP's overlap, {off:.0%} if it had none, {on16:.0%} with the fp16 "
-               "hook (fewer bytes, same overlap). The snippet's default_hooks.DefaultState() does not exist in torch "
-               "2.x (the fp16 hook takes state=None or a process group; checked in tests/test_scaling_bench.py)."),
+        check=(
+            f"DDP overlaps bucket all-reduces with the backward by itself (buckets in reverse order, Li et al. 2020): "
+            f"16 H100s, efficiency {on:.0%} with DDP's overlap, {off:.0%} if it had none, {on16:.0%} with the fp16 "
+            "hook (fewer bytes, same overlap). The snippet's default_hooks.DefaultState() does not exist in torch "
+            "2.x (the fp16 hook takes state=None or a process group; checked in tests/test_scaling_bench.py)."
+        ),
         assumptions=("fp32 gradients, IB NDR per GPU, 40% MFU",),
-        figures=(("efficiency, DDP overlap", on, "fraction"), ("efficiency, no overlap", off, "fraction"),
-                 ("efficiency, overlap + fp16 hook", on16, "fraction")))
+        figures=(
+            ("efficiency, DDP overlap", on, "fraction"),
+            ("efficiency, no overlap", off, "fraction"),
+            ("efficiency, overlap + fp16 hook", on16, "fraction"),
+        ),
+    )
 
 
 @register("dp_compression_90pct", TOPIC)
-def dp_compression_90pct(n_params: float = 7e9, tokens_per_gpu: float = 4096, powersgd_rank: int = 4) -> Claim:
+def dp_compression_90pct(
+    n_params: float = 7e9, tokens_per_gpu: float = 4096, powersgd_rank: int = 4
+) -> Claim:
     """PowerSGD bytes vs fp32, and step time with/without it at 8 GPUs (NVLink) and 64 (Ethernet)."""
     shapes = uniform_param_shapes(n_params)
     bk = ddp_buckets(shapes, 25.0)
-    red = 1 - sum(hook_bytes(b, "powersgd", powersgd_rank) for b in bk) / sum(hook_bytes(b, "none") for b in bk)
+    red = 1 - sum(hook_bytes(b, "powersgd", powersgd_rank) for b in bk) / sum(
+        hook_bytes(b, "none") for b in bk
+    )
     out = {}
-    for name, kw in (("8 GPUs NVLink", dict(gpus=[1, 8])),
-                     ("64 GPUs shared 25G", dict(gpus=[1, 64], inter_link="eth-25g", ports_per_node=1))):
+    for name, kw in (
+        ("8 GPUs NVLink", dict(gpus=[1, 8])),
+        ("64 GPUs shared 25G", dict(gpus=[1, 64], inter_link="eth-25g", ports_per_node=1)),
+    ):
         _, a = _eff(n_params=n_params, tokens_per_gpu=tokens_per_gpu, **kw)
-        _, b = _eff(n_params=n_params, tokens_per_gpu=tokens_per_gpu, hook="powersgd", powersgd_rank=powersgd_rank,
-                    **kw)
+        _, b = _eff(
+            n_params=n_params,
+            tokens_per_gpu=tokens_per_gpu,
+            hook="powersgd",
+            powersgd_rank=powersgd_rank,
+            **kw,
+        )
         out[name] = a.rows[-1].step_s / b.rows[-1].step_s - 1
     return Claim(
-        key="dp_compression_90pct", topic=TOPIC, article="000",
+        key="dp_compression_90pct",
+        topic=TOPIC,
+        article="000",
         text="Top-k/QSGD/PowerSGD cut gradients by 90%+; under 8 GPUs the overhead exceeds the savings",
         quote="These add compute overhead but can reduce gradient sizes by 90%+. For large clusters (>32 GPUs) with "
-              "slow interconnects, they're often worth it. For <8 GPUs, the overhead usually exceeds the savings",
-        claimed=0.90, claimed_unit="byte reduction", computed=red, unit="byte reduction",
-        verdict="correct" if red >= 0.9 and out["8 GPUs NVLink"] <= 0 < out["64 GPUs shared 25G"] else "plausible",
-        check=(f"PowerSGD rank {powersgd_rank} (torch's rule) on {fmt_count(n_params)} params sends {1 - red:.2%} of the "
-               f"fp32 bytes ({red:.1%} less). Step change: {out['8 GPUs NVLink']:+.1%} on 8 NVLink GPUs (nothing to "
-               f"save, the all-reduce hides), {out['64 GPUs shared 25G']:+.0%} on 64 GPUs over a shared 25G port."),
-        assumptions=("PowerSGD kernels memory-bound at HBM bandwidth; square-ish weight matrices",
-                     "measured on CPU too (gpukit bench ddp --hook powersgd): bytes exact, kernel cost visible"),
-        figures=(("byte reduction", red, "fraction"), ("step speedup, 8 GPUs NVLink", out["8 GPUs NVLink"], "fraction"),
-                 ("step speedup, 64 GPUs shared 25G", out["64 GPUs shared 25G"], "fraction")))
+        "slow interconnects, they're often worth it. For <8 GPUs, the overhead usually exceeds the savings",
+        claimed=0.90,
+        claimed_unit="byte reduction",
+        computed=red,
+        unit="byte reduction",
+        verdict="correct"
+        if red >= 0.9 and out["8 GPUs NVLink"] <= 0 < out["64 GPUs shared 25G"]
+        else "plausible",
+        check=(
+            f"PowerSGD rank {powersgd_rank} (torch's rule) on {fmt_count(n_params)} params sends {1 - red:.2%} of the "
+            f"fp32 bytes ({red:.1%} less). Step change: {out['8 GPUs NVLink']:+.1%} on 8 NVLink GPUs (nothing to "
+            f"save, the all-reduce hides), {out['64 GPUs shared 25G']:+.0%} on 64 GPUs over a shared 25G port."
+        ),
+        assumptions=(
+            "PowerSGD kernels memory-bound at HBM bandwidth; square-ish weight matrices",
+            "measured on CPU too (gpukit bench ddp --hook powersgd): bytes exact, kernel cost visible",
+        ),
+        figures=(
+            ("byte reduction", red, "fraction"),
+            ("step speedup, 8 GPUs NVLink", out["8 GPUs NVLink"], "fraction"),
+            ("step speedup, 64 GPUs shared 25G", out["64 GPUs shared 25G"], "fraction"),
+        ),
+    )
 
 
 @register("dp_comm_10pct_90_70", TOPIC)
@@ -254,42 +417,71 @@ def dp_comm_10pct_90_70(comm_share_at_2: float = 0.10, claimed_8: float = 0.70) 
     # with overlap the all-reduce hides behind a backward of 2/3 of compute once comm <= 2/3 compute
     e8_ov = 1 / (1 + max(0.0, comm_share_at_2 * grow - 2 / 3))
     return Claim(
-        key="dp_comm_10pct_90_70", topic=TOPIC, article="000",
+        key="dp_comm_10pct_90_70",
+        topic=TOPIC,
+        article="000",
         text="Comm at 10% of compute gives ~90% efficiency at 2 GPUs and ~70% at 8 (one node)",
         quote="If comm is 10% of compute, efficiency drops to ~90% with 2 GPUs, ~70% with 8 GPUs on a single node",
-        claimed=claimed_8, claimed_unit="efficiency", computed=e8, unit="efficiency",
+        claimed=claimed_8,
+        claimed_unit="efficiency",
+        computed=e8,
+        unit="efficiency",
         verdict="doubtful" if e8 - claimed_8 > 0.1 else "plausible",
-        check=(f"2 GPUs: {e2:.1%} (agrees). Per-rank ring traffic grows {grow:.2f}x from 2 to 8 GPUs, so 8 GPUs give "
-               f"{e8:.1%} without overlap and {e8_ov:.0%} with DDP's overlap; 70% needs comm at 43% of compute."),
+        check=(
+            f"2 GPUs: {e2:.1%} (agrees). Per-rank ring traffic grows {grow:.2f}x from 2 to 8 GPUs, so 8 GPUs give "
+            f"{e8:.1%} without overlap and {e8_ov:.0%} with DDP's overlap; 70% needs comm at 43% of compute."
+        ),
         assumptions=("one node, bandwidth-bound ring, weak scaling",),
-        figures=(("efficiency at 2", e2, "fraction"), ("efficiency at 8, no overlap", e8, "fraction"),
-                 ("efficiency at 8, overlap", e8_ov, "fraction")))
+        figures=(
+            ("efficiency at 2", e2, "fraction"),
+            ("efficiency at 8, no overlap", e8, "fraction"),
+            ("efficiency at 8, overlap", e8_ov, "fraction"),
+        ),
+    )
 
 
 @register("dp_grad_accum_frequency", TOPIC)
-def dp_grad_accum_frequency(n_params: float = 7e9, tokens_per_gpu: float = 4096, grad_accum: int = 8) -> Claim:
+def dp_grad_accum_frequency(
+    n_params: float = 7e9, tokens_per_gpu: float = 4096, grad_accum: int = 8
+) -> Claim:
     """All-reduces per token fall by K with accumulation over K micro-steps (no_sync)."""
-    kw = dict(n_params=n_params, gpus=[1, 64], tokens_per_gpu=tokens_per_gpu, inter_link="eth-100g",
-              ports_per_node=1, overlap=False)
+    kw = dict(
+        n_params=n_params,
+        gpus=[1, 64],
+        tokens_per_gpu=tokens_per_gpu,
+        inter_link="eth-100g",
+        ports_per_node=1,
+        overlap=False,
+    )
     e1, r1 = _eff(**kw)
     ek, rk = _eff(grad_accum=grad_accum, **kw)
     per_tok_1 = r1.rows[-1].comm_bytes_per_step / tokens_per_gpu
     per_tok_k = rk.rows[-1].comm_bytes_per_step / (tokens_per_gpu * grad_accum)
     return Claim(
-        key="dp_grad_accum_frequency", topic=TOPIC, article="000",
+        key="dp_grad_accum_frequency",
+        topic=TOPIC,
+        article="000",
         text="Gradient accumulation reduces the frequency of communication",
         quote="These reduce the frequency of communication by accumulating gradients over multiple micro-batches "
-              "before syncing. But they increase memory usage of activations.",
-        claimed=float(grad_accum), claimed_unit="x fewer all-reduces", computed=per_tok_1 / per_tok_k,
+        "before syncing. But they increase memory usage of activations.",
+        claimed=float(grad_accum),
+        claimed_unit="x fewer all-reduces",
+        computed=per_tok_1 / per_tok_k,
         unit="x fewer all-reduces",
         verdict="correct",
-        check=(f"one all-reduce per {grad_accum} micro-steps: bytes per token fall {per_tok_1 / per_tok_k:.0f}x and "
-               f"64 GPUs on a shared 100G port go from {e1:.0%} to {ek:.0%} efficiency (no overlap). Not said: the "
-               "global batch grows K-fold; activations do NOT grow (each micro-step keeps its own), and gradient "
-               "checkpointing, named in the same sentence, changes no communication."),
+        check=(
+            f"one all-reduce per {grad_accum} micro-steps: bytes per token fall {per_tok_1 / per_tok_k:.0f}x and "
+            f"64 GPUs on a shared 100G port go from {e1:.0%} to {ek:.0%} efficiency (no overlap). Not said: the "
+            "global batch grows K-fold; activations do NOT grow (each micro-step keeps its own), and gradient "
+            "checkpointing, named in the same sentence, changes no communication."
+        ),
         assumptions=("the all-reduce of the last micro-step cannot hide behind the earlier ones",),
-        figures=(("efficiency, K=1", e1, "fraction"), (f"efficiency, K={grad_accum}", ek, "fraction"),
-                 ("bytes per token ratio", per_tok_1 / per_tok_k, "x")))
+        figures=(
+            ("efficiency, K=1", e1, "fraction"),
+            (f"efficiency, K={grad_accum}", ek, "fraction"),
+            ("bytes per token ratio", per_tok_1 / per_tok_k, "x"),
+        ),
+    )
 
 
 @register("dp_allreduce_olog_n", TOPIC)
@@ -303,19 +495,31 @@ def dp_allreduce_olog_n(size_bytes: float = 14e9, link: str = "ib-ndr") -> Claim
     l8, l1024 = (collective_time("all_reduce", 4, n, ln).time_s for n in (8, 1024))
     tr8, tr1024 = (collective_time("all_reduce", 4, n, ln, "tree").time_s for n in (8, 1024))
     return Claim(
-        key="dp_allreduce_olog_n", topic=TOPIC, article="002",
+        key="dp_allreduce_olog_n",
+        topic=TOPIC,
+        article="002",
         text="All-reduce scales O(log N), but the overhead per step grows because you communicate more often",
         quote="The all-reduce operation scales O(log N) — it's efficient — but the overhead per step grows with the "
-              "number of GPUs because you're communicating more often.",
-        claimed=t8 * (1024 / 8) ** 0, claimed_unit="s", computed=t1024, unit="s",
+        "number of GPUs because you're communicating more often.",
+        claimed=t8 * (1024 / 8) ** 0,
+        claimed_unit="s",
+        computed=t1024,
+        unit="s",
         verdict="misleading",
-        check=(f"a {size_bytes / 1e9:g} GB all-reduce over {link}: {t8:.2f} s at 8 ranks, {t1024:.2f} s at 1024 (the "
-               f"bandwidth term is flat, 2(n-1)/n). A tiny one is latency: ring {l8 * 1e6:.0f} -> {l1024 * 1e6:.0f} us "
-               f"(O(N)), tree {tr8 * 1e6:.0f} -> {tr1024 * 1e6:.0f} us (O(log N)). DDP all-reduces once per step "
-               "whatever N: not 'more often'."),
+        check=(
+            f"a {size_bytes / 1e9:g} GB all-reduce over {link}: {t8:.2f} s at 8 ranks, {t1024:.2f} s at 1024 (the "
+            f"bandwidth term is flat, 2(n-1)/n). A tiny one is latency: ring {l8 * 1e6:.0f} -> {l1024 * 1e6:.0f} us "
+            f"(O(N)), tree {tr8 * 1e6:.0f} -> {tr1024 * 1e6:.0f} us (O(log N)). DDP all-reduces once per step "
+            "whatever N: not 'more often'."
+        ),
         assumptions=("alpha-beta model, NCCL ring / double binary tree",),
-        figures=(("large, 8 ranks", t8, "s"), ("large, 1024 ranks", t1024, "s"), ("tiny, ring, 1024", l1024, "s"),
-                 ("tiny, tree, 1024", tr1024, "s")))
+        figures=(
+            ("large, 8 ranks", t8, "s"),
+            ("large, 1024 ranks", t1024, "s"),
+            ("tiny, ring, 1024", l1024, "s"),
+            ("tiny, tree, 1024", tr1024, "s"),
+        ),
+    )
 
 
 @register("dp_n_times_4_bytes", TOPIC)
@@ -323,16 +527,24 @@ def dp_n_times_4_bytes(n_params: float = 7e9, n_ranks: int = 16) -> Claim:
     """N x 4 bytes is the all-reduce buffer; a ring rank sends 2(n-1)/n of it."""
     per_rank = coefficients("all_reduce", n_ranks)[1] * 4 * n_params
     return Claim(
-        key="dp_n_times_4_bytes", topic=TOPIC, article="002",
+        key="dp_n_times_4_bytes",
+        topic=TOPIC,
+        article="002",
         text="Each gradient step moves N x 4 bytes (fp32) across the network",
         quote="For a model with N parameters, you're moving N * 4 bytes (float32) across the network per gradient step.",
-        claimed=4 * n_params, claimed_unit="B", computed=4 * n_params, unit="B",
+        claimed=4 * n_params,
+        claimed_unit="B",
+        computed=4 * n_params,
+        unit="B",
         verdict="correct",
-        check=(f"DDP hands 4 B per parameter to all-reduce (measured exactly: gpukit bench ddp counts the hook's bytes); "
-               f"a ring rank sends 2(n-1)/n of it: {per_rank / 1e9:.1f} GB at {n_ranks} ranks. bf16 gradients or the "
-               "fp16 hook halve it."),
+        check=(
+            f"DDP hands 4 B per parameter to all-reduce (measured exactly: gpukit bench ddp counts the hook's bytes); "
+            f"a ring rank sends 2(n-1)/n of it: {per_rank / 1e9:.1f} GB at {n_ranks} ranks. bf16 gradients or the "
+            "fp16 hook halve it."
+        ),
         assumptions=("fp32 gradients",),
-        figures=(("buffer per step", 4 * n_params, "B"), (f"sent per rank, {n_ranks} ranks", per_rank, "B")))
+        figures=(("buffer per step", 4 * n_params, "B"), (f"sent per rank, {n_ranks} ranks", per_rank, "B")),
+    )
 
 
 @register("dp_input_bound_32_gpus", TOPIC)
@@ -344,23 +556,32 @@ def dp_input_bound_32_gpus(n_gpus: int = 32, claimed_speedup: float = 2.0, loade
 
     def speedup(n):
         return n * t / (t + input_exposed_s(t, lat, loader_workers, n, shared=True))
+
     curve = {n: speedup(n) for n in (1, 2, 4, 8, 16, n_gpus)}
     serial = (n_gpus / claimed_speedup - 1) / (n_gpus - 1)  # Amdahl: 1/((1-p) + p/N) = S
     return Claim(
-        key="dp_input_bound_32_gpus", topic=TOPIC, article="000",
+        key="dp_input_bound_32_gpus",
+        topic=TOPIC,
+        article="000",
         text="32 GPUs gave a 2x speedup because the data pipeline was I/O bound",
         quote="They got 2x speedup over a single GPU because their data pipeline was I/O bound. The networking wasn't "
-              "the bottleneck — the data loading was.",
-        claimed=claimed_speedup, claimed_unit="x", computed=curve[2], unit="x at 2 GPUs",
+        "the bottleneck — the data loading was.",
+        claimed=claimed_speedup,
+        claimed_unit="x",
+        computed=curve[2],
+        unit="x at 2 GPUs",
         verdict="plausible",
-        check=(f"with one shared storage every step needs n batches from it, so the speedup stops at the storage's rate "
-               f"/ one GPU's rate. 2x at {n_gpus} GPUs means storage for 2 GPUs' worth of batches: the job was already "
-               f"saturated at 2 GPUs ({curve[2]:.1f}x; {curve[4]:.1f}x at 4): {n_gpus - 2} GPUs idle. As Amdahl a "
-               f"serial share of {serial:.0%}. Measured for real by gpukit bench ddp --loader-latency-ms L "
-               "--loader-shared (notebook 05)."),
+        check=(
+            f"with one shared storage every step needs n batches from it, so the speedup stops at the storage's rate "
+            f"/ one GPU's rate. 2x at {n_gpus} GPUs means storage for 2 GPUs' worth of batches: the job was already "
+            f"saturated at 2 GPUs ({curve[2]:.1f}x; {curve[4]:.1f}x at 4): {n_gpus - 2} GPUs idle. As Amdahl a "
+            f"serial share of {serial:.0%}. Measured for real by gpukit bench ddp --loader-latency-ms L "
+            "--loader-shared (notebook 05)."
+        ),
         assumptions=("the shared storage is the only serial part; per-GPU local loaders would not saturate",),
         figures=tuple((f"speedup at {n} GPUs", v, "x") for n, v in curve.items())
-        + (("Amdahl serial share for the claim", serial, "fraction"),))
+        + (("Amdahl serial share for the claim", serial, "fraction"),),
+    )
 
 
 @register("dp_gid_index_10x", TOPIC)
@@ -371,17 +592,25 @@ def dp_gid_index_10x(claimed: float = 10.0) -> Claim:
     ib, eth = get_interconnect("ib-ndr"), get_interconnect("eth-100g")
     ratio = ib.bandwidth_gbps / (eth.bandwidth_gbps * 0.5)
     return Claim(
-        key="dp_gid_index_10x", topic=TOPIC, article="000",
+        key="dp_gid_index_10x",
+        topic=TOPIC,
+        article="000",
         text="Changing the IB GID index changed all-reduce throughput 10x",
         quote="I've seen 10x variation in all-reduce throughput by simply changing the IB GID index.",
-        claimed=claimed, claimed_unit="x", computed=ratio, unit="x",
+        claimed=claimed,
+        claimed_unit="x",
+        computed=ratio,
+        unit="x",
         verdict="plausible",
-        check=(f"NCCL_IB_GID_INDEX picks the RoCE GID (v1/v2, IPv4/IPv6); a wrong one fails to connect or pushes NCCL "
-               f"onto TCP sockets (NCCL docs, Environment Variables). RDMA at {ib.bandwidth_gbps:g} GB/s against one TCP "
-               f"socket path at ~half of 100 GbE is {ratio:.0f}x: the order of magnitude fits. Not checkable without "
-               "RoCE hardware; NCCL_DEBUG=INFO shows the transport NCCL chose (NET/IB or NET/Socket)."),
+        check=(
+            f"NCCL_IB_GID_INDEX picks the RoCE GID (v1/v2, IPv4/IPv6); a wrong one fails to connect or pushes NCCL "
+            f"onto TCP sockets (NCCL docs, Environment Variables). RDMA at {ib.bandwidth_gbps:g} GB/s against one TCP "
+            f"socket path at ~half of 100 GbE is {ratio:.0f}x: the order of magnitude fits. Not checkable without "
+            "RoCE hardware; NCCL_DEBUG=INFO shows the transport NCCL chose (NET/IB or NET/Socket)."
+        ),
         assumptions=("a TCP fallback reaching half of 100 GbE line rate (assumption)",),
-        figures=(("RDMA / TCP fallback", ratio, "x"),))
+        figures=(("RDMA / TCP fallback", ratio, "x"),),
+    )
 
 
 @register("dp_nccl_topology_40pct", TOPIC)
@@ -394,14 +623,22 @@ def dp_nccl_topology_40pct(n_params: float = 7e9, claimed: float = 0.40) -> Clai
     half = cluster_network("nvlink4", "ib-ndr", ports_per_node=4)
     loss = 1 - network_all_reduce(size, 64, rail).time_s / network_all_reduce(size, 64, half).time_s
     return Claim(
-        key="dp_nccl_topology_40pct", topic=TOPIC, article="002",
+        key="dp_nccl_topology_40pct",
+        topic=TOPIC,
+        article="002",
         text="A suboptimal NCCL topology can reduce throughput by 40%",
         quote="Their paper shows that a suboptimal NCCL topology can reduce throughput by 40% even with high-end "
-              "networking.",
-        claimed=claimed, claimed_unit="throughput loss", computed=loss, unit="throughput loss",
+        "networking.",
+        claimed=claimed,
+        claimed_unit="throughput loss",
+        computed=loss,
+        unit="throughput loss",
         verdict="plausible",
-        check=(f"one example: 8 GPUs sharing 4 NDR ports instead of 8 (wrong NIC affinity or NCCL_IB_HCA) costs the "
-               f"64-GPU all-reduce {loss:.0%} of its throughput. The cited paper is not named well enough to check its "
-               "40%; the size of the effect is ordinary."),
+        check=(
+            f"one example: 8 GPUs sharing 4 NDR ports instead of 8 (wrong NIC affinity or NCCL_IB_HCA) costs the "
+            f"64-GPU all-reduce {loss:.0%} of its throughput. The cited paper is not named well enough to check its "
+            "40%; the size of the effect is ordinary."
+        ),
         assumptions=("bf16 gradients; NCCL ring through the NICs", "the paper's own setup is unknown"),
-        figures=(("all-reduce throughput loss, half the ports", loss, "fraction"),))
+        figures=(("all-reduce throughput loss, half the ports", loss, "fraction"),),
+    )

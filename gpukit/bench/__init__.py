@@ -26,10 +26,15 @@ from gpukit.bench.envinfo import BENCH_VERSION
 from gpukit.bench.lazy import reexports
 
 # PEP 562: the entry points import their submodule on first use, so `import gpukit.bench` stays light
-_LAZY = {"gpukit.bench.matmul": ("matmul_bench", "harness_check"), "gpukit.bench.membw": ("memory_bandwidth",),
-         "gpukit.bench.collectives": ("run_collectives", "fit_and_holdout", "bare_loop_busbw"),
-         "gpukit.bench.article": ("article_latency_snippet",), "gpukit.bench.ddp": ("run_ddp",),
-         "gpukit.bench.suite": ("run_suite",), "gpukit.bench.results": ("BenchResult",)}
+_LAZY = {
+    "gpukit.bench.matmul": ("matmul_bench", "harness_check"),
+    "gpukit.bench.membw": ("memory_bandwidth",),
+    "gpukit.bench.collectives": ("run_collectives", "fit_and_holdout", "bare_loop_busbw"),
+    "gpukit.bench.article": ("article_latency_snippet",),
+    "gpukit.bench.ddp": ("run_ddp",),
+    "gpukit.bench.suite": ("run_suite",),
+    "gpukit.bench.results": ("BenchResult",),
+}
 
 __all__ = ["BENCH_VERSION", *(name for names in _LAZY.values() for name in names)]
 __getattr__, __dir__ = reexports(__name__, globals(), _LAZY)

@@ -63,13 +63,28 @@ def article_body(cfg: dict) -> dict:
     calls = article_snippet(cfg["n_calls"], device=device, skew_s=cfg.get("skew_s", 0.0))
     per_rank = [None] * dist.get_world_size()
     dist.all_gather_object(per_rank, calls)
-    rows = measure("all_reduce", [4], warmup=cfg.get("warmup", 20), repeats=cfg.get("repeats", 11),
-                   iters=cfg.get("iters"), device=device, backend=cfg["backend"], bare_check=False)
+    rows = measure(
+        "all_reduce",
+        [4],
+        warmup=cfg.get("warmup", 20),
+        repeats=cfg.get("repeats", 11),
+        iters=cfg.get("iters"),
+        device=device,
+        backend=cfg["backend"],
+        bare_check=False,
+    )
     return {"env": env, "article_calls_us": per_rank, "rows": rows}
 
 
-def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str = "cpu", backend: str = "auto",
-                            skew_ms: float = 0.0, timeout_s: float = 60) -> dict:
+def article_latency_snippet(
+    n_ranks: int = 2,
+    *,
+    n_calls: int = 10,
+    device: str = "cpu",
+    backend: str = "auto",
+    skew_ms: float = 0.0,
+    timeout_s: float = 60,
+) -> dict:
     """The article's number and the honest one (us), from the same ranks in the same run.
 
     Article: `n_calls` single calls of a 1-element all_reduce, no warm-up, no barrier, mean (rank 0
@@ -95,8 +110,16 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
     device = resolve_device(device)
     backend = pick_backend(backend, device)
     check_gpu_count(n_ranks, device)
-    cfg = {"n_calls": n_calls, "skew_s": float(skew_ms) / 1e3, "backend": backend,
-           "device": device, "threads": 1, "timeout_s": timeout_s, "op": "all_reduce", "launcher": "spawn"}
+    cfg = {
+        "n_calls": n_calls,
+        "skew_s": float(skew_ms) / 1e3,
+        "backend": backend,
+        "device": device,
+        "threads": 1,
+        "timeout_s": timeout_s,
+        "op": "all_reduce",
+        "launcher": "spawn",
+    }
     payload = spawn(article_body, cfg, n_ranks, timeout_s)
     calls = payload["article_calls_us"]
     row = payload["rows"][0]
@@ -108,9 +131,14 @@ def article_latency_snippet(n_ranks: int = 2, *, n_calls: int = 10, device: str 
         "article_mean_without_first_us": sum(r0[1:]) / max(1, len(r0) - 1),
         "article_mean_us_per_rank": [sum(c) / len(c) for c in calls],
         "article_calls_us": calls,
-        "median_us": row["time_us"], "p10_us": row["p10_us"], "p90_us": row["p90_us"],
+        "median_us": row["time_us"],
+        "p10_us": row["p10_us"],
+        "p90_us": row["p90_us"],
         "overstatement": mean / row["time_us"],
-        "n_ranks": n_ranks, "device": device, "backend": backend, "skew_ms": skew_ms,
+        "n_ranks": n_ranks,
+        "device": device,
+        "backend": backend,
+        "skew_ms": skew_ms,
         "what_it_gets_wrong": list(WHAT_IT_GETS_WRONG),
         "env": payload["env"],
     }

@@ -45,16 +45,32 @@ def _plan(device: str, quick: bool) -> dict:
 
         cc = torch.cuda.get_device_capability()
         dtypes = ["fp32", "tf32", "bf16", "fp16"] + (["fp8"] if cc >= (8, 9) else [])
-        return {"dtypes": dtypes, "sizes": (2048, 4096, 8192) if quick else (2048, 4096, 8192, 16384),
-                "size_mib": 256 if quick else 1024, "link_sizes": QUICK_LINK_SIZES if quick else FULL_LINK_SIZES}
+        return {
+            "dtypes": dtypes,
+            "sizes": (2048, 4096, 8192) if quick else (2048, 4096, 8192, 16384),
+            "size_mib": 256 if quick else 1024,
+            "link_sizes": QUICK_LINK_SIZES if quick else FULL_LINK_SIZES,
+        }
     # bf16 on CPUs with AMX reaches its best only at ~2048 (measured here: 1.4 TFLOPS at 1024, 2.7 at 2048)
-    return {"dtypes": ["fp32", "bf16"], "sizes": (256, 512, 1024, 2048) if quick else (512, 1024, 2048, 4096),
-            "size_mib": 64 if quick else 256, "link_sizes": QUICK_LINK_SIZES if quick else FULL_LINK_SIZES}
+    return {
+        "dtypes": ["fp32", "bf16"],
+        "sizes": (256, 512, 1024, 2048) if quick else (512, 1024, 2048, 4096),
+        "size_mib": 64 if quick else 256,
+        "link_sizes": QUICK_LINK_SIZES if quick else FULL_LINK_SIZES,
+    }
 
 
-def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLike | None = None,
-              threads: int | None = None, n_ranks: int = 2, timeout_s: float = 900,
-              progress_bar: bool | None = None, write: bool = True) -> dict:
+def calibrate(
+    *,
+    quick: bool = False,
+    device: str = "cpu",
+    out: str | os.PathLike | None = None,
+    threads: int | None = None,
+    n_ranks: int = 2,
+    timeout_s: float = 900,
+    progress_bar: bool | None = None,
+    write: bool = True,
+) -> dict:
     """Measure, fit and write the profile; returns it with 'path' and 'elapsed_s' added. The output
     file's folder is checked before measuring; an existing profile there is kept as `<name>.bak`
     ('replaced' in the result says so).
@@ -90,41 +106,75 @@ def calibrate(*, quick: bool = False, device: str = "cpu", out: str | os.PathLik
             links_to_fit.append(("local-nccl", "cuda", "nccl", torch.cuda.device_count()))
     steps = [("matmul", d) for d in plan["dtypes"]] + [("memory", None)] + [("link", x) for x in links_to_fit]
     matmul, bandwidth, links, details, links_failed = {}, {}, {}, {}, {}
-    bar = progress(steps, desc="calibrate", total=len(steps), disable=None if progress_bar is None else not progress_bar)
+    bar = progress(
+        steps, desc="calibrate", total=len(steps), disable=None if progress_bar is None else not progress_bar
+    )
     for kind, arg in bar:
         deadline.check()
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(f"{kind} {arg[0] if isinstance(arg, tuple) else arg or ''}".strip())
         if kind == "matmul":
-            res = matmul_bench(device, [arg], plan["sizes"], threads=threads, repeats=5,
-                               min_repeat_s=0.03 if quick else 0.1, timeout_s=min(120, deadline.left()),
-                               progress_bar=False)
+            res = matmul_bench(
+                device,
+                [arg],
+                plan["sizes"],
+                threads=threads,
+                repeats=5,
+                min_repeat_s=0.03 if quick else 0.1,
+                timeout_s=min(120, deadline.left()),
+                progress_bar=False,
+            )
             matmul[arg] = res.summary[f"best_tflops_{arg}"]
-            details[f"matmul_{arg}"] = [{k: r[k] for k in ("shape", "tflops", "achieved_frac")} for r in res.rows]
+            details[f"matmul_{arg}"] = [
+                {k: r[k] for k in ("shape", "tflops", "achieved_frac")} for r in res.rows
+            ]
         elif kind == "memory":
-            res = memory_bandwidth(device, plan["size_mib"], threads=threads, repeats=5,
-                                   timeout_s=min(120, deadline.left()), progress_bar=False)
+            res = memory_bandwidth(
+                device,
+                plan["size_mib"],
+                threads=threads,
+                repeats=5,
+                timeout_s=min(120, deadline.left()),
+                progress_bar=False,
+            )
             bandwidth.update({r["test"]: r["gbps"] for r in res.rows})
         else:
             name, link_device, backend, n = arg
             try:
-                res = run_collectives("all_reduce", n, plan["link_sizes"], device=link_device, backend=backend,
-                                      repeats=15 if quick else 21, timeout_s=min(300, deadline.left()),
-                                      bare_check=True)
+                res = run_collectives(
+                    "all_reduce",
+                    n,
+                    plan["link_sizes"],
+                    device=link_device,
+                    backend=backend,
+                    repeats=15 if quick else 21,
+                    timeout_s=min(300, deadline.left()),
+                    bare_check=True,
+                )
             except (RuntimeError, ValueError) as e:  # NCCL across the GPUs failed: keep what was measured
                 if link_device != "cuda":
                     raise
                 links_failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 continue
             links[name] = link_entry(res, fit_and_holdout(res, holdout="alternate"))
-    dev = {"kind": device, "name": device_name(device), "label": "GPU" if device == "cuda" else "CPU",
-           "threads": threads or _threads()}
+    dev = {
+        "kind": device,
+        "name": device_name(device),
+        "label": "GPU" if device == "cuda" else "CPU",
+        "threads": threads or _threads(),
+    }
     if device == "cuda":
         dev["gpu_key"] = gpu_key_for(dev["name"])
-    profile = {"version": PROFILE_VERSION, "device": dev, "matmul_tflops": matmul,
-               "memory_bandwidth_gbps": bandwidth, "links": links,
-               "env": env_stamp(device, threads=dev["threads"], quick=quick, calibration_details=details),
-               "created": utc_now(), "quick": quick}
+    profile = {
+        "version": PROFILE_VERSION,
+        "device": dev,
+        "matmul_tflops": matmul,
+        "memory_bandwidth_gbps": bandwidth,
+        "links": links,
+        "env": env_stamp(device, threads=dev["threads"], quick=quick, calibration_details=details),
+        "created": utc_now(),
+        "quick": quick,
+    }
     if links_failed:  # {name: "<Type>: <first line>"}: a link that was tried and failed, not a fit
         profile["links_failed"] = links_failed
     profile["elapsed_s"] = round(time.monotonic() - t0, 2)
@@ -169,9 +219,18 @@ def link_entry(res, holdout: dict) -> dict:
     n = int(rows[0]["world_size"])
     fit = fit_alpha_beta([r["size_bytes"] for r in rows], [r["time_us"] / 1e6 for r in rows], "all_reduce", n)
     ratios = [r["harness_ratio"] for r in rows if r.get("harness_ratio")]
-    return {"alpha_us": fit.alpha_us, "beta_gbps": fit.beta_gbps, "holdout_error": holdout["holdout_error_max"],
-            "holdout_error_median": holdout["holdout_error_median"], "holdout": "every other size, interpolated",
-            "fit_r2": fit.r2, "op": "all_reduce", "n_ranks": n, "backend": res.env.get("backend"),
-            "sizes_bytes": [r["size_bytes"] for r in rows], "time_us": [r["time_us"] for r in rows],
-            "busbw_gbps": [r["busbw_gbps"] for r in rows],
-            "harness_ratio_median": percentile(ratios, 50) if ratios else None}
+    return {
+        "alpha_us": fit.alpha_us,
+        "beta_gbps": fit.beta_gbps,
+        "holdout_error": holdout["holdout_error_max"],
+        "holdout_error_median": holdout["holdout_error_median"],
+        "holdout": "every other size, interpolated",
+        "fit_r2": fit.r2,
+        "op": "all_reduce",
+        "n_ranks": n,
+        "backend": res.env.get("backend"),
+        "sizes_bytes": [r["size_bytes"] for r in rows],
+        "time_us": [r["time_us"] for r in rows],
+        "busbw_gbps": [r["busbw_gbps"] for r in rows],
+        "harness_ratio_median": percentile(ratios, 50) if ratios else None,
+    }

@@ -68,10 +68,13 @@ def _check_counts(iters, warmup, repeats, timeout_s, threads):
     repeats >= 1, timeout_s finite > 0 (0 repeats or iters would divide by zero inside the ranks)."""
     from gpukit.errors import require_positive_int, require_timeout
 
-    return (None if iters is None else require_positive_int("iters", iters),
-            require_positive_int("warmup", warmup, allow_zero=True), require_positive_int("repeats", repeats),
-            require_timeout("timeout_s", timeout_s),
-            None if threads is None else require_positive_int("threads", threads))
+    return (
+        None if iters is None else require_positive_int("iters", iters),
+        require_positive_int("warmup", warmup, allow_zero=True),
+        require_positive_int("repeats", repeats),
+        require_timeout("timeout_s", timeout_s),
+        None if threads is None else require_positive_int("threads", threads),
+    )
 
 
 # ---------------------------------------------------------------- the rank body and the launchers
@@ -81,9 +84,19 @@ def collective_body(cfg: dict) -> dict:
     """One rank's sweep inside an initialized group (cfg: op, sizes, iters, warmup, repeats, dtype,
     device, backend, bare_check, timeout_s, launcher); returns the payload rank 0 reports."""
     env, notes = rank_env(cfg), {}
-    rows = measure(cfg["op"], cfg["sizes"], iters=cfg.get("iters"), warmup=cfg["warmup"], repeats=cfg["repeats"],
-                   dtype=cfg["dtype"], device=cfg["device"], backend=cfg["backend"],
-                   bare_check=cfg.get("bare_check", True), deadline_s=cfg.get("timeout_s"), notes=notes)
+    rows = measure(
+        cfg["op"],
+        cfg["sizes"],
+        iters=cfg.get("iters"),
+        warmup=cfg["warmup"],
+        repeats=cfg["repeats"],
+        dtype=cfg["dtype"],
+        device=cfg["device"],
+        backend=cfg["backend"],
+        bare_check=cfg.get("bare_check", True),
+        deadline_s=cfg.get("timeout_s"),
+        notes=notes,
+    )
     return {"env": env, "rows": rows, "notes": notes}
 
 
@@ -100,10 +113,22 @@ def _result(payload: dict, op: str) -> BenchResult:
     return BenchResult("collectives", rows, payload["env"], summary, COLUMNS, HEADERS)
 
 
-def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,16M", *, iters: int | None = None,
-                    warmup: int = 3, repeats: int = 5, dtype: str = "fp32", backend: str = "auto",
-                    device: str = "cpu", threads: int | None = 1, timeout_s: float = 120, bare_check: bool = True,
-                    out: str | None = None) -> BenchResult:
+def run_collectives(
+    op: str = "all_reduce",
+    n_ranks: int = 2,
+    sizes="1K,64K,1M,16M",
+    *,
+    iters: int | None = None,
+    warmup: int = 3,
+    repeats: int = 5,
+    dtype: str = "fp32",
+    backend: str = "auto",
+    device: str = "cpu",
+    threads: int | None = 1,
+    timeout_s: float = 120,
+    bare_check: bool = True,
+    out: str | None = None,
+) -> BenchResult:
     """Spawn `n_ranks` local ranks, benchmark `op` over `sizes` (e.g. '1K,64K,1M'), return the table.
 
     gloo on CPU, NCCL on CUDA (backend='auto'); each rank uses `threads` CPU threads. Rows carry
@@ -122,9 +147,20 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     if n_ranks < 2:  # one rank moves no data: bus bandwidth is 0 and the harness ratio 0/0
         raise ValueError(f"n_ranks must be >= 2 (a collective over one rank moves no data), got {n_ranks}")
     check_gpu_count(n_ranks, device)
-    cfg = {"op": op, "sizes": parse_sizes(sizes), "iters": iters, "warmup": warmup, "repeats": repeats,
-           "dtype": dtype, "backend": backend, "device": device, "threads": threads, "timeout_s": timeout_s,
-           "bare_check": bare_check, "launcher": "spawn"}
+    cfg = {
+        "op": op,
+        "sizes": parse_sizes(sizes),
+        "iters": iters,
+        "warmup": warmup,
+        "repeats": repeats,
+        "dtype": dtype,
+        "backend": backend,
+        "device": device,
+        "threads": threads,
+        "timeout_s": timeout_s,
+        "bare_check": bare_check,
+        "launcher": "spawn",
+    }
     from gpukit.bench.launch import spawn
 
     result = _result(spawn(collective_body, cfg, n_ranks, timeout_s), op)
@@ -135,7 +171,9 @@ def run_collectives(op: str = "all_reduce", n_ranks: int = 2, sizes="1K,64K,1M,1
     return result
 
 
-def fit_and_holdout(rows, *, holdout: str = "alternate", op: str | None = None, n_ranks: int | None = None) -> dict:
+def fit_and_holdout(
+    rows, *, holdout: str = "alternate", op: str | None = None, n_ranks: int | None = None
+) -> dict:
     """Fit alpha/beta (gpukit.comm.fit_alpha_beta) on part of a sweep, predict the other part.
 
     holdout='alternate' predicts sizes 1, 3, 5, ... (never the largest) from a fit on the others
@@ -144,7 +182,9 @@ def fit_and_holdout(rows, *, holdout: str = "alternate", op: str | None = None, 
     """
     from gpukit.comm import fit_alpha_beta
 
-    rows = sorted((dict(r) for r in (rows.rows if hasattr(rows, "rows") else rows)), key=lambda r: r["size_bytes"])
+    rows = sorted(
+        (dict(r) for r in (rows.rows if hasattr(rows, "rows") else rows)), key=lambda r: r["size_bytes"]
+    )
     if len(rows) < 4:
         raise ValueError(f"rows must hold at least 4 sizes to fit and hold out, got {len(rows)}")
     op = op or rows[0]["op"]
@@ -161,13 +201,29 @@ def fit_and_holdout(rows, *, holdout: str = "alternate", op: str | None = None, 
     errors = []
     for r in test:
         pred_us = fit.predict(r["size_bytes"]) * 1e6
-        errors.append({"size_bytes": r["size_bytes"], "measured_us": r["time_us"], "predicted_us": pred_us,
-                       "error": (pred_us - r["time_us"]) / r["time_us"]})
+        errors.append(
+            {
+                "size_bytes": r["size_bytes"],
+                "measured_us": r["time_us"],
+                "predicted_us": pred_us,
+                "error": (pred_us - r["time_us"]) / r["time_us"],
+            }
+        )
     worst = max(abs(e["error"]) for e in errors)
-    return {"op": op, "n_ranks": n_ranks, "holdout": holdout, "alpha_us": fit.alpha_us, "beta_gbps": fit.beta_gbps,
-            "fit_r2": fit.r2, "fit_note": fit.note, "fit_sizes_bytes": [r["size_bytes"] for r in train],
-            "holdout_errors": errors, "holdout_error_max": worst,
-            "holdout_error_median": percentile([abs(e["error"]) for e in errors], 50), "within_25pct": worst <= 0.25}
+    return {
+        "op": op,
+        "n_ranks": n_ranks,
+        "holdout": holdout,
+        "alpha_us": fit.alpha_us,
+        "beta_gbps": fit.beta_gbps,
+        "fit_r2": fit.r2,
+        "fit_note": fit.note,
+        "fit_sizes_bytes": [r["size_bytes"] for r in train],
+        "holdout_errors": errors,
+        "holdout_error_max": worst,
+        "holdout_error_median": percentile([abs(e["error"]) for e in errors], 50),
+        "within_25pct": worst <= 0.25,
+    }
 
 
 # ---------------------------------------------------------------- command line (torchrun or spawn)
@@ -176,14 +232,19 @@ def fit_and_holdout(rows, *, holdout: str = "alternate", op: str | None = None, 
 def nccl_table(result: BenchResult) -> str:
     """The nccl-tests-style table text (header lines start with '#')."""
     e = result.env
-    head = (f"# gpukit collectives: op {result.summary.get('op')}, {e.get('world_size')} ranks, backend "
-            f"{e.get('backend')}, device {e.get('device')} ({e.get('label')}), torch {e.get('torch')}")
+    head = (
+        f"# gpukit collectives: op {result.summary.get('op')}, {e.get('world_size')} ranks, backend "
+        f"{e.get('backend')}, device {e.get('device')} ({e.get('label')}), torch {e.get('torch')}"
+    )
     return head + "\n" + result.to_text()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.collectives",
-                                description="nccl-tests-style collective benchmark (torchrun or local spawn)")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="python -m gpukit.bench.collectives",
+        description="nccl-tests-style collective benchmark (torchrun or local spawn)",
+    )
     add_arguments(p)
     p.add_argument("--out", help="rank 0 writes the result here (.json, or .csv)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -193,18 +254,35 @@ def build_parser() -> argparse.ArgumentParser:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared with `gpukit bench collectives`."""
     p.add_argument("--op", default="all_reduce", help=f"one of {', '.join(OPS)}")
-    p.add_argument("--sizes", default="1K,64K,1M,16M", help="bytes, K/M/G binary (nccl-tests), comma-separated")
-    p.add_argument("--iters", type=positive_int_arg, default=None, help="calls per timed repeat (default: ~50 ms per repeat)")
+    p.add_argument(
+        "--sizes", default="1K,64K,1M,16M", help="bytes, K/M/G binary (nccl-tests), comma-separated"
+    )
+    p.add_argument(
+        "--iters",
+        type=positive_int_arg,
+        default=None,
+        help="calls per timed repeat (default: ~50 ms per repeat)",
+    )
     p.add_argument("--warmup", type=nonnegative_int_arg, default=3, help="untimed calls per size")
-    p.add_argument("--repeats", type=positive_int_arg, default=5, help="timed repeats; the median is reported")
+    p.add_argument(
+        "--repeats", type=positive_int_arg, default=5, help="timed repeats; the median is reported"
+    )
     p.add_argument("--dtype", default="fp32", help=f"one of {', '.join(DTYPES)}")
     p.add_argument("--backend", default="auto", help="auto (nccl on cuda, gloo on cpu), gloo, nccl")
     p.add_argument("--device", default="auto", help="cpu, cuda, auto")
-    p.add_argument("--threads", type=positive_int_arg, default=None, help="torch threads per rank (torchrun sets 1)")
+    p.add_argument(
+        "--threads", type=positive_int_arg, default=None, help="torch threads per rank (torchrun sets 1)"
+    )
     p.add_argument("--timeout", type=timeout_arg, default=300, help="seconds before the run is abandoned")
-    p.add_argument("--ranks", type=positive_int_arg, default=2, help="local ranks to spawn when not under torchrun")
-    p.add_argument("--no-bare-check", dest="bare_check", action="store_false",
-                   help="skip the bare-loop comparison (harness overhead check)")
+    p.add_argument(
+        "--ranks", type=positive_int_arg, default=2, help="local ranks to spawn when not under torchrun"
+    )
+    p.add_argument(
+        "--no-bare-check",
+        dest="bare_check",
+        action="store_false",
+        help="skip the bare-loop comparison (harness overhead check)",
+    )
 
 
 def _torchrun_main(args) -> int:
@@ -215,9 +293,20 @@ def _torchrun_main(args) -> int:
     device = resolve_device(args.device)
     _check_op(args.op, args.dtype)
     backend = pick_backend(args.backend, device)
-    cfg = {"op": args.op, "sizes": parse_sizes(args.sizes), "iters": args.iters, "warmup": args.warmup,
-           "repeats": args.repeats, "dtype": args.dtype, "backend": backend, "device": device,
-           "threads": args.threads, "timeout_s": args.timeout, "bare_check": args.bare_check, "launcher": "torchrun"}
+    cfg = {
+        "op": args.op,
+        "sizes": parse_sizes(args.sizes),
+        "iters": args.iters,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "dtype": args.dtype,
+        "backend": backend,
+        "device": device,
+        "threads": args.threads,
+        "timeout_s": args.timeout,
+        "bare_check": args.bare_check,
+        "launcher": "torchrun",
+    }
     try:
         torchrun_rank(cfg, collective_body, lambda payload: _report(_result(payload, args.op), args))
     except UnsupportedOp as e:
@@ -244,12 +333,25 @@ def main(argv: list[str] | None = None) -> int:
             check_writable(args.out, "--out")
         if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
             if int(os.environ["WORLD_SIZE"]) < 2:  # before the rendezvous: one rank moves no data
-                raise ValueError(f"WORLD_SIZE must be >= 2 (a collective over one rank moves no data), "
-                                 f"got {os.environ['WORLD_SIZE']}")
+                raise ValueError(
+                    f"WORLD_SIZE must be >= 2 (a collective over one rank moves no data), "
+                    f"got {os.environ['WORLD_SIZE']}"
+                )
             return _torchrun_main(args)
-        result = run_collectives(args.op, args.ranks, args.sizes, iters=args.iters, warmup=args.warmup,
-                                 repeats=args.repeats, dtype=args.dtype, backend=args.backend, device=args.device,
-                                 threads=args.threads or 1, timeout_s=args.timeout, bare_check=args.bare_check)
+        result = run_collectives(
+            args.op,
+            args.ranks,
+            args.sizes,
+            iters=args.iters,
+            warmup=args.warmup,
+            repeats=args.repeats,
+            dtype=args.dtype,
+            backend=args.backend,
+            device=args.device,
+            threads=args.threads or 1,
+            timeout_s=args.timeout,
+            bare_check=args.bare_check,
+        )
         _report(result, args)
         return 0
     except (ValueError, TimeoutError) as e:

@@ -87,19 +87,29 @@ def _make_op(op: str, size_bytes: int, dtype: str, device: str, backend: str):
 
         def list_fn():
             dist.all_gather(outs, inp)
-        return _first_supported(op, backend, [(tensor_fn, single.__name__), (list_fn, "all_gather(list)")],
-                                used, count)
+
+        return _first_supported(
+            op, backend, [(tensor_fn, single.__name__), (list_fn, "all_gather(list)")], used, count
+        )
     if op == "reduce_scatter":
         inp, out = new(total), new(count)
         single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
         ins = list(inp.chunk(n))
-        return _first_supported(op, backend, [(lambda: single(out, inp), single.__name__),
-                                              (lambda: dist.reduce_scatter(out, ins), "reduce_scatter(list)")],
-                                used, count)
+        return _first_supported(
+            op,
+            backend,
+            [
+                (lambda: single(out, inp), single.__name__),
+                (lambda: dist.reduce_scatter(out, ins), "reduce_scatter(list)"),
+            ],
+            used,
+            count,
+        )
     if op == "all_to_all":
         inp, out = new(total), new(total)
-        return _first_supported(op, backend, [(lambda: dist.all_to_all_single(out, inp), "all_to_all_single")],
-                                used, count)
+        return _first_supported(
+            op, backend, [(lambda: dist.all_to_all_single(out, inp), "all_to_all_single")], used, count
+        )
     if op == "send_recv":
         if n < 2:
             raise UnsupportedOp("send_recv needs at least 2 ranks")
@@ -108,9 +118,12 @@ def _make_op(op: str, size_bytes: int, dtype: str, device: str, backend: str):
         to, frm = (rank + 1) % n, (rank - 1) % n
 
         def sendrecv():
-            reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, frm)])
+            reqs = dist.batch_isend_irecv(
+                [dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, frm)]
+            )
             for r in reqs:
                 r.wait()
+
         return sendrecv, used, count, "isend(rank+1)/irecv(rank-1)"
     raise ValueError(f"op must be one of {', '.join(OPS)}; got {op!r}")  # pragma: no cover
 
@@ -126,8 +139,9 @@ def _first_supported(op, backend, candidates, used, count):
             return fn, used, count, label
         except (RuntimeError, NotImplementedError, AttributeError, ValueError) as e:
             errors.append(f"{label}: {str(e).splitlines()[0][:120]}")
-    raise UnsupportedOp(f"{op} is not supported by backend {backend} in torch {torch.__version__} "
-                        f"({'; '.join(errors)})")
+    raise UnsupportedOp(
+        f"{op} is not supported by backend {backend} in torch {torch.__version__} ({'; '.join(errors)})"
+    )
 
 
 def _timed_loop(fn, iters: int, device: str) -> float:
@@ -155,8 +169,9 @@ def _bare_loop(fn, iters: int, device: str) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def bare_loop_busbw(op: str, size_bytes: int, iters: int, *, dtype: str = "fp32", device: str = "cpu",
-                    backend: str = "gloo") -> float:
+def bare_loop_busbw(
+    op: str, size_bytes: int, iters: int, *, dtype: str = "fp32", device: str = "cpu", backend: str = "gloo"
+) -> float:
     """busbw (GB/s) from the plainest loop: barrier, t0, `iters` calls, sync, t1 (this rank's clock).
 
     The reference for the harness-overhead check (our median should be >= 90% of it); `measure`
@@ -220,10 +235,22 @@ def _probe_alloc(op: str, size_bytes: int, dtype: str, device: str, n_ranks: int
         return oom_line(f"{size_bytes} bytes ({op}, {dtype}, {device})", e)
 
 
-def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeats: int = 5,
-            dtype: str = "fp32", device: str = "cpu", backend: str = "gloo", bare_check: bool = True,
-            target_repeat_s: float = 0.05, max_iters: int = 200, deadline_s: float | None = None,
-            notes: dict | None = None) -> list[dict]:
+def measure(
+    op: str,
+    sizes,
+    *,
+    iters: int | None = None,
+    warmup: int = 3,
+    repeats: int = 5,
+    dtype: str = "fp32",
+    device: str = "cpu",
+    backend: str = "gloo",
+    bare_check: bool = True,
+    target_repeat_s: float = 0.05,
+    max_iters: int = 200,
+    deadline_s: float | None = None,
+    notes: dict | None = None,
+) -> list[dict]:
     """Rows for each size (call on every rank of an initialized group; every rank gets the rows).
 
     Stops early, keeping the rows so far, when `deadline_s` passes or a size does not fit in memory
@@ -262,7 +289,9 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
             fn, used, count, impl = _make_op(op, size, dtype, device, backend)
             for _ in range(warmup):
                 fn()
-            specs.append((size, fn, used, count, impl, iters or _pick_iters(fn, device, target_repeat_s, max_iters)))
+            specs.append(
+                (size, fn, used, count, impl, iters or _pick_iters(fn, device, target_repeat_s, max_iters))
+            )
         samples: list[list[float]] = [[] for _ in specs]
         bare: list[list[float]] = [[] for _ in specs]
         bare_rounds = {0, repeats // 2, repeats - 1} if bare_check else set()
@@ -276,21 +305,37 @@ def measure(op: str, sizes, *, iters: int | None = None, warmup: int = 3, repeat
                     bare[i].append(_bare_loop(fn, k, device))
             # every rank reads its own clock; agree on stopping so no rank waits alone in a collective
             more = rep < repeats - 1 or batch is not batches[-1]  # the same on every rank
-            if more and rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s),
-                                  device) > 0:
+            if (
+                more
+                and rank_max(float(deadline_s is not None and time.monotonic() - start > deadline_s), device)
+                > 0
+            ):
                 stop = True
-                notes["timed_out"] = (f"stopped after {time.monotonic() - start:.1f} s (timeout {deadline_s:g} s): "
-                                      f"{rep + 1} of {repeats} repeats, sizes up to {specs[-1][0]} of "
-                                      f"{all_sizes[-1]} bytes")
+                notes["timed_out"] = (
+                    f"stopped after {time.monotonic() - start:.1f} s (timeout {deadline_s:g} s): "
+                    f"{rep + 1} of {repeats} repeats, sizes up to {specs[-1][0]} of "
+                    f"{all_sizes[-1]} bytes"
+                )
                 break
         for (_size, _fn, used, count, impl, k), own, own_bare in zip(specs, samples, bare, strict=True):
             per_call = rank_mean(own, device)
             med = percentile(per_call, 50)
             algbw = used / med / 1e9
-            row = {"op": op, "size_bytes": used, "count": count, "dtype": dtype, "time_us": med * 1e6,
-                   "p10_us": percentile(per_call, 10) * 1e6, "p90_us": percentile(per_call, 90) * 1e6,
-                   "algbw_gbps": algbw, "busbw_gbps": busbw_gbps(op, algbw, n), "world_size": n,
-                   "iters": k, "repeats": len(per_call), "impl": impl}
+            row = {
+                "op": op,
+                "size_bytes": used,
+                "count": count,
+                "dtype": dtype,
+                "time_us": med * 1e6,
+                "p10_us": percentile(per_call, 10) * 1e6,
+                "p90_us": percentile(per_call, 90) * 1e6,
+                "algbw_gbps": algbw,
+                "busbw_gbps": busbw_gbps(op, algbw, n),
+                "world_size": n,
+                "iters": k,
+                "repeats": len(per_call),
+                "impl": impl,
+            }
             if own_bare:
                 # this rank's own clock (rank 0's row is reported), median of the plain loops
                 bare_bw = busbw_gbps(op, used / percentile(own_bare, 50) / 1e9, n)

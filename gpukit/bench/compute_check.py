@@ -48,16 +48,24 @@ class CpuPeak:
 
     @property
     def breakdown(self) -> tuple[tuple[str, float], ...]:
-        return (("cores", self.cores), ("GHz", self.ghz), (f"{self.isa} fp32 lanes", self.lanes_fp32),
-                ("FLOPs per lane per instruction", self.flops_per_lane), ("FMA units per core", self.fma_units),
-                ("peak TFLOP/s", self.peak_tflops))
+        return (
+            ("cores", self.cores),
+            ("GHz", self.ghz),
+            (f"{self.isa} fp32 lanes", self.lanes_fp32),
+            ("FLOPs per lane per instruction", self.flops_per_lane),
+            ("FMA units per core", self.fma_units),
+            ("peak TFLOP/s", self.peak_tflops),
+        )
 
     @property
     def assumptions(self) -> tuple[str, ...]:
-        return (f"clock {self.ghz:.2f} GHz ({self.ghz_source}); AVX-512 code often runs below the nominal clock, "
-                "turbo above it", f"{self.fma_units} vector FMA units per core (Xeon Gold/Platinum: 2; some "
-                "Silver/Bronze parts: 1)", f"{self.cores} cores each with its own FMA units (a vCPU may be a "
-                "hyperthread sharing them)")
+        return (
+            f"clock {self.ghz:.2f} GHz ({self.ghz_source}); AVX-512 code often runs below the nominal clock, "
+            "turbo above it",
+            f"{self.fma_units} vector FMA units per core (Xeon Gold/Platinum: 2; some "
+            "Silver/Bronze parts: 1)",
+            f"{self.cores} cores each with its own FMA units (a vCPU may be a hyperthread sharing them)",
+        )
 
     def to_frame(self):
         import pandas as pd
@@ -66,17 +74,23 @@ class CpuPeak:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(peak_tflops=self.peak_tflops, flops_per_cycle_per_core=self.flops_per_cycle_per_core,
-                 assumptions=list(self.assumptions))
+        d.update(
+            peak_tflops=self.peak_tflops,
+            flops_per_cycle_per_core=self.flops_per_cycle_per_core,
+            assumptions=list(self.assumptions),
+        )
         return d
 
     def to_text(self) -> str:
-        return (f"CPU fp32 peak estimate: {self.cores} cores x {self.ghz:.2f} GHz x {self.lanes_fp32} lanes ({self.isa}) x "
-                f"{self.flops_per_lane} (FMA) x {self.fma_units} units = {self.peak_tflops * 1e3:.0f} GFLOP/s")
+        return (
+            f"CPU fp32 peak estimate: {self.cores} cores x {self.ghz:.2f} GHz x {self.lanes_fp32} lanes ({self.isa}) x "
+            f"{self.flops_per_lane} (FMA) x {self.fma_units} units = {self.peak_tflops * 1e3:.0f} GFLOP/s"
+        )
 
 
-def cpu_peak_fp32(cores: int, ghz: float, flags, *, fma_units: int = 2, model: str = "",
-                  ghz_source: str = "given") -> CpuPeak:
+def cpu_peak_fp32(
+    cores: int, ghz: float, flags, *, fma_units: int = 2, model: str = "", ghz_source: str = "given"
+) -> CpuPeak:
     """FP32 peak of `cores` cores at `ghz` with the widest SIMD unit in `flags` (a set of cpuinfo flags)."""
     cores = require_positive_int("cores", cores)
     ghz = require_positive("ghz", ghz)
@@ -85,8 +99,16 @@ def cpu_peak_fp32(cores: int, ghz: float, flags, *, fma_units: int = 2, model: s
     for flag, lanes, fma in _ISAS:
         if flag in flags:
             has_fma = ("fma" in flags) if fma is None else fma
-            return CpuPeak(cores=cores, ghz=ghz, isa=flag, lanes_fp32=lanes, flops_per_lane=2 if has_fma else 1,
-                           fma_units=fma_units, model=model, ghz_source=ghz_source)
+            return CpuPeak(
+                cores=cores,
+                ghz=ghz,
+                isa=flag,
+                lanes_fp32=lanes,
+                flops_per_lane=2 if has_fma else 1,
+                fma_units=fma_units,
+                model=model,
+                ghz_source=ghz_source,
+            )
     raise ValueError("flags must include a SIMD extension (avx512f, avx2, avx or sse2) to estimate a peak")
 
 
@@ -112,8 +134,9 @@ def read_cpuinfo(path: str | Path = "/proc/cpuinfo") -> dict:
     return info
 
 
-def this_cpu_peak_fp32(cores: int, *, fma_units: int = 2, path: str | Path = "/proc/cpuinfo",
-                       missing_ok: bool = False) -> CpuPeak | None:
+def this_cpu_peak_fp32(
+    cores: int, *, fma_units: int = 2, path: str | Path = "/proc/cpuinfo", missing_ok: bool = False
+) -> CpuPeak | None:
     """cpu_peak_fp32 for this machine's CPU ('cpu MHz' of /proc/cpuinfo as the clock); None instead of
     a ValueError when `missing_ok` and /proc/cpuinfo cannot tell (not Linux, no SIMD flags)."""
     try:
@@ -123,21 +146,33 @@ def this_cpu_peak_fp32(cores: int, *, fma_units: int = 2, path: str | Path = "/p
         if missing_ok:
             return None
         raise
-    return cpu_peak_fp32(cores, info["mhz"] / 1e3, info["flags"], fma_units=fma_units,
-                         model=info.get("model", ""), ghz_source="'cpu MHz' in /proc/cpuinfo")
+    return cpu_peak_fp32(
+        cores,
+        info["mhz"] / 1e3,
+        info["flags"],
+        fma_units=fma_units,
+        model=info.get("model", ""),
+        ghz_source="'cpu MHz' in /proc/cpuinfo",
+    )
 
 
 def describe_vs_peak(measured_tflops: float, peak: CpuPeak | None) -> str:
     """One line: measured CPU GFLOP/s and its share of the estimate (or why there is no estimate)."""
     measured = require_positive("measured_tflops", measured_tflops)
     if peak is None:
-        return (f"measured {measured * 1e3:.1f} GFLOP/s (CPU figure); no peak estimate: /proc/cpuinfo does not "
-                "name the clock and SIMD flags here")
-    line = (f"measured {measured * 1e3:.1f} GFLOP/s = {measured / peak.peak_tflops:.0%} of the estimated "
-            f"{peak.peak_tflops * 1e3:.0f} GFLOP/s (CPU figures)")
+        return (
+            f"measured {measured * 1e3:.1f} GFLOP/s (CPU figure); no peak estimate: /proc/cpuinfo does not "
+            "name the clock and SIMD flags here"
+        )
+    line = (
+        f"measured {measured * 1e3:.1f} GFLOP/s = {measured / peak.peak_tflops:.0%} of the estimated "
+        f"{peak.peak_tflops * 1e3:.0f} GFLOP/s (CPU figures)"
+    )
     if measured > peak.peak_tflops:  # the estimate's assumptions failed, not the measurement
-        line += (f"; above the estimate: the cores ran faster than the nominal {peak.ghz:.2f} GHz (turbo), "
-                 "so the clock assumption is too low")
+        line += (
+            f"; above the estimate: the cores ran faster than the nominal {peak.ghz:.2f} GHz (turbo), "
+            "so the clock assumption is too low"
+        )
     return line
 
 
@@ -186,15 +221,27 @@ class TrainStepCheck:
 
     def to_text(self) -> str:
         label = "CPU" if self.device == "cpu" else "GPU"
-        return (f"{label} training step of {self.model} ({self.micro_batch} x {self.seq_len} tokens, {self.precision}, "
-                f"{self.threads} threads): predicted {self.predicted_s * 1e3:.1f} ms at {self.matmul_tflops:.3g} "
-                f"TFLOP/s, measured {self.measured_s * 1e3:.1f} ms (p10-p90 {self.p10_s * 1e3:.1f}-"
-                f"{self.p90_s * 1e3:.1f}); error {self.error:+.0%}, MFU vs matmul {self.mfu_vs_matmul:.0%}")
+        return (
+            f"{label} training step of {self.model} ({self.micro_batch} x {self.seq_len} tokens, {self.precision}, "
+            f"{self.threads} threads): predicted {self.predicted_s * 1e3:.1f} ms at {self.matmul_tflops:.3g} "
+            f"TFLOP/s, measured {self.measured_s * 1e3:.1f} ms (p10-p90 {self.p10_s * 1e3:.1f}-"
+            f"{self.p90_s * 1e3:.1f}); error {self.error:+.0%}, MFU vs matmul {self.mfu_vs_matmul:.0%}"
+        )
 
 
-def train_step_check(spec, micro_batch: int, seq_len: int, matmul_tflops: float, *, device: str = "cpu",
-                     precision: str = "fp32", steps: int = 5, warmup: int = 2, threads: int | None = None,
-                     optimizer: str = "adamw") -> TrainStepCheck:
+def train_step_check(
+    spec,
+    micro_batch: int,
+    seq_len: int,
+    matmul_tflops: float,
+    *,
+    device: str = "cpu",
+    precision: str = "fp32",
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int | None = None,
+    optimizer: str = "adamw",
+) -> TrainStepCheck:
     """Time `steps` real training steps (forward, backward, AdamW step) of the reference GPT for
     `spec` and compare with model FLOPs / `matmul_tflops` (the rate this machine's matmul reached)."""
     from gpukit.bench.models import build_reference_model, make_batch, make_optimizer, train_step
@@ -211,10 +258,26 @@ def train_step_check(spec, micro_batch: int, seq_len: int, matmul_tflops: float,
         model = build_reference_model(spec, device=device)
         opt = make_optimizer(model, optimizer)
         batch = make_batch(spec, micro_batch, seq_len, device=device)
-        st = time_op(lambda: train_step(model, opt, batch, precision), device=device, warmup=warmup,
-                     repeats=require_positive_int("steps", steps), iters=1)
+        st = time_op(
+            lambda: train_step(model, opt, batch, precision),
+            device=device,
+            warmup=warmup,
+            repeats=require_positive_int("steps", steps),
+            iters=1,
+        )
         n_params = sum(p.numel() for p in model.parameters())
-    return TrainStepCheck(model=spec.name, device=device, precision=precision, micro_batch=micro_batch,
-                          seq_len=seq_len, n_params=n_params, model_flops=flops, matmul_tflops=rate,
-                          predicted_s=flops / (rate * 1e12), measured_s=st.median_s, p10_s=st.p10_s, p90_s=st.p90_s,
-                          threads=n_threads)
+    return TrainStepCheck(
+        model=spec.name,
+        device=device,
+        precision=precision,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        n_params=n_params,
+        model_flops=flops,
+        matmul_tflops=rate,
+        predicted_s=flops / (rate * 1e12),
+        measured_s=st.median_s,
+        p10_s=st.p10_s,
+        p90_s=st.p90_s,
+        threads=n_threads,
+    )

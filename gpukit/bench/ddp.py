@@ -40,16 +40,38 @@ def normalize_hook(hook: str) -> str:
 
 
 # ---------------------------------------------------------------- launchers
-def validate_ddp(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab, bucket_mb,
-              grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers, timeout_s,
-              backend="gloo"):
+def validate_ddp(
+    ranks,
+    hook,
+    steps,
+    warmup,
+    micro_batch,
+    seq_len,
+    n_layers,
+    hidden,
+    n_heads,
+    vocab,
+    bucket_mb,
+    grad_accum,
+    powersgd_rank,
+    powersgd_start_iter,
+    loader_latency_ms,
+    loader_workers,
+    timeout_s,
+    backend="gloo",
+):
     """The launchers' input check, before any rank starts: one-line ValueError naming the field; the hook's name."""
     from gpukit.errors import require_positive, require_positive_int
     from gpukit.memory import reference_spec
 
     require_positive_int("ranks", ranks)
-    for name, v in (("steps", steps), ("micro_batch", micro_batch), ("seq_len", seq_len),
-                    ("grad_accum", grad_accum), ("powersgd_rank", powersgd_rank)):
+    for name, v in (
+        ("steps", steps),
+        ("micro_batch", micro_batch),
+        ("seq_len", seq_len),
+        ("grad_accum", grad_accum),
+        ("powersgd_rank", powersgd_rank),
+    ):
         require_positive_int(name, v)
     require_positive_int("warmup", warmup, allow_zero=True)
     require_positive_int("loader_workers", loader_workers, allow_zero=True)
@@ -58,11 +80,15 @@ def validate_ddp(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hid
     require_positive("timeout_s", timeout_s)
     hook = normalize_hook(hook)
     if hook == "powersgd" and powersgd_start_iter < 2:
-        raise ValueError(f"powersgd_start_iter must be >= 2 (torch needs it with error feedback), got "
-                         f"{powersgd_start_iter}")
+        raise ValueError(
+            f"powersgd_start_iter must be >= 2 (torch needs it with error feedback), got "
+            f"{powersgd_start_iter}"
+        )
     if hook == "powersgd" and warmup < powersgd_start_iter:
-        raise ValueError(f"warmup must be >= powersgd_start_iter ({powersgd_start_iter}) so that the timed steps "
-                         f"compress, got {warmup}")
+        raise ValueError(
+            f"warmup must be >= powersgd_start_iter ({powersgd_start_iter}) so that the timed steps "
+            f"compress, got {warmup}"
+        )
     spec = reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
     if hook == "powersgd" and backend == "gloo":
         from gpukit.scaling import ddp_buckets, gpt_param_shapes
@@ -70,10 +96,12 @@ def validate_ddp(ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hid
         nb = len(ddp_buckets(gpt_param_shapes(spec), bucket_mb))
         if nb > 1:
             need = spec.n_params * 4 / 2**20
-            raise ValueError(f"bucket_mb must be >= {need:.3g} (one bucket) for powersgd on gloo, got {bucket_mb:g} "
-                             f"({nb} buckets): torch's powerSGD_hook issues each bucket's Q all-reduce from a future "
-                             "callback, and with several buckets the ranks' gloo collectives fall out of order "
-                             "(hang or 'Received data size doesn't match')")
+            raise ValueError(
+                f"bucket_mb must be >= {need:.3g} (one bucket) for powersgd on gloo, got {bucket_mb:g} "
+                f"({nb} buckets): torch's powerSGD_hook issues each bucket's Q all-reduce from a future "
+                "callback, and with several buckets the ranks' gloo collectives fall out of order "
+                "(hang or 'Received data size doesn't match')"
+            )
     return hook
 
 
@@ -82,13 +110,34 @@ def _cfg(**kw) -> dict:
     return kw
 
 
-def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: int = 3, micro_batch: int = 4,
-            seq_len: int = 64, n_layers: int = 2, hidden: int = 128, n_heads: int = 4, vocab: int = 512,
-            bucket_mb: float = 25.0, grad_accum: int = 1, powersgd_rank: int = 1, powersgd_start_iter: int = 2,
-            loader_latency_ms: float = 0.0, loader_workers: int = 0, loader_shared: bool = False,
-            device: str = "cpu", backend: str = "auto", threads: int | None = 1, calibrate_link: bool = True,
-            timeout_s: float = 300, startup_s: float | None = None, profile: bool = False,
-            trace_path: str | None = None) -> dict:
+def run_ddp(
+    n_ranks: int = 2,
+    *,
+    hook: str = "none",
+    steps: int = 10,
+    warmup: int = 3,
+    micro_batch: int = 4,
+    seq_len: int = 64,
+    n_layers: int = 2,
+    hidden: int = 128,
+    n_heads: int = 4,
+    vocab: int = 512,
+    bucket_mb: float = 25.0,
+    grad_accum: int = 1,
+    powersgd_rank: int = 1,
+    powersgd_start_iter: int = 2,
+    loader_latency_ms: float = 0.0,
+    loader_workers: int = 0,
+    loader_shared: bool = False,
+    device: str = "cpu",
+    backend: str = "auto",
+    threads: int | None = 1,
+    calibrate_link: bool = True,
+    timeout_s: float = 300,
+    startup_s: float | None = None,
+    profile: bool = False,
+    trace_path: str | None = None,
+) -> dict:
     """Spawn `n_ranks` local ranks and measure DDP steps; rank 0's payload (step_s, compute_s lists
     per step, bytes_per_step, timeline of the median step, link_samples, param_shapes, env)."""
     from gpukit.bench.ranks import check_gpu_count, pick_backend
@@ -99,9 +148,26 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
         require_positive_int("threads", threads)
     device = resolve_device(device)
     backend = pick_backend(backend, device)
-    hook = validate_ddp(n_ranks, hook, steps, warmup, micro_batch, seq_len, n_layers, hidden, n_heads, vocab,
-                        bucket_mb, grad_accum, powersgd_rank, powersgd_start_iter, loader_latency_ms, loader_workers,
-                        timeout_s, backend)
+    hook = validate_ddp(
+        n_ranks,
+        hook,
+        steps,
+        warmup,
+        micro_batch,
+        seq_len,
+        n_layers,
+        hidden,
+        n_heads,
+        vocab,
+        bucket_mb,
+        grad_accum,
+        powersgd_rank,
+        powersgd_start_iter,
+        loader_latency_ms,
+        loader_workers,
+        timeout_s,
+        backend,
+    )
     check_gpu_count(n_ranks, device)
     if hook == "bf16" and backend != "nccl":
         raise ValueError("hook bf16 needs the nccl backend (--device cuda); on gloo use fp16")
@@ -110,12 +176,32 @@ def run_ddp(n_ranks: int = 2, *, hook: str = "none", steps: int = 10, warmup: in
     # one shared storage = one lock for every rank's loader threads (a spawn-context lock travels to the
     # ranks with their arguments; no file, so nothing is left behind even when the run is killed)
     lock = mp.get_context("spawn").Lock() if loader_shared else None
-    cfg = _cfg(hook=hook, steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len,
-               n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, bucket_mb=float(bucket_mb),
-               grad_accum=grad_accum, powersgd_rank=powersgd_rank, powersgd_start_iter=powersgd_start_iter,
-               loader_latency_ms=float(loader_latency_ms), loader_workers=loader_workers, loader_lock_obj=lock,
-               device=device, backend=backend, threads=threads, timeout_s=timeout_s,
-               launcher="spawn", calibrate_link=calibrate_link, profile=profile, trace_path=trace_path)
+    cfg = _cfg(
+        hook=hook,
+        steps=steps,
+        warmup=warmup,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        vocab=vocab,
+        bucket_mb=float(bucket_mb),
+        grad_accum=grad_accum,
+        powersgd_rank=powersgd_rank,
+        powersgd_start_iter=powersgd_start_iter,
+        loader_latency_ms=float(loader_latency_ms),
+        loader_workers=loader_workers,
+        loader_lock_obj=lock,
+        device=device,
+        backend=backend,
+        threads=threads,
+        timeout_s=timeout_s,
+        launcher="spawn",
+        calibrate_link=calibrate_link,
+        profile=profile,
+        trace_path=trace_path,
+    )
     from gpukit.bench.launch import spawn
 
     return spawn(ddp_body, cfg, n_ranks, timeout_s, startup_s)
@@ -131,12 +217,20 @@ def summarize(payload: dict, tokens_per_step: int) -> dict:
     # paired: each synced step against the compute-only step that ran right after it (same load)
     wt = payload.get("input_wait_s") or [0.0] * len(st)
     exposed = stat([a - b - w for a, b, w in zip(st, ct, wt, strict=True)])
-    return {"ranks": payload["world_size"], "measured_step_s": step, "step_p10_s": percentile(st, 10),
-            "step_p90_s": percentile(st, 90), "compute_s": comp, "compute_p10_s": percentile(ct, 10),
-            "compute_p90_s": percentile(ct, 90), "exposed_comm_s": max(0.0, exposed),
-            "input_wait_s": stat(wt),
-            "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
-            "tokens_per_s": tokens_per_step / step, "steps": len(st)}
+    return {
+        "ranks": payload["world_size"],
+        "measured_step_s": step,
+        "step_p10_s": percentile(st, 10),
+        "step_p90_s": percentile(st, 90),
+        "compute_s": comp,
+        "compute_p10_s": percentile(ct, 10),
+        "compute_p90_s": percentile(ct, 90),
+        "exposed_comm_s": max(0.0, exposed),
+        "input_wait_s": stat(wt),
+        "comm_bytes_per_step": int(percentile(payload["bytes_per_step"], 50)),
+        "tokens_per_s": tokens_per_step / step,
+        "steps": len(st),
+    }
 
 
 def profile_ddp_step(n_ranks: int = 2, *, trace_path: str | None = None, **kw) -> dict:
@@ -169,8 +263,10 @@ def run_ddp_netlab(n_ranks: int, rate: str, *, timeout_s: float = 600, **kw) -> 
         if bad or not os.path.exists(out):
             r = bad[0] if bad else results[0]
             tail = (r.stderr + r.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise RuntimeError(f"DDP over netlab failed on node {r.node} "
-                               f"({'timed out' if r.timed_out else f'exit {r.returncode}'}): {tail[0][:300]}")
+            raise RuntimeError(
+                f"DDP over netlab failed on node {r.node} "
+                f"({'timed out' if r.timed_out else f'exit {r.returncode}'}): {tail[0][:300]}"
+            )
         with open(out) as f:
             payload = json.load(f)
     payload["netlab"] = info
@@ -184,16 +280,31 @@ def netlab_device(device: str | None) -> str:
     if str(device).lower() in ("auto", "cpu"):
         return "cpu"
     resolve_device(device)  # its own error for anything but cpu/cuda/auto
-    raise ValueError(f"device must be cpu with netlab (gloo over the emulated link, one rank per namespace), "
-                     f"got {device!r}")
+    raise ValueError(
+        f"device must be cpu with netlab (gloo over the emulated link, one rank per namespace), "
+        f"got {device!r}"
+    )
 
 
 def _cli_args(**kw) -> list[str]:
-    flags = {"device": "--device", "hook": "--hook", "steps": "--steps", "warmup": "--warmup", "micro_batch": "--micro-batch",
-             "seq_len": "--seq-len", "n_layers": "--layers", "hidden": "--hidden", "n_heads": "--heads",
-             "vocab": "--vocab", "bucket_mb": "--bucket-mb", "grad_accum": "--grad-accum",
-             "powersgd_rank": "--powersgd-rank", "powersgd_start_iter": "--powersgd-start-iter",
-             "loader_latency_ms": "--loader-latency-ms", "loader_workers": "--loader-workers"}
+    flags = {
+        "device": "--device",
+        "hook": "--hook",
+        "steps": "--steps",
+        "warmup": "--warmup",
+        "micro_batch": "--micro-batch",
+        "seq_len": "--seq-len",
+        "n_layers": "--layers",
+        "hidden": "--hidden",
+        "n_heads": "--heads",
+        "vocab": "--vocab",
+        "bucket_mb": "--bucket-mb",
+        "grad_accum": "--grad-accum",
+        "powersgd_rank": "--powersgd-rank",
+        "powersgd_start_iter": "--powersgd-start-iter",
+        "loader_latency_ms": "--loader-latency-ms",
+        "loader_workers": "--loader-workers",
+    }
     out = []
     for k, v in kw.items():
         if k in flags:
@@ -202,8 +313,11 @@ def _cli_args(**kw) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.ddp",
-                                description="DDP step of the reference GPT (torchrun worker; rank 0 writes JSON)")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="python -m gpukit.bench.ddp",
+        description="DDP step of the reference GPT (torchrun worker; rank 0 writes JSON)",
+    )
     p.add_argument("--hook", default="none")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
@@ -235,23 +349,60 @@ def main(argv: list[str] | None = None) -> int:
 
     a = build_parser().parse_args(argv)
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        print("error: run under torchrun (RANK/WORLD_SIZE unset); from Python use gpukit.bench.ddp.run_ddp",
-              file=sys.stderr)
+        print(
+            "error: run under torchrun (RANK/WORLD_SIZE unset); from Python use gpukit.bench.ddp.run_ddp",
+            file=sys.stderr,
+        )
         return 2
     try:
         device = resolve_device(a.device)
         backend = pick_backend("auto", device)
-        hook = validate_ddp(int(os.environ["WORLD_SIZE"]), a.hook, a.steps, a.warmup, a.micro_batch, a.seq_len,
-                            a.layers, a.hidden, a.heads, a.vocab, a.bucket_mb, a.grad_accum, a.powersgd_rank,
-                            a.powersgd_start_iter, a.loader_latency_ms, a.loader_workers, a.timeout, backend)
+        hook = validate_ddp(
+            int(os.environ["WORLD_SIZE"]),
+            a.hook,
+            a.steps,
+            a.warmup,
+            a.micro_batch,
+            a.seq_len,
+            a.layers,
+            a.hidden,
+            a.heads,
+            a.vocab,
+            a.bucket_mb,
+            a.grad_accum,
+            a.powersgd_rank,
+            a.powersgd_start_iter,
+            a.loader_latency_ms,
+            a.loader_workers,
+            a.timeout,
+            backend,
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    cfg = _cfg(hook=hook, steps=a.steps, warmup=a.warmup, micro_batch=a.micro_batch, seq_len=a.seq_len,
-               n_layers=a.layers, hidden=a.hidden, n_heads=a.heads, vocab=a.vocab, bucket_mb=a.bucket_mb,
-               grad_accum=a.grad_accum, powersgd_rank=a.powersgd_rank, powersgd_start_iter=a.powersgd_start_iter,
-               loader_latency_ms=a.loader_latency_ms, loader_workers=a.loader_workers, loader_lock=a.loader_lock,
-               device=device, backend=backend, threads=a.threads, timeout_s=a.timeout, launcher="torchrun")
+    cfg = _cfg(
+        hook=hook,
+        steps=a.steps,
+        warmup=a.warmup,
+        micro_batch=a.micro_batch,
+        seq_len=a.seq_len,
+        n_layers=a.layers,
+        hidden=a.hidden,
+        n_heads=a.heads,
+        vocab=a.vocab,
+        bucket_mb=a.bucket_mb,
+        grad_accum=a.grad_accum,
+        powersgd_rank=a.powersgd_rank,
+        powersgd_start_iter=a.powersgd_start_iter,
+        loader_latency_ms=a.loader_latency_ms,
+        loader_workers=a.loader_workers,
+        loader_lock=a.loader_lock,
+        device=device,
+        backend=backend,
+        threads=a.threads,
+        timeout_s=a.timeout,
+        launcher="torchrun",
+    )
 
     def report(payload: dict) -> None:
         if a.out:

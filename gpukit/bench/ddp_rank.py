@@ -82,6 +82,7 @@ def calibrate_kernels(device: str, numel: int = 1 << 21, rank: int = 1) -> dict:
     def fp16():
         h = buf.to(torch.float16).div_(2)
         buf.copy_(h)
+
     side = max(64, math.isqrt(numel))
     m, e = torch.randn(1, side, side, device=device), torch.zeros(1, side, side, device=device)
     q = torch.randn(1, side, rank, device=device)
@@ -100,9 +101,14 @@ def calibrate_kernels(device: str, numel: int = 1 << 21, rank: int = 1) -> dict:
         buf.add_(g)
         c = buf.clone()
         buf.sub_(c)
-    return {"copy": _median_time(copies, device) / numel, "div": _median_time(lambda: buf.div_(1.0), device) / numel,
-            "fp16": _median_time(fp16, device) / numel, "psgd_compressed": _median_time(psgd, device) / side**2,
-            "psgd_uncompressed": _median_time(unc, device) / numel}
+
+    return {
+        "copy": _median_time(copies, device) / numel,
+        "div": _median_time(lambda: buf.div_(1.0), device) / numel,
+        "fp16": _median_time(fp16, device) / numel,
+        "psgd_compressed": _median_time(psgd, device) / side**2,
+        "psgd_uncompressed": _median_time(unc, device) / numel,
+    }
 
 
 def _profile_step(one_step, device: str, trace_path: str | None) -> dict:
@@ -116,8 +122,15 @@ def _profile_step(one_step, device: str, trace_path: str | None) -> dict:
         dt, info = one_step(True)
     if trace_path:
         prof.export_chrome_trace(trace_path)
-    rows = [{"name": e.key, "count": e.count, "cpu_total_us": e.cpu_time_total, "self_cpu_us": e.self_cpu_time_total}
-            for e in prof.key_averages()]
+    rows = [
+        {
+            "name": e.key,
+            "count": e.count,
+            "cpu_total_us": e.cpu_time_total,
+            "self_cpu_us": e.self_cpu_time_total,
+        }
+        for e in prof.key_averages()
+    ]
     rows.sort(key=lambda r: -r["cpu_total_us"])
     return {"step_s": dt, "top_ops": rows[:25], "events": info["events"], "trace_path": trace_path}
 
@@ -203,6 +216,7 @@ def _counting_all_reduce(rec: dict):
             rec["bytes"] += tensor.numel() * tensor.element_size()
             rec["calls"] += 1
         return orig(tensor, *args, **kwargs)
+
     dist.all_reduce = counting
     try:
         yield
@@ -222,25 +236,36 @@ def _make_hook(kind: str, cfg: dict, rec: dict):
     elif kind == "bf16":
         real, state = default_hooks.bf16_compress_hook, None
     else:
-        state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=cfg["powersgd_rank"],
-                                   start_powerSGD_iter=cfg["powersgd_start_iter"],
-                                   use_error_feedback=cfg["powersgd_error_feedback"],
-                                   warm_start=cfg["powersgd_error_feedback"], random_seed=0)
+        state = psgd.PowerSGDState(
+            process_group=None,
+            matrix_approximation_rank=cfg["powersgd_rank"],
+            start_powerSGD_iter=cfg["powersgd_start_iter"],
+            use_error_feedback=cfg["powersgd_error_feedback"],
+            warm_start=cfg["powersgd_error_feedback"],
+            random_seed=0,
+        )
         real = psgd.powerSGD_hook
 
     def hook(_state, bucket):
         t = time.perf_counter()
         buf = bucket.buffer()
-        ev = {"bucket": bucket.index(), "bytes": buf.numel() * buf.element_size(), "n_tensors":
-              len(bucket.gradients()), "start_s": t - rec["t0"], "end_s": None}
+        ev = {
+            "bucket": bucket.index(),
+            "bytes": buf.numel() * buf.element_size(),
+            "n_tensors": len(bucket.gradients()),
+            "start_s": t - rec["t0"],
+            "end_s": None,
+        }
         fut = real(state, bucket)
 
         def done(f):
             ev["end_s"] = time.perf_counter() - rec["t0"]
             return f.value()
+
         if rec["active"]:
             rec["events"].append(ev)
         return fut.then(done)
+
     return hook
 
 
@@ -256,20 +281,37 @@ def ddp_body(cfg: dict) -> dict:
     from gpukit.memory import reference_spec
 
     device, rank, world = cfg["device"], dist.get_rank(), dist.get_world_size()
-    spec = reference_spec(n_layers=cfg["n_layers"], hidden=cfg["hidden"], n_heads=cfg["n_heads"],
-                          vocab=cfg["vocab"], seq=cfg["seq_len"])
+    spec = reference_spec(
+        n_layers=cfg["n_layers"],
+        hidden=cfg["hidden"],
+        n_heads=cfg["n_heads"],
+        vocab=cfg["vocab"],
+        seq=cfg["seq_len"],
+    )
     model = build_reference_model(spec, device=device, seed=0)  # same seed: identical replicas
     rec = {"active": False, "bytes": 0, "calls": 0, "events": [], "t0": 0.0}
-    live = {"ddp": DDP(model, device_ids=[torch.cuda.current_device()] if device == "cuda" else None,
-                       bucket_cap_mb=cfg["bucket_mb"])}
+    live = {
+        "ddp": DDP(
+            model,
+            device_ids=[torch.cuda.current_device()] if device == "cuda" else None,
+            bucket_cap_mb=cfg["bucket_mb"],
+        )
+    }
     hook = _make_hook(cfg["hook"], cfg, rec)
     live["ddp"].register_comm_hook(None, hook)
     live["opt"] = make_optimizer(live["ddp"], "adamw")
     mb, k_acc = cfg["micro_batch"], cfg["grad_accum"]
     fixed = make_batch(spec, mb, cfg["seq_len"], device=device, seed=rank)  # own data per rank
     if cfg["loader_latency_ms"] > 0 or cfg["loader_workers"] > 0:
-        ds = _Batches(spec.vocab, mb, cfg["seq_len"], cfg["loader_latency_ms"] / 1e3, seed=rank,
-                      lock_path=cfg.get("loader_lock"), lock=cfg.get("loader_lock_obj"))
+        ds = _Batches(
+            spec.vocab,
+            mb,
+            cfg["seq_len"],
+            cfg["loader_latency_ms"] / 1e3,
+            seed=rank,
+            lock_path=cfg.get("loader_lock"),
+            lock=cfg.get("loader_lock_obj"),
+        )
         live["loader"] = _Prefetcher(ds, cfg["loader_workers"])
     marks: dict = {}
 
@@ -314,11 +356,18 @@ def ddp_body(cfg: dict) -> dict:
         device_sync(device)
         dt = time.perf_counter() - rec["t0"]
         rec["active"] = False
-        return dt, {"bytes": rec["bytes"], "calls": rec["calls"], "events": list(rec["events"]), "step_s": dt,
-                    **marks}  # a copy: later steps must not change it
+        return dt, {
+            "bytes": rec["bytes"],
+            "calls": rec["calls"],
+            "events": list(rec["events"]),
+            "step_s": dt,
+            **marks,
+        }  # a copy: later steps must not change it
 
     n_elems = sum(p.numel() for p in model.parameters())
-    kernel_s = calibrate_kernels(device, numel=min(max(n_elems, 1 << 20), 1 << 26), rank=cfg.get("powersgd_rank", 1))
+    kernel_s = calibrate_kernels(
+        device, numel=min(max(n_elems, 1 << 20), 1 << 26), rank=cfg.get("powersgd_rank", 1)
+    )
     step_times, compute_times, byte_counts, timelines, phases, waits = [], [], [], [], [], []
     # with a loader, enough warm-up steps to drain what the workers fetched ahead: steady state
     warmup = max(cfg["warmup"], 2 * cfg["loader_workers"] + 2) if "loader" in live else cfg["warmup"]
@@ -341,21 +390,40 @@ def ddp_body(cfg: dict) -> dict:
             byte_counts.append(info["bytes"])
             dt_c, info_c = computed[i] if loader_on else one_step(False)
             compute_times.append(dt_c)
-            info["compute"] = {k: info_c[k] for k in ("fwd_start", "fwd_end", "bwd_end", "bwd_done", "step_s")}
+            info["compute"] = {
+                k: info_c[k] for k in ("fwd_start", "fwd_end", "bwd_end", "bwd_done", "step_s")
+            }
             timelines.append(info)
             # the last micro-step's forward and backward, and the optimizer, of the compute-only step
-            phases.append([info_c["fwd_end"] - info_c["fwd_start"], info_c["bwd_end"] - info_c["fwd_end"],
-                           dt_c - info_c["bwd_done"]])
+            phases.append(
+                [
+                    info_c["fwd_end"] - info_c["fwd_start"],
+                    info_c["bwd_end"] - info_c["fwd_end"],
+                    dt_c - info_c["bwd_done"],
+                ]
+            )
     steps_mean = rank_mean(step_times, device)
     waits_mean = rank_mean(waits, device)
     compute_mean = rank_mean(compute_times, device)
     phase_med = [percentile(rank_mean([ph[i] for ph in phases], device), 50) for i in range(3)]
     link = link16 = None
     if cfg.get("calibrate_link", True):
+
         def sweep(dtype):
-            rows = measure("all_reduce", list(LINK_SIZES), warmup=1, repeats=5, dtype=dtype, device=device,
-                           backend=dist.get_backend(), bare_check=False, target_repeat_s=0.02, max_iters=20)
+            rows = measure(
+                "all_reduce",
+                list(LINK_SIZES),
+                warmup=1,
+                repeats=5,
+                dtype=dtype,
+                device=device,
+                backend=dist.get_backend(),
+                bare_check=False,
+                target_repeat_s=0.02,
+                max_iters=20,
+            )
             return [{"size_bytes": r["size_bytes"], "time_s": r["time_us"] / 1e6} for r in rows]
+
         link = sweep("fp32")
         if cfg["hook"] == "fp16":
             link16 = sweep("fp16")
@@ -366,17 +434,36 @@ def ddp_body(cfg: dict) -> dict:
     mid = sorted(range(len(step_times)), key=lambda i: step_times[i])[len(step_times) // 2]
     n_params = sum(p.numel() for p in model.parameters())
     shapes = [[n, list(p.shape)] for n, p in model.named_parameters()]
-    env = env_stamp(device, threads=torch.get_num_threads(), world_size=world, backend=dist.get_backend(),
-                    model=spec.name, n_params=n_params, launcher=cfg.get("launcher"),
-                    master_addr=os.environ.get("MASTER_ADDR"),
-                    gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"))
+    env = env_stamp(
+        device,
+        threads=torch.get_num_threads(),
+        world_size=world,
+        backend=dist.get_backend(),
+        model=spec.name,
+        n_params=n_params,
+        launcher=cfg.get("launcher"),
+        master_addr=os.environ.get("MASTER_ADDR"),
+        gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"),
+    )
     dist.barrier()
     if "loader" in live:  # the loader's workers end before the group does
         live["loader"].close()
     live.clear()  # drop loader, DDP model and optimizer before destroy_process_group (REFERENCE.md sec. 4)
     del model
-    return {"env": env, "n_params": n_params, "param_shapes": shapes, "world_size": world,
-            "step_s": steps_mean, "compute_s": compute_mean, "input_wait_s": waits_mean, "loader": loader_on, "bytes_per_step": byte_counts,
-            "timeline": timelines[mid], "link_samples": link, "link_samples_fp16": link16,
-            "phases_s": {"forward_s": phase_med[0], "backward_s": phase_med[1], "optimizer_s": phase_med[2]},
-            "kernel_s": kernel_s, "profile": prof_rows}
+    return {
+        "env": env,
+        "n_params": n_params,
+        "param_shapes": shapes,
+        "world_size": world,
+        "step_s": steps_mean,
+        "compute_s": compute_mean,
+        "input_wait_s": waits_mean,
+        "loader": loader_on,
+        "bytes_per_step": byte_counts,
+        "timeline": timelines[mid],
+        "link_samples": link,
+        "link_samples_fp16": link16,
+        "phases_s": {"forward_s": phase_med[0], "backward_s": phase_med[1], "optimizer_s": phase_med[2]},
+        "kernel_s": kernel_s,
+        "profile": prof_rows,
+    }

@@ -22,8 +22,16 @@ from gpukit.bench.results import BenchResult
 from gpukit.bench.timing import percentile, resolve_device
 
 SCALINGS = ("strong", "weak")
-COLUMNS = ("ranks", "measured_step_s", "predicted_step_s", "compute_s", "exposed_comm_s", "comm_bytes_per_step",
-           "tokens_per_s", "efficiency")
+COLUMNS = (
+    "ranks",
+    "measured_step_s",
+    "predicted_step_s",
+    "compute_s",
+    "exposed_comm_s",
+    "comm_bytes_per_step",
+    "tokens_per_s",
+    "efficiency",
+)
 
 
 class DdpScalingResult(BenchResult):
@@ -48,12 +56,21 @@ class DdpScalingResult(BenchResult):
             raise ValueError("netlab_row needs a run with netlab=RATE")
         one, row = self.rows[0], next(r for r in self.rows if r["ranks"] == ranks)
         sent, burst = row["comm_bytes_per_step"], self.summary["tbf_burst_bytes"]
-        return {"rate": rate, "efficiency": row["efficiency"], "predicted_efficiency": row["predicted_efficiency"],
-                "step error": row["error"], "compute n ranks / 1": row["compute_s"] / one["compute_s"],
-                "bytes/step": sent, "tbf burst": burst, "fits in burst": sent <= burst,
-                "exposed ms": 1e3 * row["exposed_comm_s"], "predicted exposed ms": 1e3 * row["predicted_exposed_comm_s"],
-                "at the rate ms": 1e3 * sent / (parse_rate(rate) / 8),
-                "GLOO_SOCKET_IFNAME": self.env.get("gloo_socket_ifname"), "MASTER_ADDR": self.env.get("master_addr")}
+        return {
+            "rate": rate,
+            "efficiency": row["efficiency"],
+            "predicted_efficiency": row["predicted_efficiency"],
+            "step error": row["error"],
+            "compute n ranks / 1": row["compute_s"] / one["compute_s"],
+            "bytes/step": sent,
+            "tbf burst": burst,
+            "fits in burst": sent <= burst,
+            "exposed ms": 1e3 * row["exposed_comm_s"],
+            "predicted exposed ms": 1e3 * row["predicted_exposed_comm_s"],
+            "at the rate ms": 1e3 * sent / (parse_rate(rate) / 8),
+            "GLOO_SOCKET_IFNAME": self.env.get("gloo_socket_ifname"),
+            "MASTER_ADDR": self.env.get("master_addr"),
+        }
 
 
 def link_fit(samples, world_size: int = 2) -> tuple[float, float] | None:
@@ -74,8 +91,15 @@ def link_fit(samples, world_size: int = 2) -> tuple[float, float] | None:
     return fit.link
 
 
-def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = None, predict: bool = True,
-                timeout_s: float = 600, **kw) -> BenchResult:
+def ddp_scaling(
+    ranks: int = 2,
+    *,
+    scaling: str = "weak",
+    netlab: str | None = None,
+    predict: bool = True,
+    timeout_s: float = 600,
+    **kw,
+) -> BenchResult:
     """World sizes 1..`ranks`: measured DDP step, compute, exposed comm, bytes, tokens/s, efficiency,
     and gpukit.scaling's predicted step for each (compute rate from the world-size-1 compute-only
     steps, the link from the in-run all-reduce calibration at the largest world size).
@@ -93,8 +117,10 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     if scaling == "strong":
         bad = [n for n in range(1, ranks + 1) if global_batch % n]
         if bad:
-            raise ValueError(f"micro_batch x ranks ({global_batch}) must divide by every world size for strong "
-                             f"scaling; it does not for {bad}")
+            raise ValueError(
+                f"micro_batch x ranks ({global_batch}) must divide by every world size for strong "
+                f"scaling; it does not for {bad}"
+            )
     if netlab is not None:
         from gpukit.bench.netlab import parse_rate, require_available
 
@@ -104,11 +130,26 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
         if ranks < 2:
             raise ValueError(f"ranks must be >= 2 with --netlab (one rank per namespace), got {ranks}")
     # input check before any rank starts
-    validate_ddp(ranks, kw.get("hook", "none"), kw.get("steps", 10), kw.get("warmup", 3), mb, kw.get("seq_len", 64),
-                 kw.get("n_layers", 2), kw.get("hidden", 128), kw.get("n_heads", 4), kw.get("vocab", 512),
-                 kw.get("bucket_mb", 25.0), kw.get("grad_accum", 1), kw.get("powersgd_rank", 1),
-                 kw.get("powersgd_start_iter", 2), kw.get("loader_latency_ms", 0.0), kw.get("loader_workers", 0),
-                 timeout_s, pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))))
+    validate_ddp(
+        ranks,
+        kw.get("hook", "none"),
+        kw.get("steps", 10),
+        kw.get("warmup", 3),
+        mb,
+        kw.get("seq_len", 64),
+        kw.get("n_layers", 2),
+        kw.get("hidden", 128),
+        kw.get("n_heads", 4),
+        kw.get("vocab", 512),
+        kw.get("bucket_mb", 25.0),
+        kw.get("grad_accum", 1),
+        kw.get("powersgd_rank", 1),
+        kw.get("powersgd_start_iter", 2),
+        kw.get("loader_latency_ms", 0.0),
+        kw.get("loader_workers", 0),
+        timeout_s,
+        pick_backend(kw.get("backend", "auto"), resolve_device(kw.get("device", "cpu"))),
+    )
     seq, k_acc = kw.get("seq_len", 64), kw.get("grad_accum", 1)
     payloads, rows = [], []
     # the largest world size first: a failing multi-rank run fails before the others are spent
@@ -131,17 +172,30 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
     hook = normalize_hook(kw.get("hook", "none"))
     multi = [p for p in payloads if p["world_size"] > 1]
     link = next((link_fit(p["link_samples"]) for p in reversed(multi) if p.get("link_samples")), None)
-    link16 = next((link_fit(p["link_samples_fp16"]) for p in reversed(multi) if p.get("link_samples_fp16")), None)
+    link16 = next(
+        (link_fit(p["link_samples_fp16"]) for p in reversed(multi) if p.get("link_samples_fp16")), None
+    )
     one = payloads[0]
-    link_1 = link_fit(one.get("link_samples_fp16" if normalize_hook(kw.get("hook", "none")) == "fp16"
-                               else "link_samples"), 1)
+    link_1 = link_fit(
+        one.get("link_samples_fp16" if normalize_hook(kw.get("hook", "none")) == "fp16" else "link_samples"),
+        1,
+    )
     ph = payloads[0]["phases_s"]
-    summary = {"scaling": scaling, "hook": hook, "netlab": netlab, "n_params": payloads[0]["n_params"],
-               "link_alpha_s": link[0] if link else None, "link_bandwidth_gbps": link[1] if link else None,
-               "link_fp16": list(link16) if link16 else None, "phases_s_ranks_1": ph,
-               "kernel_s": payloads[0]["kernel_s"], "timeline": payloads[-1]["timeline"],
-               "param_shapes": payloads[0]["param_shapes"], "bucket_mb": kw.get("bucket_mb", 25.0),
-               "grad_accum": k_acc}
+    summary = {
+        "scaling": scaling,
+        "hook": hook,
+        "netlab": netlab,
+        "n_params": payloads[0]["n_params"],
+        "link_alpha_s": link[0] if link else None,
+        "link_bandwidth_gbps": link[1] if link else None,
+        "link_fp16": list(link16) if link16 else None,
+        "phases_s_ranks_1": ph,
+        "kernel_s": payloads[0]["kernel_s"],
+        "timeline": payloads[-1]["timeline"],
+        "param_shapes": payloads[0]["param_shapes"],
+        "bucket_mb": kw.get("bucket_mb", 25.0),
+        "grad_accum": k_acc,
+    }
     if predict:
         tbf = None
         if netlab is not None:  # the emulated link's token bucket, as NetLab configures it (tc-tbf(8))
@@ -171,8 +225,9 @@ def ddp_scaling(ranks: int = 2, *, scaling: str = "weak", netlab: str | None = N
             if p.get("loader"):
                 r["error"] = (r["compute_s"] + extra - r["measured_step_s"]) / r["measured_step_s"]
             else:
-                r["error"] = percentile([(c + extra - t) / t for t, c in zip(p["step_s"], p["compute_s"], strict=True)],
-                                        50)
+                r["error"] = percentile(
+                    [(c + extra - t) / t for t, c in zip(p["step_s"], p["compute_s"], strict=True)], 50
+                )
             r["predicted_step_from_ranks_1_s"] = pred1.step_s
             r["error_from_ranks_1"] = (pred1.step_s - r["measured_step_s"]) / r["measured_step_s"]
             r["overlap_modelled"] = ov
@@ -198,17 +253,38 @@ def cpu_overlap_possible(device: str, ranks_per_host: int, threads: int | None) 
     return cores - ranks_per_host * (threads or 1) >= ranks_per_host
 
 
-def predict_row(payload: dict, base_row: dict, row: dict, link, *, overlap: bool = True, link_1=None,
-                token_bucket=None, **kw):
+def predict_row(
+    payload: dict,
+    base_row: dict,
+    row: dict,
+    link,
+    *,
+    overlap: bool = True,
+    link_1=None,
+    token_bucket=None,
+    **kw,
+):
     """gpukit.scaling's prediction of one measured world size from calibrations only: a compute-only
     step (`base_row`: time, batch and phase split), the memory-pass rate and the all-reduce link fit."""
     from gpukit.scaling import predict_measured_ddp
 
-    return predict_measured_ddp(payload["param_shapes"], base_row["compute_s"], base_row["micro_batch"],
-                                row["micro_batch"], row["ranks"], link, hook=normalize_hook(kw.get("hook", "none")),
-                                bucket_mb=kw.get("bucket_mb", 25.0), grad_accum=kw.get("grad_accum", 1),
-                                powersgd_rank=kw.get("powersgd_rank", 1), phases_s=base_row["_phases"],
-                                kernel_s=payload["kernel_s"], overlap=overlap, link_1=link_1,
-                                loader_latency_s=kw.get("loader_latency_ms", 0.0) / 1e3,
-                                loader_workers=kw.get("loader_workers", 0),
-                                loader_shared=kw.get("loader_shared", False), token_bucket=token_bucket)
+    return predict_measured_ddp(
+        payload["param_shapes"],
+        base_row["compute_s"],
+        base_row["micro_batch"],
+        row["micro_batch"],
+        row["ranks"],
+        link,
+        hook=normalize_hook(kw.get("hook", "none")),
+        bucket_mb=kw.get("bucket_mb", 25.0),
+        grad_accum=kw.get("grad_accum", 1),
+        powersgd_rank=kw.get("powersgd_rank", 1),
+        phases_s=base_row["_phases"],
+        kernel_s=payload["kernel_s"],
+        overlap=overlap,
+        link_1=link_1,
+        loader_latency_s=kw.get("loader_latency_ms", 0.0) / 1e3,
+        loader_workers=kw.get("loader_workers", 0),
+        loader_shared=kw.get("loader_shared", False),
+        token_bucket=token_bucket,
+    )

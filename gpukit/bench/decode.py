@@ -50,9 +50,13 @@ from gpukit.errors import require_positive_int
 from gpukit.memory import reference_spec
 from gpukit.specs import ModelSpec
 
-CALIBRATION_K = 2048  # the (k x n) bf16 weight of the matmul-rate calibration: 8 MiB, beyond the per-core L2, so
+CALIBRATION_K = (
+    2048  # the (k x n) bf16 weight of the matmul-rate calibration: 8 MiB, beyond the per-core L2, so
+)
 # it is fed like a real layer; the rate at m rows is the compute roof for m-row products (independent of the model)
-LAYER_SHAPES = tuple((o * CALIBRATION_K, i * CALIBRATION_K) for o, i in ((3, 1), (1, 1), (4, 1), (1, 4)))  # (out, in)
+LAYER_SHAPES = tuple(
+    (o * CALIBRATION_K, i * CALIBRATION_K) for o, i in ((3, 1), (1, 1), (4, 1), (1, 4))
+)  # (out, in)
 OPS_PER_LAYER = 15  # torch calls per layer in KVDecoder._layer (counted in the code below)
 OPS_PER_STEP = 6  # embedding lookups, add, final norm, LM head, slicing
 
@@ -62,8 +66,10 @@ def decode_specs(quick: bool = False) -> tuple[ModelSpec, ...]:
     (hidden 2048: ~100 MB of bf16 weights per layer), small vocabulary (the LM head stays small)."""
     if quick:
         return (reference_spec(n_layers=2, hidden=1536, n_heads=12, vocab=2048, seq=512),)
-    return (reference_spec(n_layers=2, hidden=2048, n_heads=16, vocab=2048, seq=1024),
-            reference_spec(n_layers=4, hidden=1536, n_heads=12, vocab=4096, seq=1024))
+    return (
+        reference_spec(n_layers=2, hidden=2048, n_heads=16, vocab=2048, seq=1024),
+        reference_spec(n_layers=4, hidden=1536, n_heads=12, vocab=4096, seq=1024),
+    )
 
 
 def _torch_dtype(dtype: str):
@@ -100,9 +106,9 @@ class KVDecoder:
         b, t, _ = x.shape
         a, d = self.spec.n_heads, self.spec.head_dim
         q, k, v = qkv(ln1(x)).view(b, t, 3, a, d).permute(2, 0, 3, 1, 4).unbind(0)  # 4 ops
-        self.k[i, :, :, start:start + t] = k  # 2 ops: write this step's keys and values
-        self.v[i, :, :, start:start + t] = v
-        kk, vv = self.k[i, :, :, :start + t], self.v[i, :, :, :start + t]
+        self.k[i, :, :, start : start + t] = k  # 2 ops: write this step's keys and values
+        self.v[i, :, :, start : start + t] = v
+        kk, vv = self.k[i, :, :, : start + t], self.v[i, :, :, : start + t]
         y = F.scaled_dot_product_attention(q, kk, vv, is_causal=causal and t > 1)
         x = x + proj(y.transpose(1, 2).reshape(b, t, a * d))  # 4 ops
         return x + fc2(F.gelu(fc1(ln2(x))))  # 5 ops
@@ -130,7 +136,9 @@ class KVDecoder:
     def step(self, tok: torch.Tensor) -> torch.Tensor:
         """One decode step: tok (batch,) -> logits (batch, vocab); the cache grows by one."""
         if self.pos >= self.k.shape[3]:
-            raise ValueError(f"the cache holds {self.k.shape[3]} tokens; allocate more with prefill(max_len=...)")
+            raise ValueError(
+                f"the cache holds {self.k.shape[3]} tokens; allocate more with prefill(max_len=...)"
+            )
         x = self._forward(tok[:, None], self.pos)
         self.pos += 1
         return self.model.lm_head(self.model.ln_f(x[:, -1]))
@@ -163,8 +171,11 @@ def check_decoder(spec: ModelSpec | None = None, seq: int = 16, batch: int = 2, 
         a = dec.prefill(idx[:, :-1], max_len=seq)
         stepped = dec.step(idx[:, -1])
         full = dec.prefill(idx, max_len=seq)
-    return {"loss_abs_diff": abs(loss - ref_loss), "step_vs_prefill_max_abs": float((stepped - full).abs().max()),
-            "prefill_vs_all_logits_max_abs": float((a - logits[:, -2]).abs().max())}
+    return {
+        "loss_abs_diff": abs(loss - ref_loss),
+        "step_vs_prefill_max_abs": float((stepped - full).abs().max()),
+        "prefill_vs_all_logits_max_abs": float((a - logits[:, -2]).abs().max()),
+    }
 
 
 # ------------------------------------------------------------------------------------ measuring
@@ -193,9 +204,11 @@ class _Probes:
         self.c = torch.rand(n, generator=g, device=device)
         k = CALIBRATION_K
         per_layer = 12 * k * k * torch.empty((), dtype=dtype).element_size()
-        self.streamed = [torch.randn(o, i, generator=g, device=device).to(dtype)
-                         for _ in range(max(1, -(-int(weights_bytes) // per_layer)))
-                         for o, i in LAYER_SHAPES]
+        self.streamed = [
+            torch.randn(o, i, generator=g, device=device).to(dtype)
+            for _ in range(max(1, -(-int(weights_bytes) // per_layer)))
+            for o, i in LAYER_SHAPES
+        ]
         self.streamed_params = sum(w.numel() for w in self.streamed)
         self.w = torch.randn(k, k, generator=g, device=device).to(dtype)
         self.x = {}
@@ -237,13 +250,19 @@ class _Probes:
 
     def dispatch_s(self) -> float:
         n = 200
-        return min(self._time(lambda: [torch.add(self.tiny, self.tiny) for _ in range(n)]) for _ in range(3)) / n
+        return (
+            min(self._time(lambda: [torch.add(self.tiny, self.tiny) for _ in range(n)]) for _ in range(3)) / n
+        )
 
     def rates(self, rows: int, attn_rows: int = 1) -> dict:
         """The rates of a step multiplying `rows` rows; `attn_rows`: the query rows per KV head of
         decode attention (its matrix-vector products)."""
-        r = {"triad_gbps": self.triad_gbps(), "streamed_tflops": self.streamed_tflops(rows),
-             "matmul_tflops": self.matmul_tflops(rows), "dispatch_s_per_op": self.dispatch_s()}
+        r = {
+            "triad_gbps": self.triad_gbps(),
+            "streamed_tflops": self.streamed_tflops(rows),
+            "matmul_tflops": self.matmul_tflops(rows),
+            "dispatch_s_per_op": self.dispatch_s(),
+        }
         same = attn_rows == rows
         r["streamed_row_tflops"] = r["streamed_tflops"] if same else self.streamed_tflops(attn_rows)
         r["matmul_row_tflops"] = r["matmul_tflops"] if same else self.matmul_tflops(attn_rows)
@@ -262,23 +281,48 @@ def predict(spec: ModelSpec, rates: dict, *, mode: str, batch: int, tokens: int)
     a = Assumptions(hbm_share=1.0, flops_share=1.0, step_overhead_s=ops * rates["dispatch_s_per_op"])
 
     def step(tflops, attn_tflops):
-        kw = dict(peak_tflops=tflops, bandwidth_gbps=rates["triad_gbps"], assumptions=a, kv_dtype="bf16",
-                  precision="bf16")
-        return (decode_step(spec, None, batch=batch, context=tokens, attn_tflops=attn_tflops, **kw)
-                if mode == "decode" else prefill_step(spec, None, prompt_tokens=tokens, batch=batch, **kw))
+        kw = dict(
+            peak_tflops=tflops,
+            bandwidth_gbps=rates["triad_gbps"],
+            assumptions=a,
+            kv_dtype="bf16",
+            precision="bf16",
+        )
+        return (
+            decode_step(spec, None, batch=batch, context=tokens, attn_tflops=attn_tflops, **kw)
+            if mode == "decode"
+            else prefill_step(spec, None, prompt_tokens=tokens, batch=batch, **kw)
+        )
 
     st = step(rates["streamed_tflops"], rates["streamed_row_tflops"])
     ideal = step(rates["matmul_tflops"], rates["matmul_row_tflops"])
     bw, fl = rates["triad_gbps"] * 1e9, rates["matmul_tflops"] * 1e12
-    serial = ((ideal.dense_bytes + ideal.attn_bytes) / bw + (ideal.dense_flops + ideal.attn_flops) / fl
-              + ideal.overhead_s)
-    return {"predicted_s": st.time_s, "ideal_s": ideal.time_s, "no_overlap_s": serial, "ideal_bound": ideal.bound}
+    serial = (
+        (ideal.dense_bytes + ideal.attn_bytes) / bw
+        + (ideal.dense_flops + ideal.attn_flops) / fl
+        + ideal.overhead_s
+    )
+    return {
+        "predicted_s": st.time_s,
+        "ideal_s": ideal.time_s,
+        "no_overlap_s": serial,
+        "ideal_bound": ideal.bound,
+    }
 
 
-def measure_decode(spec: ModelSpec | None = None, *, device: str = "cpu", batches=(1, 4, 16, 64, 256),
-                   prompt: int = 256, decode_prompt: int = 32, new_tokens: int = 4, prefill_batch: int = 1,
-                   repeats: int = 5,
-                   threads: int | None = 1, timeout_s: float = 300) -> dict:
+def measure_decode(
+    spec: ModelSpec | None = None,
+    *,
+    device: str = "cpu",
+    batches=(1, 4, 16, 64, 256),
+    prompt: int = 256,
+    decode_prompt: int = 32,
+    new_tokens: int = 4,
+    prefill_batch: int = 1,
+    repeats: int = 5,
+    threads: int | None = 1,
+    timeout_s: float = 300,
+) -> dict:
     """Measured prefill and decode (tokens/s) of the reference model at each batch, beside the
     roofline prediction from this machine's rates measured in the same moment (_Probes). One thread by
     default: on a shared machine a preempted OpenMP thread stalls every op at its barrier.
@@ -301,7 +345,9 @@ def measure_decode(spec: ModelSpec | None = None, *, device: str = "cpu", batche
     decode_prompt = require_positive_int("decode_prompt", decode_prompt)
     max_len = max(prompt, decode_prompt) + new_tokens * (repeats + 1)
     if max_len > spec.max_seq:
-        raise ValueError(f"prompt + new_tokens x (repeats + 1) must be <= max_seq {spec.max_seq}, got {max_len}")
+        raise ValueError(
+            f"prompt + new_tokens x (repeats + 1) must be <= max_seq {spec.max_seq}, got {max_len}"
+        )
     t_end = time.monotonic() + timeout_s
     rows = []
     with torch_threads(threads) as n_threads:
@@ -313,8 +359,9 @@ def measure_decode(spec: ModelSpec | None = None, *, device: str = "cpu", batche
         for mode, b in jobs:
             if time.monotonic() > t_end:
                 break
-            idx = torch.randint(0, spec.vocab, (b, prompt if mode == "prefill" else decode_prompt),
-                                generator=g).to(device)
+            idx = torch.randint(
+                0, spec.vocab, (b, prompt if mode == "prefill" else decode_prompt), generator=g
+            ).to(device)
             samples = []
             if mode == "decode":
                 dec.prefill(idx, max_len=max_len)
@@ -334,11 +381,26 @@ def measure_decode(spec: ModelSpec | None = None, *, device: str = "cpu", batche
                     pr = predict(spec, r, mode="decode", batch=b, tokens=ctx + new_tokens // 2)
                 samples.append((t, pr, r))
             samples = samples[1:]  # the first round warms caches and allocators
-            rows.append(_row(mode, b, prompt if mode == "prefill" else ctx, samples,
-                             b * prompt if mode == "prefill" else b))
+            rows.append(
+                _row(
+                    mode,
+                    b,
+                    prompt if mode == "prefill" else ctx,
+                    samples,
+                    b * prompt if mode == "prefill" else b,
+                )
+            )
         env = env_stamp(device, threads=n_threads)
-    return {"model": spec.name, "n_params": spec.n_params, "weight_bytes": w_bytes, "device": device,
-            "label": "GPU" if device == "cuda" else "CPU", "rows": rows, "env": env, "repeats": repeats}
+    return {
+        "model": spec.name,
+        "n_params": spec.n_params,
+        "weight_bytes": w_bytes,
+        "device": device,
+        "label": "GPU" if device == "cuda" else "CPU",
+        "rows": rows,
+        "env": env,
+        "repeats": repeats,
+    }
 
 
 def _med(xs):
@@ -358,14 +420,25 @@ def _row(mode, batch, tokens, samples, tokens_per_step) -> dict:
     ts = sorted(t for t, _, _ in samples)
     inner = ts[1:-1] if len(ts) >= 5 else ts  # one preempted repeat should not mark the whole row busy
     spread = (inner[-1] - inner[0]) / meas
-    return {"mode": mode, "batch": batch, "tokens": tokens, "measured_s": meas, "predicted_s": pred,
-            "ideal_s": ideal, "no_overlap_s": serial, "error": err, "error_ideal": err_ideal,
-            "error_no_overlap": err_serial, "spread": spread,
-            "measured_tokens_per_s": tokens_per_step / meas, "predicted_tokens_per_s": tokens_per_step / pred,
-            "bound": samples[-1][1]["ideal_bound"],
-            "triad_gbps": _med([r["triad_gbps"] for _, _, r in samples]),
-            "streamed_tflops": _med([r["streamed_tflops"] for _, _, r in samples]),
-            "matmul_tflops": _med([r["matmul_tflops"] for _, _, r in samples])}
+    return {
+        "mode": mode,
+        "batch": batch,
+        "tokens": tokens,
+        "measured_s": meas,
+        "predicted_s": pred,
+        "ideal_s": ideal,
+        "no_overlap_s": serial,
+        "error": err,
+        "error_ideal": err_ideal,
+        "error_no_overlap": err_serial,
+        "spread": spread,
+        "measured_tokens_per_s": tokens_per_step / meas,
+        "predicted_tokens_per_s": tokens_per_step / pred,
+        "bound": samples[-1][1]["ideal_bound"],
+        "triad_gbps": _med([r["triad_gbps"] for _, _, r in samples]),
+        "streamed_tflops": _med([r["streamed_tflops"] for _, _, r in samples]),
+        "matmul_tflops": _med([r["matmul_tflops"] for _, _, r in samples]),
+    }
 
 
 def frame(result: dict):
@@ -380,5 +453,11 @@ def gpu_decode(quick: bool = True, timeout_s: float = 300) -> dict | str:
     if not torch.cuda.is_available():
         return "not yet run on a GPU (no CUDA device here)"
     spec = reference_spec(n_layers=8, hidden=4096, n_heads=32, vocab=32000, seq=2048)
-    return measure_decode(spec, device="cuda", batches=(1, 8, 32, 128, 512) if not quick else (1, 16, 256),
-                          prompt=512, new_tokens=16, timeout_s=timeout_s)
+    return measure_decode(
+        spec,
+        device="cuda",
+        batches=(1, 8, 32, 128, 512) if not quick else (1, 16, 256),
+        prompt=512,
+        new_tokens=16,
+        timeout_s=timeout_s,
+    )

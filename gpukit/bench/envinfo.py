@@ -44,8 +44,14 @@ def parse_cpuinfo(text: str) -> dict:
     """What the CPU is, from /proc/cpuinfo text (the first processor): vendor, family, model,
     model_name, mhz, flags (a frozenset). Missing lines are left out of the dict."""
     info: dict = {}
-    keys = {"vendor_id": ("vendor", str), "cpu family": ("family", int), "model": ("model", int),
-            "model name": ("model_name", str), "cpu MHz": ("mhz", float), "flags": ("flags", None)}
+    keys = {
+        "vendor_id": ("vendor", str),
+        "cpu family": ("family", int),
+        "model": ("model", int),
+        "model name": ("model_name", str),
+        "cpu MHz": ("mhz", float),
+        "flags": ("flags", None),
+    }
     for line in text.splitlines():
         if not line.strip() and info:
             break  # the end of the first processor's block
@@ -139,7 +145,6 @@ def describe_environment(env: dict | None = None) -> str:
     return f"CPU only, {threads} {unit}, {torch_part}"
 
 
-
 # Bump when the measuring method changes (warm-up, repeats, byte counting), so old files are not
 # compared with new ones as if they were the same experiment.
 BENCH_VERSION = "1"
@@ -165,8 +170,12 @@ def nvidia_driver_version() -> str | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=15)
+        out = subprocess.run(
+            [exe, "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = out.stdout.strip().splitlines()
@@ -177,8 +186,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def env_stamp(device: str = "cpu", *, threads: int | None = None, world_size: int = 1,
-              backend: str | None = None, **extra) -> dict:
+def env_stamp(
+    device: str = "cpu",
+    *,
+    threads: int | None = None,
+    world_size: int = 1,
+    backend: str | None = None,
+    **extra,
+) -> dict:
     """A flat JSON-safe dict describing where and how a benchmark ran; `extra` keys are added as given."""
     import torch
 

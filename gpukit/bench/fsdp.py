@@ -46,7 +46,9 @@ def memtracker_peak(mt, device: str) -> dict:
         keys = [k for k in snap if getattr(k, "type", str(k).split(":")[0]) == want]
     if len(keys) != 1:
         found = ", ".join(sorted(str(k) for k in snap)) or "none"
-        raise RuntimeError(f"MemTracker peak: expected one device {want}, found {len(keys)} (devices: {found})")
+        raise RuntimeError(
+            f"MemTracker peak: expected one device {want}, found {len(keys)} (devices: {found})"
+        )
     out = {str(getattr(k, "value", k)).split(".")[-1]: int(v) for k, v in snap[keys[0]].items()}
     return {c: out.get(c, 0) for c in (*CATS, "Total")}
 
@@ -131,8 +133,9 @@ def _tp_check(cfg: dict) -> dict:
     from gpukit.bench.models import MLP, reference_spec
 
     device, n = cfg["device"], dist.get_world_size()
-    spec = reference_spec(n_layers=1, hidden=cfg["hidden"], n_heads=cfg["n_heads"], vocab=cfg["vocab"],
-                          seq=cfg["seq_len"])
+    spec = reference_spec(
+        n_layers=1, hidden=cfg["hidden"], n_heads=cfg["n_heads"], vocab=cfg["vocab"], seq=cfg["seq_len"]
+    )
     torch.manual_seed(0)
     ref = MLP(spec, 0.0).to(device)
     torch.manual_seed(0)
@@ -152,10 +155,13 @@ def _tp_check(cfg: dict) -> dict:
     w = getattr(tp, fc1).weight
     g_local = w.grad.to_local() if hasattr(w.grad, "to_local") else w.grad
     g_ref = getattr(ref, fc1).weight.grad.chunk(n, 0)[dist.get_rank()]
-    result = {"ran": True, "max_abs_diff_output": float((y - y_ref).detach().abs().max()),
-              "max_abs_diff_grad": float((g_local - g_ref).abs().max()),
-              "max_abs_diff_input_grad": float((x_tp.grad - x_ref.grad).abs().max()),
-              "comm_counts": {str(k).split(".")[-1]: int(v) for k, v in comm.get_comm_counts().items()}}
+    result = {
+        "ran": True,
+        "max_abs_diff_output": float((y - y_ref).detach().abs().max()),
+        "max_abs_diff_grad": float((g_local - g_ref).abs().max()),
+        "max_abs_diff_input_grad": float((x_tp.grad - x_ref.grad).abs().max()),
+        "comm_counts": {str(k).split(".")[-1]: int(v) for k, v in comm.get_comm_counts().items()},
+    }
     ts = _timed(lambda: tp(x_tp).sum().backward(), cfg["steps"], 1, device)
     result["step_ms"] = percentile(ts, 50) * 1e3
     return result
@@ -170,12 +176,17 @@ def _pp_check(cfg: dict) -> dict:
     from gpukit.bench.models import build_reference_model, reference_spec
 
     device, rank, n = cfg["device"], dist.get_rank(), dist.get_world_size()
-    spec = reference_spec(n_layers=cfg["n_layers"], hidden=cfg["hidden"], n_heads=cfg["n_heads"],
-                          vocab=cfg["vocab"], seq=cfg["seq_len"])
+    spec = reference_spec(
+        n_layers=cfg["n_layers"],
+        hidden=cfg["hidden"],
+        n_heads=cfg["n_heads"],
+        vocab=cfg["vocab"],
+        seq=cfg["seq_len"],
+    )
     full = build_reference_model(spec, device=device, seed=0)
     mask = full.causal_mask
     per = -(-spec.n_layers // n)
-    blocks = list(full.blocks)[rank * per:(rank + 1) * per]
+    blocks = list(full.blocks)[rank * per : (rank + 1) * per]
 
     class Part(torch.nn.Module):  # stage 0: embeddings + its blocks; last stage: its blocks + head
         def __init__(self):
@@ -217,8 +228,13 @@ def _pp_check(cfg: dict) -> dict:
             sched.step()
 
     ts = _timed(step, cfg["steps"], 1, device)
-    return {"ran": True, "stages": n, "microbatches": m, "step_ms": percentile(ts, 50) * 1e3,
-            "schedule": "Schedule1F1B"}
+    return {
+        "ran": True,
+        "stages": n,
+        "microbatches": m,
+        "step_ms": percentile(ts, 50) * 1e3,
+        "schedule": "Schedule1F1B",
+    }
 
 
 def fsdp_body(cfg: dict) -> dict:
@@ -233,8 +249,13 @@ def fsdp_body(cfg: dict) -> dict:
     from gpukit.bench.models import build_reference_model, make_batch, make_optimizer, reference_spec
 
     device, rank = cfg["device"], dist.get_rank()
-    spec = reference_spec(n_layers=cfg["n_layers"], hidden=cfg["hidden"], n_heads=cfg["n_heads"],
-                          vocab=cfg["vocab"], seq=cfg["seq_len"])
+    spec = reference_spec(
+        n_layers=cfg["n_layers"],
+        hidden=cfg["hidden"],
+        n_heads=cfg["n_heads"],
+        vocab=cfg["vocab"],
+        seq=cfg["seq_len"],
+    )
     batch = make_batch(spec, cfg["micro_batch"], cfg["seq_len"], device=device, seed=rank)
     out: dict = {"rank": rank}
     steps, warmup = cfg["steps"], cfg["warmup"]
@@ -254,8 +275,9 @@ def fsdp_body(cfg: dict) -> dict:
     fully_shard(live["fmodel"])
     live["fopt"] = make_optimizer(live["fmodel"], "adamw")
     out["fsdp_mem"] = _mem_of(live["fmodel"], live["fopt"], batch, mem_device)
-    out["fsdp_local_param_numel"] = sum(p.to_local().numel() if hasattr(p, "to_local") else p.numel()
-                                        for p in live["fmodel"].parameters())
+    out["fsdp_local_param_numel"] = sum(
+        p.to_local().numel() if hasattr(p, "to_local") else p.numel() for p in live["fmodel"].parameters()
+    )
 
     def local_step():
         with live["ddp"].no_sync():
@@ -265,8 +287,12 @@ def fsdp_body(cfg: dict) -> dict:
         live["fmodel"](*batch).backward()
         live["fopt"].zero_grad(set_to_none=True)
 
-    kinds = {"ddp_ms": lambda: _train(live["ddp"], live["opt"], batch), "compute_ms": local_step,
-             "fsdp_ms": lambda: _train(live["fmodel"], live["fopt"], batch), "fsdp_no_step_ms": fsdp_no_step}
+    kinds = {
+        "ddp_ms": lambda: _train(live["ddp"], live["opt"], batch),
+        "compute_ms": local_step,
+        "fsdp_ms": lambda: _train(live["fmodel"], live["fopt"], batch),
+        "fsdp_no_step_ms": fsdp_no_step,
+    }
     times = {k: [] for k in kinds}
     for fn in kinds.values():
         _timed(fn, 0, warmup, device)
@@ -281,10 +307,16 @@ def fsdp_body(cfg: dict) -> dict:
     # 3. ZeRO-1 with torch's ZeroRedundancyOptimizer
     def zero1():
         m1 = DDP(build_reference_model(spec, device=device, seed=0))
-        z = ZeroRedundancyOptimizer(m1.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-3, weight_decay=0.01)
+        z = ZeroRedundancyOptimizer(
+            m1.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-3, weight_decay=0.01
+        )
         ms = percentile(_timed(lambda: _train(m1, z, batch), steps, warmup, device), 50) * 1e3
-        local = sum(v.numel() * v.element_size() for s in z.optim.state.values() for v in s.values()
-                    if torch.is_tensor(v) and v.dim() > 0)
+        local = sum(
+            v.numel() * v.element_size()
+            for s in z.optim.state.values()
+            for v in s.values()
+            if torch.is_tensor(v) and v.dim() > 0
+        )
         dist.barrier()
         return {"ran": True, "step_ms": ms, "optimizer_state_bytes": int(local)}
 
@@ -302,13 +334,20 @@ def fsdp_body(cfg: dict) -> dict:
         dist.barrier()
     per_rank = [None] * dist.get_world_size()
     dist.all_gather_object(per_rank, out)
-    env = env_stamp(device, threads=torch.get_num_threads(), world_size=dist.get_world_size(),
-                    backend=dist.get_backend(), model=spec.name, n_params=n_params)
+    env = env_stamp(
+        device,
+        threads=torch.get_num_threads(),
+        world_size=dist.get_world_size(),
+        backend=dist.get_backend(),
+        model=spec.name,
+        n_params=n_params,
+    )
     return {"env": env, "ranks": per_rank, "n_params": n_params}
 
 
-def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len: int, micro_batch: int,
-                  ranks: int):
+def predict_zero3(
+    n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len: int, micro_batch: int, ranks: int
+):
     """gpukit.memory's ZeRO-3 and DDP predictions for the reference GPT in fp32 AdamW (CPU convention).
 
     convention="megatron": the ZeRO paper's sum of parts, term by term (parameters, gradients, optimizer
@@ -319,16 +358,39 @@ def predict_zero3(n_layers: int, hidden: int, n_heads: int, vocab: int, seq_len:
     from gpukit.memory import reference_spec
 
     spec = reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
-    base = dict(precision="fp32", dp=ranks, seq_len=seq_len, micro_batch=micro_batch, attention="eager",
-                dropout=False, convention="megatron")
-    return (mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=3, zero3_prefetch_layers=1, **base)),
-            mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=0, **base)))
+    base = dict(
+        precision="fp32",
+        dp=ranks,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        attention="eager",
+        dropout=False,
+        convention="megatron",
+    )
+    return (
+        mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=3, zero3_prefetch_layers=1, **base)),
+        mem.estimate_memory(spec, setup=mem.TrainSetup(zero_stage=0, **base)),
+    )
 
 
-def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: int = 2, seq_len: int = 64,
-             n_layers: int = 4, hidden: int = 256, n_heads: int = 4, vocab: int = 1024, microbatches: int = 4,
-             device: str = "cpu", backend: str = "auto", threads: int | None = 1, tp_pp: bool = True,
-             timeout_s: float = 240) -> BenchResult:
+def run_fsdp(
+    n_ranks: int = 2,
+    *,
+    steps: int = 5,
+    warmup: int = 2,
+    micro_batch: int = 2,
+    seq_len: int = 64,
+    n_layers: int = 4,
+    hidden: int = 256,
+    n_heads: int = 4,
+    vocab: int = 1024,
+    microbatches: int = 4,
+    device: str = "cpu",
+    backend: str = "auto",
+    threads: int | None = 1,
+    tp_pp: bool = True,
+    timeout_s: float = 240,
+) -> BenchResult:
     """Spawn `n_ranks` ranks: DDP vs FSDP2 (memory per rank, step time), ZeRO-1, TP and PP checks.
 
     Rows: one per (mode, rank) with measured MemTracker peaks and, for FSDP, the ZeRO-3 prediction.
@@ -341,20 +403,39 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
     n_ranks = require_positive_int("n_ranks", n_ranks)
     if n_ranks < 2:
         raise ValueError(f"n_ranks must be at least 2 (sharding needs peers), got {n_ranks}")
-    for name, v in (("steps", steps), ("micro_batch", micro_batch), ("seq_len", seq_len),
-                    ("microbatches", microbatches)):
+    for name, v in (
+        ("steps", steps),
+        ("micro_batch", micro_batch),
+        ("seq_len", seq_len),
+        ("microbatches", microbatches),
+    ):
         require_positive_int(name, v)
     require_positive_int("warmup", warmup, allow_zero=True)
     require_positive("timeout_s", timeout_s)
     reference_spec(n_layers=n_layers, hidden=hidden, n_heads=n_heads, vocab=vocab, seq=seq_len)
     if hidden * 4 % n_ranks or n_heads % n_ranks:
-        raise ValueError(f"n_ranks must divide n_heads {n_heads} and 4*hidden for the TP check, got {n_ranks}")
+        raise ValueError(
+            f"n_ranks must divide n_heads {n_heads} and 4*hidden for the TP check, got {n_ranks}"
+        )
     device = resolve_device(device)
     backend = pick_backend(backend, device)
     check_gpu_count(n_ranks, device)  # rank r takes GPU r (launch.rank_main): fail here, not in rank 1
-    cfg = dict(steps=steps, warmup=warmup, micro_batch=micro_batch, seq_len=seq_len, n_layers=n_layers,
-               hidden=hidden, n_heads=n_heads, vocab=vocab, microbatches=microbatches, device=device,
-               backend=backend, threads=threads, timeout_s=timeout_s, tp_pp=tp_pp)
+    cfg = dict(
+        steps=steps,
+        warmup=warmup,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        vocab=vocab,
+        microbatches=microbatches,
+        device=device,
+        backend=backend,
+        threads=threads,
+        timeout_s=timeout_s,
+        tp_pp=tp_pp,
+    )
     from gpukit.bench.launch import spawn
 
     payload = spawn(fsdp_body, cfg, n_ranks, timeout_s)
@@ -363,42 +444,79 @@ def run_fsdp(n_ranks: int = 2, *, steps: int = 5, warmup: int = 2, micro_batch: 
     for r in payload["ranks"]:
         for mode, pred in (("ddp", ddp_pred), ("fsdp", z3)):
             m = r[f"{mode}_mem"]
-            rows.append({"mode": mode, "rank": r["rank"],
-                         "params_bytes": m["Parameter"], "pred_params_bytes": pred.params_bytes,
-                         "grads_bytes": m["Gradient"], "pred_grads_bytes": pred.grads_bytes,
-                         "optimizer_bytes": m["Optstate"], "pred_optimizer_bytes": pred.optimizer_bytes,
-                         "states_bytes": m["Parameter"] + m["Gradient"] + m["Optstate"],
-                         "pred_states_bytes": pred.params_bytes + pred.grads_bytes + pred.optimizer_bytes,
-                         "activations_bytes": m["Activation"], "peak_bytes": m["Total"],
-                         "pred_total_bytes": pred.total_bytes, "step_ms": r[f"{mode}_ms"]})
+            rows.append(
+                {
+                    "mode": mode,
+                    "rank": r["rank"],
+                    "params_bytes": m["Parameter"],
+                    "pred_params_bytes": pred.params_bytes,
+                    "grads_bytes": m["Gradient"],
+                    "pred_grads_bytes": pred.grads_bytes,
+                    "optimizer_bytes": m["Optstate"],
+                    "pred_optimizer_bytes": pred.optimizer_bytes,
+                    "states_bytes": m["Parameter"] + m["Gradient"] + m["Optstate"],
+                    "pred_states_bytes": pred.params_bytes + pred.grads_bytes + pred.optimizer_bytes,
+                    "activations_bytes": m["Activation"],
+                    "peak_bytes": m["Total"],
+                    "pred_total_bytes": pred.total_bytes,
+                    "step_ms": r[f"{mode}_ms"],
+                }
+            )
     for row in rows:
         row["states_error"] = row["states_bytes"] / row["pred_states_bytes"] - 1
         row["peak_error"] = row["peak_bytes"] / row["pred_total_bytes"] - 1
     r0 = payload["ranks"]
-    ms = {k: percentile([r[k] for r in r0], 50) for k in ("ddp_ms", "fsdp_ms", "compute_ms", "all_gather_ms",
-                                                          "reduce_scatter_ms", "fsdp_no_step_ms")}
+    ms = {
+        k: percentile([r[k] for r in r0], 50)
+        for k in ("ddp_ms", "fsdp_ms", "compute_ms", "all_gather_ms", "reduce_scatter_ms", "fsdp_no_step_ms")
+    }
     model_ms = ms["compute_ms"] + 2 * ms["all_gather_ms"] + ms["reduce_scatter_ms"]
-    summary = {"n_params": payload["n_params"], "ranks": n_ranks, "backend": backend,
-               "ddp_step_ms": ms["ddp_ms"], "fsdp_step_ms": ms["fsdp_ms"], "compute_only_ms": ms["compute_ms"],
-               "all_gather_ms": ms["all_gather_ms"], "reduce_scatter_ms": ms["reduce_scatter_ms"],
-               "fsdp_model_ms": model_ms, "fsdp_model_error": ms["fsdp_ms"] / model_ms - 1,
-               "fsdp_optimizer_step_ms": ms["fsdp_ms"] - ms["fsdp_no_step_ms"],  # AdamW over DTensor shards
-               "fsdp_local_param_share": r0[0]["fsdp_local_param_numel"] / payload["n_params"],
-               "fsdp_optimizer_bytes_rank0": r0[0]["fsdp_mem"]["Optstate"],
-               "pred_zero3_optimizer_bytes": z3.optimizer_bytes}
+    summary = {
+        "n_params": payload["n_params"],
+        "ranks": n_ranks,
+        "backend": backend,
+        "ddp_step_ms": ms["ddp_ms"],
+        "fsdp_step_ms": ms["fsdp_ms"],
+        "compute_only_ms": ms["compute_ms"],
+        "all_gather_ms": ms["all_gather_ms"],
+        "reduce_scatter_ms": ms["reduce_scatter_ms"],
+        "fsdp_model_ms": model_ms,
+        "fsdp_model_error": ms["fsdp_ms"] / model_ms - 1,
+        "fsdp_optimizer_step_ms": ms["fsdp_ms"] - ms["fsdp_no_step_ms"],  # AdamW over DTensor shards
+        "fsdp_local_param_share": r0[0]["fsdp_local_param_numel"] / payload["n_params"],
+        "fsdp_optimizer_bytes_rank0": r0[0]["fsdp_mem"]["Optstate"],
+        "pred_zero3_optimizer_bytes": z3.optimizer_bytes,
+    }
     for piece in ("zero1", "tp", "pp"):
         if piece in r0[0]:
             summary[piece] = r0[0][piece]
-    return BenchResult("fsdp", tuple(rows), payload["env"], summary,
-                       ("mode", "rank", "states_bytes", "pred_states_bytes", "states_error", "activations_bytes",
-                        "peak_bytes", "pred_total_bytes", "peak_error", "step_ms"))
+    return BenchResult(
+        "fsdp",
+        tuple(rows),
+        payload["env"],
+        summary,
+        (
+            "mode",
+            "rank",
+            "states_bytes",
+            "pred_states_bytes",
+            "states_error",
+            "activations_bytes",
+            "peak_bytes",
+            "pred_total_bytes",
+            "peak_error",
+            "step_ms",
+        ),
+    )
 
 
 def main(argv=None) -> int:
     import argparse
     import json
 
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.bench.fsdp", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m gpukit.bench.fsdp", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--timeout", type=float, default=240)
@@ -407,7 +525,6 @@ def main(argv=None) -> int:
     r = run_fsdp(a.ranks, steps=a.steps, timeout_s=a.timeout)
     print(json.dumps(r.to_json_dict(), indent=2, default=str) if a.json else r.to_text())
     return 0
-
 
 
 def summary_markdown(result: BenchResult) -> str:
@@ -420,22 +537,24 @@ def summary_markdown(result: BenchResult) -> str:
         return "ran" if d.get("ran") else f"could not run ({d.get('error', 'not attempted')})"
 
     errors = ", ".join(f"{r['peak_error']:+.1%}" for r in fsdp)
-    return "\n".join((
-        f"- Each rank holds **{s['fsdp_local_param_share']:.0%}** of the parameters under FSDP; rank 0's optimizer "
-        f"states are {s['fsdp_optimizer_bytes_rank0']:,} bytes against {s['pred_zero3_optimizer_bytes']:,} predicted.",
-        f"- Peak per rank, FSDP vs the ZeRO-3 prediction: errors {errors}.",
-        f"- Step time (CPU): DDP {s['ddp_step_ms']:.0f} ms, FSDP {s['fsdp_step_ms']:.0f} ms; model for FSDP = compute "
-        f"({s['compute_only_ms']:.0f} ms, DDP without sync) + 2 all-gathers ({s['all_gather_ms']:.1f} ms each) + 1 "
-        f"reduce-scatter ({s['reduce_scatter_ms']:.1f} ms) = {s['fsdp_model_ms']:.0f} ms: error "
-        f"{s['fsdp_model_error']:+.0%}. Of the FSDP step, the optimizer step over the DTensor shards takes "
-        f"{s['fsdp_optimizer_step_ms']:.0f} ms (the model's compute term holds DDP's plain AdamW over every element; the FSDP one updates half, through DTensor).",
-        f"- ZeRO-1 (ZeroRedundancyOptimizer) on {s['backend']}: {ran(z1)}; each rank keeps "
-        f"{z1.get('optimizer_state_bytes', 0):,} bytes of optimizer state.",
-        f"- TP (parallelize_module) on {s['backend']}: {ran(tp)}; output matches the unsplit MLP to "
-        f"{tp.get('max_abs_diff_output', float('nan')):.1e}, collectives per forward+backward: {tp.get('comm_counts')}.",
-        f"- PP (torch.distributed.pipelining) on {s['backend']}: {ran(pp)} ({pp.get('schedule', '')}, "
-        f"{pp.get('microbatches', '?')} micro-batches, {pp.get('step_ms', float('nan')):.0f} ms per step).",
-    ))
+    return "\n".join(
+        (
+            f"- Each rank holds **{s['fsdp_local_param_share']:.0%}** of the parameters under FSDP; rank 0's optimizer "
+            f"states are {s['fsdp_optimizer_bytes_rank0']:,} bytes against {s['pred_zero3_optimizer_bytes']:,} predicted.",
+            f"- Peak per rank, FSDP vs the ZeRO-3 prediction: errors {errors}.",
+            f"- Step time (CPU): DDP {s['ddp_step_ms']:.0f} ms, FSDP {s['fsdp_step_ms']:.0f} ms; model for FSDP = compute "
+            f"({s['compute_only_ms']:.0f} ms, DDP without sync) + 2 all-gathers ({s['all_gather_ms']:.1f} ms each) + 1 "
+            f"reduce-scatter ({s['reduce_scatter_ms']:.1f} ms) = {s['fsdp_model_ms']:.0f} ms: error "
+            f"{s['fsdp_model_error']:+.0%}. Of the FSDP step, the optimizer step over the DTensor shards takes "
+            f"{s['fsdp_optimizer_step_ms']:.0f} ms (the model's compute term holds DDP's plain AdamW over every element; the FSDP one updates half, through DTensor).",
+            f"- ZeRO-1 (ZeroRedundancyOptimizer) on {s['backend']}: {ran(z1)}; each rank keeps "
+            f"{z1.get('optimizer_state_bytes', 0):,} bytes of optimizer state.",
+            f"- TP (parallelize_module) on {s['backend']}: {ran(tp)}; output matches the unsplit MLP to "
+            f"{tp.get('max_abs_diff_output', float('nan')):.1e}, collectives per forward+backward: {tp.get('comm_counts')}.",
+            f"- PP (torch.distributed.pipelining) on {s['backend']}: {ran(pp)} ({pp.get('schedule', '')}, "
+            f"{pp.get('microbatches', '?')} micro-batches, {pp.get('step_ms', float('nan')):.0f} ms per step).",
+        )
+    )
 
 
 if __name__ == "__main__":

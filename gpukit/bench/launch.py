@@ -60,9 +60,15 @@ def master_store(timeout_s: float):
     try:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
-        store = dist.TCPStore("127.0.0.1", sock.getsockname()[1], world_size=None, is_master=True,
-                              wait_for_workers=False, timeout=timedelta(seconds=timeout_s),
-                              master_listen_fd=sock.fileno())
+        store = dist.TCPStore(
+            "127.0.0.1",
+            sock.getsockname()[1],
+            world_size=None,
+            is_master=True,
+            wait_for_workers=False,
+            timeout=timedelta(seconds=timeout_s),
+            master_listen_fd=sock.fileno(),
+        )
     except BaseException:
         sock.close()
         raise
@@ -105,8 +111,10 @@ def spawn(body, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | No
     # the server's own client connects to it at once; a tiny --timeout must not make that fail
     store = master_store(max(timeout_s, 30.0))
     q = ctx.Queue()
-    procs = [ctx.Process(target=rank_main, args=(r, n_ranks, store.port, cfg, q, body), daemon=True)
-             for r in range(n_ranks)]
+    procs = [
+        ctx.Process(target=rank_main, args=(r, n_ranks, store.port, cfg, q, body), daemon=True)
+        for r in range(n_ranks)
+    ]
     deadline = time.monotonic() + timeout_s + (30 + 5 * n_ranks if startup_s is None else startup_s)
     payload, errors, done = None, [], set()
     with signals_reraised("benchmark ranks stopped"):
@@ -115,8 +123,10 @@ def spawn(body, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | No
             while len(done) < n_ranks and not errors:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"benchmark timed out after {timeout_s:g} s ({len(done)} of {n_ranks} "
-                                       "ranks finished; raise --timeout)")
+                    raise TimeoutError(
+                        f"benchmark timed out after {timeout_s:g} s ({len(done)} of {n_ranks} "
+                        "ranks finished; raise --timeout)"
+                    )
                 try:
                     status, rank, data = q.get(timeout=min(1.0, left))
                 except _queue.Empty:
@@ -203,7 +213,9 @@ def torchrun_rank(cfg: dict, body, report) -> None:
     die_with_parent()  # a rank must not outlive its torchrun agent (netlab: even a SIGKILLed owner)
     setup_rank(cfg, int(os.environ.get("LOCAL_RANK", 0)))
     try:
-        dist.init_process_group(cfg["backend"], init_method="env://", timeout=timedelta(seconds=cfg["timeout_s"]))
+        dist.init_process_group(
+            cfg["backend"], init_method="env://", timeout=timedelta(seconds=cfg["timeout_s"])
+        )
         payload = body(cfg)
         dist.barrier()
         if dist.get_rank() == 0:
@@ -218,7 +230,10 @@ def _deaths(procs) -> list[str]:
     out = []
     for r, p in enumerate(procs):
         if p.exitcode not in (None, 0):
-            hint = (" (from a script? call it under `if __name__ == '__main__':`, spawn re-imports it)"
-                    if p.exitcode == 1 else "")
+            hint = (
+                " (from a script? call it under `if __name__ == '__main__':`, spawn re-imports it)"
+                if p.exitcode == 1
+                else ""
+            )
             out.append(f"rank {r} died with exit code {p.exitcode}{hint}")
     return out

@@ -72,8 +72,9 @@ def gpu_key_for(device_name: str, known: set[str] | None = None) -> str | None:
     return None
 
 
-def peak_tflops_for(dtype: str, *, device: str, gpu: str | None = None,
-                    peak_tflops: float | None = None) -> tuple[float | None, str]:
+def peak_tflops_for(
+    dtype: str, *, device: str, gpu: str | None = None, peak_tflops: float | None = None
+) -> tuple[float | None, str]:
     """(dense peak TFLOPS or None, where it came from) for `dtype` on this device."""
     if peak_tflops is not None:
         return float(peak_tflops), "given"
@@ -84,7 +85,10 @@ def peak_tflops_for(dtype: str, *, device: str, gpu: str | None = None,
 
         gpu = gpu_key_for(device_name("cuda"))
     if gpu is None:
-        return None, "unknown (CPU peak not in the catalog; pass peak_tflops)" if device == "cpu" else "unknown GPU"
+        return (
+            None,
+            "unknown (CPU peak not in the catalog; pass peak_tflops)" if device == "cpu" else "unknown GPU",
+        )
     try:
         return get_gpu(gpu).peak_tflops(dtype), f"catalog:{get_gpu(gpu).name}"
     except ValueError as e:
@@ -104,7 +108,9 @@ def check_dtype(dtype: str, device: str) -> None:
 
         cc = torch.cuda.get_device_capability()
         if cc < (8, 9) or not hasattr(torch, "_scaled_mm"):
-            raise ValueError(f"dtype fp8 needs a CUDA GPU with compute capability >= 8.9 (Ada/Hopper), got {cc[0]}.{cc[1]}")
+            raise ValueError(
+                f"dtype fp8 needs a CUDA GPU with compute capability >= 8.9 (Ada/Hopper), got {cc[0]}.{cc[1]}"
+            )
 
 
 def matmul_shapes(sizes, llm_shapes: bool = True) -> list[tuple[str, int, int, int]]:
@@ -131,12 +137,17 @@ def _operands(dtype: str, m: int, n: int, k: int, device: str):
 
     def randn(rows, cols):
         return torch.randn(rows, cols, generator=g, device=device)
+
     if dtype == "fp8":
         m16, n16, k16 = (max(16, x // 16 * 16) for x in (m, n, k))
         a = randn(m16, k16).to(torch.float8_e4m3fn)
         b = randn(n16, k16).to(torch.float8_e4m3fn).t()  # _scaled_mm wants b column-major
         one = torch.tensor(1.0, device=device)
-        return (lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)), (m16, n16, k16)
+        return (lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)), (
+            m16,
+            n16,
+            k16,
+        )
     dt = getattr(torch, _TORCH_DTYPE[dtype])
     a = randn(m, k).to(dt)
     b = randn(k, n).to(dt)
@@ -158,6 +169,7 @@ def _precision(dtype: str):
             yield
         finally:
             torch.set_float32_matmul_precision(old)
+
     return ctx()
 
 
@@ -170,10 +182,22 @@ def _old_name(name: str, value, default, old: str, old_value):
     return old_value
 
 
-def matmul_bench(device: str = "cpu", dtypes=("fp32",), dims=(256, 512, 1024), *, llm_shapes: bool = True,
-                 gpu: str | None = None, peak_tflops: float | None = None, threads: int | None = None,
-                 warmup: int = 2, repeats: int = 7, min_repeat_s: float = 0.05, timeout_s: float = 300,
-                 progress_bar: bool | None = None, sizes=None) -> BenchResult:
+def matmul_bench(
+    device: str = "cpu",
+    dtypes=("fp32",),
+    dims=(256, 512, 1024),
+    *,
+    llm_shapes: bool = True,
+    gpu: str | None = None,
+    peak_tflops: float | None = None,
+    threads: int | None = None,
+    warmup: int = 2,
+    repeats: int = 7,
+    min_repeat_s: float = 0.05,
+    timeout_s: float = 300,
+    progress_bar: bool | None = None,
+    sizes=None,
+) -> BenchResult:
     """Achieved TFLOPS per (dtype, shape): median over `repeats`, p10/p90, achieved/peak. `dims`:
     square matrix dimensions N (`sizes=` is the old name, kept: sizes mean bytes elsewhere).
 
@@ -201,16 +225,26 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), dims=(256, 512, 1024), *
     rows, summary = [], {}
     jobs = [(d, s) for d in dtypes for s in shapes]
     with torch_threads(threads) as n_threads:
-        for dtype, (label, m, n, k) in progress(jobs, desc="matmul", disable=None if progress_bar is None else not progress_bar):
+        for dtype, (label, m, n, k) in progress(
+            jobs, desc="matmul", disable=None if progress_bar is None else not progress_bar
+        ):
             if deadline.left() <= 0:
-                summary["timed_out"] = f"stopped after {deadline.elapsed():.0f} s: {len(rows)} of {len(jobs)} shapes"
+                summary["timed_out"] = (
+                    f"stopped after {deadline.elapsed():.0f} s: {len(rows)} of {len(jobs)} shapes"
+                )
                 break
             peak, peak_src = peak_tflops_for(dtype, device=device, gpu=gpu, peak_tflops=peak_tflops)
             try:
                 with _precision(dtype):
                     fn, (m, n, k) = _operands(dtype, m, n, k, device)
-                    st = time_op(fn, device=device, warmup=warmup, repeats=repeats, min_repeat_s=min_repeat_s,
-                                 budget_s=min(deadline.left(), max(1.0, timeout_s / max(1, len(jobs)))))
+                    st = time_op(
+                        fn,
+                        device=device,
+                        warmup=warmup,
+                        repeats=repeats,
+                        min_repeat_s=min_repeat_s,
+                        budget_s=min(deadline.left(), max(1.0, timeout_s / max(1, len(jobs)))),
+                    )
             except (RuntimeError, MemoryError) as e:  # larger shapes would fail too: stop, keep the rows
                 if not is_out_of_memory(e):
                     raise
@@ -220,25 +254,53 @@ def matmul_bench(device: str = "cpu", dtypes=("fp32",), dims=(256, 512, 1024), *
                 break
             flops = 2.0 * m * n * k
             tflops = flops / st.median_s / 1e12
-            rows.append({"dtype": dtype, "shape": label, "m": m, "n": n, "k": k,
-                         "time_us": st.median_s * 1e6, "p10_us": st.p10_s * 1e6, "p90_us": st.p90_s * 1e6,
-                         "tflops": tflops, "tflops_p10": flops / st.p90_s / 1e12,
-                         "tflops_p90": flops / st.p10_s / 1e12, "peak_tflops": peak,
-                         "achieved_frac": tflops / peak if peak else None,
-                         "repeats": st.n_repeats, "iters": st.iters})
+            rows.append(
+                {
+                    "dtype": dtype,
+                    "shape": label,
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "time_us": st.median_s * 1e6,
+                    "p10_us": st.p10_s * 1e6,
+                    "p90_us": st.p90_s * 1e6,
+                    "tflops": tflops,
+                    "tflops_p10": flops / st.p90_s / 1e12,
+                    "tflops_p90": flops / st.p10_s / 1e12,
+                    "peak_tflops": peak,
+                    "achieved_frac": tflops / peak if peak else None,
+                    "repeats": st.n_repeats,
+                    "iters": st.iters,
+                }
+            )
             summary[f"best_tflops_{dtype}"] = max(summary.get(f"best_tflops_{dtype}", 0.0), tflops)
             summary[f"peak_{dtype}"] = peak_src if peak is None else f"{peak:g} TFLOPS ({peak_src})"
         env = env_stamp(device, threads=n_threads, float32_matmul_precision="highest (tf32 rows: high)")
     if not rows and "timed_out" in summary:  # nothing measured is a failure, not an empty table
-        raise TimeoutError(f"matmul benchmark timed out after {deadline.elapsed():.1f} s before the first shape "
-                           f"finished (timeout {timeout_s:g} s; raise --timeout)")
-    return BenchResult("matmul", tuple(rows), env, summary,
-                       ("dtype", "shape", "time_us", "p10_us", "p90_us", "tflops", "peak_tflops", "achieved_frac"))
+        raise TimeoutError(
+            f"matmul benchmark timed out after {deadline.elapsed():.1f} s before the first shape "
+            f"finished (timeout {timeout_s:g} s; raise --timeout)"
+        )
+    return BenchResult(
+        "matmul",
+        tuple(rows),
+        env,
+        summary,
+        ("dtype", "shape", "time_us", "p10_us", "p90_us", "tflops", "peak_tflops", "achieved_frac"),
+    )
 
 
-def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, threads: int | None = None,
-                  min_run_time_s: float = 0.3, rounds: int = 3, timeout_s: float | None = None,
-                  size: int | None = None) -> dict:
+def harness_check(
+    device: str = "cpu",
+    dtype: str = "fp32",
+    dims: int = 512,
+    *,
+    threads: int | None = None,
+    min_run_time_s: float = 0.3,
+    rounds: int = 3,
+    timeout_s: float | None = None,
+    size: int | None = None,
+) -> dict:
     """Our matmul TFLOPS vs torch.utils.benchmark.Timer on the same shape and thread count.
 
     Timer defaults to num_threads=1, so the same count is passed explicitly. The two timers
@@ -256,7 +318,9 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, 
     size = require_positive_int("dims", _old_name("dims", dims, 512, "size", size))  # N of N x N @ N x N
     rounds = require_positive_int("rounds", rounds)
     min_run_time_s = require_positive("min_run_time_s", min_run_time_s)
-    deadline = Deadline(None if timeout_s is None else require_timeout("timeout_s", timeout_s), "harness check")
+    deadline = Deadline(
+        None if timeout_s is None else require_timeout("timeout_s", timeout_s), "harness check"
+    )
     device = resolve_device(device)
     check_dtype(dtype, device)
     if dtype == "fp8":
@@ -270,26 +334,44 @@ def harness_check(device: str = "cpu", dtype: str = "fp32", dims: int = 512, *, 
         except (RuntimeError, MemoryError) as e:  # as matmul_bench: nothing measured is exit 2, one line
             if not is_out_of_memory(e):
                 raise
-            raise ValueError(oom_line(f"{size} ({dtype}, three {size}x{size} matrices on {device})", e)) from None
+            raise ValueError(
+                oom_line(f"{size} ({dtype}, three {size}x{size} matrices on {device})", e)
+            ) from None
         ours, theirs = [], []
-        timer = Timer(stmt="torch.mm(a, b, out=out)", globals={"torch": torch, "a": a, "b": b, "out": out},
-                      num_threads=n_threads)
+        timer = Timer(
+            stmt="torch.mm(a, b, out=out)",
+            globals={"torch": torch, "a": a, "b": b, "out": out},
+            num_threads=n_threads,
+        )
         per_round = min_run_time_s / max(1, rounds)
         for _ in range(max(1, rounds)):
-            st = time_op(lambda: torch.mm(a, b, out=out), device=device, warmup=1, repeats=5,
-                         min_repeat_s=per_round / 5)
+            st = time_op(
+                lambda: torch.mm(a, b, out=out),
+                device=device,
+                warmup=1,
+                repeats=5,
+                min_repeat_s=per_round / 5,
+            )
             ours += [st.median_s, st.min_s]
             deadline.check()
             m = timer.blocked_autorange(min_run_time=per_round)
             theirs += [m.median, min(m.times)]
             deadline.check()
         env = env_stamp(device, threads=n_threads)
-    flops = 2.0 * size ** 3
+    flops = 2.0 * size**3
     med = lambda xs: percentile(xs[0::2], 50)  # noqa: E731 - medians sit at even positions
     t_ours, t_theirs = med(ours), med(theirs)
     ratio = t_theirs / t_ours  # = our TFLOPS / Timer's TFLOPS
     ratio_min = min(theirs[1::2]) / min(ours[1::2])
-    return {"device": device, "dtype": dtype, "size": size, "threads": n_threads,
-            "ours_tflops": flops / t_ours / 1e12, "timer_tflops": flops / t_theirs / 1e12,
-            "ratio": ratio, "ratio_min": ratio_min,
-            "within_5pct": bool(abs(ratio - 1) <= 0.05) if math.isfinite(ratio) else False, "env": env}
+    return {
+        "device": device,
+        "dtype": dtype,
+        "size": size,
+        "threads": n_threads,
+        "ours_tflops": flops / t_ours / 1e12,
+        "timer_tflops": flops / t_theirs / 1e12,
+        "ratio": ratio,
+        "ratio_min": ratio_min,
+        "within_5pct": bool(abs(ratio - 1) <= 0.05) if math.isfinite(ratio) else False,
+        "env": env,
+    }

@@ -62,11 +62,22 @@ class MeasuredMemory(CategoryBreakdown):
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in self.breakdown()}
-        d.update(peak_phase=self.peak_phase, peak_step=self.peak_step, phase_peaks=dict(self.phase_peaks),
-                 step_peaks=list(self.step_peaks), peak_breakdown=dict(self.peak_breakdown),
-                 buffers=self.buffers_bytes, inputs=self.inputs_bytes, method=self.method,
-                 counted=dict(self.counted), device=self.device, tracker_peak=self.tracker_peak_bytes, allocator_peak=self.allocator_peak_bytes, baseline=self.baseline_bytes,
-                 wall_s=round(self.wall_s, 3))
+        d.update(
+            peak_phase=self.peak_phase,
+            peak_step=self.peak_step,
+            phase_peaks=dict(self.phase_peaks),
+            step_peaks=list(self.step_peaks),
+            peak_breakdown=dict(self.peak_breakdown),
+            buffers=self.buffers_bytes,
+            inputs=self.inputs_bytes,
+            method=self.method,
+            counted=dict(self.counted),
+            device=self.device,
+            tracker_peak=self.tracker_peak_bytes,
+            allocator_peak=self.allocator_peak_bytes,
+            baseline=self.baseline_bytes,
+            wall_s=round(self.wall_s, 3),
+        )
         return d
 
 
@@ -160,12 +171,15 @@ def measure_step(model, opt, batches, amp: dict, device: str, baseline: int = 0)
         if phase == "backward":
             out.counted["grads"] = _storage_bytes([p.grad for p in model.parameters()], device)
         elif phase == "optimizer":
-            out.counted["optimizer"] = _storage_bytes([v for st in opt.state.values() for v in st.values()
-                                                       if torch.is_tensor(v)], device)
+            out.counted["optimizer"] = _storage_bytes(
+                [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v)], device
+            )
         if cuda:
             torch.cuda.synchronize()
         out.peaks[phase] = _plain(mt.get_tracker_snapshot("peak"), device)
-        out.totals[phase] = torch.cuda.max_memory_allocated() - baseline if cuda else out.peaks[phase]["Total"]
+        out.totals[phase] = (
+            torch.cuda.max_memory_allocated() - baseline if cuda else out.peaks[phase]["Total"]
+        )
         out.snaps[phase] = _plain(mt.get_tracker_snapshot("current"), device)
         restart_peaks()
 
@@ -205,14 +219,22 @@ def train_setup(setup: EagerSetup, attention: str = "eager", convention: str = "
     attention 'sdpa' is the planning model's 'flash' (a fused kernel that keeps no scores)."""
     from gpukit.memory import TrainSetup
 
-    return TrainSetup(precision=setup.precision, optimizer=setup.optimizer, seq_len=setup.seq_len,
-                      micro_batch=setup.micro_batch, recompute=setup.recompute,
-                      attention="flash" if attention == "sdpa" else "eager", dropout=False,
-                      convention=convention, device=setup.device)
+    return TrainSetup(
+        precision=setup.precision,
+        optimizer=setup.optimizer,
+        seq_len=setup.seq_len,
+        micro_batch=setup.micro_batch,
+        recompute=setup.recompute,
+        attention="flash" if attention == "sdpa" else "eager",
+        dropout=False,
+        convention=convention,
+        device=setup.device,
+    )
 
 
-def planning_prediction(spec: ModelSpec, setup: EagerSetup, attention: str = "eager",
-                        convention: str = "pytorch"):
+def planning_prediction(
+    spec: ModelSpec, setup: EagerSetup, attention: str = "eager", convention: str = "pytorch"
+):
     """gpukit.memory.estimate_memory for the measured step (no GPU: tensor bytes only). The
     measurement also holds the input batch (2 x 8 sb bytes of int64 ids) and, for the reference
     models, one bool causal-mask buffer (max_seq^2 bytes) and Llama's rotary tables: those are added
@@ -228,8 +250,11 @@ def _check_fits(spec: ModelSpec, setup: EagerSetup) -> None:
 
     from gpukit.units import fmt_bytes
 
-    need = (predict_training_memory(spec, setup).peak_bytes if is_gpt_layout(spec) else
-            planning_prediction(spec, setup).total_bytes)
+    need = (
+        predict_training_memory(spec, setup).peak_bytes
+        if is_gpt_layout(spec)
+        else planning_prediction(spec, setup).total_bytes
+    )
     if setup.device == "cuda":
         import torch
 
@@ -240,12 +265,15 @@ def _check_fits(spec: ModelSpec, setup: EagerSetup) -> None:
         except (ValueError, OSError, AttributeError):  # not POSIX: skip the check
             return
     if need > free / 2:
-        raise ValueError(f"seq_len/micro_batch too large to measure here: predicted peak {fmt_bytes(need)} "
-                         f"exceeds half of the free {setup.device} memory {fmt_bytes(free)}")
+        raise ValueError(
+            f"seq_len/micro_batch too large to measure here: predicted peak {fmt_bytes(need)} "
+            f"exceeds half of the free {setup.device} memory {fmt_bytes(free)}"
+        )
 
 
-def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, steps: int = 2,
-                            seed: int = 0, attention: str = "eager") -> MeasuredMemory:
+def measure_training_memory(
+    spec: ModelSpec, setup: EagerSetup | None = None, steps: int = 2, seed: int = 0, attention: str = "eager"
+) -> MeasuredMemory:
     """Run `steps` (>= 2, so optimizer states exist) real training steps of the reference model of
     `spec`'s layout (ReferenceGPT or ReferenceLlama, gpukit.bench.models.build_model) with eager or
     SDPA attention and measure params, grads, optimizer states, forward-end activations and the peak."""
@@ -290,22 +318,36 @@ def measure_training_memory(spec: ModelSpec, setup: EagerSetup | None = None, st
     peak, phase, peak_step, peak_snap = best
     cats = ("Parameter", "Buffer", "Gradient", "Activation", "Temp", "Optstate", "Other")
     return MeasuredMemory(
-        params_bytes=start.get("Parameter", 0), grads_bytes=snaps["backward"].get("Gradient", 0),
+        params_bytes=start.get("Parameter", 0),
+        grads_bytes=snaps["backward"].get("Gradient", 0),
         optimizer_bytes=snaps["optimizer"].get("Optstate", 0),
-        activations_bytes=snaps["forward"].get("Activation", 0), buffers_bytes=start.get("Buffer", 0),
-        inputs_bytes=start.get("Other", 0), peak_bytes=int(peak), peak_phase=phase, peak_step=peak_step,
-        phase_peaks=tuple((p, int(totals[p])) for p in PHASES), step_peaks=tuple(int(x) for x in step_peaks),
+        activations_bytes=snaps["forward"].get("Activation", 0),
+        buffers_bytes=start.get("Buffer", 0),
+        inputs_bytes=start.get("Other", 0),
+        peak_bytes=int(peak),
+        peak_phase=phase,
+        peak_step=peak_step,
+        phase_peaks=tuple((p, int(totals[p])) for p in PHASES),
+        step_peaks=tuple(int(x) for x in step_peaks),
         peak_breakdown=tuple((c, peak_snap.get(c, 0)) for c in cats),
         method="MemTracker + torch.cuda.max_memory_allocated" if cuda else "MemTracker (CPU)",
-        device=setup.device, tracker_peak_bytes=int(tracker_peak),
-        allocator_peak_bytes=int(peak) if cuda else None, baseline_bytes=int(baseline),
-        counted=(("params", _storage_bytes(model.parameters(), setup.device)), ("grads", grads),
-                 ("optimizer", states)),
-        env=tuple(env_stamp(setup.device).items()), wall_s=time.perf_counter() - t0)
+        device=setup.device,
+        tracker_peak_bytes=int(tracker_peak),
+        allocator_peak_bytes=int(peak) if cuda else None,
+        baseline_bytes=int(baseline),
+        counted=(
+            ("params", _storage_bytes(model.parameters(), setup.device)),
+            ("grads", grads),
+            ("optimizer", states),
+        ),
+        env=tuple(env_stamp(setup.device).items()),
+        wall_s=time.perf_counter() - t0,
+    )
 
 
-def measure_step_trace(spec: ModelSpec, setup: EagerSetup | None = None, attention: str = "eager",
-                       seed: int = 0) -> tuple:
+def measure_step_trace(
+    spec: ModelSpec, setup: EagerSetup | None = None, attention: str = "eager", seed: int = 0
+) -> tuple:
     """((phase, bytes), ...): MemTracker's running total after every aten op of one steady-state
     training step (the second step: the optimizer states exist), on CPU. A TorchDispatchMode entered
     inside MemTracker sees every op (backward ones too) and reads MemTracker's current total after it,

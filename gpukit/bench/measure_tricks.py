@@ -74,10 +74,26 @@ class RunStats:
         return self.step_q3_s - self.step_q1_s
 
     def to_json_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("label", "peak_bytes", "params_bytes", "grads_bytes", "optimizer_bytes",
-                                           "activations_bytes", "trainable_params", "total_params",
-                                           "step_median_s", "step_q1_s", "step_q3_s", "tokens_per_step",
-                                           "threads", "device", "method")}
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "label",
+                "peak_bytes",
+                "params_bytes",
+                "grads_bytes",
+                "optimizer_bytes",
+                "activations_bytes",
+                "trainable_params",
+                "total_params",
+                "step_median_s",
+                "step_q1_s",
+                "step_q3_s",
+                "tokens_per_step",
+                "threads",
+                "device",
+                "method",
+            )
+        }
         d["step_times_s"] = list(self.step_times_s)
         return d
 
@@ -122,25 +138,50 @@ class TrickResult:
         import pandas as pd
 
         b = self.baseline
-        return pd.DataFrame([{
-            "variant": v.label, "peak_mib": v.peak_bytes / MiB, "params_mib": v.params_bytes / MiB,
-            "grads_mib": v.grads_bytes / MiB, "optimizer_mib": v.optimizer_bytes / MiB,
-            "activations_mib": v.activations_bytes / MiB, "trainable": v.trainable_params,
-            "step_ms": 1e3 * v.step_median_s, "iqr_ms": 1e3 * v.step_iqr_s,
-            "peak_vs_base": v.peak_bytes / b.peak_bytes, "time_vs_base": v.step_median_s / b.step_median_s,
-        } for v in self.variants])
+        return pd.DataFrame(
+            [
+                {
+                    "variant": v.label,
+                    "peak_mib": v.peak_bytes / MiB,
+                    "params_mib": v.params_bytes / MiB,
+                    "grads_mib": v.grads_bytes / MiB,
+                    "optimizer_mib": v.optimizer_bytes / MiB,
+                    "activations_mib": v.activations_bytes / MiB,
+                    "trainable": v.trainable_params,
+                    "step_ms": 1e3 * v.step_median_s,
+                    "iqr_ms": 1e3 * v.step_iqr_s,
+                    "peak_vs_base": v.peak_bytes / b.peak_bytes,
+                    "time_vs_base": v.step_median_s / b.step_median_s,
+                }
+                for v in self.variants
+            ]
+        )
 
     def to_json_dict(self) -> dict:
-        return {"name": self.name, "model": self.spec_name, "variants": [v.to_json_dict() for v in self.variants]}
+        return {
+            "name": self.name,
+            "model": self.spec_name,
+            "variants": [v.to_json_dict() for v in self.variants],
+        }
 
     def to_text(self) -> str:
         v0 = self.baseline
-        head = (f"{self.name} on {self.spec_name} ({v0.device.upper()}, {v0.threads} threads, "
-                f"median of {len(v0.step_times_s)} steps; {v0.method})")
-        rows = [(v.label, v.peak_bytes / MiB, 1e3 * v.step_median_s, 1e3 * v.step_iqr_s) for v in self.variants]
-        return head + "\n" + format_table(rows, ("variant", "peak_mib", "step_ms", "iqr_ms"),
-                                           formats={"variant": str, "peak_mib": "{:.2f}", "step_ms": "{:.1f}",
-                                                    "iqr_ms": "{:.1f}"})
+        head = (
+            f"{self.name} on {self.spec_name} ({v0.device.upper()}, {v0.threads} threads, "
+            f"median of {len(v0.step_times_s)} steps; {v0.method})"
+        )
+        rows = [
+            (v.label, v.peak_bytes / MiB, 1e3 * v.step_median_s, 1e3 * v.step_iqr_s) for v in self.variants
+        ]
+        return (
+            head
+            + "\n"
+            + format_table(
+                rows,
+                ("variant", "peak_mib", "step_ms", "iqr_ms"),
+                formats={"variant": str, "peak_mib": "{:.2f}", "step_ms": "{:.1f}", "iqr_ms": "{:.1f}"},
+            )
+        )
 
 
 def _lora_module():
@@ -210,11 +251,15 @@ def _prepare(spec: ModelSpec, cfg: RunConfig, device: str, seed: int) -> _Run:
     if cfg.seq_len > spec.max_seq:
         raise ValueError(f"seq_len must be <= max_seq {spec.max_seq}, got {cfg.seq_len}")
     model = build_reference_model(spec, recompute=cfg.recompute, device=device, seed=seed)
-    trainable = apply_lora(model, cfg.lora_rank) if cfg.lora_rank else sum(p.numel() for p in model.parameters())
+    trainable = (
+        apply_lora(model, cfg.lora_rank) if cfg.lora_rank else sum(p.numel() for p in model.parameters())
+    )
     total = sum(p.numel() for p in model.parameters())  # with adapters
     model.train()
-    batches = [make_batch(spec, cfg.micro_batch, cfg.seq_len, device=device, seed=seed + i)
-               for i in range(cfg.grad_accum)]
+    batches = [
+        make_batch(spec, cfg.micro_batch, cfg.seq_len, device=device, seed=seed + i)
+        for i in range(cfg.grad_accum)
+    ]
     amp = autocast_args(device, cfg.precision)
     return _Run(cfg, model, make_optimizer(model, cfg.optimizer), batches, amp, total, trainable)
 
@@ -240,18 +285,36 @@ def _stats(run: _Run, threads: int, device: str) -> RunStats:
     q1, med, q3 = (percentile(run.times, q) for q in (25, 50, 75))
     m, cfg = run.memory, run.cfg
     return RunStats(
-        label=cfg.label, peak_bytes=int(m["peak"]), params_bytes=m["start"].get("Parameter", 0),
-        grads_bytes=m["backward"].get("Gradient", 0), optimizer_bytes=m["optimizer"].get("Optstate", 0),
-        activations_bytes=m["forward"].get("Activation", 0), trainable_params=int(run.trainable),
-        total_params=int(run.total), step_median_s=med, step_q1_s=q1, step_q3_s=q3,
-        step_times_s=tuple(run.times), tokens_per_step=cfg.micro_batch * cfg.grad_accum * cfg.seq_len,
-        threads=threads, device=device,
+        label=cfg.label,
+        peak_bytes=int(m["peak"]),
+        params_bytes=m["start"].get("Parameter", 0),
+        grads_bytes=m["backward"].get("Gradient", 0),
+        optimizer_bytes=m["optimizer"].get("Optstate", 0),
+        activations_bytes=m["forward"].get("Activation", 0),
+        trainable_params=int(run.trainable),
+        total_params=int(run.total),
+        step_median_s=med,
+        step_q1_s=q1,
+        step_q3_s=q3,
+        step_times_s=tuple(run.times),
+        tokens_per_step=cfg.micro_batch * cfg.grad_accum * cfg.seq_len,
+        threads=threads,
+        device=device,
         method="torch.cuda.max_memory_allocated + MemTracker" if device == "cuda" else "MemTracker (CPU)",
-        config=cfg)
+        config=cfg,
+    )
 
 
-def run_configs(spec: ModelSpec, cfgs, *, steps: int = 5, warmup: int = 2, threads: int | None = None,
-                device: str = "cpu", seed: int = 0) -> tuple[RunStats, ...]:
+def run_configs(
+    spec: ModelSpec,
+    cfgs,
+    *,
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+) -> tuple[RunStats, ...]:
     """Measure each RunConfig's memory (one after another), then time them interleaved: round i
     runs one step of every config, so a neighbour's load on a shared machine hits all alike."""
     import torch
@@ -291,40 +354,85 @@ def run_config(spec: ModelSpec, cfg: RunConfig, **kwargs) -> RunStats:
     return run_configs(spec, (cfg,), **kwargs)[0]
 
 
-def trick_configs(name: str, *, micro_batch: int = 4, seq_len: int = 64, grad_accum: int = 4,
-                  precision: str = "fp32", lora_rank: int = 8) -> tuple[RunConfig, ...]:
+def trick_configs(
+    name: str,
+    *,
+    micro_batch: int = 4,
+    seq_len: int = 64,
+    grad_accum: int = 4,
+    precision: str = "fp32",
+    lora_rank: int = 8,
+) -> tuple[RunConfig, ...]:
     """The RunConfigs compared for trick `name` (baseline first), with everything else equal."""
     require_choice("trick", name, TRICKS)
     base = RunConfig("baseline", micro_batch=micro_batch, seq_len=seq_len, precision=precision)
     if name == "mixed_precision":
-        return (replace(base, label="fp32", precision="fp32"), replace(base, label="bf16 autocast", precision="bf16-mixed"))
+        return (
+            replace(base, label="fp32", precision="fp32"),
+            replace(base, label="bf16 autocast", precision="bf16-mixed"),
+        )
     if name == "grad_accum":
         require_positive_int("grad_accum", grad_accum)
         if grad_accum < 2:
-            raise ValueError(f"grad_accum must be at least 2 to compare with one big micro-batch, got {grad_accum}")
-        return (replace(base, label=f"micro-batch {micro_batch * grad_accum} x 1", micro_batch=micro_batch * grad_accum),
-                replace(base, label=f"micro-batch {micro_batch} x {grad_accum} accumulated", grad_accum=grad_accum))
+            raise ValueError(
+                f"grad_accum must be at least 2 to compare with one big micro-batch, got {grad_accum}"
+            )
+        return (
+            replace(
+                base,
+                label=f"micro-batch {micro_batch * grad_accum} x 1",
+                micro_batch=micro_batch * grad_accum,
+            ),
+            replace(
+                base, label=f"micro-batch {micro_batch} x {grad_accum} accumulated", grad_accum=grad_accum
+            ),
+        )
     if name == "recompute":
         return (replace(base, label="no recompute"), replace(base, label="full recompute", recompute="full"))
     if name == "optimizer":
         return tuple(replace(base, label=o, optimizer=o) for o in ("adamw", "sgd-momentum", "sgd"))
-    return (replace(base, label="full training"), replace(base, label=f"LoRA r={lora_rank}", lora_rank=lora_rank))
+    return (
+        replace(base, label="full training"),
+        replace(base, label=f"LoRA r={lora_rank}", lora_rank=lora_rank),
+    )
 
 
-def measure_trick(name: str, spec: ModelSpec, *, micro_batch: int = 4, seq_len: int = 64, grad_accum: int = 4,
-                  precision: str = "fp32", lora_rank: int = 8, steps: int = 5, warmup: int = 2,
-                  threads: int | None = None, device: str = "cpu", seed: int = 0) -> TrickResult:
+def measure_trick(
+    name: str,
+    spec: ModelSpec,
+    *,
+    micro_batch: int = 4,
+    seq_len: int = 64,
+    grad_accum: int = 4,
+    precision: str = "fp32",
+    lora_rank: int = 8,
+    steps: int = 5,
+    warmup: int = 2,
+    threads: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+) -> TrickResult:
     """Measure trick `name` (one of TRICKS) on the reference model `spec`: every variant of
     `trick_configs` with the same seed, batch and step count."""
-    cfgs = trick_configs(name, micro_batch=micro_batch, seq_len=seq_len, grad_accum=grad_accum,
-                         precision=precision, lora_rank=lora_rank)
+    cfgs = trick_configs(
+        name,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        grad_accum=grad_accum,
+        precision=precision,
+        lora_rank=lora_rank,
+    )
     runs = run_configs(spec, cfgs, steps=steps, warmup=warmup, threads=threads, device=device, seed=seed)
     return TrickResult(name, runs, spec.name)
 
 
 def _ratio_columns(est) -> dict:
-    return {"time_ratio_paired": est.median, "time_ratio_lo": est.lo, "time_ratio_hi": est.hi,
-            "time_verdict": est.verdict}
+    return {
+        "time_ratio_paired": est.median,
+        "time_ratio_lo": est.lo,
+        "time_ratio_hi": est.hi,
+        "time_verdict": est.verdict,
+    }
 
 
 def results_frame(results):
@@ -334,9 +442,17 @@ def results_frame(results):
     rows = []
     for r in results:
         for i in range(1, len(r.variants)):
-            rows.append({"trick": r.name, "variant": r.variants[i].label, "vs": r.baseline.label,
-                         "peak_saved_pct": 100 * r.peak_saved_fraction(i),
-                         "activations_saved_pct": 100 * r.activations_saved_fraction(i),
-                         "time_ratio": r.time_ratio(i), **_ratio_columns(r.time_ratio_estimate(i)),
-                         "device": r.baseline.device, "threads": r.baseline.threads})
+            rows.append(
+                {
+                    "trick": r.name,
+                    "variant": r.variants[i].label,
+                    "vs": r.baseline.label,
+                    "peak_saved_pct": 100 * r.peak_saved_fraction(i),
+                    "activations_saved_pct": 100 * r.activations_saved_fraction(i),
+                    "time_ratio": r.time_ratio(i),
+                    **_ratio_columns(r.time_ratio_estimate(i)),
+                    "device": r.baseline.device,
+                    "threads": r.baseline.threads,
+                }
+            )
     return pd.DataFrame(rows)

@@ -56,8 +56,9 @@ class Attention(nn.Module):
         # (b, s, 3, a, d) -> 3 x (b, a, s, d): views of the one QKV output
         q, k, v = self.qkv(x).view(b, s, 3, a, d).permute(2, 0, 3, 1, 4).unbind(0)
         if self.attention == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0,
-                                               is_causal=True)
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.p if self.training else 0.0, is_causal=True
+            )
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
             att = att.masked_fill(mask[:s, :s], float("-inf"))  # mask is a view of one shared buffer
@@ -98,8 +99,9 @@ class Block(nn.Module):
 class ReferenceGPT(nn.Module):
     """Decoder-only GPT; forward(idx, targets) returns the mean cross-entropy loss (a scalar)."""
 
-    def __init__(self, spec: ModelSpec, dropout: float = 0.0, recompute: str = "none",
-                 attention: str = "eager"):
+    def __init__(
+        self, spec: ModelSpec, dropout: float = 0.0, recompute: str = "none", attention: str = "eager"
+    ):
         super().__init__()
         self.spec, self.recompute = spec, recompute
         h = spec.hidden
@@ -132,6 +134,7 @@ class ReferenceGPT(nn.Module):
 
 
 # ---- the Llama layout ---------------------------------------------------------------------------
+
 
 class RotaryEmbedding(nn.Module):
     """Rotary positions (Su et al. 2021, RoFormer eq. 34), the rotate-half form of Llama's reference code
@@ -172,7 +175,9 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(spec.q_dim, spec.hidden, bias=False)
         self.attention = attention
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> torch.Tensor:
         b, s, _ = x.shape
         a, g, d = self.n_heads, self.n_kv, self.head_dim
         q = self.q_proj(x).view(b, s, a, d).transpose(1, 2)
@@ -251,13 +256,19 @@ class ReferenceLlama(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def build_llama_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",
-                      seed: int = 0) -> ReferenceLlama:
+def build_llama_model(
+    spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu", seed: int = 0
+) -> ReferenceLlama:
     """Build the reference Llama for `spec` (swiglu, rmsnorm, rope, no bias, decoder) on `device`."""
     require_choice("recompute", recompute, RECOMPUTE_KINDS)
     require_choice("attention", attention, ATTENTION_KINDS)
-    for field, want in (("mlp", "swiglu"), ("norm", "rmsnorm"), ("position", "rope"), ("arch", "decoder"),
-                        ("bias", False)):
+    for field, want in (
+        ("mlp", "swiglu"),
+        ("norm", "rmsnorm"),
+        ("position", "rope"),
+        ("arch", "decoder"),
+        ("bias", False),
+    ):
         if getattr(spec, field) != want:
             raise ValueError(f"{field} must be {want} for the reference Llama, got {getattr(spec, field)}")
     if spec.head_dim % 2:
@@ -280,8 +291,9 @@ def sdpa_kernel(device: str = "cpu", dtype: str = "fp32", gqa: bool = False) -> 
     return type(y.grad_fn).__name__
 
 
-def build_model(spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu",
-                seed: int = 0) -> nn.Module:
+def build_model(
+    spec: ModelSpec, recompute: str = "none", attention: str = "eager", device: str = "cpu", seed: int = 0
+) -> nn.Module:
     """The reference model for `spec`'s layout: ReferenceLlama for swiglu/rmsnorm/rope, else ReferenceGPT."""
     if spec.mlp == "swiglu" or spec.norm == "rmsnorm" or spec.position == "rope":
         return build_llama_model(spec, recompute, attention, device, seed)
@@ -296,8 +308,14 @@ def _init_weights(m: nn.Module) -> None:
             nn.init.zeros_(m.bias)
 
 
-def build_reference_model(spec: ModelSpec, dropout: float = 0.0, recompute: str = "none",
-                          attention: str = "eager", device: str = "cpu", seed: int = 0) -> ReferenceGPT:
+def build_reference_model(
+    spec: ModelSpec,
+    dropout: float = 0.0,
+    recompute: str = "none",
+    attention: str = "eager",
+    device: str = "cpu",
+    seed: int = 0,
+) -> ReferenceGPT:
     """Build the reference GPT for `spec` (gelu, layernorm, learned positions, decoder) on `device`."""
     require_positive("dropout", dropout, allow_zero=True)
     if dropout >= 1:
@@ -308,7 +326,9 @@ def build_reference_model(spec: ModelSpec, dropout: float = 0.0, recompute: str 
         if getattr(spec, field) != want:
             raise ValueError(f"{field} must be {want} for the reference model, got {getattr(spec, field)}")
     if spec.n_kv_heads != spec.n_heads:
-        raise ValueError(f"n_kv_heads must equal n_heads {spec.n_heads} for the reference model, got {spec.n_kv_heads}")
+        raise ValueError(
+            f"n_kv_heads must equal n_heads {spec.n_heads} for the reference model, got {spec.n_kv_heads}"
+        )
     torch.manual_seed(seed)
     return ReferenceGPT(spec, dropout, recompute, attention).to(device)
 
@@ -323,8 +343,9 @@ def make_optimizer(model: nn.Module, optimizer: str = "adamw", lr: float = 1e-3)
     return torch.optim.SGD(params, lr=lr, momentum=0.9 if optimizer == "sgd-momentum" else 0.0)
 
 
-def make_batch(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "cpu",
-               seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "cpu", seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Random token ids and next-token targets, int64 (b, s) each; deterministic for `seed`."""
     g = torch.Generator().manual_seed(seed)
     tok = torch.randint(0, spec.vocab, (micro_batch, seq_len + 1), generator=g)
@@ -338,7 +359,9 @@ def autocast_args(device: str, precision: str) -> dict:
     return dict(device_type=device, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
 
 
-def run_step(model: nn.Module, opt: torch.optim.Optimizer, batches, amp: dict, probe=None, tracker=None) -> float:
+def run_step(
+    model: nn.Module, opt: torch.optim.Optimizer, batches, amp: dict, probe=None, tracker=None
+) -> float:
     """One optimizer step over len(batches) micro-batches (loss / k each, gradients accumulate), then
     zero_grad(set_to_none=True); the one training step of every harness (gpukit.bench.measure,
     compute_check). `probe(phase)` is called at the end of the last forward, of backward and of the
@@ -369,8 +392,12 @@ def run_step(model: nn.Module, opt: torch.optim.Optimizer, batches, amp: dict, p
     return value
 
 
-def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch: tuple[torch.Tensor, torch.Tensor],
-               precision: str = "fp32") -> float:
+def train_step(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    precision: str = "fp32",
+) -> float:
     """One training step: forward (under bf16 autocast for 'bf16-mixed'), backward, optimizer step,
     zero_grad(set_to_none=True). Parameters, gradients and optimizer states stay fp32. Returns the loss."""
     return run_step(model, opt, [batch], autocast_args(batch[0].device.type, precision))

@@ -21,11 +21,13 @@ def planner_benchmark(repeats: int = 5) -> list[dict]:
     from gpukit.plan import plan
 
     every = {g: 2.0 for g in gpus()}
-    cases = {"pretrain llama-2-70b 1T": ("pretrain", "llama-2-70b", {"tokens": 1e12, "deadline_hours": 720}),
-             "finetune llama-2-13b 1B": ("finetune", "llama-2-13b", {"tokens": 1e9, "budget_usd": 5000}),
-             "lora llama-2-7b 100M": ("lora", "llama-2-7b", {"tokens": 1e8}),
-             "qlora llama-2-70b 100M": ("qlora", "llama-2-70b", {"tokens": 1e8}),
-             "serve llama-3-70b 10 req/s": ("serve", "llama-3-70b", {"rate": 10})}
+    cases = {
+        "pretrain llama-2-70b 1T": ("pretrain", "llama-2-70b", {"tokens": 1e12, "deadline_hours": 720}),
+        "finetune llama-2-13b 1B": ("finetune", "llama-2-13b", {"tokens": 1e9, "budget_usd": 5000}),
+        "lora llama-2-7b 100M": ("lora", "llama-2-7b", {"tokens": 1e8}),
+        "qlora llama-2-70b 100M": ("qlora", "llama-2-70b", {"tokens": 1e8}),
+        "serve llama-3-70b 10 req/s": ("serve", "llama-3-70b", {"rate": 10}),
+    }
     times: dict[str, list[float]] = {k: [] for k in cases}
     plans: dict[str, int] = {}
     for _ in range(repeats):
@@ -34,9 +36,18 @@ def planner_benchmark(repeats: int = 5) -> list[dict]:
             r = plan(workload, get_model(model), gpus=every, **kw)
             times[name].append(time.perf_counter() - t0)
             plans[name] = len(r.plans)
-    return [{"workload": k, "gpu_types": len(every), "plans": plans[k], "median_s": statistics.median(v),
-             "min_s": min(v), "max_s": max(v), "within_budget": statistics.median(v) < WIDGET_BUDGET_S}
-            for k, v in times.items()]
+    return [
+        {
+            "workload": k,
+            "gpu_types": len(every),
+            "plans": plans[k],
+            "median_s": statistics.median(v),
+            "min_s": min(v),
+            "max_s": max(v),
+            "within_budget": statistics.median(v) < WIDGET_BUDGET_S,
+        }
+        for k, v in times.items()
+    ]
 
 
 def published_costs() -> list[dict]:
@@ -49,14 +60,22 @@ def published_costs() -> list[dict]:
 def economics_section() -> dict:
     """Print and return both tables (for benchreport)."""
     bench = planner_benchmark()
-    print(f"  planner over the whole catalog (budget {WIDGET_BUDGET_S:g} s for a widget), median of 5 (min-max):")
+    print(
+        f"  planner over the whole catalog (budget {WIDGET_BUDGET_S:g} s for a widget), median of 5 (min-max):"
+    )
     for b in bench:
-        print(f"    {b['workload']:<28} {b['plans']:>4} plans  {b['median_s'] * 1e3:7.1f} ms "
-              f"({b['min_s'] * 1e3:.1f}-{b['max_s'] * 1e3:.1f})  {'ok' if b['within_budget'] else 'OVER BUDGET'}")
+        print(
+            f"    {b['workload']:<28} {b['plans']:>4} plans  {b['median_s'] * 1e3:7.1f} ms "
+            f"({b['min_s'] * 1e3:.1f}-{b['max_s'] * 1e3:.1f})  {'ok' if b['within_budget'] else 'OVER BUDGET'}"
+        )
     pub = published_costs()
-    print("  published runs: cost at the disclosed price ($2/GPU-h where none), GPU-hours predicted at 40% MFU:")
+    print(
+        "  published runs: cost at the disclosed price ($2/GPU-h where none), GPU-hours predicted at 40% MFU:"
+    )
     for p in pub:
         err = "" if p["cost_error"] is None else f", cost error {p['cost_error']:+.2%}"
-        print(f"    {p['key']:<16} {p['gpu_hours']:>12,.0f} GPU-h  ${p['cost_usd']:>13,.0f}{err}; implied MFU "
-              f"{p['implied_mfu']:.1%}; predicted GPU-h {p['gpu_hours_error']:+.1%}")
+        print(
+            f"    {p['key']:<16} {p['gpu_hours']:>12,.0f} GPU-h  ${p['cost_usd']:>13,.0f}{err}; implied MFU "
+            f"{p['implied_mfu']:.1%}; predicted GPU-h {p['gpu_hours_error']:+.1%}"
+        )
     return {"planner": bench, "published": pub}

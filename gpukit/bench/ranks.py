@@ -35,7 +35,9 @@ def check_gpu_count(n_ranks: int, device: str, name: str = "n_ranks") -> None:
         import torch
 
         if n_ranks > torch.cuda.device_count():
-            raise ValueError(f"{name} must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}")
+            raise ValueError(
+                f"{name} must be <= the {torch.cuda.device_count()} CUDA devices here, got {n_ranks}"
+            )
 
 
 def check_local_gpu_count(device: str) -> None:
@@ -60,9 +62,16 @@ def rank_env(cfg: dict) -> dict:
 
     from gpukit.bench.envinfo import env_stamp
 
-    return env_stamp(cfg["device"], threads=cfg.get("threads"), world_size=dist.get_world_size(),
-                     backend=cfg["backend"], op=cfg.get("op"), launcher=cfg.get("launcher"),
-                     master_addr=os.environ.get("MASTER_ADDR"), gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"))
+    return env_stamp(
+        cfg["device"],
+        threads=cfg.get("threads"),
+        world_size=dist.get_world_size(),
+        backend=cfg["backend"],
+        op=cfg.get("op"),
+        launcher=cfg.get("launcher"),
+        master_addr=os.environ.get("MASTER_ADDR"),
+        gloo_socket_ifname=os.environ.get("GLOO_SOCKET_IFNAME"),
+    )
 
 
 def sync(device: str) -> None:

@@ -28,8 +28,12 @@ class BenchResult:
     headers: tuple[str, ...] = ()  # display names for `columns` in to_text (default: the keys)
 
     def to_json_dict(self) -> dict:
-        return {"kind": self.kind, "env": dict(self.env), "summary": dict(self.summary),
-                "rows": [dict(r) for r in self.rows]}
+        return {
+            "kind": self.kind,
+            "env": dict(self.env),
+            "summary": dict(self.summary),
+            "rows": [dict(r) for r in self.rows],
+        }
 
     def to_frame(self):
         """The rows as a pandas DataFrame (pandas imported lazily)."""
@@ -44,10 +48,12 @@ class BenchResult:
         for k, v in self.summary.items():
             lines.append(f"# {k}: {fmt_cell(v)}")
         e = self.env
-        lines.append(f"# {e.get('label', '?')} {e.get('device_name', '?')} | torch {e.get('torch')} | "
-                     f"threads {e.get('threads')} | world_size {e.get('world_size')} | backend "
-                     f"{e.get('backend')} | bench v{e.get('benchmark_version')} | {e.get('hostname')} "
-                     f"{e.get('date')}")
+        lines.append(
+            f"# {e.get('label', '?')} {e.get('device_name', '?')} | torch {e.get('torch')} | "
+            f"threads {e.get('threads')} | world_size {e.get('world_size')} | backend "
+            f"{e.get('backend')} | bench v{e.get('benchmark_version')} | {e.get('hostname')} "
+            f"{e.get('date')}"
+        )
         return "\n".join(lines)
 
     def write(self, path: str | os.PathLike) -> Path:
@@ -89,7 +95,9 @@ def check_writable(path: str | os.PathLike, name: str = "--out") -> Path:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".gpukit-probe-"):
             pass
     except OSError as e:
-        raise ValueError(f"{name} {raw}: cannot write in {folder} ({e.strerror or type(e).__name__})") from None
+        raise ValueError(
+            f"{name} {raw}: cannot write in {folder} ({e.strerror or type(e).__name__})"
+        ) from None
     return path
 
 

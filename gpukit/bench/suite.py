@@ -39,15 +39,26 @@ class SuiteReport:
     def to_text(self) -> str:
         parts = []
         for name, sec in self.sections.items():
-            body = sec.to_text() if hasattr(sec, "to_text") else "\n".join(
-                f"{k}: {v}" for k, v in sec.items() if k not in ("env", "rows", "article_calls_us"))
+            body = (
+                sec.to_text()
+                if hasattr(sec, "to_text")
+                else "\n".join(
+                    f"{k}: {v}" for k, v in sec.items() if k not in ("env", "rows", "article_calls_us")
+                )
+            )
             parts.append(f"== {name} ==\n{body}")
         parts.append(f"# total {self.elapsed_s:.1f} s")
         if self.incomplete is not None:
             inc = self.incomplete
-            how = f"interrupted in {inc['interrupted_in']}" if "interrupted_in" in inc else f"timed out in {inc['timed_out_in']}"
-            parts.append(f"# incomplete: {how} after {inc['elapsed_s']:.1f} s "
-                         f"(timeout {inc['timeout_s']:g} s); not run: {', '.join(inc['not_run']) or 'none'}")
+            how = (
+                f"interrupted in {inc['interrupted_in']}"
+                if "interrupted_in" in inc
+                else f"timed out in {inc['timed_out_in']}"
+            )
+            parts.append(
+                f"# incomplete: {how} after {inc['elapsed_s']:.1f} s "
+                f"(timeout {inc['timeout_s']:g} s); not run: {', '.join(inc['not_run']) or 'none'}"
+            )
         return "\n\n".join(parts)
 
     def write(self, path) -> None:
@@ -91,12 +102,18 @@ def _measure_validation(device: str):
     except (RuntimeError, ValueError) as e:  # torch.OutOfMemoryError is a RuntimeError
         return _error("gpukit.bench.measure_validate.validate_grid", e)
     worst = {k: float(df[f"{k}_err"].abs().max()) for k in measure_validate.COMPARED}
-    return {"configs": len(df), "configs_ok": int(df["ok"].sum()), "max_abs_error": worst,
-            "models": measure_validate.error_table(df).to_dict("records"), "rows": df.to_dict("records")}
+    return {
+        "configs": len(df),
+        "configs_ok": int(df["ok"].sum()),
+        "max_abs_error": worst,
+        "models": measure_validate.error_table(df).to_dict("records"),
+        "rows": df.to_dict("records"),
+    }
 
 
-def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 900,
-              progress_bar: bool | None = None) -> SuiteReport:
+def run_suite(
+    device: str = "auto", *, quick: bool = False, timeout_s: float = 900, progress_bar: bool | None = None
+) -> SuiteReport:
     """Run every single-machine benchmark on `device`; each section has its own timeout, none past the
     run's. A section that fails is recorded and the next one runs; when `timeout_s` expires, raises
     SuiteTimedOut with the sections finished so far (module docstring)."""
@@ -133,22 +150,53 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
         return gpu_decode(quick=quick, timeout_s=max(10.0, min(180.0, left)))
 
     # (name, where a failure is attributed, run(seconds left of the run-wide timeout))
-    plan = [("matmul", "gpukit.bench.matmul.matmul_bench", lambda left: matmul_bench(
-                device, dtypes, sizes, timeout_s=min(300, left), progress_bar=progress_bar)),
-            ("memory", "gpukit.bench.membw.memory_bandwidth", lambda left: memory_bandwidth(
-                device, size_mib, timeout_s=min(120, left), progress_bar=progress_bar)),
-            ("harness_check", "gpukit.bench.matmul.harness_check", lambda left: harness_check(
-                device, h_dtype, h_size, timeout_s=min(120, left)))]
+    plan = [
+        (
+            "matmul",
+            "gpukit.bench.matmul.matmul_bench",
+            lambda left: matmul_bench(
+                device, dtypes, sizes, timeout_s=min(300, left), progress_bar=progress_bar
+            ),
+        ),
+        (
+            "memory",
+            "gpukit.bench.membw.memory_bandwidth",
+            lambda left: memory_bandwidth(
+                device, size_mib, timeout_s=min(120, left), progress_bar=progress_bar
+            ),
+        ),
+        (
+            "harness_check",
+            "gpukit.bench.matmul.harness_check",
+            lambda left: harness_check(device, h_dtype, h_size, timeout_s=min(120, left)),
+        ),
+    ]
     if n_gpus >= 2:
         sweep = "1K,64K,1M,16M,64M,256M" if quick else "1K,64K,1M,16M,64M,256M,1G"
-        plan += [("all_reduce_nccl", "gpukit.bench.collectives.run_collectives", lambda left: run_collectives(
-                     "all_reduce", n_gpus, sweep, device="cuda", backend="nccl", timeout_s=min(300, left))),
-                 ("article_snippet_nccl", "gpukit.bench.article.article_latency_snippet",
-                  lambda left: article_latency_snippet(n_gpus, device="cuda", timeout_s=min(120, left)))]
+        plan += [
+            (
+                "all_reduce_nccl",
+                "gpukit.bench.collectives.run_collectives",
+                lambda left: run_collectives(
+                    "all_reduce", n_gpus, sweep, device="cuda", backend="nccl", timeout_s=min(300, left)
+                ),
+            ),
+            (
+                "article_snippet_nccl",
+                "gpukit.bench.article.article_latency_snippet",
+                lambda left: article_latency_snippet(n_gpus, device="cuda", timeout_s=min(120, left)),
+            ),
+        ]
     else:
-        plan.append(("all_reduce_loopback_gloo_cpu", "gpukit.bench.collectives.run_collectives",
-                     lambda left: run_collectives("all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo",
-                                                  timeout_s=min(120, left))))
+        plan.append(
+            (
+                "all_reduce_loopback_gloo_cpu",
+                "gpukit.bench.collectives.run_collectives",
+                lambda left: run_collectives(
+                    "all_reduce", 2, "1K,64K,1M,16M", device="cpu", backend="gloo", timeout_s=min(120, left)
+                ),
+            )
+        )
     plan.append(("memory_validation", "gpukit.bench.measure_validate.validate_grid", validation))
     if device == "cuda":
         plan.append(("decode", "gpukit.bench.decode.gpu_decode", decode))
@@ -158,9 +206,12 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
     for i, (name, what, run) in enumerate(plan):
         left = deadline.left()
         if left <= 0:  # the time ran out in the section before (it kept its rows so far)
-            incomplete = {"timed_out_in": plan[i - 1][0] if i else name,
-                          "error": "the run-wide timeout expired during this section" if i else
-                                   "the run-wide timeout expired before the first section"}
+            incomplete = {
+                "timed_out_in": plan[i - 1][0] if i else name,
+                "error": "the run-wide timeout expired during this section"
+                if i
+                else "the run-wide timeout expired before the first section",
+            }
             not_run = [n for n, _, _ in plan[i:]]
             break
         try:
@@ -170,13 +221,15 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
                 sections[name] = _error(what, e)
                 continue
             incomplete = {"timed_out_in": name, **_error(what, e)}
-            not_run = [n for n, _, _ in plan[i + 1:]]
+            not_run = [n for n, _, _ in plan[i + 1 :]]
             break
         except (RuntimeError, ValueError) as e:  # on the device (a rank died, out of memory): keep the rest
             sections[name] = _error(what, e)
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the section cleans up its ranks; what was measured stays
+        except (
+            KeyboardInterrupt
+        ):  # Ctrl-C or SIGTERM: the section cleans up its ranks; what was measured stays
             incomplete = {"interrupted_in": name, "error": "interrupted (Ctrl-C or SIGTERM)"}
-            not_run = [n for n, _, _ in plan[i + 1:]]
+            not_run = [n for n, _, _ in plan[i + 1 :]]
             break
     env = env_stamp(device, suite="bench all", quick=quick)
     elapsed = time.monotonic() - t0
@@ -185,9 +238,15 @@ def run_suite(device: str = "auto", *, quick: bool = False, timeout_s: float = 9
     incomplete.update(elapsed_s=round(elapsed, 3), timeout_s=timeout_s, not_run=not_run)
     report = SuiteReport(sections, env, elapsed, incomplete)
     if "interrupted_in" in incomplete:
-        raise SuiteInterrupted(f"bench all interrupted in section {incomplete['interrupted_in']} after {elapsed:.1f} s "
-                               f"(kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
-                               f"{', '.join(not_run) or 'none'})", report)
-    raise SuiteTimedOut(f"bench all timed out after {timeout_s:g} s in section {incomplete['timed_out_in']} "
-                        f"({elapsed:.1f} s elapsed; kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
-                        f"{', '.join(not_run) or 'none'}; raise --timeout)", report)
+        raise SuiteInterrupted(
+            f"bench all interrupted in section {incomplete['interrupted_in']} after {elapsed:.1f} s "
+            f"(kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
+            f"{', '.join(not_run) or 'none'})",
+            report,
+        )
+    raise SuiteTimedOut(
+        f"bench all timed out after {timeout_s:g} s in section {incomplete['timed_out_in']} "
+        f"({elapsed:.1f} s elapsed; kept {len(sections)} section{'' if len(sections) == 1 else 's'}, not run: "
+        f"{', '.join(not_run) or 'none'}; raise --timeout)",
+        report,
+    )

@@ -32,6 +32,7 @@ TERM_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 # ---------------------------------------------------------------- processes
 
+
 def pid_alive(pid: int) -> bool:
     """True if a process with this pid exists (kill(pid, 0)); a zombie counts as alive."""
     if pid is None or pid <= 0:
@@ -110,6 +111,7 @@ def die_with_parent() -> None:
 
 
 # ---------------------------------------------------------------- signals
+
 
 class Terminated(BaseException):
     """SIGTERM or SIGHUP arrived inside `signals_reraised` (`.signum`)."""

@@ -81,13 +81,29 @@ def summarize(per_call_s: Sequence[float], iters: int = 1) -> TimingStats:
     xs = [float(x) for x in per_call_s]
     if not xs:
         raise ValueError("no timing samples (the time budget ran out before the first repeat)")
-    return TimingStats(median_s=percentile(xs, 50), p10_s=percentile(xs, 10), p90_s=percentile(xs, 90),
-                       mean_s=sum(xs) / len(xs), min_s=min(xs), max_s=max(xs), n_repeats=len(xs), iters=iters)
+    return TimingStats(
+        median_s=percentile(xs, 50),
+        p10_s=percentile(xs, 10),
+        p90_s=percentile(xs, 90),
+        mean_s=sum(xs) / len(xs),
+        min_s=min(xs),
+        max_s=max(xs),
+        n_repeats=len(xs),
+        iters=iters,
+    )
 
 
-def time_op(fn: Callable[[], object], *, device: str = "cpu", warmup: int = 3, repeats: int = 10,
-            iters: int | None = None, min_repeat_s: float = 0.02, budget_s: float | None = None,
-            min_repeats: int = 3) -> TimingStats:
+def time_op(
+    fn: Callable[[], object],
+    *,
+    device: str = "cpu",
+    warmup: int = 3,
+    repeats: int = 10,
+    iters: int | None = None,
+    min_repeat_s: float = 0.02,
+    budget_s: float | None = None,
+    min_repeats: int = 3,
+) -> TimingStats:
     """Time `fn()`: `warmup` calls, then `repeats` x (`iters` calls between two timestamps).
 
     iters=None picks enough calls for one repeat to last about `min_repeat_s` (timer resolution and
@@ -128,8 +144,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if type(exc).__name__ == "OutOfMemoryError" or isinstance(exc, MemoryError):
         return True
     msg = str(exc)
-    return isinstance(exc, RuntimeError) and any(s in msg for s in (
-        "can't allocate memory", "out of memory", "Storage size calculation overflowed"))
+    return isinstance(exc, RuntimeError) and any(
+        s in msg for s in ("can't allocate memory", "out of memory", "Storage size calculation overflowed")
+    )
 
 
 def oom_line(what: str, exc: BaseException) -> str:
@@ -187,7 +204,11 @@ def wall_clock_limit(timeout_s: float | None, what: str = "run"):
     import signal
     import threading
 
-    if timeout_s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+    if (
+        timeout_s is None
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 

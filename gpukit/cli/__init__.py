@@ -16,13 +16,35 @@ from gpukit.results import dumps
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
 # a partial install must fail loudly, not lose a command.
-COMMAND_MODULES = ("memory", "catalogs", "validate", "compute", "comm", "bench", "calibrate", "netlab", "scaling", "parallel", "serve", "cost", "plan")
+COMMAND_MODULES = (
+    "memory",
+    "catalogs",
+    "validate",
+    "compute",
+    "comm",
+    "bench",
+    "calibrate",
+    "netlab",
+    "scaling",
+    "parallel",
+    "serve",
+    "cost",
+    "plan",
+)
 
 
 # An optional dependency a command needs -> the pip extra that brings it (pyproject.toml
 # [project.optional-dependencies]); the calculators and their commands need none of these.
-EXTRA_OF = {"torch": "bench", "matplotlib": "course", "seaborn": "course", "ipywidgets": "course",
-            "papermill": "course", "nbformat": "course", "nbclient": "course", "jupyter_client": "course"}
+EXTRA_OF = {
+    "torch": "bench",
+    "matplotlib": "course",
+    "seaborn": "course",
+    "ipywidgets": "course",
+    "papermill": "course",
+    "nbformat": "course",
+    "nbclient": "course",
+    "jupyter_client": "course",
+}
 
 
 def missing_extra_message(err: ModuleNotFoundError, command: str | None) -> str | None:

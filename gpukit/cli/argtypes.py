@@ -13,18 +13,35 @@ import argparse
 from gpukit.errors import nonnegative_float_arg, nonnegative_int_arg, positive_int_arg, timeout_arg
 from gpukit.units import parse_count as units_parse_count
 
-__all__ = ["arg_type", "bounded_int", "count", "count_list", "fraction", "int_list", "nonnegative_float", "nonnegative_int",
-           "param_count", "parse_count", "parse_param_count", "positive_float", "positive_int", "price", "timeout"]
+__all__ = [
+    "arg_type",
+    "bounded_int",
+    "count",
+    "count_list",
+    "fraction",
+    "int_list",
+    "nonnegative_float",
+    "nonnegative_int",
+    "param_count",
+    "parse_count",
+    "parse_param_count",
+    "positive_float",
+    "positive_int",
+    "price",
+    "timeout",
+]
 
 
 def arg_type(parse, what: str | None = None):
     """An argparse `type` from a parser that raises ValueError: its one line becomes argparse's error
     (or "`what`, got 'text'" when `what` is given)."""
+
     def convert(text):
         try:
             return parse(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e) if what is None else f"{what}, got {text!r}") from None
+
     convert.__name__ = getattr(parse, "__name__", "value")  # argparse names the type in its message
     return convert
 

@@ -28,7 +28,9 @@ from gpukit.cli.report import Report
 def _common(p, timeout: float) -> None:
     p.add_argument("--device", default="auto", help="cpu, cuda or auto (cuda if available)")
     p.add_argument("--out", help="also write the result to FILE (.json or .csv)")
-    p.add_argument("--timeout", type=timeout_arg, default=timeout, help=f"seconds before giving up (default {timeout:g})")
+    p.add_argument(
+        "--timeout", type=timeout_arg, default=timeout, help=f"seconds before giving up (default {timeout:g})"
+    )
     add_json_flag(p)
 
 
@@ -57,6 +59,7 @@ def _guarded(handler):
     """Timeouts become one-line errors (exit 2), results are written to --out when asked. A timeout
     that carries the results measured before it (`.report`, as `bench all`'s) prints and writes them
     first."""
+
     @functools.wraps(handler)
     def run(args):
         if getattr(args, "out", None) is not None:  # before the run: results are not lost to a bad path
@@ -67,23 +70,31 @@ def _guarded(handler):
             result = handler(args)
             rows = getattr(result, "rows", None)
             if rows is not None and not rows and "timed_out" in getattr(result, "summary", {}):
-                raise TimeoutError(f"timed out before anything was measured: {result.summary['timed_out']} "
-                                   "(raise --timeout)")
+                raise TimeoutError(
+                    f"timed out before anything was measured: {result.summary['timed_out']} (raise --timeout)"
+                )
         except TimeoutError as e:
             if getattr(e, "report", None) is None:
                 raise ValueError(str(e)) from None
             raise ValueError(f"{e}{_keep_partial(e.report, args)}") from None
-        except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: a suite keeps what it measured (`.report`), exit 130
+        except (
+            KeyboardInterrupt
+        ) as e:  # Ctrl-C / SIGTERM: a suite keeps what it measured (`.report`), exit 130
             if getattr(e, "report", None) is None:
                 raise
-            raise KeyboardInterrupt(f"{e}{_keep_partial(e.report, args)}") from None  # gpukit.cli.main prints it
+            raise KeyboardInterrupt(
+                f"{e}{_keep_partial(e.report, args)}"
+            ) from None  # gpukit.cli.main prints it
         except RuntimeError as e:  # the run failed (not bad input): one line, exit 1, as netlab
-            print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
-                  file=sys.stderr)
+            print(
+                f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+                file=sys.stderr,
+            )
             raise SystemExit(1) from None
         if getattr(args, "out", None):
             _write_out(result, args.out)
         return result
+
     return run
 
 
@@ -92,12 +103,25 @@ def _matmul(args):
     from gpukit.bench.matmul import harness_check, matmul_bench
 
     sizes = int_list(args.sizes, "--sizes", "256,512,1024")
-    res = matmul_bench(args.device, args.dtype, sizes, llm_shapes=not args.square_only,
-                       gpu=args.gpu, peak_tflops=args.peak_tflops, threads=args.threads, repeats=args.repeats,
-                       timeout_s=args.timeout)
+    res = matmul_bench(
+        args.device,
+        args.dtype,
+        sizes,
+        llm_shapes=not args.square_only,
+        gpu=args.gpu,
+        peak_tflops=args.peak_tflops,
+        threads=args.threads,
+        repeats=args.repeats,
+        timeout_s=args.timeout,
+    )
     if args.harness_check:
-        h = harness_check(res.env["device"], args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
-                          max(sizes), threads=args.threads, timeout_s=args.timeout)
+        h = harness_check(
+            res.env["device"],
+            args.dtype[0] if args.dtype[0] != "fp8" else "bf16",
+            max(sizes),
+            threads=args.threads,
+            timeout_s=args.timeout,
+        )
         res.summary["harness_ratio_vs_torch_timer"] = h["ratio"]
     return res
 
@@ -106,20 +130,38 @@ def _matmul(args):
 def _memory(args):
     from gpukit.bench.membw import memory_bandwidth
 
-    return memory_bandwidth(args.device, args.size_mib, threads=args.threads, gpu=args.gpu, timeout_s=args.timeout)
+    return memory_bandwidth(
+        args.device, args.size_mib, threads=args.threads, gpu=args.gpu, timeout_s=args.timeout
+    )
 
 
 @_guarded
 def _collectives(args):
     from gpukit.bench.collectives import fit_and_holdout, run_collectives
 
-    res = run_collectives(args.op, args.ranks, args.sizes, iters=args.iters, warmup=args.warmup,
-                          repeats=args.repeats, dtype=args.dtype, backend=args.backend, device=args.device,
-                          threads=args.threads or 1, timeout_s=args.timeout, bare_check=args.bare_check)
+    res = run_collectives(
+        args.op,
+        args.ranks,
+        args.sizes,
+        iters=args.iters,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        dtype=args.dtype,
+        backend=args.backend,
+        device=args.device,
+        threads=args.threads or 1,
+        timeout_s=args.timeout,
+        bare_check=args.bare_check,
+    )
     if args.fit:
         f = fit_and_holdout(res)
-        res.summary.update({"fit_alpha_us": f["alpha_us"], "fit_beta_gbps": f["beta_gbps"],
-                            "holdout_error_max": f["holdout_error_max"]})
+        res.summary.update(
+            {
+                "fit_alpha_us": f["alpha_us"],
+                "fit_beta_gbps": f["beta_gbps"],
+                "holdout_error_max": f["holdout_error_max"],
+            }
+        )
     return res
 
 
@@ -129,26 +171,32 @@ def _harness(args):
 
     h = harness_check(args.device, args.dtype, args.size, threads=args.threads, timeout_s=args.timeout)
     e = h["env"]
-    return Report(h, f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
-                     f"ours (gpukit.bench.timing)      {h['ours_tflops']:.4f} TFLOPS\n"
-                     f"torch.utils.benchmark.Timer     {h['timer_tflops']:.4f} TFLOPS\n"
-                     f"ratio of medians {h['ratio']:.3f} (goal: within 5%: {'yes' if h['within_5pct'] else 'no'}), "
-                     f"ratio of fastest samples {h['ratio_min']:.3f}")
+    return Report(
+        h,
+        f"matmul {h['dtype']} {h['size']}^3 on {e['label']} {e['device_name']}, {h['threads']} threads\n"
+        f"ours (gpukit.bench.timing)      {h['ours_tflops']:.4f} TFLOPS\n"
+        f"torch.utils.benchmark.Timer     {h['timer_tflops']:.4f} TFLOPS\n"
+        f"ratio of medians {h['ratio']:.3f} (goal: within 5%: {'yes' if h['within_5pct'] else 'no'}), "
+        f"ratio of fastest samples {h['ratio_min']:.3f}",
+    )
 
 
 @_guarded
 def _article(args):
     from gpukit.bench.collectives import article_latency_snippet
 
-    a = article_latency_snippet(args.ranks, n_calls=args.calls, device=args.device, skew_ms=args.skew_ms,
-                                timeout_s=args.timeout)
-    lines = [f"all_reduce of 1 element, {a['n_ranks']} ranks, {a['backend']} on {a['env']['label']}"
-             + (f", ranks > 0 arrive {a['skew_ms']:g} ms late" if a["skew_ms"] else ""),
-             f"the article's loop ({len(a['article_calls_us'][0])} single calls, no warm-up, no barrier, mean): "
-             f"{a['article_mean_us']:.1f} us (first call {a['article_first_call_us']:.1f} us)",
-             f"warm-up, barrier, many calls per timing, median:  {a['median_us']:.1f} us "
-             f"(p10 {a['p10_us']:.1f}, p90 {a['p90_us']:.1f})",
-             f"the article's number is {a['overstatement']:.2f}x the honest one; what it gets wrong:"]
+    a = article_latency_snippet(
+        args.ranks, n_calls=args.calls, device=args.device, skew_ms=args.skew_ms, timeout_s=args.timeout
+    )
+    lines = [
+        f"all_reduce of 1 element, {a['n_ranks']} ranks, {a['backend']} on {a['env']['label']}"
+        + (f", ranks > 0 arrive {a['skew_ms']:g} ms late" if a["skew_ms"] else ""),
+        f"the article's loop ({len(a['article_calls_us'][0])} single calls, no warm-up, no barrier, mean): "
+        f"{a['article_mean_us']:.1f} us (first call {a['article_first_call_us']:.1f} us)",
+        f"warm-up, barrier, many calls per timing, median:  {a['median_us']:.1f} us "
+        f"(p10 {a['p10_us']:.1f}, p90 {a['p90_us']:.1f})",
+        f"the article's number is {a['overstatement']:.2f}x the honest one; what it gets wrong:",
+    ]
     lines += [f"  - {w}" for w in a["what_it_gets_wrong"]]
     return Report(a, "\n".join(lines))
 
@@ -157,12 +205,28 @@ def _article(args):
 def _ddp(args):
     from gpukit.bench.ddp_sweep import ddp_scaling
 
-    return ddp_scaling(args.ranks, scaling=args.scaling, netlab=args.netlab, timeout_s=args.timeout,
-                       hook=args.hook, steps=args.steps, warmup=args.warmup, micro_batch=args.micro_batch,
-                       seq_len=args.seq_len, n_layers=args.n_layers, hidden=args.hidden, n_heads=args.n_heads,
-                       bucket_mb=args.bucket_mb, grad_accum=args.grad_accum, powersgd_rank=args.powersgd_rank,
-                       powersgd_start_iter=args.powersgd_start_iter, loader_latency_ms=args.loader_latency_ms,
-                       loader_workers=args.loader_workers, loader_shared=args.loader_shared, device=args.device)
+    return ddp_scaling(
+        args.ranks,
+        scaling=args.scaling,
+        netlab=args.netlab,
+        timeout_s=args.timeout,
+        hook=args.hook,
+        steps=args.steps,
+        warmup=args.warmup,
+        micro_batch=args.micro_batch,
+        seq_len=args.seq_len,
+        n_layers=args.n_layers,
+        hidden=args.hidden,
+        n_heads=args.n_heads,
+        bucket_mb=args.bucket_mb,
+        grad_accum=args.grad_accum,
+        powersgd_rank=args.powersgd_rank,
+        powersgd_start_iter=args.powersgd_start_iter,
+        loader_latency_ms=args.loader_latency_ms,
+        loader_workers=args.loader_workers,
+        loader_shared=args.loader_shared,
+        device=args.device,
+    )
 
 
 @_guarded
@@ -171,7 +235,9 @@ def _all(args):
 
     from gpukit.bench.suite import run_suite
 
-    def on_term(signum, frame):  # an outer `timeout` or a scheduler's kill: write what was measured, as Ctrl-C
+    def on_term(
+        signum, frame
+    ):  # an outer `timeout` or a scheduler's kill: write what was measured, as Ctrl-C
         raise KeyboardInterrupt("interrupted (SIGTERM)")
 
     previous = signal.signal(signal.SIGTERM, on_term)
@@ -190,15 +256,22 @@ def register(subparsers) -> None:
     p = sub.add_parser("matmul", help="achieved TFLOPS (2mnk / median time) vs the catalog peak")
     _common(p, 300)
     p.add_argument("--dtype", nargs="+", default=["fp32"], help="fp32 tf32 bf16 fp16 fp8 (tf32/fp8: cuda)")
-    p.add_argument("--dims", "--sizes", dest="sizes", default="256,512,1024",
-                   help="square matrix dimensions N (N x N @ N x N); two LLM-like shapes are added (old spelling "
-                        "--sizes: sizes are bytes elsewhere)")
+    p.add_argument(
+        "--dims",
+        "--sizes",
+        dest="sizes",
+        default="256,512,1024",
+        help="square matrix dimensions N (N x N @ N x N); two LLM-like shapes are added (old spelling "
+        "--sizes: sizes are bytes elsewhere)",
+    )
     p.add_argument("--square-only", action="store_true", help="skip the LLM-like rectangular shapes")
     p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
     p.add_argument("--peak-tflops", type=positive_float, help="peak to compare with (e.g. a CPU's)")
     p.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
     p.add_argument("--repeats", type=bounded_int, default=7)
-    p.add_argument("--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer")
+    p.add_argument(
+        "--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer"
+    )
     p.set_defaults(func=_matmul)
 
     p = sub.add_parser("memory", help="STREAM copy/triad bandwidth (decimal GB/s); h2d/d2h on cuda")
@@ -218,8 +291,9 @@ def register(subparsers) -> None:
     p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
     _common(p, 120)
     p.add_argument("--dtype", default="fp32")
-    p.add_argument("--dims", "--size", dest="size", type=bounded_int, default=512,
-                   help="square matrix dimension N")
+    p.add_argument(
+        "--dims", "--size", dest="size", type=bounded_int, default=512, help="square matrix dimension N"
+    )
     p.add_argument("--threads", type=bounded_int)
     p.set_defaults(func=_harness)
 
@@ -227,21 +301,36 @@ def register(subparsers) -> None:
     _common(p, 60)
     p.add_argument("--ranks", type=bounded_int, default=2)
     p.add_argument("--calls", type=bounded_int, default=10)
-    p.add_argument("--skew-ms", type=nonnegative_float, default=0.0, help="delay ranks > 0 (a slow data loader)")
+    p.add_argument(
+        "--skew-ms", type=nonnegative_float, default=0.0, help="delay ranks > 0 (a slow data loader)"
+    )
     p.set_defaults(func=_article)
 
-    p = sub.add_parser("ddp", help="real DDP at world sizes 1..N: step, compute, exposed comm, bytes, prediction")
+    p = sub.add_parser(
+        "ddp", help="real DDP at world sizes 1..N: step, compute, exposed comm, bytes, prediction"
+    )
     _common(p, 600)
     p.add_argument("--ranks", type=bounded_int, default=2, help="largest world size; rows for 1..N")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd, bf16 (nccl)")
     p.add_argument("--powersgd-rank", type=bounded_int, default=1)
     p.add_argument("--powersgd-start-iter", type=nonnegative_int, default=2)
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket_cap_mb (MiB)")
-    p.add_argument("--grad-accum", type=bounded_int, default=1, help="micro-steps per optimizer step (no_sync)")
+    p.add_argument(
+        "--grad-accum", type=bounded_int, default=1, help="micro-steps per optimizer step (no_sync)"
+    )
     p.add_argument("--loader-latency-ms", type=nonnegative_float, default=0.0, help="per-batch input latency")
-    p.add_argument("--loader-workers", type=nonnegative_int, default=0, help="input-pipeline worker threads (0: load in the training loop)")
-    p.add_argument("--loader-shared", action="store_true", help="all ranks read one storage (one batch at a time)")
-    p.add_argument("--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)")
+    p.add_argument(
+        "--loader-workers",
+        type=nonnegative_int,
+        default=0,
+        help="input-pipeline worker threads (0: load in the training loop)",
+    )
+    p.add_argument(
+        "--loader-shared", action="store_true", help="all ranks read one storage (one batch at a time)"
+    )
+    p.add_argument(
+        "--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)"
+    )
     p.add_argument("--netlab", help="RATE: one rank per network namespace over an emulated link (root)")
     p.add_argument("--steps", type=bounded_int, default=10)
     p.add_argument("--warmup", type=nonnegative_int, default=3)

@@ -48,8 +48,11 @@ def memory_section(device: str, random_n: int = 4, seed: int | None = None) -> d
     _section(f"1. Memory model vs measurement ({device.upper()}, validation grid)")
     df = grid_report(device=device)
     cats = [c[:-4] for c in df.columns if c.endswith("_err") and not c.startswith(("planning_", "megatron_"))]
-    out = {"configs": len(df), "ok": int(df["ok"].sum()),
-           "max_abs_error": {c: float(df[f"{c}_err"].abs().max()) for c in cats}}
+    out = {
+        "configs": len(df),
+        "ok": int(df["ok"].sum()),
+        "max_abs_error": {c: float(df[f"{c}_err"].abs().max()) for c in cats},
+    }
     _section(f"1b. Llama layout, eager and SDPA attention ({device.upper()}, validation grid)")
     frames = {"gpt grid": df, "llama grid": grid_report(LLAMA_GRID, device=device)}
     seed = int(time.time()) % 100_000 if seed is None else seed  # shapes that no test names
@@ -77,9 +80,11 @@ def matmul_section(device: str, threads: int | None) -> dict:
     for size in (512, 1024):
         r = harness_check(device=device, dtype="fp32", size=size, threads=threads)
         out[size] = r
-        print(f"  {size}x{size}x{size} fp32: ours {r.get('ours_tflops', float('nan')):.3f} TFLOPS, "
-              f"Timer {r.get('timer_tflops', float('nan')):.3f} TFLOPS, ratio {r.get('ratio', float('nan')):.3f} "
-              f"(goal 0.95-1.05)")
+        print(
+            f"  {size}x{size}x{size} fp32: ours {r.get('ours_tflops', float('nan')):.3f} TFLOPS, "
+            f"Timer {r.get('timer_tflops', float('nan')):.3f} TFLOPS, ratio {r.get('ratio', float('nan')):.3f} "
+            f"(goal 0.95-1.05)"
+        )
     return out
 
 
@@ -94,14 +99,23 @@ def collectives_section(sizes: str) -> dict:
     ratios = [r["harness_ratio"] for r in rows if r.get("harness_ratio")]
     fit = fit_and_holdout(rows)
     median = percentile(ratios, 50) if ratios else float("nan")
-    print(f"  harness ratio busbw/bare-loop busbw: median {median:.3f}, min {min(ratios, default=float('nan')):.3f}"
-          f" (goal >= 0.90)")
-    print(f"  alpha-beta fit: alpha {fit['alpha_us']:.1f} us, beta {fit['beta_gbps']:.3f} GB/s; held-out sizes "
-          f"max |error| {100 * fit['holdout_error_max']:.1f}%, median {100 * fit['holdout_error_median']:.1f}% "
-          f"(goal within 25%)")
-    return {"harness_ratio_median": median, "harness_ratio_min": min(ratios, default=None),
-            "alpha_us": fit["alpha_us"], "beta_gbps": fit["beta_gbps"],
-            "holdout_error_max": fit["holdout_error_max"], "busbw_gbps_largest": rows[-1]["busbw_gbps"]}
+    print(
+        f"  harness ratio busbw/bare-loop busbw: median {median:.3f}, min {min(ratios, default=float('nan')):.3f}"
+        f" (goal >= 0.90)"
+    )
+    print(
+        f"  alpha-beta fit: alpha {fit['alpha_us']:.1f} us, beta {fit['beta_gbps']:.3f} GB/s; held-out sizes "
+        f"max |error| {100 * fit['holdout_error_max']:.1f}%, median {100 * fit['holdout_error_median']:.1f}% "
+        f"(goal within 25%)"
+    )
+    return {
+        "harness_ratio_median": median,
+        "harness_ratio_min": min(ratios, default=None),
+        "alpha_us": fit["alpha_us"],
+        "beta_gbps": fit["beta_gbps"],
+        "holdout_error_max": fit["holdout_error_max"],
+        "busbw_gbps_largest": rows[-1]["busbw_gbps"],
+    }
 
 
 def tricks_section(threads: int | None) -> dict:
@@ -117,11 +131,15 @@ def tricks_section(threads: int | None) -> dict:
     ref = reference_spec(n_layers=4, hidden=256, n_heads=4, vocab=1024, seq=256)
     out: dict = {"model": ref.name, "ratios": []}
     for name in tricks.TRICKS:
-        r = measure_tricks.measure_trick(name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads)
+        r = measure_tricks.measure_trick(
+            name, ref, micro_batch=8, seq_len=ref.max_seq, steps=15, warmup=2, threads=threads
+        )
         for i in range(1, len(r.variants)):
             est = r.time_ratio_estimate(i)
-            print(f"  {name:<16} {r.variants[i].label:<34} baseline {1e3 * est.base_median_s:7.1f} ms "
-                  f"(IQR {1e3 * est.base_iqr_s:.1f}) -> {est.to_text()}")
+            print(
+                f"  {name:<16} {r.variants[i].label:<34} baseline {1e3 * est.base_median_s:7.1f} ms "
+                f"(IQR {1e3 * est.base_iqr_s:.1f}) -> {est.to_text()}"
+            )
             out["ratios"].append({"trick": name, "variant": r.variants[i].label, **est.to_json_dict()})
     try:
         peak = cpu_peak_from_identity(cpu_identity(), threads or 1)
@@ -148,12 +166,16 @@ def parallel_section() -> dict:
     print(f"  {'run':<34}{'GPUs':>6}  {'layout':<48}{'published':>10}{'model':>9}{'error':>8}")
     for v in rows:
         unit = "s" if v.run.convention == "step_s" else "TF"
-        print(f"  {v.run.name:<34}{v.run.gpus:>6}  {v.run.config.label():<48}{v.run.published_tflops:>8.4g}{unit:>2}"
-              f"{v.predicted_tflops:>9.4g}{100 * v.error:>+7.1f}%")
+        print(
+            f"  {v.run.name:<34}{v.run.gpus:>6}  {v.run.config.label():<48}{v.run.published_tflops:>8.4g}{unit:>2}"
+            f"{v.predicted_tflops:>9.4g}{100 * v.error:>+7.1f}%"
+        )
     megatron = [abs(v.error) for v in rows if v.run.name.startswith(("Megatron", "Korthikanti"))]
-    print(f"  Megatron tables (Narayanan 2021 Table 1, Korthikanti 2022 Table 5): max |error| "
-          f"{100 * max(megatron):.1f}% over {len(megatron)} rows (goal 10%); sources and assumptions: "
-          "gpukit.parallel.published.PUBLISHED_RUNS")
+    print(
+        f"  Megatron tables (Narayanan 2021 Table 1, Korthikanti 2022 Table 5): max |error| "
+        f"{100 * max(megatron):.1f}% over {len(megatron)} rows (goal 10%); sources and assumptions: "
+        "gpukit.parallel.published.PUBLISHED_RUNS"
+    )
     return {"rows": [v.to_json_dict() for v in rows], "megatron_max_abs_error": max(megatron)}
 
 
@@ -172,12 +194,21 @@ def search_section(repeats: int = 5) -> dict:
         cpu.append(time.process_time() - c)
     med, med_cpu = statistics.median(times), statistics.median(cpu)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"  {res.enumerated} layouts enumerated, {res.fitting} fit; CPU time of the process: median {med_cpu:.3f} s "
-          f"(goal under 0.5 s on one core); wall: median {med:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s "
-          f"over {repeats} runs (load average {load:.1f}: wall > CPU when other processes share the cores)")
+    print(
+        f"  {res.enumerated} layouts enumerated, {res.fitting} fit; CPU time of the process: median {med_cpu:.3f} s "
+        f"(goal under 0.5 s on one core); wall: median {med:.3f} s, min {min(times):.3f} s, max {max(times):.3f} s "
+        f"over {repeats} runs (load average {load:.1f}: wall > CPU when other processes share the cores)"
+    )
     print(f"  best: {res.best.estimate.config.label()} ({res.best.binding})")
-    return {"median_cpu_s": med_cpu, "median_s": med, "min_s": min(times), "max_s": max(times),
-            "load_average": load, "enumerated": res.enumerated, "fitting": res.fitting}
+    return {
+        "median_cpu_s": med_cpu,
+        "median_s": med,
+        "min_s": min(times),
+        "max_s": max(times),
+        "load_average": load,
+        "enumerated": res.enumerated,
+        "fitting": res.fitting,
+    }
 
 
 def fsdp_section() -> dict:
@@ -196,20 +227,26 @@ def serving_section(device: str) -> dict:
     from gpukit.catalog import get_gpu, get_model
     from gpukit.inference import tp_ordering, validate_published
 
-    _section(f"7a. Serving: KV-cache prefill/decode measured vs roofline from measured rates ({device.upper()}, 1 thread)")
+    _section(
+        f"7a. Serving: KV-cache prefill/decode measured vs roofline from measured rates ({device.upper()}, 1 thread)"
+    )
     out: dict = {"measured": []}
     for spec in decode.decode_specs():
         r = decode.measure_decode(spec, device=device, timeout_s=300)
         for row in r["rows"]:
-            print(f"  {spec.name:<30} {row['mode']:<7} batch {row['batch']:>4}: measured {row['measured_s'] * 1e3:8.2f} ms, "
-                  f"predicted {row['predicted_s'] * 1e3:8.2f} ms (error {row['error']:+.0%}; goal 25%); in-core bounds: "
-                  f"ideal roofline {row['ideal_s'] * 1e3:7.2f} ms ({row['bound']}, {row['error_ideal']:+.0%}), no-overlap "
-                  f"{row['no_overlap_s'] * 1e3:7.2f} ms ({row['error_no_overlap']:+.0%}); spread {row['spread']:.0%}")
+            print(
+                f"  {spec.name:<30} {row['mode']:<7} batch {row['batch']:>4}: measured {row['measured_s'] * 1e3:8.2f} ms, "
+                f"predicted {row['predicted_s'] * 1e3:8.2f} ms (error {row['error']:+.0%}; goal 25%); in-core bounds: "
+                f"ideal roofline {row['ideal_s'] * 1e3:7.2f} ms ({row['bound']}, {row['error_ideal']:+.0%}), no-overlap "
+                f"{row['no_overlap_s'] * 1e3:7.2f} ms ({row['error_no_overlap']:+.0%}); spread {row['spread']:.0%}"
+            )
         out["measured"].append({"model": spec.name, "rows": r["rows"]})
     errs = [row["error"] for m in out["measured"] for row in m["rows"]]
     if errs:
-        print(f"  predicted within 25%: {sum(abs(e) <= 0.25 for e in errs)} of {len(errs)} rows "
-              f"(errors {min(errs):+.0%} .. {max(errs):+.0%})")
+        print(
+            f"  predicted within 25%: {sum(abs(e) <= 0.25 for e in errs)} of {len(errs)} rows "
+            f"(errors {min(errs):+.0%} .. {max(errs):+.0%})"
+        )
     if device == "cpu":
         print(f"  CUDA: {decode.gpu_decode()}")
     _section("7b. Serving: gpukit.inference vs published figures (goal within 30%)")
@@ -217,25 +254,37 @@ def serving_section(device: str) -> dict:
     for _, row in df.iterrows():
         share = row["implied_share"]  # NaN: no share reproduces it, or a throughput (both phases)
         implied = f"  implied {row['share_field']} {share:.2f}" if pd.notna(share) else ""
-        print(f"  {row['name']:<44} {row['metric']:<17} published {row['published']:9.2f} {row['unit']:<8} "
-              f"predicted {row['predicted']:9.2f}  error {row['error']:+.0%}{implied}")
-    print(f"  within 30%: {int((df['error'].abs() <= 0.30).sum())} of {len(df)} rows; implied share: the one at "
-          "which the prediction meets the published figure, the other assumptions held (a diagnostic, not a fit)")
+        print(
+            f"  {row['name']:<44} {row['metric']:<17} published {row['published']:9.2f} {row['unit']:<8} "
+            f"predicted {row['predicted']:9.2f}  error {row['error']:+.0%}{implied}"
+        )
+    print(
+        f"  within 30%: {int((df['error'].abs() <= 0.30).sum())} of {len(df)} rows; implied share: the one at "
+        "which the prediction meets the published figure, the other assumptions held (a diagnostic, not a fit)"
+    )
     order = tp_ordering(get_model("llama-3.1-70b"), get_gpu("h100-sxm"), 8, precision="fp8")
-    print(f"  TP vs replicas (llama-3.1-70b fp8, 8 x h100-sxm): {', '.join(order['layouts'])}: latency falls with tp "
-          f"{order['latency_falls_with_tp']}, tokens/s per GPU falls with tp {order['per_gpu_throughput_falls_with_tp']} "
-          f"(published ordering: {order['source_url']})")
+    print(
+        f"  TP vs replicas (llama-3.1-70b fp8, 8 x h100-sxm): {', '.join(order['layouts'])}: latency falls with tp "
+        f"{order['latency_falls_with_tp']}, tokens/s per GPU falls with tp {order['per_gpu_throughput_falls_with_tp']} "
+        f"(published ordering: {order['source_url']})"
+    )
     out["published"] = df.to_dict(orient="records")
     out["tp_ordering"] = order
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m gpukit.cli.benchreport", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=bounded_int, default=None, help="torch threads for the matmul check")
     p.add_argument("--sizes", default="4K,16K,64K,256K,1M,4M,16M", help="collective sweep sizes")
-    p.add_argument("--skip", default="", help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,economics")
+    p.add_argument(
+        "--skip",
+        default="",
+        help="comma list of sections to skip: memory,matmul,collectives,tricks,ddp,parallel,search,fsdp,serving,economics",
+    )
     p.add_argument("--netlab-rates", default="1gbit,200mbit", help="DDP over netlab (root only; '' to skip)")
     p.add_argument("--out", default="build/bench/report.json")
     args = p.parse_args(argv)
@@ -289,8 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     if LAST_TEST_RUN.exists():
         last = json.loads(LAST_TEST_RUN.read_text())
         report["last_test_run"] = last
-        print(f"  last `make test`: {last['wall_s']:.0f} s, {last['passed']} passed, {last['failed']} failed, "
-              f"{last['skipped']} skipped ({last['finished']})")
+        print(
+            f"  last `make test`: {last['wall_s']:.0f} s, {last['passed']} passed, {last['failed']} failed, "
+            f"{last['skipped']} skipped ({last['finished']})"
+        )
     else:
         print("  last `make test`: not recorded yet (run make test)")
     out = write_json(report, args.out)

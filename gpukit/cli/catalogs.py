@@ -17,6 +17,7 @@ from gpukit.units import fmt_count
 
 def catalog_table(rows: list[dict], text_rows: list[dict], title: str = "") -> Report:
     """Rows for --json (all fields) and the narrower rows printed as a table (drawn when asked for)."""
+
     def draw() -> str:
         import pandas as pd
 
@@ -48,18 +49,41 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
     rows, text = [], []
     for g in _select(catalog.gpus(), names, catalog.get_gpu):
         peaks = dict(g.peaks_tflops)
-        full = {"name": g.name, "vendor": g.vendor, "arch": g.arch, "form_factor": g.form_factor,
-                "memory_gib": g.memory_gib, "memory_bytes": g.memory_bytes, "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
-                **{catalog.peak_column(d): peaks.get(d) for d in catalog.PEAK_DTYPES},
-                "nvlink_gbps": g.nvlink_gbps, "pcie_gen": g.pcie_gen, "tdp_w": g.tdp_w,
-                "source": g.source, "source_url": g.source_url, "accessed": g.accessed, "notes": g.notes}
+        full = {
+            "name": g.name,
+            "vendor": g.vendor,
+            "arch": g.arch,
+            "form_factor": g.form_factor,
+            "memory_gib": g.memory_gib,
+            "memory_bytes": g.memory_bytes,
+            "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
+            **{catalog.peak_column(d): peaks.get(d) for d in catalog.PEAK_DTYPES},
+            "nvlink_gbps": g.nvlink_gbps,
+            "pcie_gen": g.pcie_gen,
+            "tdp_w": g.tdp_w,
+            "source": g.source,
+            "source_url": g.source_url,
+            "accessed": g.accessed,
+            "notes": g.notes,
+        }
         rows.append(full)
-        short = {"name": g.name, "arch": g.arch, "mem_gib": g.memory_gib, "hbm_gbps": g.hbm_bandwidth_gbps,
-                 **{d: peaks.get(d) for d in catalog.PEAK_DTYPES}, "nvlink_gbps": g.nvlink_gbps,
-                 "pcie": g.pcie_gen, "tdp_w": g.tdp_w}
+        short = {
+            "name": g.name,
+            "arch": g.arch,
+            "mem_gib": g.memory_gib,
+            "hbm_gbps": g.hbm_bandwidth_gbps,
+            **{d: peaks.get(d) for d in catalog.PEAK_DTYPES},
+            "nvlink_gbps": g.nvlink_gbps,
+            "pcie": g.pcie_gen,
+            "tdp_w": g.tdp_w,
+        }
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "GPUs (gpukit/data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
-                        "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W")
+    return catalog_table(
+        rows,
+        text,
+        "GPUs (gpukit/data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
+        "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W",
+    )
 
 
 def model_rows(names=(), with_sources: bool = False) -> Report:
@@ -70,36 +94,74 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
         r = raw[m.name]
         pub = m.published_params
         diff = 100.0 * (m.n_params - pub) / pub if pub else None
-        full = {**m.to_dict(), "params_diff_pct": diff,
-                "source": r["source"], "source_url": r["source_url"], "accessed": r["accessed"],
-                "notes": r.get("notes", ""), "train_source": r.get("train_source", "")}
+        full = {
+            **m.to_dict(),
+            "params_diff_pct": diff,
+            "source": r["source"],
+            "source_url": r["source_url"],
+            "accessed": r["accessed"],
+            "notes": r.get("notes", ""),
+            "train_source": r.get("train_source", ""),
+        }
         rows.append(full)
-        short = {"name": m.name, "arch": m.arch, "layers": m.n_layers, "hidden": m.hidden, "heads": m.n_heads,
-                 "kv_heads": m.n_kv_heads, "ffn": m.ffn_hidden, "vocab": m.vocab, "max_seq": m.max_seq,
-                 "train_seq": m.train_seq_len, "window": str(m.sliding_window) if m.sliding_window else None,
-                 "dropout": m.dropout,
-                 "n_params": fmt_count(m.n_params), "published": fmt_count(pub) if pub else None,
-                 "diff_pct": None if diff is None else round(diff, 3)}
+        short = {
+            "name": m.name,
+            "arch": m.arch,
+            "layers": m.n_layers,
+            "hidden": m.hidden,
+            "heads": m.n_heads,
+            "kv_heads": m.n_kv_heads,
+            "ffn": m.ffn_hidden,
+            "vocab": m.vocab,
+            "max_seq": m.max_seq,
+            "train_seq": m.train_seq_len,
+            "window": str(m.sliding_window) if m.sliding_window else None,
+            "dropout": m.dropout,
+            "n_params": fmt_count(m.n_params),
+            "published": fmt_count(pub) if pub else None,
+            "diff_pct": None if diff is None else round(diff, 3),
+        }
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "Models (gpukit/data/models.csv): n_params from gpukit.specs.ModelSpec, "
-                        "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
-                        "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
-                        "attention span ('-': full attention)")
+    return catalog_table(
+        rows,
+        text,
+        "Models (gpukit/data/models.csv): n_params from gpukit.specs.ModelSpec, "
+        "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
+        "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
+        "attention span ('-': full attention)",
+    )
 
 
 def link_rows(names=(), with_sources: bool = False) -> Report:
     """Interconnect rows: unidirectional GB/s per GPU or port, one-way latency in us."""
     rows, text = [], []
     for link in _select(catalog.interconnects(), names, catalog.get_interconnect):
-        full = {"name": link.name, "kind": link.kind, "scope": link.scope, "bandwidth_gbps": link.bandwidth_gbps,
-                "latency_us": link.latency_us, "source": link.source, "source_url": link.source_url,
-                "accessed": link.accessed, "notes": link.notes}
+        full = {
+            "name": link.name,
+            "kind": link.kind,
+            "scope": link.scope,
+            "bandwidth_gbps": link.bandwidth_gbps,
+            "latency_us": link.latency_us,
+            "source": link.source,
+            "source_url": link.source_url,
+            "accessed": link.accessed,
+            "notes": link.notes,
+        }
         rows.append(full)
-        short = {"name": link.name, "kind": link.kind, "scope": link.scope,
-                 "bandwidth_gbps": link.bandwidth_gbps, "latency_us": link.latency_us}
+        short = {
+            "name": link.name,
+            "kind": link.kind,
+            "scope": link.scope,
+            "bandwidth_gbps": link.bandwidth_gbps,
+            "latency_us": link.latency_us,
+        }
         text.append(_provenance(full, short, with_sources))
-    return catalog_table(rows, text, "Links (gpukit/data/interconnects.csv): bandwidth GB/s per GPU or port, "
-                        "one direction; latency_us one way, small message")
+    return catalog_table(
+        rows,
+        text,
+        "Links (gpukit/data/interconnects.csv): bandwidth GB/s per GPU or port, "
+        "one direction; latency_us one way, small message",
+    )
 
 
 def register(sub) -> None:

@@ -44,7 +44,9 @@ def _train_time(args):
 
     if args.efficiency is not None and args.profile is None:
         raise ValueError("--efficiency applies to --profile only (with --mfu, the mfu is the efficiency)")
-    choice = model_from_args(args, longest_seq=args.seq_len or 0)  # the shared model flags (cli/model_args.py)
+    choice = model_from_args(
+        args, longest_seq=args.seq_len or 0
+    )  # the shared model flags (cli/model_args.py)
     model = choice.model
     profile = None
     if args.profile is not None:  # '' is an error (load_profile), not "no profile"
@@ -52,13 +54,23 @@ def _train_time(args):
 
         profile = load_profile(args.profile)
     gpu = get_gpu(args.gpu)
-    r = time_to_train(model if model is not None else choice.n_params, args.tokens, gpu, args.gpus,
-                      mfu=args.mfu, profile=profile, efficiency=args.efficiency, recompute=args.recompute,
-                      dtype=args.dtype or gpu.half_dtype, seq_len=args.seq_len)
+    r = time_to_train(
+        model if model is not None else choice.n_params,
+        args.tokens,
+        gpu,
+        args.gpus,
+        mfu=args.mfu,
+        profile=profile,
+        efficiency=args.efficiency,
+        recompute=args.recompute,
+        dtype=args.dtype or gpu.half_dtype,
+        seq_len=args.seq_len,
+    )
     notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
     note = "; ".join(n for n in notes if n) or None  # the attention FLOPs count the sliding window
-    return Report(r.to_json_dict() | ({"note": note} if note else {}),
-                  r.to_text() + (f"\nnote: {note}" if note else ""))
+    return Report(
+        r.to_json_dict() | ({"note": note} if note else {}), r.to_text() + (f"\nnote: {note}" if note else "")
+    )
 
 
 def _flops(args):
@@ -68,29 +80,56 @@ def _flops(args):
     if args.mode != "decode" and args.context is not None:
         raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
     if args.mode == "decode" and args.no_causal:
-        raise ValueError("--no-causal applies to train and prefill: a decoded token attends to all --context keys")
+        raise ValueError(
+            "--no-causal applies to train and prefill: a decoded token attends to all --context keys"
+        )
     window = model.window_note(args.seq_len, "--seq-len") if model is not None else None
     if model is not None and args.mode == "decode" and args.context is not None:
         # the KV length decides the attention term; a context beyond the window is the question to flag
         window = model.window_note(args.context, "--context") or window
-    kw = {} if model is not None else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
-    f = flops_per_token(model, seq_len=args.seq_len, causal=False if args.no_causal else None,
-                        include_embeddings=args.include_embeddings, recompute=args.recompute, mode=args.mode,
-                        context=args.context, **kw)
+    kw = (
+        {}
+        if model is not None
+        else {"n_params": args.params, "n_layers": args.n_layers, "hidden": args.hidden}
+    )
+    f = flops_per_token(
+        model,
+        seq_len=args.seq_len,
+        causal=False if args.no_causal else None,
+        include_embeddings=args.include_embeddings,
+        recompute=args.recompute,
+        mode=args.mode,
+        context=args.context,
+        **kw,
+    )
     d = f.to_json_dict()
     lines = [f"{k:<28} {v:.4g}" for k, v in f.breakdown]
-    lines += [f"{'model_flops per token':<28} {f.model_flops:.4g}", f"{'hardware_flops per token':<28} "
-              f"{f.hardware_flops:.4g}"]
-    counted = (f"N = {f.n_params:.4g} " + ("matmul weights of the layers (embeddings are lookups; the LM head "
-               + (f"{f.lm_head_params:.4g} is counted)" if f.lm_head_params else "is not counted: "
-                  "--include-embeddings)") if model is not None else "as given"))
+    lines += [
+        f"{'model_flops per token':<28} {f.model_flops:.4g}",
+        f"{'hardware_flops per token':<28} {f.hardware_flops:.4g}",
+    ]
+    counted = f"N = {f.n_params:.4g} " + (
+        "matmul weights of the layers (embeddings are lookups; the LM head "
+        + (
+            f"{f.lm_head_params:.4g} is counted)"
+            if f.lm_head_params
+            else "is not counted: --include-embeddings)"
+        )
+        if model is not None
+        else "as given"
+    )
     if any(k.startswith("attention") for k, _ in f.breakdown) and f.mode != "decode":
         capped = f.causal and model is not None and model.sliding_window_note(f.seq_len)
-        counted += "; attention " + (f"causal, sliding window {model.sliding_window} (mean "
-                                     f"{model.mean_attended_keys(f.seq_len):g} keys per token)" if capped else
-                                     "causal (half of full)" if f.causal else
-                                     f"full ({model.name} is an encoder: bidirectional)"
-                                     if model is not None and model.arch == "encoder" else "full (--no-causal)")
+        counted += "; attention " + (
+            f"causal, sliding window {model.sliding_window} (mean "
+            f"{model.mean_attended_keys(f.seq_len):g} keys per token)"
+            if capped
+            else "causal (half of full)"
+            if f.causal
+            else f"full ({model.name} is an encoder: bidirectional)"
+            if model is not None and model.arch == "encoder"
+            else "full (--no-causal)"
+        )
     lines.append(f"counts: {counted}")
     if f.note:
         lines.append(f"note: {f.note}")
@@ -105,16 +144,29 @@ def _roofline(args):
 
     gpu = get_gpu(args.gpu)
     args.dtype = args.dtype or gpu.half_dtype
-    matrix = [f for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k)) if v is not None]
+    matrix = [
+        f
+        for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k))
+        if v is not None
+    ]
     if args.model and matrix:  # one of them would be ignored without a word
-        raise ValueError(f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one")
+        raise ValueError(
+            f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one"
+        )
     if not args.model:
-        layer_only = [f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None]
-        layer_only += [f for f, v, d in (("--micro-batch", args.micro_batch, 1), ("--mode", args.mode, "prefill"))
-                       if v != d]
+        layer_only = [
+            f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None
+        ]
+        layer_only += [
+            f
+            for f, v, d in (("--micro-batch", args.micro_batch, 1), ("--mode", args.mode, "prefill"))
+            if v != d
+        ]
         if layer_only:
-            raise ValueError(f"{layer_only[0]} applies to --model (a layer); a single matmul takes --dims M,N,K "
-                             "and --batch")
+            raise ValueError(
+                f"{layer_only[0]} applies to --model (a layer); a single matmul takes --dims M,N,K "
+                "and --batch"
+            )
     elif args.batch != 1:
         raise ValueError("--batch (identical matmuls) applies to --dims M,N,K; a layer takes --micro-batch")
     if args.model:
@@ -127,21 +179,41 @@ def _roofline(args):
         window = get_model(args.model).window_note(args.seq_len, "--seq-len")
         if args.mode == "decode" and args.context is not None:
             window = get_model(args.model).window_note(args.context, "--context") or window
-        r = roofline_layer(get_model(args.model), args.seq_len, args.micro_batch, args.dtype, gpu, mode=args.mode,
-                           context=args.context)
-        lines = [format_table([(o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
-                               for o in r.ops], ("op", "FLOP/B", "bound", "TFLOP/s", "us"),
-                              formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"})]
-        lines.append(f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
-                     f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})")
-        attention = ("attn_scores and attn_values are separate matmuls whose s x s scores cross HBM (eager "
-                     "attention); FlashAttention keeps them on chip, so its attention is more compute-bound")
+        r = roofline_layer(
+            get_model(args.model),
+            args.seq_len,
+            args.micro_batch,
+            args.dtype,
+            gpu,
+            mode=args.mode,
+            context=args.context,
+        )
+        lines = [
+            format_table(
+                [
+                    (o.name, o.intensity_flop_per_byte, o.bound, o.attainable_tflops, o.time_s * 1e6)
+                    for o in r.ops
+                ],
+                ("op", "FLOP/B", "bound", "TFLOP/s", "us"),
+                formats={"FLOP/B": "{:.1f}", "TFLOP/s": "{:.1f}", "us": "{:.1f}"},
+            )
+        ]
+        lines.append(
+            f"layer: {r.attainable_tflops:.1f} TFLOP/s attainable, {r.memory_bound_time_share:.0%} of the "
+            f"time memory-bound (ridge {r.ops[0].ridge_flop_per_byte:.0f} FLOP/B, {args.dtype} on {gpu.name})"
+        )
+        attention = (
+            "attn_scores and attn_values are separate matmuls whose s x s scores cross HBM (eager "
+            "attention); FlashAttention keeps them on chip, so its attention is more compute-bound"
+        )
         assumptions = [attention] if args.mode == "prefill" else []  # decode: one query row, no s x s scores
         lines += [f"assumes: {a}" for a in assumptions]
         if window:
             lines.append(f"note: {window}")
-        return Report(r.to_json_dict() | {"assumptions": assumptions} | ({"window_note": window} if window else {}),
-                      "\n".join(lines))
+        return Report(
+            r.to_json_dict() | {"assumptions": assumptions} | ({"window_note": window} if window else {}),
+            "\n".join(lines),
+        )
     if args.dims is not None:
         if any(getattr(args, x) is not None for x in ("m", "n", "k")):
             raise ValueError("--dims and --m/--n/--k are two spellings of the same thing: give one")
@@ -150,29 +222,50 @@ def _roofline(args):
     if missing:
         raise ValueError(f"give --dims M,N,K (or --m, --n and --k, or --model); missing {', '.join(missing)}")
     r = roofline_matmul(args.m, args.n, args.k, args.dtype, gpu, batch=args.batch)
-    text = (f"({args.m} x {args.k}) @ ({args.k} x {args.n}) {args.dtype} on {gpu.name}: intensity "
-            f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
-            f"attainable {r.attainable_tflops:.1f} of {r.peak_tflops:.1f} TFLOP/s, {r.time_s * 1e6:.1f} us")
+    text = (
+        f"({args.m} x {args.k}) @ ({args.k} x {args.n}) {args.dtype} on {gpu.name}: intensity "
+        f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
+        f"attainable {r.attainable_tflops:.1f} of {r.peak_tflops:.1f} TFLOP/s, {r.time_s * 1e6:.1f} us"
+    )
     return Report(r.to_json_dict(), text)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("train-time", help="time to train on T tokens: FLOPs, days, GPU-hours",
-                              description="seconds = FLOPs / (n_gpus x peak x utilization) "
-                                          "(Narayanan et al. 2021 eq. 4)")
+    p = subparsers.add_parser(
+        "train-time",
+        help="time to train on T tokens: FLOPs, days, GPU-hours",
+        description="seconds = FLOPs / (n_gpus x peak x utilization) (Narayanan et al. 2021 eq. 4)",
+    )
     add_model_args(p, params=True)
     p.add_argument("--tokens", type=count, required=True, help="training tokens, e.g. 300B, 2T, 2e12")
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=positive_int, required=True, help="number of GPUs")
     u = p.add_mutually_exclusive_group()
-    u.add_argument("--mfu", type=fraction, help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower")
-    u.add_argument("--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)")
-    p.add_argument("--efficiency", type=fraction, help="with --profile: share of the measured matmul rate (default 1)")
+    u.add_argument(
+        "--mfu",
+        type=fraction,
+        help="share of peak sustained on the executed FLOPs, in (0, 1] (default 0.40, assumed); with --recompute this is the HFU (Narayanan et al. 2021's X / peak) and the MFU is lower",
+    )
+    u.add_argument(
+        "--profile", help="calibration profile JSON from `gpukit calibrate` (measured matmul TFLOP/s)"
+    )
+    p.add_argument(
+        "--efficiency", type=fraction, help="with --profile: share of the measured matmul rate (default 1)"
+    )
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
-    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
-                   help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int,
-                   help="sequence length (default: the model's pretraining train_seq_len, not its context window)")
+    p.add_argument(
+        "--dtype",
+        choices=list(BYTES_PER_DTYPE),
+        default=None,
+        help="compute dtype (default bf16, fp16 on GPUs without bf16 units)",
+    )
+    p.add_argument(
+        "--seq-len",
+        "--seq",
+        dest="seq_len",
+        type=positive_int,
+        help="sequence length (default: the model's pretraining train_seq_len, not its context window)",
+    )
     add_json_flag(p)
     p.set_defaults(func=_train_time)
 
@@ -183,17 +276,30 @@ def register(subparsers) -> None:
     p.add_argument("--context", type=positive_int, help="decode: KV length attended (default seq-len)")
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
     p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
-    p.add_argument("--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)")
-    p.add_argument("--layers", "--n-layers", dest="n_layers", type=positive_int,
-                   help="with --params: layers, for the attention term")
-    p.add_argument("--hidden", type=positive_int, help="with --params: n_heads x head_dim, for the attention term")
+    p.add_argument(
+        "--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)"
+    )
+    p.add_argument(
+        "--layers",
+        "--n-layers",
+        dest="n_layers",
+        type=positive_int,
+        help="with --params: layers, for the attention term",
+    )
+    p.add_argument(
+        "--hidden", type=positive_int, help="with --params: n_heads x head_dim, for the attention term"
+    )
     add_json_flag(p)
     p.set_defaults(func=_flops)
 
     p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--dtype", choices=list(BYTES_PER_DTYPE), default=None,
-                   help="compute dtype (default bf16, fp16 on GPUs without bf16 units)")
+    p.add_argument(
+        "--dtype",
+        choices=list(BYTES_PER_DTYPE),
+        default=None,
+        help="compute dtype (default bf16, fp16 on GPUs without bf16 units)",
+    )
     p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
     p.add_argument("--m", type=positive_int)
     p.add_argument("--n", type=positive_int)

@@ -24,17 +24,44 @@ from gpukit.quant import LORA_TARGETS
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
 FLAG_OF = {
-    "precision": "--precision", "optimizer": "--optimizer", "zero_stage": "--zero", "dp": "--dp", "tp": "--tp",
-    "pp": "--pp", "sp": "--sp", "seq_len": "--seq-len", "micro_batch": "--micro-batch", "grad_accum": "--grad-accum",
-    "recompute": "--recompute", "attention": "--attention", "offload": "--offload", "finetune": "--finetune",
-    "lora_rank": "--lora-rank", "lora_targets": "--lora-targets", "weights_dtype": "--weights-dtype",
-    "batch": "--batch", "inference": "--inference", "n_params": "--params", "n_layers": "--layers",
-    "hidden": "--hidden", "n_heads": "--heads", "n_kv_heads": "--kv-heads", "ffn_hidden": "--ffn-hidden",
-    "vocab": "--vocab", "max_gpus": "--max-gpus", "max_seq_len": "--max-seq-len", "unknown model": "--model",
+    "precision": "--precision",
+    "optimizer": "--optimizer",
+    "zero_stage": "--zero",
+    "dp": "--dp",
+    "tp": "--tp",
+    "pp": "--pp",
+    "sp": "--sp",
+    "seq_len": "--seq-len",
+    "micro_batch": "--micro-batch",
+    "grad_accum": "--grad-accum",
+    "recompute": "--recompute",
+    "attention": "--attention",
+    "offload": "--offload",
+    "finetune": "--finetune",
+    "lora_rank": "--lora-rank",
+    "lora_targets": "--lora-targets",
+    "weights_dtype": "--weights-dtype",
+    "batch": "--batch",
+    "inference": "--inference",
+    "n_params": "--params",
+    "n_layers": "--layers",
+    "hidden": "--hidden",
+    "n_heads": "--heads",
+    "n_kv_heads": "--kv-heads",
+    "ffn_hidden": "--ffn-hidden",
+    "vocab": "--vocab",
+    "max_gpus": "--max-gpus",
+    "max_seq_len": "--max-seq-len",
+    "unknown model": "--model",
     "unknown gpu": "--gpu",
-    "grad_dtype": "--grad-dtype", "grad_accum_buffer": "--grad-accum-buffer", "virtual_stages": "--virtual-stages",
-    "pp*virtual_stages": "--virtual-stages", "zero3_prefetch_layers": "--zero3-prefetch-layers",
-    "sliding_window": "--sliding-window", "dropout": "--dropout/--no-dropout", "convention": "--convention",
+    "grad_dtype": "--grad-dtype",
+    "grad_accum_buffer": "--grad-accum-buffer",
+    "virtual_stages": "--virtual-stages",
+    "pp*virtual_stages": "--virtual-stages",
+    "zero3_prefetch_layers": "--zero3-prefetch-layers",
+    "sliding_window": "--sliding-window",
+    "dropout": "--dropout/--no-dropout",
+    "convention": "--convention",
     "optimizer_impl": "--optimizer-impl",
 }
 
@@ -42,9 +69,12 @@ FLAG_OF = {
 def register(subparsers) -> None:
     from gpukit.cli import add_json_flag
 
-    p = subparsers.add_parser("memory", help="per-GPU memory of training or inference; does it fit?",
-                              description="Per-GPU memory (bytes, GiB) of training or serving a transformer: "
-                                          "weights, gradients, optimizer, activations, logits, KV cache, overhead.")
+    p = subparsers.add_parser(
+        "memory",
+        help="per-GPU memory of training or inference; does it fit?",
+        description="Per-GPU memory (bytes, GiB) of training or serving a transformer: "
+        "weights, gradients, optimizer, activations, logits, KV cache, overhead.",
+    )
     add_model_args(p, params=True)
     t = p.add_argument_group("training / inference setup (defaults: gpukit.memory.TrainSetup)")
     t.add_argument("--precision", choices=mem.PRECISIONS)
@@ -53,48 +83,113 @@ def register(subparsers) -> None:
     t.add_argument("--dp", type=int, help="data-parallel size")
     t.add_argument("--tp", type=int, help="tensor-parallel size")
     t.add_argument("--pp", type=int, help="pipeline-parallel size")
-    t.add_argument("--sp", action="store_true", default=None, help="Megatron sequence parallelism (with --tp > 1)")
-    t.add_argument("--seq-len", "--seq", dest="seq_len", type=int,
-                   help="tokens per sequence (default: the model's pretraining length train_seq_len, capped by its "
-                        "context window, as train-time, cost, plan and parallel use; a custom shape: 2048; the "
-                        "output says so)")
+    t.add_argument(
+        "--sp", action="store_true", default=None, help="Megatron sequence parallelism (with --tp > 1)"
+    )
+    t.add_argument(
+        "--seq-len",
+        "--seq",
+        dest="seq_len",
+        type=int,
+        help="tokens per sequence (default: the model's pretraining length train_seq_len, capped by its "
+        "context window, as train-time, cost, plan and parallel use; a custom shape: 2048; the "
+        "output says so)",
+    )
     t.add_argument("--micro-batch", dest="micro_batch", type=int, help="sequences per GPU per micro-batch")
-    t.add_argument("--grad-accum", dest="grad_accum", type=int,
-                   help="micro-batches per step; with --pp, min(pp, grad_accum) are in flight on the first stage "
-                        "(default with --pp > 1: pp, stated in the output)")
+    t.add_argument(
+        "--grad-accum",
+        dest="grad_accum",
+        type=int,
+        help="micro-batches per step; with --pp, min(pp, grad_accum) are in flight on the first stage "
+        "(default with --pp > 1: pp, stated in the output)",
+    )
     t.add_argument("--recompute", choices=mem.RECOMPUTE)
-    t.add_argument("--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them")
-    t.add_argument("--dropout", dest="dropout", action="store_const", const=True, default=None,
-                   help="count dropout masks (default: the model row's `dropout`; custom shapes: the layout's, "
-                        "gelu yes, swiglu no)")
-    t.add_argument("--no-dropout", dest="dropout", action="store_const", const=False,
-                   help="no dropout masks (Llama-style)")
+    t.add_argument(
+        "--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them"
+    )
+    t.add_argument(
+        "--dropout",
+        dest="dropout",
+        action="store_const",
+        const=True,
+        default=None,
+        help="count dropout masks (default: the model row's `dropout`; custom shapes: the layout's, "
+        "gelu yes, swiglu no)",
+    )
+    t.add_argument(
+        "--no-dropout",
+        dest="dropout",
+        action="store_const",
+        const=False,
+        help="no dropout masks (Llama-style)",
+    )
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
     t.add_argument("--finetune", choices=mem.FINETUNE)
     t.add_argument("--lora-rank", dest="lora_rank", type=int)
     t.add_argument("--lora-targets", dest="lora_targets", choices=LORA_TARGETS)
-    t.add_argument("--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base")
-    t.add_argument("--inference", action="store_true", default=None, help="serve: weights + KV cache, no training state")
+    t.add_argument(
+        "--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base"
+    )
+    t.add_argument(
+        "--inference", action="store_true", default=None, help="serve: weights + KV cache, no training state"
+    )
     t.add_argument("--batch", type=int, help="inference: concurrent sequences in the KV cache")
-    t.add_argument("--convention", choices=mem.CONVENTIONS,
-                   help="pytorch (default): the peak of a step as eager PyTorch keeps it; megatron: the papers' sum of parts")
-    t.add_argument("--optimizer-impl", dest="optimizer_impl", choices=mem.OPTIMIZER_IMPLS,
-                   help="torch.optim implementation (default: torch's for CUDA, foreach); pytorch convention only")
+    t.add_argument(
+        "--convention",
+        choices=mem.CONVENTIONS,
+        help="pytorch (default): the peak of a step as eager PyTorch keeps it; megatron: the papers' sum of parts",
+    )
+    t.add_argument(
+        "--optimizer-impl",
+        dest="optimizer_impl",
+        choices=mem.OPTIMIZER_IMPLS,
+        help="torch.optim implementation (default: torch's for CUDA, foreach); pytorch convention only",
+    )
     c = p.add_argument_group("conventions the papers use (issue 10; defaults: ZeRO paper, 16 bytes/param)")
-    c.add_argument("--grad-dtype", dest="grad_dtype", choices=mem.GRAD_DTYPES,
-                   help="fp32: Megatron's main-grad buffer (18 B/param; 6 + 12/dp with --zero 1)")
-    c.add_argument("--grad-accum-buffer", dest="grad_accum_buffer", choices=mem.GRAD_ACCUM_BUFFERS,
-                   help="fp32: separate fp32 accumulation buffer next to 16-bit grads (20 B/param)")
-    c.add_argument("--virtual-stages", dest="virtual_stages", type=int,
-                   help="interleaved pipeline: model chunks per stage (first stage x (1 + (p-1)/(p v)))")
-    c.add_argument("--zero3-prefetch-layers", dest="zero3_prefetch_layers", type=int,
-                   help="ZeRO-3/FSDP: layers gathered ahead of the working one (FSDP2 default behaviour: 1)")
+    c.add_argument(
+        "--grad-dtype",
+        dest="grad_dtype",
+        choices=mem.GRAD_DTYPES,
+        help="fp32: Megatron's main-grad buffer (18 B/param; 6 + 12/dp with --zero 1)",
+    )
+    c.add_argument(
+        "--grad-accum-buffer",
+        dest="grad_accum_buffer",
+        choices=mem.GRAD_ACCUM_BUFFERS,
+        help="fp32: separate fp32 accumulation buffer next to 16-bit grads (20 B/param)",
+    )
+    c.add_argument(
+        "--virtual-stages",
+        dest="virtual_stages",
+        type=int,
+        help="interleaved pipeline: model chunks per stage (first stage x (1 + (p-1)/(p v)))",
+    )
+    c.add_argument(
+        "--zero3-prefetch-layers",
+        dest="zero3_prefetch_layers",
+        type=int,
+        help="ZeRO-3/FSDP: layers gathered ahead of the working one (FSDP2 default behaviour: 1)",
+    )
     q = p.add_argument_group("questions (need --gpu)")
     q.add_argument("--gpu", help="catalog GPU name: adds overhead and a fits verdict")
-    q.add_argument("--max-micro-batch", dest="ask_micro_batch", action="store_true", help="largest micro-batch (inference: batch) that fits")
-    q.add_argument("--max-seq-len", dest="ask_seq_len", action="store_true", help="longest sequence that fits")
-    q.add_argument("--min-gpus", dest="ask_min_gpus", action="store_true", help="fewest GPUs per ZeRO stage (inference: tp)")
-    q.add_argument("--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {mem.MAX_GPUS})")
+    q.add_argument(
+        "--max-micro-batch",
+        dest="ask_micro_batch",
+        action="store_true",
+        help="largest micro-batch (inference: batch) that fits",
+    )
+    q.add_argument(
+        "--max-seq-len", dest="ask_seq_len", action="store_true", help="longest sequence that fits"
+    )
+    q.add_argument(
+        "--min-gpus",
+        dest="ask_min_gpus",
+        action="store_true",
+        help="fewest GPUs per ZeRO stage (inference: tp)",
+    )
+    q.add_argument(
+        "--max-gpus", dest="max_gpus", type=int, help=f"search limit for --min-gpus (default {mem.MAX_GPUS})"
+    )
     add_json_flag(p)
     p.set_defaults(func=handle)
 
@@ -135,29 +230,67 @@ def handle(args):
         model, n_params, custom = choice.model, choice.n_params, choice.custom
         if args.max_gpus is not None and not args.ask_min_gpus:
             raise ValueError("--max-gpus is the search limit of --min-gpus; give --min-gpus with it")
-        keys = ("precision", "optimizer", "zero_stage", "dp", "tp", "pp", "sp", "seq_len", "micro_batch", "grad_accum",
-                "recompute", "attention", "dropout", "offload", "finetune", "lora_rank", "lora_targets",
-                "weights_dtype", "inference", "batch", "convention", "optimizer_impl", "grad_dtype",
-                "grad_accum_buffer", "virtual_stages", "zero3_prefetch_layers")
+        keys = (
+            "precision",
+            "optimizer",
+            "zero_stage",
+            "dp",
+            "tp",
+            "pp",
+            "sp",
+            "seq_len",
+            "micro_batch",
+            "grad_accum",
+            "recompute",
+            "attention",
+            "dropout",
+            "offload",
+            "finetune",
+            "lora_rank",
+            "lora_targets",
+            "weights_dtype",
+            "inference",
+            "batch",
+            "convention",
+            "optimizer_impl",
+            "grad_dtype",
+            "grad_accum_buffer",
+            "virtual_stages",
+            "zero3_prefetch_layers",
+        )
         given = {k: getattr(args, k) for k in keys}
         if custom:  # a custom shape has no row in gpukit/data/models.csv: every default picked for it is said
-            picked = [words for f, words in choice.defaults
-                      if not (f == "dropout" and (args.dropout is not None or args.inference))]
+            picked = [
+                words
+                for f, words in choice.defaults
+                if not (f == "dropout" and (args.dropout is not None or args.inference))
+            ]
             if picked:
                 notes.append("custom shape, defaults: " + ", ".join(picked))
         gpu = get_gpu(args.gpu) if args.gpu is not None else None
         resolved = mem.resolve_setup(model, gpu=gpu, n_params=n_params, custom=custom, names=FLAG_OF, **given)
         setup = resolved.setup
         notes += resolved.notes
-        asked = [f for f, on in (("--max-micro-batch", args.ask_micro_batch), ("--max-seq-len", args.ask_seq_len),
-                                 ("--min-gpus", args.ask_min_gpus)) if on]
+        asked = [
+            f
+            for f, on in (
+                ("--max-micro-batch", args.ask_micro_batch),
+                ("--max-seq-len", args.ask_seq_len),
+                ("--min-gpus", args.ask_min_gpus),
+            )
+            if on
+        ]
         if asked and gpu is None:
             raise ValueError(f"{asked[0]} needs --gpu NAME")
         if args.ask_micro_batch and model is None:
-            raise ValueError("--max-micro-batch needs the model's shape (--model or --layers/--hidden/--heads): "
-                             "with --params, activations are not modelled and every micro-batch would fit")
+            raise ValueError(
+                "--max-micro-batch needs the model's shape (--model or --layers/--hidden/--heads): "
+                "with --params, activations are not modelled and every micro-batch would fit"
+            )
         if args.ask_seq_len and model is None:
-            raise ValueError("--max-seq-len needs the model's shape (--model or --layers/--hidden/--heads), not --params")
+            raise ValueError(
+                "--max-seq-len needs the model's shape (--model or --layers/--hidden/--heads), not --params"
+            )
         result = mem.estimate_memory(model, n_params=n_params, setup=setup, gpu=gpu)
         answers = {}
         if args.ask_micro_batch:
@@ -165,21 +298,44 @@ def handle(args):
             n = mem.max_micro_batch(model, setup, gpu, limit=MICRO_BATCH_LIMIT)
             answers["max_micro_batch"] = n
             answers["max_micro_batch_capped"] = n == MICRO_BATCH_LIMIT
-            answer_lines.append(f"largest {what} that fits: " + (
-                f"at least {n} (the search limit)" if n == MICRO_BATCH_LIMIT else
-                f"{n}" if n else "none (even 1 does not fit)"))
+            answer_lines.append(
+                f"largest {what} that fits: "
+                + (
+                    f"at least {n} (the search limit)"
+                    if n == MICRO_BATCH_LIMIT
+                    else f"{n}"
+                    if n
+                    else "none (even 1 does not fit)"
+                )
+            )
         if args.ask_seq_len:
             limit = SEQ_LEN_LIMIT if custom else model.max_seq
             n = mem.max_seq_len(model, setup, gpu, limit=limit)
             answers["max_seq_len"] = n
             answers["max_seq_len_capped"] = n == limit
-            why = ("the search limit; a custom shape has no context window" if custom else
-                   f"{model.name}'s context window max_seq; memory is not what limits it")
-            answer_lines.append("longest sequence that fits: " + (
-                f"{n} tokens ({why})" if n == limit else f"{n} tokens" if n else "none (even 1 token does not fit)"))
+            why = (
+                "the search limit; a custom shape has no context window"
+                if custom
+                else f"{model.name}'s context window max_seq; memory is not what limits it"
+            )
+            answer_lines.append(
+                "longest sequence that fits: "
+                + (
+                    f"{n} tokens ({why})"
+                    if n == limit
+                    else f"{n} tokens"
+                    if n
+                    else "none (even 1 token does not fit)"
+                )
+            )
         if args.ask_min_gpus:
-            answers["min_gpus"] = mem.min_gpus(model, setup, gpu, n_params=n_params,
-                                               max_gpus=mem.MAX_GPUS if args.max_gpus is None else args.max_gpus)
+            answers["min_gpus"] = mem.min_gpus(
+                model,
+                setup,
+                gpu,
+                n_params=n_params,
+                max_gpus=mem.MAX_GPUS if args.max_gpus is None else args.max_gpus,
+            )
     except ValueError as e:
         raise _flagged(e) from None
     return memory_report(result, answers, tuple(notes), tuple(answer_lines))

@@ -18,15 +18,20 @@ from gpukit.units import parse_sizes
 
 
 def register(sub) -> None:
-    p = sub.add_parser("netlab", help="emulated cluster network: namespaces + veth + tbf rate limit (root)",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "netlab",
+        help="emulated cluster network: namespaces + veth + tbf rate limit (root)",
+        description=__doc__.split("\n\n")[0],
+    )
     act = p.add_subparsers(dest="netlab_action", metavar="ACTION")
     p.set_defaults(func=_no_action)
 
     up = act.add_parser("up", help="create N namespaces on an emulated link (stay until `netlab down`)")
     up.add_argument("--nodes", type=int, default=2, help="2..8 (default 2)")
     up.add_argument("--rate", default="1gbit", help="per-direction link rate, tc style: 1gbit, 200mbit")
-    up.add_argument("--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)")
+    up.add_argument(
+        "--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)"
+    )
     add_json_flag(up)
     up.set_defaults(func=_up)
 
@@ -44,12 +49,20 @@ def register(sub) -> None:
     b.add_argument("--nodes", type=int, default=2, help="2..8 (default 2)")
     b.add_argument("--rate", default="1gbit", help="per-direction link rate, tc style: 1gbit, 200mbit")
     b.add_argument("--op", default="all_reduce", help="collective (default all_reduce)")
-    b.add_argument("--sizes", type=str, default=None,
-                   help="message sizes in bytes, e.g. 1K,1M,64M (bare K/M binary, 1MB = 10^6, 1MiB = 2^20; "
-                        "default: up to ~0.5 s per op at the rate)")
-    b.add_argument("--repeats", type=bounded_int, default=5, help="timed repeats per size; the median is reported")
+    b.add_argument(
+        "--sizes",
+        type=str,
+        default=None,
+        help="message sizes in bytes, e.g. 1K,1M,64M (bare K/M binary, 1MB = 10^6, 1MiB = 2^20; "
+        "default: up to ~0.5 s per op at the rate)",
+    )
+    b.add_argument(
+        "--repeats", type=bounded_int, default=5, help="timed repeats per size; the median is reported"
+    )
     b.add_argument("--warmup", type=nonnegative_int, default=1, help="untimed calls per size")
-    b.add_argument("--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)")
+    b.add_argument(
+        "--delay-ms", type=nonnegative_float, default=0.0, help="one-way delay (needs kernel netem)"
+    )
     b.add_argument("--timeout", type=timeout, default=None, help="seconds (default from sizes and rate)")
     add_json_flag(b)
     b.set_defaults(func=_bench)
@@ -81,16 +94,34 @@ def _down(args) -> dict:
 def _status(args) -> dict:
     why = netlab.check_available(probe=False)
     labs = [] if why else netlab.list_labs()
-    return {"available": why is None, "reason": why or "",
-            "labs": [{"name": lab.name, "owner_pid": lab.owner_pid, "stale": lab.stale,
-                      "namespaces": list(lab.namespaces)} for lab in labs]}
+    return {
+        "available": why is None,
+        "reason": why or "",
+        "labs": [
+            {
+                "name": lab.name,
+                "owner_pid": lab.owner_pid,
+                "stale": lab.stale,
+                "namespaces": list(lab.namespaces),
+            }
+            for lab in labs
+        ],
+    }
 
 
 def _bench(args):
     sizes = parse_sizes(args.sizes, "--sizes") if args.sizes is not None else None  # '' is an error
     try:
-        return netlab.bench(nodes=args.nodes, rate=args.rate, op=args.op, sizes=sizes, repeats=args.repeats,
-                            warmup=args.warmup, timeout_s=args.timeout, delay_ms=args.delay_ms)
+        return netlab.bench(
+            nodes=args.nodes,
+            rate=args.rate,
+            op=args.op,
+            sizes=sizes,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            timeout_s=args.timeout,
+            delay_ms=args.delay_ms,
+        )
     except RuntimeError as e:
         _fail(e)
 

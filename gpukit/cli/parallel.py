@@ -21,23 +21,53 @@ def _cluster_args(p, search: bool) -> None:
         c.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster (dp*tp*pp)")
     c.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, required=True, help="GPUs per node")
     c.add_argument("--link", help="intra-node link (default: the GPU's NVLink)")
-    c.add_argument("--inter-link", dest="inter_link", help="inter-node link per port (default: InfiniBand of the GPU's era)")
-    c.add_argument("--ports-per-node", dest="ports_per_node", type=int, help="inter-node ports per node (default: one per GPU)")
-    c.add_argument("--profile", help="calibrated profile JSON (gpukit calibrate): its bf16 matmul rate sets the efficiency")
-    c.add_argument("--seq-len", "--seq", dest="seq_len", type=int, help="tokens per sequence (default: the model's pretraining length train_seq_len; the output says so)")
-    c.add_argument("--global-batch", dest="global_batch", type=int, required=not search,
-                   help="sequences per optimizer step (search default: max(gpus, 512))")
-    c.add_argument("--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)")
+    c.add_argument(
+        "--inter-link",
+        dest="inter_link",
+        help="inter-node link per port (default: InfiniBand of the GPU's era)",
+    )
+    c.add_argument(
+        "--ports-per-node",
+        dest="ports_per_node",
+        type=int,
+        help="inter-node ports per node (default: one per GPU)",
+    )
+    c.add_argument(
+        "--profile",
+        help="calibrated profile JSON (gpukit calibrate): its bf16 matmul rate sets the efficiency",
+    )
+    c.add_argument(
+        "--seq-len",
+        "--seq",
+        dest="seq_len",
+        type=int,
+        help="tokens per sequence (default: the model's pretraining length train_seq_len; the output says so)",
+    )
+    c.add_argument(
+        "--global-batch",
+        dest="global_batch",
+        type=int,
+        required=not search,
+        help="sequences per optimizer step (search default: max(gpus, 512))",
+    )
+    c.add_argument(
+        "--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)"
+    )
 
 
 def register(subparsers) -> None:
     from gpukit.cli import add_json_flag
 
-    p = subparsers.add_parser("parallel", help="3D parallel layouts: search, estimate one, pipeline bubble",
-                              description="Memory, communication, bubble and step time of data/tensor/pipeline "
-                                          "parallel layouts (gpukit.parallel).")
+    p = subparsers.add_parser(
+        "parallel",
+        help="3D parallel layouts: search, estimate one, pipeline bubble",
+        description="Memory, communication, bubble and step time of data/tensor/pipeline "
+        "parallel layouts (gpukit.parallel).",
+    )
     sub = p.add_subparsers(dest="parallel_command", metavar="{search,estimate,bubble}")
-    s = sub.add_parser("search", help="rank every layout that fits by predicted tokens/s, explain the top three")
+    s = sub.add_parser(
+        "search", help="rank every layout that fits by predicted tokens/s, explain the top three"
+    )
     add_model_args(s)
     _cluster_args(s, search=True)
     s.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
@@ -48,17 +78,27 @@ def register(subparsers) -> None:
     _cluster_args(e, search=False)
     for flag in ("--dp", "--tp", "--pp"):
         e.add_argument(flag, type=int, required=True)
-    e.add_argument("--virtual-stages", dest="virtual_stages", type=int, default=1, help="interleaved model chunks per stage")
+    e.add_argument(
+        "--virtual-stages",
+        dest="virtual_stages",
+        type=int,
+        default=1,
+        help="interleaved model chunks per stage",
+    )
     e.add_argument("--zero", dest="zero_stage", type=int, default=0, help="ZeRO stage 0-3")
     e.add_argument("--micro-batch", dest="micro_batch", type=int, required=True)
     e.add_argument("--recompute", choices=par.RECOMPUTE, default="none")
     e.add_argument("--sp", action="store_true", help="Megatron sequence parallelism (tp > 1)")
     add_json_flag(e)
     e.set_defaults(func=handle_estimate)
-    b = sub.add_parser("bubble", help="pipeline bubble: idle share of the step and Megatron's bubble over ideal")
+    b = sub.add_parser(
+        "bubble", help="pipeline bubble: idle share of the step and Megatron's bubble over ideal"
+    )
     b.add_argument("--pp", type=int, required=True, help="pipeline stages")
     b.add_argument("--microbatches", type=int, required=True, help="micro-batches per step")
-    b.add_argument("--virtual-stages", dest="virtual_stages", type=int, default=1, help="interleaved model chunks")
+    b.add_argument(
+        "--virtual-stages", dest="virtual_stages", type=int, default=1, help="interleaved model chunks"
+    )
     add_json_flag(b)
     b.set_defaults(func=handle_bubble)
     p.set_defaults(func=lambda args: p.print_help())
@@ -73,31 +113,56 @@ def _cluster(args):
     from gpukit.profile import load_profile
 
     prof = load_profile(args.profile) if args.profile else None
-    return par.make_cluster(args.gpu, args.gpus_per_node, args.link, args.inter_link, args.ports_per_node,
-                            profile=prof)
+    return par.make_cluster(
+        args.gpu, args.gpus_per_node, args.link, args.inter_link, args.ports_per_node, profile=prof
+    )
 
 
 def ranked_report(result) -> Report:
     """--json prints the ranked list, each row with the search's own notes (the defaults it picked, so
     --json says what the text says); text prints the search's table."""
-    rows = [r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]} for r in result.ranked[:result.top_k]]
+    rows = [
+        r.to_json_dict() | {"notes": [*result.notes, *r.estimate.notes]}
+        for r in result.ranked[: result.top_k]
+    ]
     return Report(rows, result.to_text)
 
 
 def handle_search(args):
     model = as_model_spec(args)
-    r = par.search(model, None, args.gpus, cluster=_cluster(args), global_batch=args.global_batch,
-                   seq_len=args.seq_len, top_k=args.top, attention=args.attention)
+    r = par.search(
+        model,
+        None,
+        args.gpus,
+        cluster=_cluster(args),
+        global_batch=args.global_batch,
+        seq_len=args.seq_len,
+        top_k=args.top,
+        attention=args.attention,
+    )
     return ranked_report(r)
 
 
 def handle_estimate(args):
     model = as_model_spec(args)
-    cfg = par.ParallelConfig(dp=args.dp, tp=args.tp, pp=args.pp, virtual_stages=args.virtual_stages,
-                             zero_stage=args.zero_stage, micro_batch=args.micro_batch, recompute=args.recompute,
-                             sp=args.sp)
-    return par.estimate(model, cfg, _cluster(args), global_batch=args.global_batch, seq_len=args.seq_len,
-                        attention=args.attention)
+    cfg = par.ParallelConfig(
+        dp=args.dp,
+        tp=args.tp,
+        pp=args.pp,
+        virtual_stages=args.virtual_stages,
+        zero_stage=args.zero_stage,
+        micro_batch=args.micro_batch,
+        recompute=args.recompute,
+        sp=args.sp,
+    )
+    return par.estimate(
+        model,
+        cfg,
+        _cluster(args),
+        global_batch=args.global_batch,
+        seq_len=args.seq_len,
+        attention=args.attention,
+    )
 
 
 def handle_bubble(args):

@@ -21,7 +21,9 @@ def _gpu_list(text: str):
             try:
                 priced[name] = float(price)
             except ValueError:
-                raise ValueError(f"--gpu: price of {name} must be a number (USD per GPU-hour), got {price!r}") from None
+                raise ValueError(
+                    f"--gpu: price of {name} must be a number (USD per GPU-hour), got {price!r}"
+                ) from None
     return names, priced
 
 
@@ -30,8 +32,11 @@ def as_model_spec(args):
     (a custom shape is the GPT block unless --mlp swiglu). A custom shape has no context window of its
     own: it is made long enough for what is asked (the training length, or a served request's prompt
     and output)."""
-    asked = ((args.input_tokens or SERVE_INPUT_TOKENS) + (args.output_tokens or SERVE_OUTPUT_TOKENS)
-             if args.workload == "serve" else 0)
+    asked = (
+        (args.input_tokens or SERVE_INPUT_TOKENS) + (args.output_tokens or SERVE_OUTPUT_TOKENS)
+        if args.workload == "serve"
+        else 0
+    )
     return model_from_args(args, longest_seq=max(args.seq_len or 0, asked)).model
 
 
@@ -63,56 +68,114 @@ def _plan(args):
         profile = load_profile(args.profile)
     # a flag the workload does not use is an error, never ignored (docs/CONTRACTS.md)
     if args.workload == "serve":
-        unused = [f for f, v in (("--tokens", args.tokens), ("--deadline-hours", args.deadline_hours),
-                                 ("--seq-len", args.seq_len), ("--micro-batch", args.micro_batch),
-                                 ("--mfu", args.mfu), ("--profile", args.profile),
-                                 ("--loader-tokens-per-s", args.loader_tokens_per_s),
-                                 ("--ports-per-node", args.ports_per_node)) if v is not None]
+        unused = [
+            f
+            for f, v in (
+                ("--tokens", args.tokens),
+                ("--deadline-hours", args.deadline_hours),
+                ("--seq-len", args.seq_len),
+                ("--micro-batch", args.micro_batch),
+                ("--mfu", args.mfu),
+                ("--profile", args.profile),
+                ("--loader-tokens-per-s", args.loader_tokens_per_s),
+                ("--ports-per-node", args.ports_per_node),
+            )
+            if v is not None
+        ]
         if unused:
-            raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to training workloads; serve takes --rate, --input-tokens, "
-                             "--output-tokens and --budget-usd (USD per hour)")
+            raise ValueError(
+                f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to training workloads; serve takes --rate, --input-tokens, "
+                "--output-tokens and --budget-usd (USD per hour)"
+            )
     else:
-        unused = [f for f, v in (("--rate", args.rate), ("--input-tokens", args.input_tokens),
-                                 ("--output-tokens", args.output_tokens)) if v is not None]
+        unused = [
+            f
+            for f, v in (
+                ("--rate", args.rate),
+                ("--input-tokens", args.input_tokens),
+                ("--output-tokens", args.output_tokens),
+            )
+            if v is not None
+        ]
         if unused:
-            raise ValueError(f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to --workload serve, "
-                             f"not {args.workload}")
-    serve_kw = {k: v for k, v in (("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens))
-                if v is not None}
-    return plan(args.workload, model, tokens=args.tokens, rate=args.rate, **serve_kw,
-                deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
-                gpus=gpus, counts=args.gpus or DEFAULT_COUNTS, prices=prices, mfu=args.mfu, profile=profile,
-                seq_len=args.seq_len, micro_batch=args.micro_batch or 1, gpus_per_node=args.gpus_per_node,
-                inter_link=args.inter_link, loader_tokens_per_s=args.loader_tokens_per_s,
-                ports_per_node=args.ports_per_node)
+            raise ValueError(
+                f"{', '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to --workload serve, "
+                f"not {args.workload}"
+            )
+    serve_kw = {
+        k: v
+        for k, v in (("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens))
+        if v is not None
+    }
+    return plan(
+        args.workload,
+        model,
+        tokens=args.tokens,
+        rate=args.rate,
+        **serve_kw,
+        deadline_hours=args.deadline_hours,
+        budget_usd=args.budget_usd,
+        gpus=gpus,
+        counts=args.gpus or DEFAULT_COUNTS,
+        prices=prices,
+        mfu=args.mfu,
+        profile=profile,
+        seq_len=args.seq_len,
+        micro_batch=args.micro_batch or 1,
+        gpus_per_node=args.gpus_per_node,
+        inter_link=args.inter_link,
+        loader_tokens_per_s=args.loader_tokens_per_s,
+        ports_per_node=args.ports_per_node,
+    )
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("plan", help="one GPU, one node or many nodes? plans ranked, with the reason",
-                              description="Feasible plans for a workload with a deadline and a budget (gpukit.plan)")
+    p = subparsers.add_parser(
+        "plan",
+        help="one GPU, one node or many nodes? plans ranked, with the reason",
+        description="Feasible plans for a workload with a deadline and a budget (gpukit.plan)",
+    )
     p.add_argument("--workload", choices=WORKLOADS, required=True)
     add_model_args(p)
-    p.add_argument("--seq-len", type=positive_int,
-                   help="training sequence length (default: the model's pretraining length train_seq_len, as "
-                        "train-time, cost and parallel use; the output says so)")
-    p.add_argument("--micro-batch", type=positive_int, help="training sequences per GPU per micro-step (default 1)")
+    p.add_argument(
+        "--seq-len",
+        type=positive_int,
+        help="training sequence length (default: the model's pretraining length train_seq_len, as "
+        "train-time, cost and parallel use; the output says so)",
+    )
+    p.add_argument(
+        "--micro-batch", type=positive_int, help="training sequences per GPU per micro-step (default 1)"
+    )
     p.add_argument("--tokens", type=count, help="training tokens (pretrain, finetune, lora, qlora)")
     p.add_argument("--rate", type=positive_float, help="serve: requests per second")
     p.add_argument("--input-tokens", type=positive_int, help="serve: prompt tokens per request (default 512)")
-    p.add_argument("--output-tokens", type=positive_int, help="serve: generated tokens per request (default 256)")
+    p.add_argument(
+        "--output-tokens", type=positive_int, help="serve: generated tokens per request (default 256)"
+    )
     p.add_argument("--deadline-hours", type=positive_float)
     p.add_argument("--budget-usd", type=count, help="USD for the run (serve: USD per hour)")
-    p.add_argument("--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)")
+    p.add_argument(
+        "--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)"
+    )
     p.add_argument("--gpus", type=count_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
     p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--inter-link", help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
-                                        "of its era, 100 Gb/s Ethernet for others)")
-    p.add_argument("--ports-per-node", type=bounded_int,
-                   help="training: inter-node network ports per node, shared by its GPUs (default: one per GPU, "
-                        "rail-optimized; e.g. 1 for one 100 GbE NIC per node)")
+    p.add_argument(
+        "--inter-link",
+        help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "
+        "of its era, 100 Gb/s Ethernet for others)",
+    )
+    p.add_argument(
+        "--ports-per-node",
+        type=bounded_int,
+        help="training: inter-node network ports per node, shared by its GPUs (default: one per GPU, "
+        "rail-optimized; e.g. 1 for one 100 GbE NIC per node)",
+    )
     p.add_argument("--prices", help="price CSV (gpukit/data/prices.csv format or a SkyPilot catalog vms.csv)")
-    p.add_argument("--loader-tokens-per-s", type=positive_float,
-                   help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)")
+    p.add_argument(
+        "--loader-tokens-per-s",
+        type=positive_float,
+        help="tokens/s the input pipeline delivers in total (caps training: input-bound plans)",
+    )
     u = p.add_mutually_exclusive_group()
     u.add_argument("--mfu", type=fraction, help="share of peak sustained (default 0.40, assumed)")
     u.add_argument("--profile", help="calibration profile JSON (`gpukit calibrate`)")

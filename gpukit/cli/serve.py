@@ -21,53 +21,114 @@ def _serve(args):
     gpus = args.gpus or args.tp or 1
     tp = args.tp if args.tp is not None else default_tp(model, gpus)  # the tp serve() will pick
     if link is not None and tp == 1:
-        raise ValueError("--link is the link of the tensor-parallel all-reduces: it needs tp 2 or more, and tp is 1 "
-                         "here (given, or the default: the largest that divides --gpus and the heads)")
+        raise ValueError(
+            "--link is the link of the tensor-parallel all-reduces: it needs tp 2 or more, and tp is 1 "
+            "here (given, or the default: the largest that divides --gpus and the heads)"
+        )
     if inter is not None and gpus <= tp:
-        raise ValueError("--inter-link is the link between pipeline stages: it needs --gpus above --tp (pp = gpus / tp)")
+        raise ValueError(
+            "--inter-link is the link between pipeline stages: it needs --gpus above --tp (pp = gpus / tp)"
+        )
     if args.simulate_requests is not None and args.rate is None:
         raise ValueError("--simulate-requests sizes the queueing simulation of --rate: give --rate")
-    a = Assumptions(hbm_share=args.hbm_share, flops_share=args.flops_share, reserve_fraction=args.reserve,
-                    non_gpu_s=args.non_gpu_ms / 1e3 if args.non_gpu_ms else 0.0)
-    return serve(model, gpu, gpus=args.gpus, tp=args.tp, precision=args.precision, kv_dtype=args.kv_dtype,
-                 batch=args.batch, context=args.context, input_tokens=args.input_tokens,
-                 output_tokens=args.output_tokens, rate=args.rate, price_per_gpu_hour=args.price_per_gpu_hour,
-                 link=link, pp_link=inter, assumptions=a,
-                 simulate_requests=400 if args.simulate_requests is None else args.simulate_requests)
+    a = Assumptions(
+        hbm_share=args.hbm_share,
+        flops_share=args.flops_share,
+        reserve_fraction=args.reserve,
+        non_gpu_s=args.non_gpu_ms / 1e3 if args.non_gpu_ms else 0.0,
+    )
+    return serve(
+        model,
+        gpu,
+        gpus=args.gpus,
+        tp=args.tp,
+        precision=args.precision,
+        kv_dtype=args.kv_dtype,
+        batch=args.batch,
+        context=args.context,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        rate=args.rate,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        link=link,
+        pp_link=inter,
+        assumptions=a,
+        simulate_requests=400 if args.simulate_requests is None else args.simulate_requests,
+    )
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="serve a model: memory, TTFT, ITL, tokens/s, replicas for a rate, cost",
-                              description="Prefill and decode on the roofline with stated shares of peak, KV cache, "
-                                          "tensor/pipeline parallelism, replicas and a continuous-batching simulation "
-                                          "(gpukit.inference).")
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a model: memory, TTFT, ITL, tokens/s, replicas for a rate, cost",
+        description="Prefill and decode on the roofline with stated shares of peak, KV cache, "
+        "tensor/pipeline parallelism, replicas and a continuous-batching simulation "
+        "(gpukit.inference).",
+    )
     add_model_args(p)
     p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument("--gpus", type=positive_int, help="GPUs per replica = tp x pp (default: tp)")
     p.add_argument("--tp", type=positive_int, help="tensor-parallel degree (default: min(gpus, 8))")
-    p.add_argument("--link", help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
-                                   "NVLink, else its PCIe)")
-    p.add_argument("--inter-link", help="link between pipeline stages (default: the node's NVLink/PCIe when the replica fits "
-                                         "one node of 8, else one InfiniBand port per GPU of its era)")
-    p.add_argument("--precision", choices=PRECISIONS, default=None,
-                   help="weight precision (default bf16, fp16 on GPUs without bf16)")
+    p.add_argument(
+        "--link",
+        help="link of the tensor-parallel all-reduces (`gpukit links`; default: the GPU's "
+        "NVLink, else its PCIe)",
+    )
+    p.add_argument(
+        "--inter-link",
+        help="link between pipeline stages (default: the node's NVLink/PCIe when the replica fits "
+        "one node of 8, else one InfiniBand port per GPU of its era)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help="weight precision (default bf16, fp16 on GPUs without bf16)",
+    )
     p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
     p.add_argument("--batch", type=positive_int, default=1, help="sequences decoded together (default 1)")
     p.add_argument("--context", type=positive_int, help="KV tokens per sequence (default input + output)")
-    p.add_argument("--input-tokens", type=positive_int, default=None,
-                   help="prompt tokens (default 1000, less when that and the output do not fit the model's context)")
-    p.add_argument("--output-tokens", type=positive_int, default=None,
-                   help="generated tokens (default 200, less for a context under 1000 tokens)")
-    p.add_argument("--rate", type=positive_float, help="requests per second to serve: replicas and p50/p99 latency")
-    p.add_argument("--price-per-gpu-hour", type=price, help="USD per GPU-hour: cost per million output tokens")
-    p.add_argument("--hbm-share", type=positive_float, default=0.65,
-                   help="assumed share of HBM bandwidth reached in decode, in (0, 1] (default 0.65)")
-    p.add_argument("--flops-share", type=positive_float, default=0.5,
-                   help="assumed share of the dense peak reached in prefill, in (0, 1] (default 0.5)")
-    p.add_argument("--reserve", type=positive_float, default=0.9,
-                   help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)")
+    p.add_argument(
+        "--input-tokens",
+        type=positive_int,
+        default=None,
+        help="prompt tokens (default 1000, less when that and the output do not fit the model's context)",
+    )
+    p.add_argument(
+        "--output-tokens",
+        type=positive_int,
+        default=None,
+        help="generated tokens (default 200, less for a context under 1000 tokens)",
+    )
+    p.add_argument(
+        "--rate", type=positive_float, help="requests per second to serve: replicas and p50/p99 latency"
+    )
+    p.add_argument(
+        "--price-per-gpu-hour", type=price, help="USD per GPU-hour: cost per million output tokens"
+    )
+    p.add_argument(
+        "--hbm-share",
+        type=positive_float,
+        default=0.65,
+        help="assumed share of HBM bandwidth reached in decode, in (0, 1] (default 0.65)",
+    )
+    p.add_argument(
+        "--flops-share",
+        type=positive_float,
+        default=0.5,
+        help="assumed share of the dense peak reached in prefill, in (0, 1] (default 0.5)",
+    )
+    p.add_argument(
+        "--reserve",
+        type=positive_float,
+        default=0.9,
+        help="share of GPU memory the engine pre-allocates (vLLM gpu_memory_utilization, default 0.9)",
+    )
     p.add_argument("--non-gpu-ms", type=positive_float, help="per-request time outside the GPUs, ms")
-    p.add_argument("--simulate-requests", type=positive_int,
-                   help="requests in the queueing simulation with --rate (default 400, at most 100,000)")
+    p.add_argument(
+        "--simulate-requests",
+        type=positive_int,
+        help="requests in the queueing simulation with --rate (default 400, at most 100,000)",
+    )
     add_json_flag(p)
     p.set_defaults(func=_serve)

@@ -30,10 +30,17 @@ def validation_text(r: dict) -> str:
     from gpukit.bench.measure_validate import config_label
 
     c, m, e, env = r["config"], r["measured"], r["error"], r["env"]
-    lines = [f"reference {config_label(c)} ({c['n_params']:,} params)",
-             f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
-             f"{env['threads']} threads" + ("" if c["device"] == "cpu" else " (the models' CUDA branches: not yet run on a GPU before this run)"),
-             f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES)]
+    lines = [
+        f"reference {config_label(c)} ({c['n_params']:,} params)",
+        f"measured on {c['device'].upper()} with {m['method']}, torch {env['torch']}, "
+        f"{env['threads']} threads"
+        + (
+            ""
+            if c["device"] == "cpu"
+            else " (the models' CUDA branches: not yet run on a GPU before this run)"
+        ),
+        f"{'category':<22}{'measured':>12}" + "".join(f"{n:>12}{'err':>9}" for _, n in _NAMES),
+    ]
     for k in ("params", "grads", "optimizer", "activations", "peak"):
         name = f"peak ({m['peak_phase']})" if k == "peak" else k
         row = f"{name:<22}{fmt_bytes(m[k]):>12}"
@@ -46,18 +53,26 @@ def validation_text(r: dict) -> str:
     if c.get("sdpa_kernel"):
         lines.append(f"SDPA kernel torch picked: {c['sdpa_kernel']} (its backward node)")
     if r["predicted"] is None:
-        lines.append("replay: not modelled for this layout/attention (gpukit.memory.eager replays the GPT "
-                     "layout with eager attention)")
-    lines.append(f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
-                 f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)")
+        lines.append(
+            "replay: not modelled for this layout/attention (gpukit.memory.eager replays the GPT "
+            "layout with eager attention)"
+        )
+    lines.append(
+        f"planning model peak phase: {r['planning']['peak_phase']}; megatron convention: a sum "
+        f"of parts (Korthikanti et al. 2022 Table 2, ZeRO sec. 3.1)"
+    )
     if c["precision"] == "bf16-mixed":
-        lines.append("megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
-                     "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks")
+        lines.append(
+            "megatron splits mixed precision 2 + 2 + 12 bytes/param (16-bit weights and gradients, "
+            "fp32 master in the optimizer); torch.autocast keeps 4 + 4 + 8: compare the peaks"
+        )
     if r["predicted"] is not None:
         p = r["predicted"]
         meg, lay = p["megatron_activations"], p["layer_activations"]
-        lines.append(f"activations of the {c['n_layers']} layers: Megatron convention (16-bit, dropout masks "
-                     f"counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} ({lay / meg:.2f}x)")
+        lines.append(
+            f"activations of the {c['n_layers']} layers: Megatron convention (16-bit, dropout masks "
+            f"counted) {fmt_bytes(meg)}; eager PyTorch {fmt_bytes(lay)} ({lay / meg:.2f}x)"
+        )
         for step, delta in r.get("reconcile", ()):
             lines.append(f"  {step:<78}{'+' if delta >= 0 else '-'}{fmt_bytes(abs(delta))} per layer")
     if c["device"] == "cuda":
@@ -76,9 +91,21 @@ def _run(args):
 
 
 # The one configuration's flags and their defaults; --grid and --random choose their own configurations.
-SINGLE_DEFAULTS = {"attention": "eager", "layers": 2, "hidden": 128, "heads": 4, "kv_heads": None, "vocab": 512,
-                   "seq": 128, "micro_batch": 2, "recompute": "none", "precision": "fp32", "optimizer": "adamw",
-                   "tied": False, "steps": 2}
+SINGLE_DEFAULTS = {
+    "attention": "eager",
+    "layers": 2,
+    "hidden": 128,
+    "heads": 4,
+    "kv_heads": None,
+    "vocab": 512,
+    "seq": 128,
+    "micro_batch": 2,
+    "recompute": "none",
+    "precision": "fp32",
+    "optimizer": "adamw",
+    "tied": False,
+    "steps": 2,
+}
 
 
 def _single_flag(dest: str) -> str:
@@ -89,11 +116,15 @@ def _measure(args):
     from gpukit.errors import require_choice
     from gpukit.memory import EagerSetup, llama_spec, reference_spec
 
-    if args.grid or args.random is not None:  # the grid's or the draw's configurations: these would be ignored
+    if (
+        args.grid or args.random is not None
+    ):  # the grid's or the draw's configurations: these would be ignored
         given = [_single_flag(k) for k in SINGLE_DEFAULTS if getattr(args, k) is not None]
         if given:
-            raise ValueError(f"{given[0]} sets the one configuration; {'--grid' if args.grid else '--random'} runs "
-                             "its own configurations (give --arch, --device, --threads, --timeout with it)")
+            raise ValueError(
+                f"{given[0]} sets the one configuration; {'--grid' if args.grid else '--random'} runs "
+                "its own configurations (give --arch, --device, --threads, --timeout with it)"
+            )
     if args.seed is not None and args.random is None:
         raise ValueError("--seed seeds --random; give --random N with it")
     for k, v in SINGLE_DEFAULTS.items():
@@ -106,8 +137,10 @@ def _measure(args):
     if args.random is not None and (args.random < 1 or args.grid):
         raise ValueError(f"--random must be a positive count and not combined with --grid, got {args.random}")
     if args.arch == "gpt" and args.kv_heads not in (None, args.heads):
-        raise ValueError(f"--kv-heads must equal --heads {args.heads} for --arch gpt (grouped-query attention "
-                         f"is the llama layout), got {args.kv_heads}")
+        raise ValueError(
+            f"--kv-heads must equal --heads {args.heads} for --arch gpt (grouped-query attention "
+            f"is the llama layout), got {args.kv_heads}"
+        )
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -134,34 +167,63 @@ def _measure(args):
         df = grid_report(grid, device=args.device, print_table=not args.json)
         if args.json:
             worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
-            return {"rows": df.to_dict(orient="records"), "max_abs_error": worst,
-                    "models": error_table(df).to_dict(orient="records"),
-                    "all_ok": bool(df["ok"].all()), "env": env_stamp(args.device)}
+            return {
+                "rows": df.to_dict(orient="records"),
+                "max_abs_error": worst,
+                "models": error_table(df).to_dict(orient="records"),
+                "all_ok": bool(df["ok"].all()),
+                "env": env_stamp(args.device),
+            }
         return None
     from gpukit.bench.measure_validate import compare
 
-    setup = EagerSetup(seq_len=args.seq, micro_batch=args.micro_batch, recompute=args.recompute,
-                       precision=args.precision, optimizer=args.optimizer, device=args.device)
+    setup = EagerSetup(
+        seq_len=args.seq,
+        micro_batch=args.micro_batch,
+        recompute=args.recompute,
+        precision=args.precision,
+        optimizer=args.optimizer,
+        device=args.device,
+    )
     if args.arch == "gpt":
-        spec = reference_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, vocab=args.vocab,
-                              seq=args.seq, tied_embeddings=args.tied)
+        spec = reference_spec(
+            n_layers=args.layers,
+            hidden=args.hidden,
+            n_heads=args.heads,
+            vocab=args.vocab,
+            seq=args.seq,
+            tied_embeddings=args.tied,
+        )
     else:
         kv = args.kv_heads if args.kv_heads is not None else max(1, args.heads // 2)
-        spec = llama_spec(n_layers=args.layers, hidden=args.hidden, n_heads=args.heads, n_kv_heads=kv,
-                          vocab=args.vocab, seq=args.seq, tied_embeddings=args.tied)
+        spec = llama_spec(
+            n_layers=args.layers,
+            hidden=args.hidden,
+            n_heads=args.heads,
+            n_kv_heads=kv,
+            vocab=args.vocab,
+            seq=args.seq,
+            tied_embeddings=args.tied,
+        )
     result = compare(spec, setup, steps=args.steps, attention=args.attention)
     return Report(result, lambda: validation_text(result))
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("validate", help="run the reference model for real and compare with the "
-                                               "memory prediction")
+    p = subparsers.add_parser(
+        "validate", help="run the reference model for real and compare with the memory prediction"
+    )
     sub = p.add_subparsers(dest="what", metavar="WHAT", parser_class=type(p))
     m = sub.add_parser("memory", help="predicted vs measured memory of real training steps")
-    m.add_argument("--arch", default="gpt", help="gpt (GPT-2/Megatron layout, default) or llama (RMSNorm, "
-                                                 "SwiGLU, grouped-query attention, RoPE, no biases)")
-    m.add_argument("--attention", help="eager (default) or sdpa "
-                                                        "(torch.nn.functional.scaled_dot_product_attention)")
+    m.add_argument(
+        "--arch",
+        default="gpt",
+        help="gpt (GPT-2/Megatron layout, default) or llama (RMSNorm, "
+        "SwiGLU, grouped-query attention, RoPE, no biases)",
+    )
+    m.add_argument(
+        "--attention", help="eager (default) or sdpa (torch.nn.functional.scaled_dot_product_attention)"
+    )
     m.add_argument("--layers", "--n-layers", dest="layers", type=int, help="n_layers (default 2)")
     m.add_argument("--hidden", type=int, help="hidden size (default 128)")
     m.add_argument("--heads", "--n-heads", dest="heads", type=int, help="n_heads (default 4)")
@@ -176,10 +238,16 @@ def register(subparsers) -> None:
     m.add_argument("--tied", action="store_true", default=None, help="tie the LM head to the token embedding")
     m.add_argument("--steps", type=bounded_int, help="training steps measured (>= 2, default 2)")
     m.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
-    m.add_argument("--timeout", type=timeout, default=600,
-                   help="seconds before giving up (default 600; --grid/--random: the whole run)")
+    m.add_argument(
+        "--timeout",
+        type=timeout,
+        default=600,
+        help="seconds before giving up (default 600; --grid/--random: the whole run)",
+    )
     m.add_argument("--grid", action="store_true", help="run the layout's whole validation grid instead")
-    m.add_argument("--random", type=int, help="run N random configurations of the layout instead (shapes no grid names)")
+    m.add_argument(
+        "--random", type=int, help="run N random configurations of the layout instead (shapes no grid names)"
+    )
     m.add_argument("--seed", type=int, help="seed of --random (default 0)")
     add_json_flag(m)
     m.set_defaults(func=_run)

@@ -50,7 +50,9 @@ from gpukit.units import GB
 # protocol's value is used: NCCL picks LL for the small messages where this term matters; for large
 # ones (Simple, 8.4 us) it is under 1% of the time. Point-to-point (send_recv) has no baseLat: none.
 NCCL_BASE_LATENCY_S = {"ring": 6.6e-6, "tree": 6.8e-6}
-BASE_LATENCY_SOURCE = "NCCL src/graph/tuning.cc baseLat (LL protocol): ring 6.6 us, tree 6.8 us per collective"
+BASE_LATENCY_SOURCE = (
+    "NCCL src/graph/tuning.cc baseLat (LL protocol): ring 6.6 us, tree 6.8 us per collective"
+)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 ALGORITHMS = ("ring", "tree")
@@ -109,17 +111,26 @@ def link_params(link) -> tuple[float, float, str]:
 
         link = as_link(link)
     if hasattr(link, "latency_us") and hasattr(link, "bandwidth_gbps"):
-        return (require_positive("latency_us", link.latency_us, allow_zero=True) * 1e-6,
-                require_positive("bandwidth_gbps", link.bandwidth_gbps), link.name)
+        return (
+            require_positive("latency_us", link.latency_us, allow_zero=True) * 1e-6,
+            require_positive("bandwidth_gbps", link.bandwidth_gbps),
+            link.name,
+        )
     if hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):
-        return (require_positive("alpha_us", link.alpha_us, allow_zero=True) * 1e-6,
-                require_positive("beta_gbps", link.beta_gbps), getattr(link, "name", "measured"))
+        return (
+            require_positive("alpha_us", link.alpha_us, allow_zero=True) * 1e-6,
+            require_positive("beta_gbps", link.beta_gbps),
+            getattr(link, "name", "measured"),
+        )
     try:
         alpha_s, bw = link
     except (TypeError, ValueError):
         raise ValueError(f"link must be an Interconnect or (alpha_s, bandwidth_gbps), got {link!r}") from None
-    return (require_positive("alpha_s", alpha_s, allow_zero=True), require_positive("bandwidth_gbps", bw),
-            f"alpha={alpha_s:g}s,B={bw:g}GB/s")
+    return (
+        require_positive("alpha_s", alpha_s, allow_zero=True),
+        require_positive("bandwidth_gbps", bw),
+        f"alpha={alpha_s:g}s,B={bw:g}GB/s",
+    )
 
 
 @dataclass(frozen=True)
@@ -158,15 +169,20 @@ class CollectiveCost:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(time_s=self.time_s, algbw_gbps=self.algbw_gbps,
-                 busbw_gbps=self.busbw_gbps if math.isfinite(self.algbw_gbps) else None)  # one rank: null
+        d.update(
+            time_s=self.time_s,
+            algbw_gbps=self.algbw_gbps,
+            busbw_gbps=self.busbw_gbps if math.isfinite(self.algbw_gbps) else None,
+        )  # one rank: null
         return _json_safe(d)
 
     def to_frame(self):
         return _frame(self.breakdown, ("term", "seconds"))
 
 
-def base_latency_of(op: str, n_ranks: int, algorithm: str = "ring", base_latency_s: float | None = None) -> float:
+def base_latency_of(
+    op: str, n_ranks: int, algorithm: str = "ring", base_latency_s: float | None = None
+) -> float:
     """The fixed latency one collective pays before its per-hop terms: `base_latency_s` when given,
     else NCCL's baseLat for `algorithm` (NCCL_BASE_LATENCY_S); 0 for one rank and for send_recv."""
     if n_ranks == 1 or op == "send_recv":
@@ -176,8 +192,14 @@ def base_latency_of(op: str, n_ranks: int, algorithm: str = "ring", base_latency
     return NCCL_BASE_LATENCY_S[algorithm]
 
 
-def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: str = "ring",
-                    base_latency_s: float | None = None) -> CollectiveCost:
+def collective_time(
+    op: str,
+    size_bytes: float,
+    n_ranks: int,
+    link,
+    algorithm: str = "ring",
+    base_latency_s: float | None = None,
+) -> CollectiveCost:
     """Alpha-beta time of `op` on `n_ranks` ranks over `link` (an Interconnect, a profile LinkFit or
     (alpha_s, bandwidth_gbps)). `size_bytes` follows the nccl-tests convention (module docstring).
     latency = NCCL's base latency per collective (base_latency_of; 0 to leave it out, and by default
@@ -186,7 +208,9 @@ def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: s
     size = int(size) if size.is_integer() else size  # whole bytes stay ints (JSON: 1000000000, not 1e9)
     alpha, bw, name = link_params(link)
     if base_latency_s is None and hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):
-        base_latency_s = 0.0  # a measured fit (profile LinkFit, AlphaBetaFit): its alpha already holds the base
+        base_latency_s = (
+            0.0  # a measured fit (profile LinkFit, AlphaBetaFit): its alpha already holds the base
+        )
     try:
         ca, cb = coefficients(op, n_ranks, algorithm)
         base = base_latency_of(op, n_ranks, algorithm, base_latency_s)
@@ -194,11 +218,23 @@ def collective_time(op: str, size_bytes: float, n_ranks: int, link, algorithm: s
     except OverflowError:  # n_ranks beyond float range
         base = latency = bandwidth = sent = math.inf
     if not all(math.isfinite(x) for x in (latency, bandwidth, sent, latency + bandwidth)):
-        raise ValueError(f"inputs too large: the time of {op} overflows a float (size_bytes {size:g}, "
-                         f"n_ranks {n_ranks}); use smaller sizes")
-    return CollectiveCost(op=op, algorithm=algorithm, size_bytes=size, n_ranks=int(n_ranks), link=name,
-                          alpha_s=alpha, bandwidth_gbps=bw, latency_s=latency, bandwidth_s=bandwidth,
-                          bytes_sent_per_rank=sent, base_latency_s=base)
+        raise ValueError(
+            f"inputs too large: the time of {op} overflows a float (size_bytes {size:g}, "
+            f"n_ranks {n_ranks}); use smaller sizes"
+        )
+    return CollectiveCost(
+        op=op,
+        algorithm=algorithm,
+        size_bytes=size,
+        n_ranks=int(n_ranks),
+        link=name,
+        alpha_s=alpha,
+        bandwidth_gbps=bw,
+        latency_s=latency,
+        bandwidth_s=bandwidth,
+        bytes_sent_per_rank=sent,
+        base_latency_s=base,
+    )
 
 
 @dataclass(frozen=True)
@@ -263,20 +299,40 @@ class HierarchicalCost:
         return tuple((n, p.time_s) for n, p in zip(names, self.phases, strict=True))
 
     def to_json_dict(self) -> dict:
-        return _json_safe({"op": "all_reduce", "algorithm": "hierarchical", "size_bytes": self.size_bytes,
-                           "n_nodes": self.n_nodes, "ranks_per_node": self.ranks_per_node,
-                           "n_ranks": self.n_ranks, "time_s": self.time_s, "latency_s": self.latency_s,
-                           "bandwidth_s": self.bandwidth_s, "algbw_gbps": self.algbw_gbps,
-                           "busbw_gbps": self.busbw_gbps, "breakdown": dict(self.breakdown),
-                           "phases": [p.to_json_dict() for p in self.phases]})
+        return _json_safe(
+            {
+                "op": "all_reduce",
+                "algorithm": "hierarchical",
+                "size_bytes": self.size_bytes,
+                "n_nodes": self.n_nodes,
+                "ranks_per_node": self.ranks_per_node,
+                "n_ranks": self.n_ranks,
+                "time_s": self.time_s,
+                "latency_s": self.latency_s,
+                "bandwidth_s": self.bandwidth_s,
+                "algbw_gbps": self.algbw_gbps,
+                "busbw_gbps": self.busbw_gbps,
+                "breakdown": dict(self.breakdown),
+                "phases": [p.to_json_dict() for p in self.phases],
+            }
+        )
 
     def to_frame(self):
-        rows = [dict(phase=n, **p.to_json_dict()) for (n, _), p in zip(self.breakdown, self.phases, strict=True)]
+        rows = [
+            dict(phase=n, **p.to_json_dict()) for (n, _), p in zip(self.breakdown, self.phases, strict=True)
+        ]
         return _frame(rows, list(rows[0]))
 
 
-def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int, intra, inter,
-                            algorithm: str = "ring", base_latency_s: float | None = None) -> HierarchicalCost:
+def hierarchical_all_reduce(
+    size_bytes: float,
+    n_nodes: int,
+    ranks_per_node: int,
+    intra,
+    inter,
+    algorithm: str = "ring",
+    base_latency_s: float | None = None,
+) -> HierarchicalCost:
     """All-reduce of a per-rank buffer S on n_nodes x ranks_per_node ranks (k = ranks_per_node):
     ring reduce-scatter of S over the k ranks of a node (intra link), then each rank all-reduces its
     S/k shard with its peers on the other nodes (inter link, `algorithm`; the k shards go in parallel,
@@ -287,12 +343,17 @@ def hierarchical_all_reduce(size_bytes: float, n_nodes: int, ranks_per_node: int
     size = int(size) if size.is_integer() else size
     nodes = require_positive_int("n_nodes", n_nodes)
     k = require_positive_int("ranks_per_node", ranks_per_node)
-    return HierarchicalCost(size_bytes=size, n_nodes=nodes, ranks_per_node=k,
-                            phases=hierarchical_phases(size, nodes, k, intra, inter, algorithm, base_latency_s))
+    return HierarchicalCost(
+        size_bytes=size,
+        n_nodes=nodes,
+        ranks_per_node=k,
+        phases=hierarchical_phases(size, nodes, k, intra, inter, algorithm, base_latency_s),
+    )
 
 
-def hierarchical_phases(size, n_nodes: int, k: int, intra, inter, algorithm: str = "ring",
-                        base_latency_s: float | None = None):
+def hierarchical_phases(
+    size, n_nodes: int, k: int, intra, inter, algorithm: str = "ring", base_latency_s: float | None = None
+):
     """The three phases of a two-level all-reduce of S (validated): intra reduce-scatter of S over k,
     inter all-reduce of the S/k shard over n_nodes, intra all-gather of S; NCCL's base latency
     (`base_latency_s`, collective_time) once, on the first phase. Whole bytes make whole shards: with an integer S not a multiple of k the largest, ceil(S/k), sets the time."""
@@ -300,10 +361,20 @@ def hierarchical_phases(size, n_nodes: int, k: int, intra, inter, algorithm: str
     # one collective for NCCL (one kernel launch): its base latency is paid once, on the first phase
     # that moves data (NCCL_BASE_LATENCY_S)
     first = "rs" if k > 1 else "ar" if n_nodes > 1 else None
-    return (collective_time("reduce_scatter", size, k, intra, base_latency_s=base_latency_s if first == "rs" else 0.0),
-            collective_time("all_reduce", shard, n_nodes, inter, algorithm,
-                            base_latency_s=base_latency_s if first == "ar" else 0.0),
-            collective_time("all_gather", size, k, intra, base_latency_s=0.0))
+    return (
+        collective_time(
+            "reduce_scatter", size, k, intra, base_latency_s=base_latency_s if first == "rs" else 0.0
+        ),
+        collective_time(
+            "all_reduce",
+            shard,
+            n_nodes,
+            inter,
+            algorithm,
+            base_latency_s=base_latency_s if first == "ar" else 0.0,
+        ),
+        collective_time("all_gather", size, k, intra, base_latency_s=0.0),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -326,8 +397,9 @@ class AlphaBetaFit:
     def predict(self, size_bytes: float) -> float:
         """Predicted seconds for `size_bytes` (same size convention as the data)."""
         ca, cb = coefficients(self.op, self.n_ranks, self.algorithm)
-        return ca * self.alpha_us * 1e-6 + cb * require_positive("size_bytes", size_bytes, allow_zero=True) / (
-            self.beta_gbps * GB)
+        return ca * self.alpha_us * 1e-6 + cb * require_positive(
+            "size_bytes", size_bytes, allow_zero=True
+        ) / (self.beta_gbps * GB)
 
     @property
     def link(self) -> tuple[float, float]:
@@ -341,8 +413,9 @@ class AlphaBetaFit:
         return _frame(self.to_json_dict().items(), ("quantity", "value"))
 
 
-def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 2,
-                   algorithm: str = "ring") -> AlphaBetaFit:
+def fit_alpha_beta(
+    sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 2, algorithm: str = "ring"
+) -> AlphaBetaFit:
     """Least squares of t = c_a * alpha + c_b * S / B on measured (size, time) pairs.
 
     Each row is divided by its measured time, so the fit minimizes relative error: small messages
@@ -358,7 +431,9 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
     if s.shape != t.shape:
         raise ValueError(f"sizes_bytes and times_s must have the same length, got {s.size} and {t.size}")
     if s.size < 2 or np.unique(s).size < 2:
-        raise ValueError(f"sizes_bytes needs at least 2 distinct sizes to fit alpha and beta, got {np.unique(s).size}")
+        raise ValueError(
+            f"sizes_bytes needs at least 2 distinct sizes to fit alpha and beta, got {np.unique(s).size}"
+        )
     if not (np.all(np.isfinite(s)) and np.all(s >= 0)):
         raise ValueError("sizes_bytes must be finite and >= 0")
     if not (np.all(np.isfinite(t)) and np.all(t > 0)):
@@ -374,8 +449,10 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
         inv_b = float(np.sum(cb * s * w * w * t) / np.sum((cb * s * w) ** 2))
         alpha, note = 0.0, "alpha < 0 in the free fit (noise at small sizes): refitted with alpha = 0"
     if inv_b <= 0:
-        raise ValueError("the fit gives a bandwidth <= 0: the sizes are too small to see the bandwidth term; "
-                         "measure larger messages")
+        raise ValueError(
+            "the fit gives a bandwidth <= 0: the sizes are too small to see the bandwidth term; "
+            "measure larger messages"
+        )
     pred = design @ np.array([alpha, inv_b])
     ss_res = float(np.sum((t - pred) ** 2))
     ss_tot = float(np.sum((t - t.mean()) ** 2))
@@ -383,8 +460,18 @@ def fit_alpha_beta(sizes_bytes, times_s, op: str = "all_reduce", n_ranks: int = 
     max_rel = float(np.max(np.abs(pred - t) / t))
     if not all(math.isfinite(x) for x in (alpha, inv_b, 1.0 / inv_b, r2, max_rel)):
         # sizes near float range or subnormal times: the least squares leave float range
-        raise ValueError("sizes_bytes and times_s are out of the range a fit can handle (the fit is not finite); "
-                         "use sizes in bytes and times in seconds of real measurements")
-    return AlphaBetaFit(op=op, n_ranks=int(n_ranks), algorithm=algorithm, alpha_us=float(alpha) * 1e6,
-                        beta_gbps=1.0 / float(inv_b) / GB, r2=r2, n_points=int(s.size),
-                        max_rel_error=max_rel, note=note)
+        raise ValueError(
+            "sizes_bytes and times_s are out of the range a fit can handle (the fit is not finite); "
+            "use sizes in bytes and times in seconds of real measurements"
+        )
+    return AlphaBetaFit(
+        op=op,
+        n_ranks=int(n_ranks),
+        algorithm=algorithm,
+        alpha_us=float(alpha) * 1e6,
+        beta_gbps=1.0 / float(inv_b) / GB,
+        r2=r2,
+        n_points=int(s.size),
+        max_rel_error=max_rel,
+        note=note,
+    )

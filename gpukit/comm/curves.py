@@ -66,16 +66,40 @@ class CollectiveCurves:
         return _frame([dict(r) for r in self.rows], ["size_bytes", "time_s", "algbw_gbps", "busbw_gbps"])
 
     def to_json_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("op", "link", "intra", "n_ranks", "gpus_per_node", "nics", "algorithm",
-                                           "layout", "size_bytes", "time_s", "algbw_gbps", "busbw_gbps", "link_gbps",
-                                           "bound_busbw_gbps")}
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "op",
+                "link",
+                "intra",
+                "n_ranks",
+                "gpus_per_node",
+                "nics",
+                "algorithm",
+                "layout",
+                "size_bytes",
+                "time_s",
+                "algbw_gbps",
+                "busbw_gbps",
+                "link_gbps",
+                "bound_busbw_gbps",
+            )
+        }
         d["rows"] = [dict(r) for r in self.rows]
         return _json_safe(d)
 
 
-def collective_curves(op: str = "all_reduce", link="ib-ndr", size_bytes: float = 256 * 2**20, n_ranks: int = 16,
-                      gpus_per_node: int = 8, intra="nvlink4", nics: str = "per GPU", algorithm: str = "ring",
-                      sizes=SWEEP_SIZES) -> CollectiveCurves:
+def collective_curves(
+    op: str = "all_reduce",
+    link="ib-ndr",
+    size_bytes: float = 256 * 2**20,
+    n_ranks: int = 16,
+    gpus_per_node: int = 8,
+    intra="nvlink4",
+    nics: str = "per GPU",
+    algorithm: str = "ring",
+    sizes=SWEEP_SIZES,
+) -> CollectiveCurves:
     """`op` on n_ranks ranks over a size sweep. Layout: with gpus_per_node > 1 an all-reduce is hierarchical
     (`hierarchical_all_reduce`: ring inside the node over `intra`, `algorithm` across nodes over `link`;
     Thakur et al. 2005); the other collectives run as one flat ring over `link` (a ring through all GPUs
@@ -106,19 +130,43 @@ def collective_curves(op: str = "all_reduce", link="ib-ndr", size_bytes: float =
 
     def one(s, a_inter, a_intra, base=None):
         if hier:
-            return hierarchical_all_reduce(s, n_ranks // gpus_per_node, gpus_per_node, (a_intra, bw_intra),
-                                           (a_inter, bw_inter), algorithm, base)
+            return hierarchical_all_reduce(
+                s,
+                n_ranks // gpus_per_node,
+                gpus_per_node,
+                (a_intra, bw_intra),
+                (a_inter, bw_inter),
+                algorithm,
+                base,
+            )
         return collective_time(op, s, n_ranks, (a_inter, bw_inter), algorithm, base)
 
     f = busbw_factor(op, n_ranks)
     rows = []
     for s in sizes:
         c = one(s, alpha_inter, alpha_intra)
-        rows.append({"size_bytes": s, "time_s": c.time_s, "algbw_gbps": c.algbw_gbps, "busbw_gbps": c.algbw_gbps * f})
+        rows.append(
+            {"size_bytes": s, "time_s": c.time_s, "algbw_gbps": c.algbw_gbps, "busbw_gbps": c.algbw_gbps * f}
+        )
     c = one(size, alpha_inter, alpha_intra)
     big = 2.0**30
-    bound = f * big / one(big, 0.0, 0.0, 0.0).time_s / GB  # no latency (alpha, NCCL base): the bandwidth limit
-    return CollectiveCurves(op=op, link=link_name, intra=intra_name, n_ranks=n_ranks, gpus_per_node=gpus_per_node,
-                            nics=nics, algorithm=algorithm, layout="hierarchical" if hier else "flat",
-                            size_bytes=size, time_s=c.time_s, algbw_gbps=c.algbw_gbps, busbw_gbps=c.algbw_gbps * f,
-                            link_gbps=bw_inter, bound_busbw_gbps=bound, rows=tuple(rows))
+    bound = (
+        f * big / one(big, 0.0, 0.0, 0.0).time_s / GB
+    )  # no latency (alpha, NCCL base): the bandwidth limit
+    return CollectiveCurves(
+        op=op,
+        link=link_name,
+        intra=intra_name,
+        n_ranks=n_ranks,
+        gpus_per_node=gpus_per_node,
+        nics=nics,
+        algorithm=algorithm,
+        layout="hierarchical" if hier else "flat",
+        size_bytes=size,
+        time_s=c.time_s,
+        algbw_gbps=c.algbw_gbps,
+        busbw_gbps=c.algbw_gbps * f,
+        link_gbps=bw_inter,
+        bound_busbw_gbps=bound,
+        rows=tuple(rows),
+    )

@@ -50,10 +50,20 @@ def gpt_param_shapes(spec) -> list[tuple[str, tuple[int, ...]]]:
     out = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
     for i in range(spec.n_layers):
         p = f"blocks.{i}."
-        out += [(p + "ln1.weight", (h,)), (p + "ln1.bias", (h,)), (p + "attn.qkv.weight", (3 * q, h)),
-                (p + "attn.qkv.bias", (3 * q,)), (p + "attn.proj.weight", (h, q)), (p + "attn.proj.bias", (h,)),
-                (p + "ln2.weight", (h,)), (p + "ln2.bias", (h,)), (p + "mlp.fc1.weight", (f, h)),
-                (p + "mlp.fc1.bias", (f,)), (p + "mlp.fc2.weight", (h, f)), (p + "mlp.fc2.bias", (h,))]
+        out += [
+            (p + "ln1.weight", (h,)),
+            (p + "ln1.bias", (h,)),
+            (p + "attn.qkv.weight", (3 * q, h)),
+            (p + "attn.qkv.bias", (3 * q,)),
+            (p + "attn.proj.weight", (h, q)),
+            (p + "attn.proj.bias", (h,)),
+            (p + "ln2.weight", (h,)),
+            (p + "ln2.bias", (h,)),
+            (p + "mlp.fc1.weight", (f, h)),
+            (p + "mlp.fc1.bias", (f,)),
+            (p + "mlp.fc2.weight", (h, f)),
+            (p + "mlp.fc2.bias", (h,)),
+        ]
     out += [("ln_f.weight", (h,)), ("ln_f.bias", (h,))]
     if not spec.tied_embeddings:
         out.append(("lm_head.weight", (v, h)))
@@ -87,8 +97,9 @@ class Bucket:
         return self.numel * elem_bytes
 
 
-def ddp_buckets(param_shapes, bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
-                elem_bytes: int = 4) -> tuple[Bucket, ...]:
+def ddp_buckets(
+    param_shapes, bucket_mb: float = 25.0, first_bucket_mb: float | None = None, elem_bytes: int = 4
+) -> tuple[Bucket, ...]:
     """DDP's bucket assignment (torch reducer `compute_bucket_assignment_by_size`): parameters in
     reverse registration order, a bucket closes as soon as its bytes reach the limit; the first
     bucket's limit is `first_bucket_mb` (DDP: 1 MiB when bucket_cap_mb is left at its default, else
@@ -121,8 +132,10 @@ def bucket_ready_times(buckets, fwd_end_s: float, backward_s: float) -> list[flo
     """When each bucket is ready: the backward walks the parameters in reverse, spending time in
     proportion to their elements (matmul FLOPs are 4 x elements x tokens); the embeddings (wte,
     wpe: gathers, not matmuls) are ready at the very end (Li et al. 2020, Fig. 2)."""
+
     def cost(name, shape):
         return 0 if name.startswith(("wte", "wpe")) else numel(shape)
+
     total = sum(cost(n, s) for b in buckets for n, s in zip(b.names, b.shapes, strict=True)) or 1
     done, out = 0, []
     for b in buckets:
@@ -132,8 +145,19 @@ def bucket_ready_times(buckets, fwd_end_s: float, backward_s: float) -> list[flo
     return out
 
 
-def bucket_schedule(buckets, ready_s, sizes, allreduce_time, *, n_gpus: int, overlap: bool, bwd_end_s: float,
-                    allreduce_time_1=None, token_bucket=None, tokens: float = 0.0):
+def bucket_schedule(
+    buckets,
+    ready_s,
+    sizes,
+    allreduce_time,
+    *,
+    n_gpus: int,
+    overlap: bool,
+    bwd_end_s: float,
+    allreduce_time_1=None,
+    token_bucket=None,
+    tokens: float = 0.0,
+):
     """The buckets' all-reduces back to back on one channel (DDP, Li et al. 2020 sec. 3.3): bucket i
     starts when it is ready (overlap) or after the backward (no overlap), and not before the one
     before it ends. `sizes[i]` are the bytes of the all-reduces bucket i costs (one, or three for
@@ -171,13 +195,21 @@ def dp_group_layout(dp: int, gpus_per_node: int, ranks_per_node: int | None = No
     ranks take the rest of the node, Megatron's order: tp innermost, then dp)."""
     d = require_positive_int("dp", dp)
     k = require_positive_int("gpus_per_node", gpus_per_node)
-    r = min(d, k if ranks_per_node is None else min(k, require_positive_int("ranks_per_node", ranks_per_node)))
+    r = min(
+        d, k if ranks_per_node is None else min(k, require_positive_int("ranks_per_node", ranks_per_node))
+    )
     nodes = -(-d // r)
     return nodes, r, d - (nodes - 1) * r
 
 
-def dp_all_reduce(size_bytes: float, dp: int, net: ClusterNetwork, *, ranks_per_node: int | None = None,
-                  groups_per_node: int = 1) -> NetworkCost:
+def dp_all_reduce(
+    size_bytes: float,
+    dp: int,
+    net: ClusterNetwork,
+    *,
+    ranks_per_node: int | None = None,
+    groups_per_node: int = 1,
+) -> NetworkCost:
     """All-reduce of a per-rank buffer S over a DP group of `dp` ranks on `net`, r = ranks_per_node
     of them per node: one node -> the flat ring over the intra link; else reduce-scatter of S over
     the r ranks of a node, all-reduce of the shard across the nodes, all-gather of S (Thakur et al.
@@ -196,19 +228,43 @@ def dp_all_reduce(size_bytes: float, dp: int, net: ClusterNetwork, *, ranks_per_
         phases = (("intra_all_reduce", collective_time("all_reduce", size, r, net.intra_link)),)
     else:
         shard = -(-size // last) if isinstance(size, int) else size / last
-        phases = (("intra_reduce_scatter", collective_time("reduce_scatter", size, r, net.intra_link)),
-                  ("inter_all_reduce", collective_time("all_reduce", shard, nodes, net.inter_link(last * g),
-                                                       base_latency_s=0.0 if r > 1 else None)),
-                  ("intra_all_gather", collective_time("all_gather", size, r, net.intra_link, base_latency_s=0.0)))
-    return NetworkCost(op="all_reduce", size_bytes=size, n_gpus=int(dp), n_nodes=nodes, gpus_per_node=r,
-                       phases=phases, assumptions=net.assumptions())
+        phases = (
+            ("intra_reduce_scatter", collective_time("reduce_scatter", size, r, net.intra_link)),
+            (
+                "inter_all_reduce",
+                collective_time(
+                    "all_reduce",
+                    shard,
+                    nodes,
+                    net.inter_link(last * g),
+                    base_latency_s=0.0 if r > 1 else None,
+                ),
+            ),
+            ("intra_all_gather", collective_time("all_gather", size, r, net.intra_link, base_latency_s=0.0)),
+        )
+    return NetworkCost(
+        op="all_reduce",
+        size_bytes=size,
+        n_gpus=int(dp),
+        n_nodes=nodes,
+        gpus_per_node=r,
+        phases=phases,
+        assumptions=net.assumptions(),
+    )
 
 
 @lru_cache(maxsize=8192)
-def dp_all_reduce_s(size_bytes: float, dp: int, net: ClusterNetwork, ranks_per_node: int | None = None,
-                    groups_per_node: int = 1) -> float:
+def dp_all_reduce_s(
+    size_bytes: float,
+    dp: int,
+    net: ClusterNetwork,
+    ranks_per_node: int | None = None,
+    groups_per_node: int = 1,
+) -> float:
     """dp_all_reduce(...).time_s (cached: a layout search asks it thousands of times)."""
-    return dp_all_reduce(size_bytes, dp, net, ranks_per_node=ranks_per_node, groups_per_node=groups_per_node).time_s
+    return dp_all_reduce(
+        size_bytes, dp, net, ranks_per_node=ranks_per_node, groups_per_node=groups_per_node
+    ).time_s
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -235,11 +291,24 @@ class GradSync:
         return _json_safe(asdict(self))
 
 
-def grad_sync(n_params: float, dp: int, net: ClusterNetwork, *, grad_bytes_per_param: float = 2.0,
-              zero_stage: int = 0, ranks_per_node: int | None = None, groups_per_node: int = 1,
-              bucket_mb: float = 25.0, first_bucket_mb: float | None = None, param_shapes=None,
-              n_layers: int = 32, backward_s: float = 0.0, overlap: bool = False, grad_accum: int = 1,
-              micro_step_s: float = 0.0) -> GradSync:
+def grad_sync(
+    n_params: float,
+    dp: int,
+    net: ClusterNetwork,
+    *,
+    grad_bytes_per_param: float = 2.0,
+    zero_stage: int = 0,
+    ranks_per_node: int | None = None,
+    groups_per_node: int = 1,
+    bucket_mb: float = 25.0,
+    first_bucket_mb: float | None = None,
+    param_shapes=None,
+    n_layers: int = 32,
+    backward_s: float = 0.0,
+    overlap: bool = False,
+    grad_accum: int = 1,
+    micro_step_s: float = 0.0,
+) -> GradSync:
     """The DP gradient sync of one optimizer step (module docstring for the sources).
 
     ZeRO 0/1/2: the n_params gradients (grad_bytes_per_param each) in DDP buckets of `bucket_mb` MiB
@@ -260,34 +329,66 @@ def grad_sync(n_params: float, dp: int, net: ClusterNetwork, *, grad_bytes_per_p
     require_positive("backward_s", backward_s, allow_zero=True)
     require_positive("micro_step_s", micro_step_s, allow_zero=True)
     nodes, r, _ = dp_group_layout(d, net.gpus_per_node, ranks_per_node)
-    words = (f"gradient sync over a DP group of {d} ({nodes} node(s), {r} rank(s) per node"
-             + (f", {groups_per_node} DP groups sharing a node's ports" if groups_per_node > 1 else "") + ")")
+    words = (
+        f"gradient sync over a DP group of {d} ({nodes} node(s), {r} rank(s) per node"
+        + (f", {groups_per_node} DP groups sharing a node's ports" if groups_per_node > 1 else "")
+        + ")"
+    )
 
     def allreduce(size, n_ranks):
         return dp_all_reduce_s(float(size), n_ranks, net, r, groups_per_node)
+
     if zero_stage == 3:
         size = n * 2.0  # 16-bit parameters (and gradients) per rank
-        per_mb = 3 * allreduce(size / 2, d) if d > 1 else 0.0  # AG fwd + AG bwd + RS grads, each half an all-reduce
+        per_mb = (
+            3 * allreduce(size / 2, d) if d > 1 else 0.0
+        )  # AG fwd + AG bwd + RS grads, each half an all-reduce
         hidden = micro_step_s if overlap else 0.0
-        return GradSync(dp=d, n_nodes=nodes, ranks_per_node=r, zero_stage=3, size_bytes=size, n_collectives=3 * k,
-                        comm_s=k * per_mb, exposed_s=k * max(0.0, per_mb - hidden),
-                        bytes_sent_per_rank=3 * k * size * (d - 1) / d,
-                        assumptions=(words + ": ZeRO-3, per micro-batch 2 all-gathers of the 16-bit parameters + 1 "
-                                     "reduce-scatter of the gradients (Rajbhandari et al. 2019 sec. 7)"
-                                     + ("; prefetch hides them behind the micro-batch's compute" if overlap else ""),))
+        return GradSync(
+            dp=d,
+            n_nodes=nodes,
+            ranks_per_node=r,
+            zero_stage=3,
+            size_bytes=size,
+            n_collectives=3 * k,
+            comm_s=k * per_mb,
+            exposed_s=k * max(0.0, per_mb - hidden),
+            bytes_sent_per_rank=3 * k * size * (d - 1) / d,
+            assumptions=(
+                words + ": ZeRO-3, per micro-batch 2 all-gathers of the 16-bit parameters + 1 "
+                "reduce-scatter of the gradients (Rajbhandari et al. 2019 sec. 7)"
+                + ("; prefetch hides them behind the micro-batch's compute" if overlap else ""),
+            ),
+        )
     shapes = param_shapes if param_shapes is not None else uniform_param_shapes(n, n_layers)
     buckets = ddp_buckets(shapes, bucket_mb, first_bucket_mb)
     sizes = [(b.numel * gb,) for b in buckets]
     ready = bucket_ready_times(buckets, 0.0, backward_s)
-    free, timings, comm, _ = bucket_schedule(buckets, ready, sizes, allreduce, n_gpus=d, overlap=overlap,
-                                             bwd_end_s=backward_s)
+    free, timings, comm, _ = bucket_schedule(
+        buckets, ready, sizes, allreduce, n_gpus=d, overlap=overlap, bwd_end_s=backward_s
+    )
     exposed = max(0.0, free - backward_s) if d > 1 else 0.0
-    stage = "DDP all-reduce" if zero_stage == 0 else f"ZeRO-{zero_stage} reduce-scatter + all-gather (the bytes of an all-reduce)"
-    return GradSync(dp=d, n_nodes=nodes, ranks_per_node=r, zero_stage=zero_stage, size_bytes=sum(s for (s,) in sizes),
-                    n_collectives=len(buckets) if d > 1 else 0, comm_s=comm if d > 1 else 0.0, exposed_s=exposed,
-                    bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes),
-                    n_elements=sum(b.numel for b in buckets), buckets=tuple(timings),
-                    assumptions=(f"{words}: {stage} in {len(buckets)} bucket(s) of "
-                                 + f"{bucket_mb:g} MiB"
-                                 + (", overlapped with the backward (DDP, Li et al. 2020)" if overlap else
-                                    ", after the backward") + ", once per optimizer step",))
+    stage = (
+        "DDP all-reduce"
+        if zero_stage == 0
+        else f"ZeRO-{zero_stage} reduce-scatter + all-gather (the bytes of an all-reduce)"
+    )
+    return GradSync(
+        dp=d,
+        n_nodes=nodes,
+        ranks_per_node=r,
+        zero_stage=zero_stage,
+        size_bytes=sum(s for (s,) in sizes),
+        n_collectives=len(buckets) if d > 1 else 0,
+        comm_s=comm if d > 1 else 0.0,
+        exposed_s=exposed,
+        bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes),
+        n_elements=sum(b.numel for b in buckets),
+        buckets=tuple(timings),
+        assumptions=(
+            f"{words}: {stage} in {len(buckets)} bucket(s) of "
+            + f"{bucket_mb:g} MiB"
+            + (", overlapped with the backward (DDP, Li et al. 2020)" if overlap else ", after the backward")
+            + ", once per optimizer step",
+        ),
+    )

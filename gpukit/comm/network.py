@@ -38,15 +38,20 @@ IDEAL_SOURCE = "ideal bound: line rate, not calibrated (pass efficiency= or a pr
 # cost, plan, parallel): NCCL busbw reaches ~0.8 of the link (nccl-tests all_reduce on DGX A100 ~230 of
 # 300 GB/s NVLink; ~20-23 of 25 GB/s per HDR InfiniBand port). A calibrated profile overrides it.
 LINK_EFFICIENCY = 0.80
-LINK_EFFICIENCY_SOURCE = ("stated: nccl-tests all_reduce busbw ~0.8 of line rate (DGX A100 ~230 of 300 GB/s "
-                          "NVLink, ~20-23 of 25 GB/s per HDR port); calibrate with a profile")
+LINK_EFFICIENCY_SOURCE = (
+    "stated: nccl-tests all_reduce busbw ~0.8 of line rate (DGX A100 ~230 of 300 GB/s "
+    "NVLink, ~20-23 of 25 GB/s per HDR port); calibrate with a profile"
+)
 
 
 def port_share_of(ports_per_node: int, ranks_sending: int) -> float:
     """Share of one inter-node port each of `ranks_sending` GPUs of a node gets while they send at once
     through its `ports_per_node` ports: min(1, ports / ranks) (REFERENCE sec. 6: per-port rate x ports used)."""
-    return min(1.0, require_positive_int("ports_per_node", ports_per_node)
-               / require_positive_int("ranks_sending", ranks_sending))
+    return min(
+        1.0,
+        require_positive_int("ports_per_node", ports_per_node)
+        / require_positive_int("ranks_sending", ranks_sending),
+    )
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,14 @@ class ClusterNetwork:
     def inter_link(self, ranks_sending: int | None = None) -> tuple[float, float]:
         """(alpha_s, effective per-rank bandwidth GB/s) between nodes while `ranks_sending` ranks of
         a node (default all gpus_per_node) share its ports."""
-        k = self.gpus_per_node if ranks_sending is None else require_positive_int("ranks_sending", ranks_sending)
-        return self.inter_alpha_s, self.inter_bandwidth_gbps * self.efficiency * port_share_of(self.ports_per_node, k)
+        k = (
+            self.gpus_per_node
+            if ranks_sending is None
+            else require_positive_int("ranks_sending", ranks_sending)
+        )
+        return self.inter_alpha_s, self.inter_bandwidth_gbps * self.efficiency * port_share_of(
+            self.ports_per_node, k
+        )
 
     def layout(self, n_gpus: int) -> tuple[int, int]:
         """(n_nodes, gpus per node used) for n_gpus: one node while n <= gpus_per_node, else whole nodes."""
@@ -126,19 +137,29 @@ class ClusterNetwork:
         if n <= self.gpus_per_node:
             return 1, n
         if n % self.gpus_per_node:
-            raise ValueError(f"gpus must be <= gpus_per_node ({self.gpus_per_node}) or a multiple of it, got {n}")
+            raise ValueError(
+                f"gpus must be <= gpus_per_node ({self.gpus_per_node}) or a multiple of it, got {n}"
+            )
         return n // self.gpus_per_node, self.gpus_per_node
 
     def assumptions(self) -> tuple[str, ...]:
-        share = "one port per GPU (rail)" if self.rail else (
-            f"{self.ports_per_node} port(s) shared by {self.gpus_per_node} GPUs: each GPU gets "
-            f"{self.port_share:.3g} of a port")
-        return (f"intra-node {self.intra_name}: {self.intra_bandwidth_gbps:g} GB/s per direction, alpha "
-                f"{self.intra_alpha_s * 1e6:g} us", f"inter-node {self.inter_name}: {self.inter_bandwidth_gbps:g} "
-                f"GB/s per port, alpha {self.inter_alpha_s * 1e6:g} us; {share}",
-                f"inter-node efficiency {self.efficiency:.3g} of line rate ({self.efficiency_source})",
-                f"intra-node efficiency {self.intra_efficiency:.3g} of line rate",
-                f"collective latency: {BASE_LATENCY_SOURCE}, plus alpha per hop")
+        share = (
+            "one port per GPU (rail)"
+            if self.rail
+            else (
+                f"{self.ports_per_node} port(s) shared by {self.gpus_per_node} GPUs: each GPU gets "
+                f"{self.port_share:.3g} of a port"
+            )
+        )
+        return (
+            f"intra-node {self.intra_name}: {self.intra_bandwidth_gbps:g} GB/s per direction, alpha "
+            f"{self.intra_alpha_s * 1e6:g} us",
+            f"inter-node {self.inter_name}: {self.inter_bandwidth_gbps:g} "
+            f"GB/s per port, alpha {self.inter_alpha_s * 1e6:g} us; {share}",
+            f"inter-node efficiency {self.efficiency:.3g} of line rate ({self.efficiency_source})",
+            f"intra-node efficiency {self.intra_efficiency:.3g} of line rate",
+            f"collective latency: {BASE_LATENCY_SOURCE}, plus alpha per hop",
+        )
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -149,10 +170,18 @@ class ClusterNetwork:
 DEFAULT_INTER_LINK = "ib-ndr"
 
 
-def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_node: int | None = None,
-                    efficiency: float | None = None, efficiency_source: str | None = None,
-                    profile=None, profile_link: str | None = None,
-                    intra_efficiency: float | None = None) -> ClusterNetwork:
+def cluster_network(
+    link,
+    inter_link=None,
+    *,
+    gpus_per_node: int = 8,
+    ports_per_node: int | None = None,
+    efficiency: float | None = None,
+    efficiency_source: str | None = None,
+    profile=None,
+    profile_link: str | None = None,
+    intra_efficiency: float | None = None,
+) -> ClusterNetwork:
     """A ClusterNetwork from catalog link names (or Interconnect / LinkFit / (alpha_s, GB/s) objects).
 
     `link` is the intra-node link, `inter_link` the inter-node one (default: the same link, unless
@@ -167,6 +196,7 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
 
     def resolve(x):
         return get_interconnect(x) if isinstance(x, str) else x
+
     intra = resolve(link)
     if inter_link is not None:
         inter = resolve(inter_link)
@@ -182,19 +212,31 @@ def cluster_network(link, inter_link=None, *, gpus_per_node: int = 8, ports_per_
         name = profile_link or ename
         fit = profile.link(name)
         eff = min(1.0, fit.beta_gbps / eb)
-        source = (f"calibrated: profile {profile.source} link {name} measured {fit.beta_gbps:.4g} GB/s of "
-                  f"{eb:g} GB/s line rate")
+        source = (
+            f"calibrated: profile {profile.source} link {name} measured {fit.beta_gbps:.4g} GB/s of "
+            f"{eb:g} GB/s line rate"
+        )
         ea = max(ea, fit.alpha_s)
     elif efficiency is not None:
         eff = efficiency
-        source = efficiency_source or (IDEAL_SOURCE if efficiency == 1 else
-                                       f"assumption: {efficiency:g} of line rate (not measured)")
+        source = efficiency_source or (
+            IDEAL_SOURCE if efficiency == 1 else f"assumption: {efficiency:g} of line rate (not measured)"
+        )
     else:
         eff, source = LINK_EFFICIENCY, LINK_EFFICIENCY_SOURCE
-    return ClusterNetwork(intra_name=iname, intra_alpha_s=ia, intra_bandwidth_gbps=ib, inter_name=ename,
-                          inter_alpha_s=ea, inter_bandwidth_gbps=eb, gpus_per_node=k, ports_per_node=ports,
-                          efficiency=eff, efficiency_source=source,
-                          intra_efficiency=LINK_EFFICIENCY if intra_efficiency is None else intra_efficiency)
+    return ClusterNetwork(
+        intra_name=iname,
+        intra_alpha_s=ia,
+        intra_bandwidth_gbps=ib,
+        inter_name=ename,
+        inter_alpha_s=ea,
+        inter_bandwidth_gbps=eb,
+        gpus_per_node=k,
+        ports_per_node=ports,
+        efficiency=eff,
+        efficiency_source=source,
+        intra_efficiency=LINK_EFFICIENCY if intra_efficiency is None else intra_efficiency,
+    )
 
 
 @dataclass(frozen=True)
@@ -230,11 +272,21 @@ class NetworkCost:
         return tuple((n, p.time_s) for n, p in self.phases)
 
     def to_json_dict(self) -> dict:
-        return _json_safe({"op": self.op, "size_bytes": self.size_bytes, "n_gpus": self.n_gpus,
-                           "n_nodes": self.n_nodes, "gpus_per_node": self.gpus_per_node, "time_s": self.time_s,
-                           "latency_s": self.latency_s, "bandwidth_s": self.bandwidth_s,
-                           "breakdown": dict(self.breakdown), "assumptions": list(self.assumptions),
-                           "phases": [dict(phase=n, **p.to_json_dict()) for n, p in self.phases]})
+        return _json_safe(
+            {
+                "op": self.op,
+                "size_bytes": self.size_bytes,
+                "n_gpus": self.n_gpus,
+                "n_nodes": self.n_nodes,
+                "gpus_per_node": self.gpus_per_node,
+                "time_s": self.time_s,
+                "latency_s": self.latency_s,
+                "bandwidth_s": self.bandwidth_s,
+                "breakdown": dict(self.breakdown),
+                "assumptions": list(self.assumptions),
+                "phases": [dict(phase=n, **p.to_json_dict()) for n, p in self.phases],
+            }
+        )
 
     def to_frame(self):
         return _frame(self.breakdown, ("phase", "seconds"))
@@ -242,11 +294,20 @@ class NetworkCost:
 
 def _net_cost(op, size, n, net: ClusterNetwork, phases) -> NetworkCost:
     nodes, k = net.layout(n)
-    return NetworkCost(op=op, size_bytes=size, n_gpus=int(n), n_nodes=nodes, gpus_per_node=k,
-                       phases=tuple(phases), assumptions=net.assumptions())
+    return NetworkCost(
+        op=op,
+        size_bytes=size,
+        n_gpus=int(n),
+        n_nodes=nodes,
+        gpus_per_node=k,
+        phases=tuple(phases),
+        assumptions=net.assumptions(),
+    )
 
 
-def network_all_reduce(size_bytes: float, n_gpus: int, net: ClusterNetwork, algorithm: str = "ring") -> NetworkCost:
+def network_all_reduce(
+    size_bytes: float, n_gpus: int, net: ClusterNetwork, algorithm: str = "ring"
+) -> NetworkCost:
     """All-reduce of a per-rank buffer S on n_gpus over `net` (hierarchical when it spans nodes):
     intra reduce-scatter of S over the k GPUs of a node, inter all-reduce of the S/k shard among the
     nodes (every rank at once, sharing the node's ports), intra all-gather of S (Thakur et al. 2005;
@@ -254,8 +315,13 @@ def network_all_reduce(size_bytes: float, n_gpus: int, net: ClusterNetwork, algo
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     nodes, k = net.layout(n_gpus)
     if nodes == 1:
-        return _net_cost("all_reduce", size, n_gpus, net,
-                         [("intra_all_reduce", collective_time("all_reduce", size, k, net.intra_link, algorithm))])
+        return _net_cost(
+            "all_reduce",
+            size,
+            n_gpus,
+            net,
+            [("intra_all_reduce", collective_time("all_reduce", size, k, net.intra_link, algorithm))],
+        )
     names = ("intra_reduce_scatter", "inter_all_reduce", "intra_all_gather")
     phases = hierarchical_phases(size, nodes, k, net.intra_link, net.inter_link(k), algorithm)
     return _net_cost("all_reduce", size, n_gpus, net, list(zip(names, phases, strict=True)))
@@ -268,11 +334,23 @@ def network_all_gather(size_bytes: float, n_gpus: int, net: ClusterNetwork) -> N
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     nodes, k = net.layout(n_gpus)
     if nodes == 1:
-        return _net_cost("all_gather", size, n_gpus, net,
-                         [("intra_all_gather", collective_time("all_gather", size, k, net.intra_link))])
-    return _net_cost("all_gather", size, n_gpus, net, [
-        ("inter_all_gather", collective_time("all_gather", size / k, nodes, net.inter_link(k))),
-        ("intra_all_gather", collective_time("all_gather", size, k, net.intra_link, base_latency_s=0.0))])
+        return _net_cost(
+            "all_gather",
+            size,
+            n_gpus,
+            net,
+            [("intra_all_gather", collective_time("all_gather", size, k, net.intra_link))],
+        )
+    return _net_cost(
+        "all_gather",
+        size,
+        n_gpus,
+        net,
+        [
+            ("inter_all_gather", collective_time("all_gather", size / k, nodes, net.inter_link(k))),
+            ("intra_all_gather", collective_time("all_gather", size, k, net.intra_link, base_latency_s=0.0)),
+        ],
+    )
 
 
 def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) -> NetworkCost:
@@ -282,12 +360,26 @@ def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) 
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     nodes, k = net.layout(n_gpus)
     if nodes == 1:
-        return _net_cost("reduce_scatter", size, n_gpus, net,
-                         [("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link))])
-    return _net_cost("reduce_scatter", size, n_gpus, net, [
-        ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
-        ("inter_reduce_scatter", collective_time("reduce_scatter", size / k, nodes, net.inter_link(k),
-                                                 base_latency_s=0.0))])
+        return _net_cost(
+            "reduce_scatter",
+            size,
+            n_gpus,
+            net,
+            [("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link))],
+        )
+    return _net_cost(
+        "reduce_scatter",
+        size,
+        n_gpus,
+        net,
+        [
+            ("intra_reduce_scatter", collective_time("reduce_scatter", size, k, net.intra_link)),
+            (
+                "inter_reduce_scatter",
+                collective_time("reduce_scatter", size / k, nodes, net.inter_link(k), base_latency_s=0.0),
+            ),
+        ],
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -309,8 +401,10 @@ class TokenBucket:
         require_positive("burst_bytes", self.burst_bytes, allow_zero=True)
         require_positive("rate_bytes_per_s", self.rate_bytes_per_s)
         if not self.line_bytes_per_s >= self.rate_bytes_per_s:
-            raise ValueError(f"line_bytes_per_s must be >= rate_bytes_per_s ({self.rate_bytes_per_s:g}): the "
-                             f"limiter cannot be faster than its wire, got {self.line_bytes_per_s!r}")
+            raise ValueError(
+                f"line_bytes_per_s must be >= rate_bytes_per_s ({self.rate_bytes_per_s:g}): the "
+                f"limiter cannot be faster than its wire, got {self.line_bytes_per_s!r}"
+            )
 
 
 def token_bucket_refill(tokens: float, idle_s: float, bucket: TokenBucket) -> float:

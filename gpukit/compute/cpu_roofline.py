@@ -76,7 +76,9 @@ def _flags(flags: Iterable[str]) -> frozenset[str]:
     return frozenset(str(f) for f in flags)
 
 
-def cpu_fma_config(vendor: str, family: int | None, model: int | None, flags, model_name: str = "") -> FmaConfig:
+def cpu_fma_config(
+    vendor: str, family: int | None, model: int | None, flags, model_name: str = ""
+) -> FmaConfig:
     """The FMA pipes of a core from /proc/cpuinfo's vendor_id, cpu family, model, flags and model name."""
     f = _flags(flags)
     vendor = (vendor or "").strip()
@@ -91,51 +93,145 @@ def cpu_fma_config(vendor: str, family: int | None, model: int | None, flags, mo
     elif "sse2" in f:
         isa = "sse2"
     else:
-        raise ValueError("flags must include a SIMD extension (avx512f, avx2, avx or sse2) to estimate a peak")
+        raise ValueError(
+            "flags must include a SIMD extension (avx512f, avx2, avx or sse2) to estimate a peak"
+        )
     fma = "fma" in f or isa == "avx512f"
     if vendor == "AuthenticAMD" and family is not None:
         if family == 23:
             if model is not None and model < 48:
-                return FmaConfig("AMD Zen 1", isa, 2, 128, fma, "AMD family 23 model < 48 (Zen 1/Zen+): two 128-bit FMA "
-                                 "pipes, a 256-bit AVX2 instruction is split in two", **bf)
-            return FmaConfig("AMD Zen 2", isa, 2, 256, fma, "AMD family 23 model >= 48 (Zen 2): two 256-bit FMA pipes", **bf)
+                return FmaConfig(
+                    "AMD Zen 1",
+                    isa,
+                    2,
+                    128,
+                    fma,
+                    "AMD family 23 model < 48 (Zen 1/Zen+): two 128-bit FMA "
+                    "pipes, a 256-bit AVX2 instruction is split in two",
+                    **bf,
+                )
+            return FmaConfig(
+                "AMD Zen 2",
+                isa,
+                2,
+                256,
+                fma,
+                "AMD family 23 model >= 48 (Zen 2): two 256-bit FMA pipes",
+                **bf,
+            )
         if family == 25:
             if "avx512f" in f:
-                return FmaConfig("AMD Zen 4", isa, 2, 256, True, "AMD family 25 with AVX-512 (Zen 4): AVX-512 runs on two "
-                                 "256-bit FMA pipes (double-pumped), so the peak is AVX2's, not 2 x 512-bit", **bf)
-            return FmaConfig("AMD Zen 3", isa, 2, 256, fma, "AMD family 25 without AVX-512 (Zen 3): two 256-bit FMA pipes",
-                             **bf)
+                return FmaConfig(
+                    "AMD Zen 4",
+                    isa,
+                    2,
+                    256,
+                    True,
+                    "AMD family 25 with AVX-512 (Zen 4): AVX-512 runs on two "
+                    "256-bit FMA pipes (double-pumped), so the peak is AVX2's, not 2 x 512-bit",
+                    **bf,
+                )
+            return FmaConfig(
+                "AMD Zen 3",
+                isa,
+                2,
+                256,
+                fma,
+                "AMD family 25 without AVX-512 (Zen 3): two 256-bit FMA pipes",
+                **bf,
+            )
         if family >= 26 and "avx512f" in f:
-            return FmaConfig("AMD Zen 5", isa, 2, 512, True, "AMD family 26 (Zen 5): two 512-bit FMA pipes on desktop and "
-                             "server parts (mobile Zen 5 has 256-bit pipes: half this peak)", **bf)
+            return FmaConfig(
+                "AMD Zen 5",
+                isa,
+                2,
+                512,
+                True,
+                "AMD family 26 (Zen 5): two 512-bit FMA pipes on desktop and "
+                "server parts (mobile Zen 5 has 256-bit pipes: half this peak)",
+                **bf,
+            )
     if vendor == "GenuineIntel" and family == 6:
         if "amx_tile" in f and "avx512f" in f:
-            return FmaConfig("Intel Xeon with AMX (Sapphire Rapids or later)", isa, 2, 512, True,
-                             "Intel with AMX: a Xeon server core (Sapphire Rapids or later) with two 512-bit FMA "
-                             "units (ports 0 and 5); AMX tiles add bf16/int8 matrix throughput, not fp32", **bf)
+            return FmaConfig(
+                "Intel Xeon with AMX (Sapphire Rapids or later)",
+                isa,
+                2,
+                512,
+                True,
+                "Intel with AMX: a Xeon server core (Sapphire Rapids or later) with two 512-bit FMA "
+                "units (ports 0 and 5); AMX tiles add bf16/int8 matrix throughput, not fp32",
+                **bf,
+            )
         if "avx512f" in f and model in INTEL_AVX512_CLIENT_MODELS:
-            return FmaConfig("Intel AVX-512 client core", isa, 1, 512, True,
-                             f"Intel family 6 model {model} (Ice Lake/Tiger Lake/Rocket Lake client): one 512-bit FMA "
-                             "(ports 0+1 fused), the same peak as two 256-bit FMAs", **bf)
+            return FmaConfig(
+                "Intel AVX-512 client core",
+                isa,
+                1,
+                512,
+                True,
+                f"Intel family 6 model {model} (Ice Lake/Tiger Lake/Rocket Lake client): one 512-bit FMA "
+                "(ports 0+1 fused), the same peak as two 256-bit FMAs",
+                **bf,
+            )
         if "avx512f" in f:
             one = any(w in name for w in ("Bronze", "Silver"))
-            return FmaConfig("Intel AVX-512 server core", isa, 1 if one else 2, 512, True,
-                             ("Intel Xeon Bronze/Silver: one 512-bit FMA unit per core (from the model name)" if one else
-                              "Intel AVX-512 server core (Skylake-SP/Cascade Lake/Ice Lake-SP): two 512-bit FMA units, "
-                              "as on Xeon Gold 6xxx/Platinum; Bronze, Silver and some Gold 5xxx parts have one"), **bf)
+            return FmaConfig(
+                "Intel AVX-512 server core",
+                isa,
+                1 if one else 2,
+                512,
+                True,
+                (
+                    "Intel Xeon Bronze/Silver: one 512-bit FMA unit per core (from the model name)"
+                    if one
+                    else "Intel AVX-512 server core (Skylake-SP/Cascade Lake/Ice Lake-SP): two 512-bit FMA units, "
+                    "as on Xeon Gold 6xxx/Platinum; Bronze, Silver and some Gold 5xxx parts have one"
+                ),
+                **bf,
+            )
         if isa == "avx2" and fma:
-            return FmaConfig("Intel AVX2 core", isa, 2, 256, True, "Intel AVX2+FMA (Haswell or later): two 256-bit FMA "
-                             "units (ports 0 and 1)", **bf)
+            return FmaConfig(
+                "Intel AVX2 core",
+                isa,
+                2,
+                256,
+                True,
+                "Intel AVX2+FMA (Haswell or later): two 256-bit FMA units (ports 0 and 1)",
+                **bf,
+            )
     # Unknown vendor/family: from the flags alone, and say so.
     if isa == "avx512f":
-        return FmaConfig("unknown AVX-512 core", isa, 2, 512, True, "unrecognised CPU: assumed two 512-bit FMA pipes "
-                         "from the avx512f flag (an upper bound: AMD Zen 4 and Intel client cores reach half)", **bf)
+        return FmaConfig(
+            "unknown AVX-512 core",
+            isa,
+            2,
+            512,
+            True,
+            "unrecognised CPU: assumed two 512-bit FMA pipes "
+            "from the avx512f flag (an upper bound: AMD Zen 4 and Intel client cores reach half)",
+            **bf,
+        )
     if isa == "avx2" and fma:
-        return FmaConfig("unknown AVX2 core", isa, 2, 256, True, "unrecognised CPU: assumed two 256-bit FMA pipes from "
-                         "the avx2 and fma flags", **bf)
+        return FmaConfig(
+            "unknown AVX2 core",
+            isa,
+            2,
+            256,
+            True,
+            "unrecognised CPU: assumed two 256-bit FMA pipes from the avx2 and fma flags",
+            **bf,
+        )
     bits = 256 if isa in ("avx", "avx2") else 128
-    return FmaConfig(f"unknown {isa} core", isa, 2, bits, False, f"unrecognised CPU without FMA: one {bits}-bit add and "
-                     f"one {bits}-bit multiply pipe assumed ({isa})", **bf)
+    return FmaConfig(
+        f"unknown {isa} core",
+        isa,
+        2,
+        bits,
+        False,
+        f"unrecognised CPU without FMA: one {bits}-bit add and one {bits}-bit multiply pipe assumed ({isa})",
+        **bf,
+    )
 
 
 @dataclass(frozen=True)
@@ -158,34 +254,58 @@ class CpuPeakEstimate:
 
     @property
     def assumptions(self) -> tuple[str, ...]:
-        return (self.config.assumption,
-                f"clock {self.ghz:.2f} GHz ({self.ghz_source}); wide-vector code may run below it, turbo above it",
-                f"{self.cores} cores each with its own FMA pipes (a vCPU may be a hyperthread sharing them)")
+        return (
+            self.config.assumption,
+            f"clock {self.ghz:.2f} GHz ({self.ghz_source}); wide-vector code may run below it, turbo above it",
+            f"{self.cores} cores each with its own FMA pipes (a vCPU may be a hyperthread sharing them)",
+        )
 
     def to_text(self) -> str:
         c = self.config
-        return (f"CPU fp32 peak estimate ({c.microarch}): {self.cores} cores x {self.ghz:.2f} GHz x {c.pipes} pipes x "
-                f"{c.pipe_bits // 32} lanes x {2 if c.fma else 1} (FMA) = {self.peak_tflops * 1e3:.0f} GFLOP/s")
+        return (
+            f"CPU fp32 peak estimate ({c.microarch}): {self.cores} cores x {self.ghz:.2f} GHz x {c.pipes} pipes x "
+            f"{c.pipe_bits // 32} lanes x {2 if c.fma else 1} (FMA) = {self.peak_tflops * 1e3:.0f} GFLOP/s"
+        )
 
     def to_frame(self):
         import pandas as pd
 
         c = self.config
-        rows = [("microarchitecture", c.microarch), ("cores", self.cores), ("GHz", self.ghz), ("ISA", c.isa),
-                ("FMA pipes per core", c.pipes), ("pipe width (bits)", c.pipe_bits),
-                ("fp32 FLOPs per cycle per core", c.fp32_flops_per_cycle),
-                ("fp32 peak (TFLOP/s)", self.peak_tflops), ("bf16 peak (TFLOP/s)", self.bf16_peak_tflops)]
+        rows = [
+            ("microarchitecture", c.microarch),
+            ("cores", self.cores),
+            ("GHz", self.ghz),
+            ("ISA", c.isa),
+            ("FMA pipes per core", c.pipes),
+            ("pipe width (bits)", c.pipe_bits),
+            ("fp32 FLOPs per cycle per core", c.fp32_flops_per_cycle),
+            ("fp32 peak (TFLOP/s)", self.peak_tflops),
+            ("bf16 peak (TFLOP/s)", self.bf16_peak_tflops),
+        ]
         return pd.DataFrame(rows, columns=["quantity", "value"])
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(peak_tflops=self.peak_tflops, bf16_peak_tflops=self.bf16_peak_tflops,
-                 fp32_flops_per_cycle=self.config.fp32_flops_per_cycle, assumptions=list(self.assumptions))
+        d.update(
+            peak_tflops=self.peak_tflops,
+            bf16_peak_tflops=self.bf16_peak_tflops,
+            fp32_flops_per_cycle=self.config.fp32_flops_per_cycle,
+            assumptions=list(self.assumptions),
+        )
         return d
 
 
-def cpu_peak(cores: int, ghz: float, *, vendor: str = "", family: int | None = None, model: int | None = None,
-             flags=(), model_name: str = "", ghz_source: str = "given") -> CpuPeakEstimate:
+def cpu_peak(
+    cores: int,
+    ghz: float,
+    *,
+    vendor: str = "",
+    family: int | None = None,
+    model: int | None = None,
+    flags=(),
+    model_name: str = "",
+    ghz_source: str = "given",
+) -> CpuPeakEstimate:
     """The peak of `cores` cores of this kind of CPU at `ghz` (`cpu_fma_config` decides the pipes)."""
     cores = require_positive_int("cores", cores)
     ghz = require_positive("ghz", ghz)
@@ -198,9 +318,16 @@ def cpu_peak_from_identity(identity: dict, cores: int) -> CpuPeakEstimate:
     missing = [k for k in ("flags", "mhz") if not identity.get(k)]
     if missing:
         raise ValueError(f"identity needs {', '.join(missing)} (from /proc/cpuinfo) to estimate a peak")
-    return cpu_peak(cores, identity["mhz"] / 1e3, vendor=identity.get("vendor", ""), family=identity.get("family"),
-                    model=identity.get("model"), flags=identity["flags"], model_name=identity.get("model_name", ""),
-                    ghz_source="'cpu MHz' in /proc/cpuinfo")
+    return cpu_peak(
+        cores,
+        identity["mhz"] / 1e3,
+        vendor=identity.get("vendor", ""),
+        family=identity.get("family"),
+        model=identity.get("model"),
+        flags=identity["flags"],
+        model_name=identity.get("model_name", ""),
+        ghz_source="'cpu MHz' in /proc/cpuinfo",
+    )
 
 
 # ------------------------------------------------------------------------------ measured vs peak
@@ -222,24 +349,35 @@ class PeakCheck:
 
     def to_text(self) -> str:
         kind = {"estimate": "estimated", "datasheet": "datasheet", "measured": "measured"}[self.peak_source]
-        line = (f"measured {self.measured_tflops * 1e3:.1f} GFLOP/s = {self.fraction:.0%} of the {kind} "
-                f"peak {self.peak_tflops * 1e3:.0f} GFLOP/s")
+        line = (
+            f"measured {self.measured_tflops * 1e3:.1f} GFLOP/s = {self.fraction:.0%} of the {kind} "
+            f"peak {self.peak_tflops * 1e3:.0f} GFLOP/s"
+        )
         if self.above_peak:
-            line += ("; above the peak: an assumption of the estimate failed (a clock above the nominal one, or more "
-                     "pipes than assumed), not the hardware")
+            line += (
+                "; above the peak: an assumption of the estimate failed (a clock above the nominal one, or more "
+                "pipes than assumed), not the hardware"
+            )
         return line
 
 
 def peak_check(measured_tflops: float, peak_tflops: float, peak_source: str = "estimate") -> PeakCheck:
     """measured / peak (Chowdhery et al. 2022 sec. 4.1 define MFU the same way for a model's FLOPs)."""
-    return PeakCheck(require_positive("measured_tflops", measured_tflops), require_positive("peak_tflops", peak_tflops),
-                     require_choice("peak_source", peak_source, ("estimate", "datasheet", "measured")))
+    return PeakCheck(
+        require_positive("measured_tflops", measured_tflops),
+        require_positive("peak_tflops", peak_tflops),
+        require_choice("peak_source", peak_source, ("estimate", "datasheet", "measured")),
+    )
 
 
 def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
     """Arithmetic intensity (FLOP/byte) where a roofline's slope meets its flat roof: peak / bandwidth
     (Williams, Waterman & Patterson 2009). Bandwidth in decimal GB/s."""
-    return require_positive("peak_tflops", peak_tflops) * 1e12 / (require_positive("bandwidth_gbps", bandwidth_gbps) * GB)
+    return (
+        require_positive("peak_tflops", peak_tflops)
+        * 1e12
+        / (require_positive("bandwidth_gbps", bandwidth_gbps) * GB)
+    )
 
 
 def attention_share(model, seq_lens) -> list[float]:
@@ -270,7 +408,9 @@ class MixedRoofline:
     bandwidth_gbps: float
     attainable_tflops: float
     bound: str
-    model_weights_bytes: float | None = None  # the whole model's weights in weight_dtype, if a model was given
+    model_weights_bytes: float | None = (
+        None  # the whole model's weights in weight_dtype, if a model was given
+    )
     gpu_memory_bytes: float | None = None
     fits: bool | None = None  # do the model's weights (alone) fit in the GPU's memory?
 
@@ -278,9 +418,18 @@ class MixedRoofline:
         return asdict(self)
 
 
-def matmul_roofline_mixed(tokens: int, k: int, n: int, *, weight_dtype: str = "bf16", compute_dtype: str = "bf16",
-                          peak_tflops: float, bandwidth_gbps: float, model_params: float | None = None,
-                          gpu_memory_bytes: float | None = None) -> MixedRoofline:
+def matmul_roofline_mixed(
+    tokens: int,
+    k: int,
+    n: int,
+    *,
+    weight_dtype: str = "bf16",
+    compute_dtype: str = "bf16",
+    peak_tflops: float,
+    bandwidth_gbps: float,
+    model_params: float | None = None,
+    gpu_memory_bytes: float | None = None,
+) -> MixedRoofline:
     """Bytes moved = tokens x k x a (input) + k x n x w (weights) + tokens x n x a (output), a and w the
     activation and weight element sizes: a 4-bit weight read from HBM and dequantized to bf16 in registers
     moves a quarter of a bf16 weight's bytes while the FLOPs (2 tokens k n) stay (Williams et al. 2009; the
@@ -298,8 +447,21 @@ def matmul_roofline_mixed(tokens: int, k: int, n: int, *, weight_dtype: str = "b
         weights = require_positive("model_params", model_params) * w
         if gpu_memory_bytes is not None:
             fits = weights <= require_positive("gpu_memory_bytes", gpu_memory_bytes)
-    return MixedRoofline(tokens=tokens, k=k, n=n, weight_dtype=weight_dtype, compute_dtype=compute_dtype, flops=flops,
-                         bytes=moved, intensity_flop_per_byte=ai, ridge_flop_per_byte=ridge, peak_tflops=peak_tflops,
-                         bandwidth_gbps=bandwidth_gbps, attainable_tflops=attainable,
-                         bound="compute" if ai >= ridge else "memory", model_weights_bytes=weights,
-                         gpu_memory_bytes=gpu_memory_bytes, fits=fits)
+    return MixedRoofline(
+        tokens=tokens,
+        k=k,
+        n=n,
+        weight_dtype=weight_dtype,
+        compute_dtype=compute_dtype,
+        flops=flops,
+        bytes=moved,
+        intensity_flop_per_byte=ai,
+        ridge_flop_per_byte=ridge,
+        peak_tflops=peak_tflops,
+        bandwidth_gbps=bandwidth_gbps,
+        attainable_tflops=attainable,
+        bound="compute" if ai >= ridge else "memory",
+        model_weights_bytes=weights,
+        gpu_memory_bytes=gpu_memory_bytes,
+        fits=fits,
+    )

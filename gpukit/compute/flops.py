@@ -95,8 +95,9 @@ class FlopsPerToken:
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k != "breakdown"}
-        d.update(breakdown=dict(self.breakdown), model_flops=self.model_flops,
-                 hardware_flops=self.hardware_flops)
+        d.update(
+            breakdown=dict(self.breakdown), model_flops=self.model_flops, hardware_flops=self.hardware_flops
+        )
         return _json_safe(d)
 
 
@@ -107,7 +108,9 @@ def _attention_width(model, n_layers, hidden):
     if n_layers is not None and hidden is not None:
         return require_positive_int("n_layers", n_layers), require_positive_int("hidden", hidden)
     if (n_layers is None) != (hidden is None):
-        raise ValueError("n_layers and hidden go together (attention term 4*n_layers*hidden*seq_len); got one")
+        raise ValueError(
+            "n_layers and hidden go together (attention term 4*n_layers*hidden*seq_len); got one"
+        )
     return None, None
 
 
@@ -116,10 +119,19 @@ def layer_matmul_params(model: ModelSpec) -> int:
     return as_model(model).n_layers * as_model(model).linear_weights[0]
 
 
-def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = None, seq_len: int,
-                    causal: bool | None = None, include_embeddings: bool = False, recompute: str = "none",
-                    mode: str = "train", context: int | None = None, n_layers: int | None = None,
-                    hidden: int | None = None) -> FlopsPerToken:
+def flops_per_token(
+    model: ModelSpec | None = None,
+    *,
+    n_params: float | None = None,
+    seq_len: int,
+    causal: bool | None = None,
+    include_embeddings: bool = False,
+    recompute: str = "none",
+    mode: str = "train",
+    context: int | None = None,
+    n_layers: int | None = None,
+    hidden: int | None = None,
+) -> FlopsPerToken:
     """FLOPs per token for training, prefill or decode (formulas and sources in the module docstring).
 
     model or n_params (N) is required. Without a model, the attention term needs n_layers and hidden
@@ -132,23 +144,31 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     require_choice("recompute", recompute, RECOMPUTE)
     seq_len = require_positive_int("seq_len", seq_len)
     if mode != "train" and recompute != "none":
-        raise ValueError(f"recompute must be none for mode {mode} (recompute is a training trick), got {recompute}")
+        raise ValueError(
+            f"recompute must be none for mode {mode} (recompute is a training trick), got {recompute}"
+        )
     if (model is None) == (n_params is None):
         raise ValueError("give exactly one of model or n_params")
     if model is not None and (n_layers is not None or hidden is not None):  # they would be ignored
         raise ValueError("n_layers and hidden go with n_params (for the attention term); a model has its own")
     if mode != "decode" and context is not None:  # it would be ignored
-        raise ValueError(f"context applies to mode decode (the KV length a generated token attends to); mode {mode} "
-                         "uses seq_len")
+        raise ValueError(
+            f"context applies to mode decode (the KV length a generated token attends to); mode {mode} "
+            "uses seq_len"
+        )
     if model is not None:
         model = as_model(model)  # a catalog name or a ModelSpec
         if model.arch == "encoder":  # bidirectional attention: BERT-large's was once counted causal, half
             if mode == "decode":
-                raise ValueError(f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, "
-                                 "no KV cache); use train or prefill (one forward pass)")
+                raise ValueError(
+                    f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, "
+                    "no KV cache); use train or prefill (one forward pass)"
+                )
             if causal:
-                raise ValueError(f"causal attention does not apply to {model.name}: an encoder attends both ways "
-                                 "(full attention)")
+                raise ValueError(
+                    f"causal attention does not apply to {model.name}: an encoder attends both ways "
+                    "(full attention)"
+                )
             causal = False
     if causal is None:
         causal = True
@@ -161,8 +181,10 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     else:
         n = require_positive("n_params", n_params)
         if include_embeddings:
-            raise ValueError("include_embeddings needs a model (vocab, hidden); with n_params, count the LM head "
-                             "in n_params yourself")
+            raise ValueError(
+                "include_embeddings needs a model (vocab, hidden); with n_params, count the LM head "
+                "in n_params yourself"
+            )
         head = 0.0
     layers, width = _attention_width(model, n_layers, hidden)
     note = "" if layers else "attention term left out: pass a model, or n_layers and hidden"
@@ -175,7 +197,11 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
         else:
             context = None
             # causal: mean keys per token, seq_len/2 (or W - W^2/(2 seq_len) with a sliding window); full: seq_len
-            keys = (model.mean_attended_keys(seq_len) if model is not None else 0.5 * seq_len) if causal else seq_len
+            keys = (
+                (model.mean_attended_keys(seq_len) if model is not None else 0.5 * seq_len)
+                if causal
+                else seq_len
+            )
             attn_fwd = 4.0 * layers * width * keys if layers else 0.0
             span = seq_len if causal else 0
     except OverflowError:
@@ -202,8 +228,17 @@ def flops_per_token(model: ModelSpec | None = None, *, n_params: float | None = 
     capped = model.sliding_window_note(span) if model is not None and layers and span else None
     if capped:
         note = f"{note}; {capped}" if note else capped
-    return FlopsPerToken(mode=mode, seq_len=seq_len, context=context, causal=bool(causal), recompute=recompute,
-                         n_params=n, lm_head_params=head, breakdown=tuple(rows), note=note)
+    return FlopsPerToken(
+        mode=mode,
+        seq_len=seq_len,
+        context=context,
+        causal=bool(causal),
+        recompute=recompute,
+        n_params=n,
+        lm_head_params=head,
+        breakdown=tuple(rows),
+        note=note,
+    )
 
 
 @dataclass(frozen=True)
@@ -227,35 +262,60 @@ class StepFlops:
         return df
 
     def to_json_dict(self) -> dict:
-        return {"tokens": self.tokens, "model_flops": self.model_flops, "hardware_flops": self.hardware_flops,
-                "per_token": self.per_token.to_json_dict()}
+        return {
+            "tokens": self.tokens,
+            "model_flops": self.model_flops,
+            "hardware_flops": self.hardware_flops,
+            "per_token": self.per_token.to_json_dict(),
+        }
 
 
-def step_flops(model: ModelSpec | None, seq_len: int, global_batch_tokens: float, *,
-               n_params: float | None = None, causal: bool = True, include_embeddings: bool = False,
-               recompute: str = "none", n_layers: int | None = None, hidden: int | None = None) -> StepFlops:
+def step_flops(
+    model: ModelSpec | None,
+    seq_len: int,
+    global_batch_tokens: float,
+    *,
+    n_params: float | None = None,
+    causal: bool = True,
+    include_embeddings: bool = False,
+    recompute: str = "none",
+    n_layers: int | None = None,
+    hidden: int | None = None,
+) -> StepFlops:
     """Training FLOPs of one step of `global_batch_tokens` tokens (Narayanan et al. 2021 eq. 3 with
     recompute='full', causal=False, include_embeddings=True)."""
     tokens = require_positive("global_batch_tokens", global_batch_tokens)
-    fpt = flops_per_token(model, n_params=n_params, seq_len=seq_len, causal=causal,
-                          include_embeddings=include_embeddings, recompute=recompute, n_layers=n_layers,
-                          hidden=hidden)
+    fpt = flops_per_token(
+        model,
+        n_params=n_params,
+        seq_len=seq_len,
+        causal=causal,
+        include_embeddings=include_embeddings,
+        recompute=recompute,
+        n_layers=n_layers,
+        hidden=hidden,
+    )
     return StepFlops(tokens=tokens, per_token=fpt)
 
 
 def mfu(model_flops_per_s: float, peak_flops_per_s: float) -> float:
     """Model FLOPs utilization: model FLOP/s (no recompute) / peak FLOP/s (PaLM sec. 4.1)."""
     return require_positive("model_flops_per_s", model_flops_per_s) / require_positive(
-        "peak_flops_per_s", peak_flops_per_s)
+        "peak_flops_per_s", peak_flops_per_s
+    )
 
 
 def hfu(hardware_flops_per_s: float, peak_flops_per_s: float) -> float:
     """Hardware FLOPs utilization: executed FLOP/s incl. recompute / peak (Korthikanti et al. 2022 sec. 6)."""
     return require_positive("hardware_flops_per_s", hardware_flops_per_s) / require_positive(
-        "peak_flops_per_s", peak_flops_per_s)
+        "peak_flops_per_s", peak_flops_per_s
+    )
 
 
 def achieved_tflops(flops: float, step_time_s: float, n_gpus: int = 1) -> float:
     """TFLOP/s per GPU: flops / (step_time_s * n_gpus) / 1e12."""
-    return require_positive("flops", flops) / (require_positive("step_time_s", step_time_s)
-                                                * require_positive_int("n_gpus", n_gpus)) / 1e12
+    return (
+        require_positive("flops", flops)
+        / (require_positive("step_time_s", step_time_s) * require_positive_int("n_gpus", n_gpus))
+        / 1e12
+    )

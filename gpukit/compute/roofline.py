@@ -76,13 +76,24 @@ def _peak_and_bw(dtype, gpu, peak_tflops, bandwidth_gbps):
             raise ValueError("give gpu, or both peak_tflops and bandwidth_gbps")
         gpu = as_gpu(gpu)
     peak = require_positive("peak_tflops", gpu.peak_tflops(dtype) if peak_tflops is None else peak_tflops)
-    bw = require_positive("bandwidth_gbps", gpu.hbm_bandwidth_gbps if bandwidth_gbps is None else bandwidth_gbps)
+    bw = require_positive(
+        "bandwidth_gbps", gpu.hbm_bandwidth_gbps if bandwidth_gbps is None else bandwidth_gbps
+    )
     return peak, bw
 
 
-def roofline_matmul(m: int, n: int, k: int, dtype: str = "bf16", gpu=None, *, batch: int = 1,
-                    name: str = "matmul", peak_tflops: float | None = None,
-                    bandwidth_gbps: float | None = None) -> Roofline:
+def roofline_matmul(
+    m: int,
+    n: int,
+    k: int,
+    dtype: str = "bf16",
+    gpu=None,
+    *,
+    batch: int = 1,
+    name: str = "matmul",
+    peak_tflops: float | None = None,
+    bandwidth_gbps: float | None = None,
+) -> Roofline:
     """(m x k) @ (k x n): intensity = 2mnk / ((mk + kn + mn) * bytes per element); attainable
     = min(peak, intensity * bandwidth); ridge = peak / bandwidth (Williams et al. 2009). Each operand
     is assumed to cross HBM once (ideal tiling). `gpu` is a catalog GPU (peak for `dtype`, HBM GB/s);
@@ -100,11 +111,24 @@ def roofline_matmul(m: int, n: int, k: int, dtype: str = "bf16", gpu=None, *, ba
     ai = flops / moved
     ridge = peak * 1e12 / (bw * GB)
     attainable = min(peak, ai * bw * GB / 1e12)
-    return Roofline(name=name, m=m, n=n, k=k, batch=batch, dtype=dtype, flops=flops, bytes=moved,
-                    intensity_flop_per_byte=ai, ridge_flop_per_byte=ridge, peak_tflops=peak,
-                    bandwidth_gbps=bw, attainable_tflops=attainable,
-                    bound="compute" if ai >= ridge else "memory",
-                    compute_time_s=flops / (peak * 1e12), memory_time_s=moved / (bw * GB))
+    return Roofline(
+        name=name,
+        m=m,
+        n=n,
+        k=k,
+        batch=batch,
+        dtype=dtype,
+        flops=flops,
+        bytes=moved,
+        intensity_flop_per_byte=ai,
+        ridge_flop_per_byte=ridge,
+        peak_tflops=peak,
+        bandwidth_gbps=bw,
+        attainable_tflops=attainable,
+        bound="compute" if ai >= ridge else "memory",
+        compute_time_s=flops / (peak * 1e12),
+        memory_time_s=moved / (bw * GB),
+    )
 
 
 @dataclass(frozen=True)
@@ -147,17 +171,35 @@ class LayerRoofline:
         return _frame(rows, list(rows[0]))
 
     def to_json_dict(self) -> dict:
-        return _json_safe({"mode": self.mode, "seq_len": self.seq_len, "micro_batch": self.micro_batch,
-                           "context": self.context, "flops": self.flops, "bytes": self.bytes,
-                           "time_s": self.time_s, "intensity_flop_per_byte": self.intensity_flop_per_byte,
-                           "attainable_tflops": self.attainable_tflops,
-                           "memory_bound_time_share": self.memory_bound_time_share,
-                           "ops": [o.to_json_dict() for o in self.ops]})
+        return _json_safe(
+            {
+                "mode": self.mode,
+                "seq_len": self.seq_len,
+                "micro_batch": self.micro_batch,
+                "context": self.context,
+                "flops": self.flops,
+                "bytes": self.bytes,
+                "time_s": self.time_s,
+                "intensity_flop_per_byte": self.intensity_flop_per_byte,
+                "attainable_tflops": self.attainable_tflops,
+                "memory_bound_time_share": self.memory_bound_time_share,
+                "ops": [o.to_json_dict() for o in self.ops],
+            }
+        )
 
 
-def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str = "bf16", gpu=None, *,
-                   mode: str = "prefill", context: int | None = None, peak_tflops: float | None = None,
-                   bandwidth_gbps: float | None = None) -> LayerRoofline:
+def roofline_layer(
+    model: ModelSpec,
+    seq_len: int,
+    micro_batch: int,
+    dtype: str = "bf16",
+    gpu=None,
+    *,
+    mode: str = "prefill",
+    context: int | None = None,
+    peak_tflops: float | None = None,
+    bandwidth_gbps: float | None = None,
+) -> LayerRoofline:
     """Roofline of one layer's forward matmuls: QKV, scores QK^T, attention x V, output projection,
     MLP up (gate+up for swiglu) and down. mode='prefill' (also a training forward): micro_batch*seq_len
     tokens at once (the full s x s scores, as the module counts them; a sliding window is a mask there).
@@ -167,8 +209,10 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
     require_choice("mode", mode, ("prefill", "decode"))
     model = as_model(model)
     if mode == "decode" and model.arch == "encoder":
-        raise ValueError(f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, no KV "
-                         "cache); use prefill (one forward pass)")
+        raise ValueError(
+            f"mode decode needs a decoder: {model.name} is an encoder (no generated tokens, no KV "
+            "cache); use prefill (one forward pass)"
+        )
     seq_len = require_positive_int("seq_len", seq_len)
     b = require_positive_int("micro_batch", micro_batch)
     kw = dict(dtype=dtype, gpu=gpu, peak_tflops=peak_tflops, bandwidth_gbps=bandwidth_gbps)
@@ -183,13 +227,23 @@ def roofline_layer(model: ModelSpec, seq_len: int, micro_batch: int, dtype: str 
         tokens = b
         context = require_positive_int("context", seq_len if context is None else context)
         g = model.n_heads // model.n_kv_heads  # query heads sharing one cached K/V head
-        keys = model.kv_tokens(context)  # the cache holds min(context, sliding_window) (Jiang et al. 2023 sec. 2)
+        keys = model.kv_tokens(
+            context
+        )  # the cache holds min(context, sliding_window) (Jiang et al. 2023 sec. 2)
         scores = roofline_matmul(g, keys, d, batch=b * model.n_kv_heads, name="attn_scores", **kw)
         values = roofline_matmul(g, d, keys, batch=b * model.n_kv_heads, name="attn_values", **kw)
-    ops = (roofline_matmul(tokens, model.q_dim + 2 * model.kv_dim, h, name="qkv", **kw), scores, values,
-           roofline_matmul(tokens, h, model.q_dim, name="attn_out", **kw),
-           roofline_matmul(tokens, up, h, name="mlp_up", **kw),
-           roofline_matmul(tokens, h, f, name="mlp_down", **kw))
-    _require_finite("the layer's FLOPs, bytes or time", math.fsum(o.flops for o in ops),
-                    math.fsum(o.bytes for o in ops), math.fsum(o.time_s for o in ops))
+    ops = (
+        roofline_matmul(tokens, model.q_dim + 2 * model.kv_dim, h, name="qkv", **kw),
+        scores,
+        values,
+        roofline_matmul(tokens, h, model.q_dim, name="attn_out", **kw),
+        roofline_matmul(tokens, up, h, name="mlp_up", **kw),
+        roofline_matmul(tokens, h, f, name="mlp_down", **kw),
+    )
+    _require_finite(
+        "the layer's FLOPs, bytes or time",
+        math.fsum(o.flops for o in ops),
+        math.fsum(o.bytes for o in ops),
+        math.fsum(o.time_s for o in ops),
+    )
     return LayerRoofline(mode=mode, seq_len=seq_len, micro_batch=b, context=context, ops=ops)

@@ -80,8 +80,13 @@ class TrainTime:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(days=self.days, gpu_hours=self.gpu_hours, effective_tflops_per_gpu=self.effective_tflops_per_gpu,
-                 mfu=self.mfu, hfu=self.hfu)
+        d.update(
+            days=self.days,
+            gpu_hours=self.gpu_hours,
+            effective_tflops_per_gpu=self.effective_tflops_per_gpu,
+            mfu=self.mfu,
+            hfu=self.hfu,
+        )
         return _json_safe(d)
 
     def to_frame(self):
@@ -95,18 +100,32 @@ class TrainTime:
         elif not self.seq_len:  # n_params alone: say what was counted
             seq = f", {6 + 2 * (self.recompute == 'full')}N per token, {self.seq_len_source}"
         if self.seq_len:  # a model: say what N counts
-            seq += (f"; N {self.n_params:.4g} = layer matmuls" + (f" + LM head {self.lm_head_params:.4g}"
-                    if self.lm_head_params else " (LM head not counted)"))
-        return (f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
-                f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
-                f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
-                f"MFU {self.mfu:.1%}, HFU {self.hfu:.1%}")
+            seq += f"; N {self.n_params:.4g} = layer matmuls" + (
+                f" + LM head {self.lm_head_params:.4g}" if self.lm_head_params else " (LM head not counted)"
+            )
+        return (
+            f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
+            f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
+            f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
+            f"MFU {self.mfu:.1%}, HFU {self.hfu:.1%}"
+        )
 
 
-def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None = None, profile=None,
-                  efficiency: float | None = None, recompute: str = "none", dtype: str | None = None,
-                  seq_len: int | None = None, causal: bool | None = None,
-                  include_embeddings: bool = True) -> TrainTime:
+def time_to_train(
+    model,
+    tokens: float,
+    gpu,
+    n_gpus: int,
+    *,
+    mfu: float | None = None,
+    profile=None,
+    efficiency: float | None = None,
+    recompute: str = "none",
+    dtype: str | None = None,
+    seq_len: int | None = None,
+    causal: bool | None = None,
+    include_embeddings: bool = True,
+) -> TrainTime:
     """seconds = executed FLOPs / (n_gpus * peak * utilization) (Narayanan et al. 2021 eq. 4:
     8TP/(nX) with full recompute, X the per-GPU throughput on executed FLOPs).
 
@@ -125,8 +144,10 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     tokens = require_positive("tokens", tokens)
     n_gpus = require_positive_int("n_gpus", n_gpus)
     if tokens < n_gpus:  # 1e20 GPUs on 15T tokens once printed "0.0 us" as a training time
-        raise ValueError(f"tokens must be at least n_gpus (the time assumes every GPU busy, each on at least one "
-                         f"token), got {tokens:g} tokens for {n_gpus:,} GPUs")
+        raise ValueError(
+            f"tokens must be at least n_gpus (the time assumes every GPU busy, each on at least one "
+            f"token), got {tokens:g} tokens for {n_gpus:,} GPUs"
+        )
     gpu = as_gpu(gpu)  # a catalog name ('h100-sxm') or a catalog.GPU
     if isinstance(model, str):
         model = as_model(model)
@@ -138,21 +159,30 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
             seq_source = model.train_seq_len_source
         else:
             seq_source = "given"
-        fpt = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings,
-                              recompute=recompute)
+        fpt = flops_per_token(
+            model, seq_len=seq_len, causal=causal, include_embeddings=include_embeddings, recompute=recompute
+        )
     else:
         if seq_len is not None:  # it would be ignored without a word: the 6N/8N count has no attention term
-            raise ValueError("seq_len needs a model (the attention FLOPs need its layers and width); with "
-                             "n_params alone there is no attention term")
+            raise ValueError(
+                "seq_len needs a model (the attention FLOPs need its layers and width); with "
+                "n_params alone there is no attention term"
+            )
         if recompute == "selective":  # it would change nothing: the replayed attention is not counted
-            raise ValueError("recompute selective replays the attention, which n_params alone does not count (6N): "
-                             "give a model, or recompute none or full")
+            raise ValueError(
+                "recompute selective replays the attention, which n_params alone does not count (6N): "
+                "give a model, or recompute none or full"
+            )
         seq_len, seq_source = None, "n_params only: no attention term"
         fpt = flops_per_token(n_params=model, seq_len=1, recompute=recompute)
     dtype = dtype or gpu.half_dtype  # bf16, fp16 on GPUs without bf16 units (V100, T4)
-    if dtype in TRAIN_INT_DTYPES:  # the catalog's int8 column is TOPS of inference kernels, not training FLOP/s
-        raise ValueError(f"dtype must be a floating-point format for training (fp32, tf32, bf16, fp16, fp8), got "
-                         f"{dtype}: integer formats are for inference")
+    if (
+        dtype in TRAIN_INT_DTYPES
+    ):  # the catalog's int8 column is TOPS of inference kernels, not training FLOP/s
+        raise ValueError(
+            f"dtype must be a floating-point format for training (fp32, tf32, bf16, fp16, fp8), got "
+            f"{dtype}: integer formats are for inference"
+        )
     peak = gpu.peak_tflops(dtype)
     if mfu is not None:
         util = require_positive("mfu", mfu)
@@ -165,17 +195,25 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
             raise ValueError(f"efficiency must be in (0, 1], got {efficiency}")
         measured = profile.matmul_tflops(dtype)
         if measured > peak:
-            raise ValueError(f"profile {profile.source} measured {dtype} matmul {measured:.1f} TFLOP/s, above the "
-                             f"{gpu.name} peak {peak:.1f}: is the profile from another device?")
+            raise ValueError(
+                f"profile {profile.source} measured {dtype} matmul {measured:.1f} TFLOP/s, above the "
+                f"{gpu.name} peak {peak:.1f}: is the profile from another device?"
+            )
         util = measured * eff / peak
-        source = (f"profile {profile.device_name}: measured {dtype} matmul {measured:.1f} TFLOP/s x efficiency "
-                  f"{eff:.2f}" + (" (upper bound)" if eff == 1.0 else ""))
+        source = (
+            f"profile {profile.device_name}: measured {dtype} matmul {measured:.1f} TFLOP/s x efficiency "
+            f"{eff:.2f}" + (" (upper bound)" if eff == 1.0 else "")
+        )
     else:
         util = DEFAULT_MFU
         source = f"assumed utilization {DEFAULT_MFU:.2f} (no mfu or profile given)"
-    if recompute != "none" and profile is None and fpt.hardware_flops > fpt.model_flops:  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
-        source += (f" on the executed FLOPs, {recompute} recompute included: it is the HFU, the MFU is lower "
-                   f"({fpt.model_flops / fpt.hardware_flops:.3f} x)")
+    if (
+        recompute != "none" and profile is None and fpt.hardware_flops > fpt.model_flops
+    ):  # the flag says mfu; with recompute it is the HFU (Narayanan's X)
+        source += (
+            f" on the executed FLOPs, {recompute} recompute included: it is the HFU, the MFU is lower "
+            f"({fpt.model_flops / fpt.hardware_flops:.3f} x)"
+        )
     try:
         flops = tokens * fpt.hardware_flops
         seconds = flops / (n_gpus * peak * 1e12 * util)
@@ -184,10 +222,23 @@ def time_to_train(model, tokens: float, gpu, n_gpus: int, *, mfu: float | None =
     _require_finite("tokens x FLOPs per token", flops, tokens * fpt.model_flops, seconds)
     if seconds <= 0:  # n_gpus beyond float range makes the time underflow to 0
         raise ValueError(f"n_gpus is too large for a meaningful time, got {n_gpus}")
-    return TrainTime(n_params=fpt.n_params + fpt.lm_head_params, tokens=tokens, gpu=gpu.name, n_gpus=n_gpus,
-                     dtype=dtype, recompute=recompute, seq_len=seq_len, peak_tflops=peak, utilization=util,
-                     utilization_source=source, model_flops=tokens * fpt.model_flops, flops=flops, seconds=seconds,
-                     seq_len_source=seq_source, lm_head_params=fpt.lm_head_params)
+    return TrainTime(
+        n_params=fpt.n_params + fpt.lm_head_params,
+        tokens=tokens,
+        gpu=gpu.name,
+        n_gpus=n_gpus,
+        dtype=dtype,
+        recompute=recompute,
+        seq_len=seq_len,
+        peak_tflops=peak,
+        utilization=util,
+        utilization_source=source,
+        model_flops=tokens * fpt.model_flops,
+        flops=flops,
+        seconds=seconds,
+        seq_len_source=seq_source,
+        lm_head_params=fpt.lm_head_params,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -203,8 +254,9 @@ def rate_flops(gpu: str, mfu: float, dtype: str | None = None) -> float:
     return g.peak_tflops(dtype or g.half_dtype) * 1e12 * m
 
 
-def tokens_for_time(seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1,
-                    flops_per_param: float = 6.0) -> float:
+def tokens_for_time(
+    seconds: float, n_params: float, gpu: str, mfu: float, n_gpus: int = 1, flops_per_param: float = 6.0
+) -> float:
     """Tokens trainable in `seconds`: seconds x n_gpus x peak x MFU / (6N) (Kaplan et al. 2020: C = 6ND)."""
     seconds = require_positive("seconds", seconds)
     n_gpus = require_positive_int("n_gpus", n_gpus)

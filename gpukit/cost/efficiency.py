@@ -22,6 +22,7 @@ from gpukit.units import dtype_bytes
 
 DEFAULT_TOKENS_PER_GPU = 8192  # tokens per GPU per optimizer step for the efficiency estimate (4 x 2048)
 
+
 @dataclass(frozen=True)
 class Efficiency:
     """Predicted data-parallel scaling efficiency of one GPU count (weak scaling per step)."""
@@ -38,12 +39,23 @@ class Efficiency:
         return asdict(self)
 
 
-def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node: int = 8,
-                         inter_link: str | None = None, intra_link: str | None = None,
-                         tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU, mfu: float = 0.4,
-                         grad_dtype: str = "bf16", zero_stage: int = 0, overlap: float = 0.0,
-                         ports_per_node: int | None = None, efficiency: float | None = None,
-                         n_layers: int = 32) -> Efficiency:
+def predicted_efficiency(
+    n_params: float,
+    gpu: str,
+    gpus: int,
+    *,
+    gpus_per_node: int = 8,
+    inter_link: str | None = None,
+    intra_link: str | None = None,
+    tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+    mfu: float = 0.4,
+    grad_dtype: str = "bf16",
+    zero_stage: int = 0,
+    overlap: float = 0.0,
+    ports_per_node: int | None = None,
+    efficiency: float | None = None,
+    n_layers: int = 32,
+) -> Efficiency:
     """Efficiency = t_compute / (t_compute + exposed sync + DDP's bucket copies) for one optimizer step.
 
     Compute: 6 N T / (peak x MFU) (Kaplan et al. 2020), 1/3 forward, 2/3 backward. Sync:
@@ -69,28 +81,55 @@ def predicted_efficiency(n_params: float, gpu: str, gpus: int, *, gpus_per_node:
     intra = intra_link or intra_node_link(g, min(n, k)).name
     intra, inter = default_links(g, k, intra, inter_link)
     net = cluster_network(intra, inter, gpus_per_node=k, ports_per_node=ports, efficiency=efficiency)
-    compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
-        g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
-    sync = grad_sync(n_params, n, net, grad_bytes_per_param=dtype_bytes(grad_dtype), zero_stage=zero_stage,
-                     ranks_per_node=k, n_layers=n_layers, backward_s=compute_s * 4 / 6, overlap=overlap > 0, micro_step_s=compute_s)
+    compute_s = (
+        6
+        * require_positive("n_params", n_params)
+        * require_positive("tokens_per_gpu", tokens_per_gpu)
+        / (g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
+    )
+    sync = grad_sync(
+        n_params,
+        n,
+        net,
+        grad_bytes_per_param=dtype_bytes(grad_dtype),
+        zero_stage=zero_stage,
+        ranks_per_node=k,
+        n_layers=n_layers,
+        backward_s=compute_s * 4 / 6,
+        overlap=overlap > 0,
+        micro_step_s=compute_s,
+    )
     copies = 0.0
     if n > 1 and zero_stage < 3:
         kernels = gpu_kernel_s(g)
         copies = (kernels["copy"] + kernels["div"]) * sync.n_elements
     nodes = math.ceil(n / k)
-    last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill whole nodes
+    last = (
+        n - (nodes - 1) * k
+    )  # GPUs (and ports) of the last node: fewer than k when n does not fill whole nodes
     exposed = sync.exposed_s
-    model = (f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
-             f"sync (gpukit.comm.grad_sync DDP bucket model: {sync.assumptions[0] if sync.assumptions else 'one GPU, none'}) over "
-             f"{net.intra_name} in a node and {net.inter_name} between nodes{_ports_words(ports, k)}, link "
-             f"efficiency {net.efficiency:g} ({net.efficiency_source}), "
-             f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}"
-             + ("; DDP's bucket copies at HBM bandwidth" if copies else ""))
+    model = (
+        f"data-parallel step: 6N x {tokens_per_gpu:,.0f} tokens/GPU at {mfu:.0%} MFU, {grad_dtype} gradient "
+        f"sync (gpukit.comm.grad_sync DDP bucket model: {sync.assumptions[0] if sync.assumptions else 'one GPU, none'}) over "
+        f"{net.intra_name} in a node and {net.inter_name} between nodes{_ports_words(ports, k)}, link "
+        f"efficiency {net.efficiency:g} ({net.efficiency_source}), "
+        f"{'overlapped with the backward' if overlap > 0 else 'no overlap'}"
+        + ("; DDP's bucket copies at HBM bandwidth" if copies else "")
+    )
     if nodes > 1 and last < k:
-        model += (f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's "
-                  f"{min(last, ports)} port(s) carry the gradient across")
-    return Efficiency(gpus=n, nodes=nodes, compute_s=compute_s, comm_s=sync.comm_s, exposed_comm_s=exposed,
-                      efficiency=compute_s / (compute_s + exposed + copies), model=model)
+        model += (
+            f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's "
+            f"{min(last, ports)} port(s) carry the gradient across"
+        )
+    return Efficiency(
+        gpus=n,
+        nodes=nodes,
+        compute_s=compute_s,
+        comm_s=sync.comm_s,
+        exposed_comm_s=exposed,
+        efficiency=compute_s / (compute_s + exposed + copies),
+        model=model,
+    )
 
 
 def _ports_words(ports: int, k: int) -> str:
@@ -113,7 +152,11 @@ def rail_ports(inter_link: str | None, ports_per_node: int | None = None, gpus_p
     if ports >= k:
         extra = f"; {ports} ports per node, one per GPU used" if ports > k else ""
         link = f"one {inter_link} port per GPU" if inter_link else f"one port per GPU{era}"
-        return f"{link} (rail-optimized{extra}): a node with fewer ports is slower (--ports-per-node models it)"
+        return (
+            f"{link} (rail-optimized{extra}): a node with fewer ports is slower (--ports-per-node models it)"
+        )
     link = f"{ports} {inter_link} port(s) per node" if inter_link else f"{ports} port(s) per node{era}"
-    return (f"{link} shared by its {k} GPUs, {ports / k:.3g} of a port per GPU while all send "
-            f"(--ports-per-node {ports}; default: one per GPU)")
+    return (
+        f"{link} shared by its {k} GPUs, {ports / k:.3g} of a port per GPU while all send "
+        f"(--ports-per-node {ports}; default: one per GPU)"
+    )

@@ -32,26 +32,89 @@ class PublishedRun:
 
 
 PUBLISHED_RUNS = (
-    PublishedRun("deepseek-v3", "DeepSeek-V3 (671B MoE, 37B active)", "h100-sxm", 37e9, 14.8e12, 2.788e6, 2.0, 5.576e6,
-                 "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv 2412.19437), Table 1: 2,664K pre-training + 119K "
-                 "context extension + 5K post-training H800 GPU-hours = 2,788K, $5.576M at $2 per GPU-hour",
-                 "H800: the H100's compute (same dense BF16 peak) with reduced NVLink; trained mostly in FP8"),
-    PublishedRun("llama-2-70b", "Llama 2 70B", "a100-80gb", 70e9, 2e12, 1_720_320, None, None,
-                 "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 2 (CO2 emissions): 1,720,320 GPU-hours on "
-                 "A100-80GB, 2T tokens"),
-    PublishedRun("llama-2-7b", "Llama 2 7B", "a100-80gb", 7e9, 2e12, 184_320, None, None,
-                 "Touvron et al. 2023, Llama 2, Table 2: 184,320 GPU-hours on A100-80GB, 2T tokens"),
-    PublishedRun("llama-3-8b", "Llama 3 8B", "h100-sxm", 8e9, 15e12, 1.3e6, None, None,
-                 "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md): 1.3M H100-80GB GPU-hours, "
-                 "15T+ tokens"),
-    PublishedRun("llama-3-70b", "Llama 3 70B", "h100-sxm", 70e9, 15e12, 6.4e6, None, None,
-                 "Meta Llama 3 model card: 6.4M H100-80GB GPU-hours, 15T+ tokens"),
-    PublishedRun("llama-3.1-405b", "Llama 3.1 405B", "h100-sxm", 405e9, 15.6e12, 30.84e6, None, None,
-                 "Meta Llama 3.1 model card: 30.84M H100-80GB GPU-hours; Dubey et al. 2024 (arXiv 2407.21783): "
-                 "15.6T tokens, 38-43% BF16 MFU (Table 4)"),
-    PublishedRun("bloom-176b", "BLOOM 176B", "a100-80gb", 176e9, 366e9, 1_082_990, None, None,
-                 "Luccioni et al. 2022, Estimating the Carbon Footprint of BLOOM (arXiv 2211.02001), Table 1: "
-                 "1,082,990 GPU-hours on A100-80GB; BigScience model card: 366B tokens"),
+    PublishedRun(
+        "deepseek-v3",
+        "DeepSeek-V3 (671B MoE, 37B active)",
+        "h100-sxm",
+        37e9,
+        14.8e12,
+        2.788e6,
+        2.0,
+        5.576e6,
+        "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv 2412.19437), Table 1: 2,664K pre-training + 119K "
+        "context extension + 5K post-training H800 GPU-hours = 2,788K, $5.576M at $2 per GPU-hour",
+        "H800: the H100's compute (same dense BF16 peak) with reduced NVLink; trained mostly in FP8",
+    ),
+    PublishedRun(
+        "llama-2-70b",
+        "Llama 2 70B",
+        "a100-80gb",
+        70e9,
+        2e12,
+        1_720_320,
+        None,
+        None,
+        "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 2 (CO2 emissions): 1,720,320 GPU-hours on "
+        "A100-80GB, 2T tokens",
+    ),
+    PublishedRun(
+        "llama-2-7b",
+        "Llama 2 7B",
+        "a100-80gb",
+        7e9,
+        2e12,
+        184_320,
+        None,
+        None,
+        "Touvron et al. 2023, Llama 2, Table 2: 184,320 GPU-hours on A100-80GB, 2T tokens",
+    ),
+    PublishedRun(
+        "llama-3-8b",
+        "Llama 3 8B",
+        "h100-sxm",
+        8e9,
+        15e12,
+        1.3e6,
+        None,
+        None,
+        "Meta Llama 3 model card (github.com/meta-llama/llama3 MODEL_CARD.md): 1.3M H100-80GB GPU-hours, "
+        "15T+ tokens",
+    ),
+    PublishedRun(
+        "llama-3-70b",
+        "Llama 3 70B",
+        "h100-sxm",
+        70e9,
+        15e12,
+        6.4e6,
+        None,
+        None,
+        "Meta Llama 3 model card: 6.4M H100-80GB GPU-hours, 15T+ tokens",
+    ),
+    PublishedRun(
+        "llama-3.1-405b",
+        "Llama 3.1 405B",
+        "h100-sxm",
+        405e9,
+        15.6e12,
+        30.84e6,
+        None,
+        None,
+        "Meta Llama 3.1 model card: 30.84M H100-80GB GPU-hours; Dubey et al. 2024 (arXiv 2407.21783): "
+        "15.6T tokens, 38-43% BF16 MFU (Table 4)",
+    ),
+    PublishedRun(
+        "bloom-176b",
+        "BLOOM 176B",
+        "a100-80gb",
+        176e9,
+        366e9,
+        1_082_990,
+        None,
+        None,
+        "Luccioni et al. 2022, Estimating the Carbon Footprint of BLOOM (arXiv 2211.02001), Table 1: "
+        "1,082,990 GPU-hours on A100-80GB; BigScience model card: 366B tokens",
+    ),
 )
 
 
@@ -90,8 +153,16 @@ def published_check(key: str, *, usd_per_gpu_hour: float | None = None, mfu: flo
     flops = 6 * r.n_params * r.tokens
     implied = flops / (r.gpu_hours * 3600 * peak)
     predicted = time_to_train(r.n_params, r.tokens, g, 1, mfu=mfu).gpu_hours
-    return PublishedCheck(key=key, gpu_hours=r.gpu_hours, usd_per_gpu_hour=price, cost_usd=cost,
-                          published_cost_usd=r.cost_usd,
-                          cost_error=None if r.cost_usd is None else cost / r.cost_usd - 1,
-                          implied_mfu=implied, mfu_assumed=mfu, predicted_gpu_hours=predicted,
-                          gpu_hours_error=predicted / r.gpu_hours - 1, source=r.source)
+    return PublishedCheck(
+        key=key,
+        gpu_hours=r.gpu_hours,
+        usd_per_gpu_hour=price,
+        cost_usd=cost,
+        published_cost_usd=r.cost_usd,
+        cost_error=None if r.cost_usd is None else cost / r.cost_usd - 1,
+        implied_mfu=implied,
+        mfu_assumed=mfu,
+        predicted_gpu_hours=predicted,
+        gpu_hours_error=predicted / r.gpu_hours - 1,
+        source=r.source,
+    )

@@ -25,7 +25,9 @@ def daly_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
     return math.sqrt(2 * d * m) * (1 + math.sqrt(d / (2 * m)) / 3 + d / (18 * m)) - d
 
 
-def expected_wall_s(solve_s: float, interval_s: float, checkpoint_s: float, restart_s: float, mtbi_s: float) -> float:
+def expected_wall_s(
+    solve_s: float, interval_s: float, checkpoint_s: float, restart_s: float, mtbi_s: float
+) -> float:
     """Daly (2006, eq. 13): expected wall time with exponential interruptions of mean M,
     T_w = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau."""
     m = require_positive("mtbi_s", mtbi_s)
@@ -57,8 +59,16 @@ class SpotEstimate:
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
 
 
-def spot_run(work_hours: float, gpus: int, on_demand_per_gpu_hour: float, spot_per_gpu_hour: float, *,
-             preemptions_per_day: float, checkpoint_minutes: float, restart_minutes: float = 10.0) -> SpotEstimate:
+def spot_run(
+    work_hours: float,
+    gpus: int,
+    on_demand_per_gpu_hour: float,
+    spot_per_gpu_hour: float,
+    *,
+    preemptions_per_day: float,
+    checkpoint_minutes: float,
+    restart_minutes: float = 10.0,
+) -> SpotEstimate:
     """A job of `work_hours` on spot instances interrupted `preemptions_per_day` times a day (the
     whole job: one node lost stops all), checkpointing every Daly-optimal interval: expected wall
     time (Daly 2006) and cost, against the same job on demand. Restart time includes re-queueing
@@ -76,7 +86,17 @@ def spot_run(work_hours: float, gpus: int, on_demand_per_gpu_hour: float, spot_p
     wall = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
     od_cost = w * n * od
     sp_cost = wall * n * sp
-    return SpotEstimate(gpus=n, work_hours=w, preemptions_per_day=rate, checkpoint_minutes=d / 60,
-                        restart_minutes=r / 60, young_interval_hours=tau_y / 3600, daly_interval_hours=tau / 3600,
-                        expected_hours=wall, on_demand_cost_usd=od_cost, spot_cost_usd=sp_cost,
-                        savings=1 - sp_cost / od_cost, time_overhead=wall / w - 1)
+    return SpotEstimate(
+        gpus=n,
+        work_hours=w,
+        preemptions_per_day=rate,
+        checkpoint_minutes=d / 60,
+        restart_minutes=r / 60,
+        young_interval_hours=tau_y / 3600,
+        daly_interval_hours=tau / 3600,
+        expected_hours=wall,
+        on_demand_cost_usd=od_cost,
+        spot_cost_usd=sp_cost,
+        savings=1 - sp_cost / od_cost,
+        time_overhead=wall / w - 1,
+    )

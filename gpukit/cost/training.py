@@ -38,7 +38,9 @@ from gpukit.units import GiB
 
 # ------------------------------------------------------------------------------- one training run
 OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
-ADAPTER_BACKWARD_SHARE = 4 / 6  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
+ADAPTER_BACKWARD_SHARE = (
+    4 / 6
+)  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
 NETWORK_BOUND_BELOW = 0.5  # a run whose data-parallel efficiency is below this is called network-bound
 
 
@@ -51,7 +53,9 @@ class TrainingRun:
     gpu: str
     gpus: int
     nodes: int
-    setup: TrainSetup  # the layout: zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum
+    setup: (
+        TrainSetup  # the layout: zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum
+    )
     memory_per_gpu_bytes: int
     gpu_memory_bytes: int
     fits: bool
@@ -86,22 +90,43 @@ class TrainingRun:
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k not in ("setup", "single_gpu")}
-        d.update(setup=asdict(self.setup), gpu_hours=self.gpu_hours, cost_usd=self.cost_usd, binding=self.binding)
+        d.update(
+            setup=asdict(self.setup), gpu_hours=self.gpu_hours, cost_usd=self.cost_usd, binding=self.binding
+        )
         return d
 
 
-def data_parallel_setup(model, gpus: int, *, zero_stage: int = 0, recompute: str = "none", offload: str = "none",
-                        finetune: str = "full", seq_len: int | None = None, micro_batch: int = 1,
-                        grad_accum: int = 1) -> TrainSetup:
+def data_parallel_setup(
+    model,
+    gpus: int,
+    *,
+    zero_stage: int = 0,
+    recompute: str = "none",
+    offload: str = "none",
+    finetune: str = "full",
+    seq_len: int | None = None,
+    micro_batch: int = 1,
+    grad_accum: int = 1,
+) -> TrainSetup:
     """The TrainSetup of a data-parallel layout over `gpus` GPUs: bf16-mixed AdamW, convention "pytorch" (the
     peak of an eager step), dropout as the model row's recipe (none for a bare n_params), seq_len the model's
     pretraining length train_seq_len unless given (2048, TrainSetup's default, for a bare n_params)."""
     spec = model if isinstance(model, ModelSpec) else None
     if seq_len is None:
-        seq_len = spec.default_seq_len()[0] if spec is not None else TrainSetup().seq_len  # ModelSpec's one default
-    return TrainSetup(zero_stage=zero_stage, dp=gpus, recompute=recompute, offload=offload, finetune=finetune,
-                      seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
-                      dropout=spec is not None and spec.dropout)
+        seq_len = (
+            spec.default_seq_len()[0] if spec is not None else TrainSetup().seq_len
+        )  # ModelSpec's one default
+    return TrainSetup(
+        zero_stage=zero_stage,
+        dp=gpus,
+        recompute=recompute,
+        offload=offload,
+        finetune=finetune,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        grad_accum=grad_accum,
+        dropout=spec is not None and spec.dropout,
+    )
 
 
 def offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
@@ -116,10 +141,22 @@ def offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
     return 4 * per_gpu / (pcie_gbps * 1e9) + 32 * per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
 
 
-def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_gpu_hour: float,
-                 mfu: float | None = None, profile=None, efficiency: float | None = None, gpus_per_node: int = 8,
-                 inter_link: str | None = None, ports_per_node: int | None = None, overlap: float = 0.0,
-                 loader_tokens_per_s: float | None = None) -> TrainingRun:
+def training_run(
+    model,
+    tokens: float,
+    gpu: str,
+    setup: TrainSetup,
+    *,
+    usd_per_gpu_hour: float,
+    mfu: float | None = None,
+    profile=None,
+    efficiency: float | None = None,
+    gpus_per_node: int = 8,
+    inter_link: str | None = None,
+    ports_per_node: int | None = None,
+    overlap: float = 0.0,
+    loader_tokens_per_s: float | None = None,
+) -> TrainingRun:
     """Price one training layout: `model` (ModelSpec or n_params) on `tokens` tokens over setup.dp GPUs of
     type `gpu` laid out as `setup` (data parallel with its ZeRO stage, recompute, offload, finetune,
     seq_len, micro_batch, grad_accum). The one price loop behind `gpukit cost train` and the planner.
@@ -146,8 +183,17 @@ def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_g
         m = estimate_memory(spec, setup=setup, gpu=g)
     else:
         m = estimate_memory(n_params=int(round(n_params)), setup=setup, gpu=g)
-    t1 = time_to_train(model, tokens, g, 1, mfu=mfu, profile=profile, recompute=setup.recompute,
-                       seq_len=setup.seq_len if spec is not None else None, dtype=g.half_dtype)
+    t1 = time_to_train(
+        model,
+        tokens,
+        g,
+        1,
+        mfu=mfu,
+        profile=profile,
+        recompute=setup.recompute,
+        seq_len=setup.seq_len if spec is not None else None,
+        dtype=g.half_dtype,
+    )
     adapters = setup.finetune != "full"
     t1_s = t1.seconds * (ADAPTER_BACKWARD_SHARE if adapters else 1.0)
     tokens_per_gpu = float(setup.seq_len * setup.micro_batch * setup.grad_accum)
@@ -159,27 +205,54 @@ def training_run(model, tokens: float, gpu: str, setup: TrainSetup, *, usd_per_g
     elif n == 1:  # one GPU has no communication
         eff, eff_model = 1.0, f"{g.name}: 1 GPU: efficiency 1 (no communication)"
     elif adapters:  # only the adapters' gradients are all-reduced: negligible traffic
-        eff, eff_model = 1.0, f"{g.name}: adapters only ({setup.finetune}): their gradients' all-reduce is negligible"
+        eff, eff_model = (
+            1.0,
+            f"{g.name}: adapters only ({setup.finetune}): their gradients' all-reduce is negligible",
+        )
     else:
-        est = predicted_efficiency(n_params, g.name, n, gpus_per_node=k, inter_link=inter_link,
-                                   tokens_per_gpu=tokens_per_gpu, mfu=t1.utilization, zero_stage=setup.zero_stage,
-                                   overlap=overlap, ports_per_node=ports_per_node,
-                                   **({"n_layers": spec.n_layers} if spec is not None else {}))  # DDP's bucket shapes
+        est = predicted_efficiency(
+            n_params,
+            g.name,
+            n,
+            gpus_per_node=k,
+            inter_link=inter_link,
+            tokens_per_gpu=tokens_per_gpu,
+            mfu=t1.utilization,
+            zero_stage=setup.zero_stage,
+            overlap=overlap,
+            ports_per_node=ports_per_node,
+            **({"n_layers": spec.n_layers} if spec is not None else {}),
+        )  # DDP's bucket shapes
         eff, eff_model = est.efficiency, f"{g.name}: {est.model}"
     compute_s = t1_s * tokens_per_gpu / tokens  # one GPU's share of a step at the single-GPU rate
     extra_s = offload_slowdown_s(n_params, setup, g)
     step_s = compute_s / eff + extra_s
     input_bound = False
     if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > require_positive(
-            "loader_tokens_per_s", loader_tokens_per_s):
+        "loader_tokens_per_s", loader_tokens_per_s
+    ):
         step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)
         input_bound = True
     eff_total = eff if (extra_s == 0 and not input_bound) else compute_s / step_s
-    return TrainingRun(gpu=g.name, gpus=n, nodes=math.ceil(n / k), setup=setup,
-                       memory_per_gpu_bytes=m.total_bytes, gpu_memory_bytes=g.memory_bytes, fits=bool(m.fits),
-                       tokens_per_gpu=tokens_per_gpu, compute_s=compute_s, step_s=step_s, network_efficiency=eff,
-                       efficiency=eff_total, hours=t1_s / 3600 / (n * eff_total), usd_per_gpu_hour=usd,
-                       input_bound=input_bound, efficiency_model=eff_model, single_gpu=t1)
+    return TrainingRun(
+        gpu=g.name,
+        gpus=n,
+        nodes=math.ceil(n / k),
+        setup=setup,
+        memory_per_gpu_bytes=m.total_bytes,
+        gpu_memory_bytes=g.memory_bytes,
+        fits=bool(m.fits),
+        tokens_per_gpu=tokens_per_gpu,
+        compute_s=compute_s,
+        step_s=step_s,
+        network_efficiency=eff,
+        efficiency=eff_total,
+        hours=t1_s / 3600 / (n * eff_total),
+        usd_per_gpu_hour=usd,
+        input_bound=input_bound,
+        efficiency_model=eff_model,
+        single_gpu=t1,
+    )
 
 
 # ------------------------------------------------------------------------------- training cost
@@ -228,9 +301,15 @@ class CostTable:
         return tuple(r for r in self.rows if r.pareto)
 
     def to_json_dict(self) -> dict:
-        return {"rows": [r.to_json_dict() for r in self.rows], "tokens": self.tokens, "n_params": self.n_params,
-                "utilization_source": self.utilization_source, "efficiency_model": self.efficiency_model,
-                "assumptions": list(self.assumptions), "warnings": list(self.warnings)}
+        return {
+            "rows": [r.to_json_dict() for r in self.rows],
+            "tokens": self.tokens,
+            "n_params": self.n_params,
+            "utilization_source": self.utilization_source,
+            "efficiency_model": self.efficiency_model,
+            "assumptions": list(self.assumptions),
+            "warnings": list(self.warnings),
+        }
 
     def to_frame(self):
         import pandas as pd
@@ -238,13 +317,21 @@ class CostTable:
         return pd.DataFrame([{k: v for k, v in r.to_json_dict().items() if k != "spot"} for r in self.rows])
 
     def to_text(self) -> str:
-        lines = [f"{'gpu':<12} {'gpus':>5} {'hours':>10} {'GPU-hours':>11} {'cost USD':>12} {'eff':>6} {'$/GPU-h':>8} "
-                 f"{'GiB/GPU':>8} {'fits':>4}  pareto"]
+        lines = [
+            f"{'gpu':<12} {'gpus':>5} {'hours':>10} {'GPU-hours':>11} {'cost USD':>12} {'eff':>6} {'$/GPU-h':>8} "
+            f"{'GiB/GPU':>8} {'fits':>4}  pareto"
+        ]
         for r in self.rows:
-            mem = f"{r.memory_per_gpu_bytes / GiB:>8.1f}" if r.memory_per_gpu_bytes is not None else f"{'n/a':>8}"
+            mem = (
+                f"{r.memory_per_gpu_bytes / GiB:>8.1f}"
+                if r.memory_per_gpu_bytes is not None
+                else f"{'n/a':>8}"
+            )
             fit = {True: "yes", False: "NO", None: "n/a"}[r.fits]
-            lines.append(f"{r.gpu:<12} {r.gpus:>5} {r.hours:>10,.1f} {r.gpu_hours:>11,.0f} {r.cost_usd:>12,.0f} "
-                         f"{r.efficiency:>6.1%} {r.usd_per_gpu_hour:>8.2f} {mem} {fit:>4}  {'*' if r.pareto else ''}")
+            lines.append(
+                f"{r.gpu:<12} {r.gpus:>5} {r.hours:>10,.1f} {r.gpu_hours:>11,.0f} {r.cost_usd:>12,.0f} "
+                f"{r.efficiency:>6.1%} {r.usd_per_gpu_hour:>8.2f} {mem} {fit:>4}  {'*' if r.pareto else ''}"
+            )
         lines += [f"WARNING: {w}" for w in self.warnings]
         lines += [f"utilization: {self.utilization_source}", f"efficiency: {self.efficiency_model}"]
         lines += [f"assumes: {a}" for a in self.assumptions]
@@ -264,13 +351,31 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> tuple[bool, ...]:
 _RECOMPUTE_WORDS = {"none": "no recompute", "selective": "selective recompute", "full": "full recompute"}
 
 
-def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Sequence[int], *,
-                  mfu: float | None = None, profile=None, price_per_gpu_hour: float | None = None, prices=None,
-                  efficiency=None, gpus_per_node: int = 8, inter_link: str | None = None,
-                  zero_stage: int = 0, overlap: float = 0.0, spot: dict | None = None,
-                  ports_per_node: int | None = None, recompute: str = "none", offload: str = "none",
-                  finetune: str = "full", seq_len: int | None = None, micro_batch: int = 1, grad_accum: int = 1,
-                  price_per_node_hour: float | None = None) -> CostTable:
+def training_cost(
+    model,
+    tokens: float,
+    gpu: str | Sequence[str],
+    gpus: int | Sequence[int],
+    *,
+    mfu: float | None = None,
+    profile=None,
+    price_per_gpu_hour: float | None = None,
+    prices=None,
+    efficiency=None,
+    gpus_per_node: int = 8,
+    inter_link: str | None = None,
+    zero_stage: int = 0,
+    overlap: float = 0.0,
+    spot: dict | None = None,
+    ports_per_node: int | None = None,
+    recompute: str = "none",
+    offload: str = "none",
+    finetune: str = "full",
+    seq_len: int | None = None,
+    micro_batch: int = 1,
+    grad_accum: int = 1,
+    price_per_node_hour: float | None = None,
+) -> CostTable:
     """Time and cost of training `model` (ModelSpec or n_params) on `tokens` over GPU types x counts.
 
     Every row is one training_run (the price loop the planner uses too) of the data-parallel layout
@@ -303,43 +408,68 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
     if price_per_gpu_hour is not None and price_per_node_hour is not None:
         raise ValueError("give price_per_gpu_hour or price_per_node_hour, not both")
     if isinstance(model, str):  # a catalog name
-
         model = as_model(model)
     n_params = model.n_params if isinstance(model, ModelSpec) else require_positive("n_params", model)
     if seq_len is not None and not isinstance(model, ModelSpec):
-        raise ValueError("seq_len needs a model (its attention FLOPs and activations); with n_params alone give none")
+        raise ValueError(
+            "seq_len needs a model (its attention FLOPs and activations); with n_params alone give none"
+        )
     # one GPU has no data parallelism to shard over: ZeRO 0, unless offload needs a stage (ZeRO-Offload)
-    setups = {n: data_parallel_setup(model, n, zero_stage=zero_stage if n > 1 or offload != "none" else 0,
-                                     recompute=recompute, offload=offload, finetune=finetune, seq_len=seq_len,
-                                     micro_batch=micro_batch, grad_accum=grad_accum)
-              for n in counts}
+    setups = {
+        n: data_parallel_setup(
+            model,
+            n,
+            zero_stage=zero_stage if n > 1 or offload != "none" else 0,
+            recompute=recompute,
+            offload=offload,
+            finetune=finetune,
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            grad_accum=grad_accum,
+        )
+        for n in counts
+    }
     tokens_per_gpu = float(setups[counts[0]].seq_len * micro_batch * grad_accum)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]
     if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
-        raise ValueError(f"gpus must be at most tokens / tokens_per_gpu = {tokens / tokens_per_gpu:,.0f} (one optimizer "
-                         f"step of {tokens_per_gpu:,.0f} tokens per GPU: seq_len x micro_batch x grad_accum), got "
-                         f"{too_many[0]:,}")
+        raise ValueError(
+            f"gpus must be at most tokens / tokens_per_gpu = {tokens / tokens_per_gpu:,.0f} (one optimizer "
+            f"step of {tokens_per_gpu:,.0f} tokens per GPU: seq_len x micro_batch x grad_accum), got "
+            f"{too_many[0]:,}"
+        )
     warnings: list[str] = []
     if price_per_node_hour is not None:
         node_usd = require_positive("price_per_node_hour", price_per_node_hour)
         price_per_gpu_hour = node_usd / k
     if (price_per_gpu_hour is not None or price_per_node_hour is not None) and len(gpu_names) > 1:
-        warnings.append(f"the price given applies to every GPU type ({', '.join(gpu_names)}): they are compared at "
-                        "the same price per GPU-hour; give one type per run, or --prices, to price each its own")
+        warnings.append(
+            f"the price given applies to every GPU type ({', '.join(gpu_names)}): they are compared at "
+            "the same price per GPU-hour; give one type per run, or --prices, to price each its own"
+        )
     rows, util_source, eff_models, flops_line, seq_line = [], "", [], "", ""
     for name in gpu_names:
         g = get_gpu(name)
         if price_per_node_hour is not None:
-            usd, src = price_per_gpu_hour, f"given per node-hour: ${price_per_node_hour:g} / {k} GPUs per node"
-            w = node_price_warning(name, price_per_node_hour, k, prices,
-                                   field="price_per_node_hour (--price-per-node-hour)")
+            usd, src = (
+                price_per_gpu_hour,
+                f"given per node-hour: ${price_per_node_hour:g} / {k} GPUs per node",
+            )
+            w = node_price_warning(
+                name, price_per_node_hour, k, prices, field="price_per_node_hour (--price-per-node-hour)"
+            )
         else:
             usd, src = given_or_quote(name, price_per_gpu_hour, prices)
             w = None
             if price_per_gpu_hour is not None:
-                w = price_warning(name, usd, prices, gpus_per_node=k, field="price_per_gpu_hour (--price-per-gpu-hour)",
-                                  fix="give it as price_per_node_hour (--price-per-node-hour), which divides by "
-                                      "gpus_per_node (--gpus-per-node)")
+                w = price_warning(
+                    name,
+                    usd,
+                    prices,
+                    gpus_per_node=k,
+                    field="price_per_gpu_hour (--price-per-gpu-hour)",
+                    fix="give it as price_per_node_hour (--price-per-node-hour), which divides by "
+                    "gpus_per_node (--gpus-per-node)",
+                )
         if w and w not in warnings:
             warnings.append(w)
         no_fit = []
@@ -349,9 +479,20 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                 eff_given = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
                 if eff_given is None:
                     raise ValueError(f"efficiency has no entry for {n} GPUs (keys: {sorted(efficiency)})")
-            run = training_run(model, tokens, name, setups[n], usd_per_gpu_hour=usd, mfu=mfu, profile=profile,
-                               efficiency=eff_given, gpus_per_node=k, inter_link=inter_link, ports_per_node=ports,
-                               overlap=overlap)
+            run = training_run(
+                model,
+                tokens,
+                name,
+                setups[n],
+                usd_per_gpu_hour=usd,
+                mfu=mfu,
+                profile=profile,
+                efficiency=eff_given,
+                gpus_per_node=k,
+                inter_link=inter_link,
+                ports_per_node=ports,
+                overlap=overlap,
+            )
             if run.efficiency_model not in eff_models:
                 eff_models.append(run.efficiency_model)
             spot_est = None
@@ -362,63 +503,110 @@ def training_cost(model, tokens: float, gpu: str | Sequence[str], gpus: int | Se
                     sp_price, sp_src = given_or_quote(name, None, prices, spot=True)
                 else:
                     sp_price, sp_src = require_positive("spot_price_per_gpu_hour", sp_price), "given"
-                    w = price_warning(name, sp_price, prices, gpus_per_node=k,
-                                      field="spot_price_per_gpu_hour (--spot-price-per-gpu-hour)",
-                                      fix="divide it by gpus_per_node (--gpus-per-node)")
+                    w = price_warning(
+                        name,
+                        sp_price,
+                        prices,
+                        gpus_per_node=k,
+                        field="spot_price_per_gpu_hour (--spot-price-per-gpu-hour)",
+                        fix="divide it by gpus_per_node (--gpus-per-node)",
+                    )
                     if w and w not in warnings:
                         warnings.append(w)
                 spot_est = spot_run(run.hours, n, usd, sp_price, **sp).to_json_dict()
                 spot_est.update(spot_usd_per_gpu_hour=sp_price, spot_price_source=sp_src)
             if not run.fits:
                 no_fit.append((n, run.memory_per_gpu_bytes))
-            rows.append(CostRow(gpu=name, gpus=n, nodes=run.nodes, hours=run.hours, gpu_hours=run.gpu_hours,
-                                cost_usd=run.cost_usd, efficiency=run.efficiency, usd_per_gpu_hour=usd,
-                                price_source=src, spot=spot_est, fits=run.fits,
-                                memory_per_gpu_bytes=run.memory_per_gpu_bytes, gpu_memory_bytes=run.gpu_memory_bytes,
-                                binding=run.binding, tokens_per_gpu=run.tokens_per_gpu))
+            rows.append(
+                CostRow(
+                    gpu=name,
+                    gpus=n,
+                    nodes=run.nodes,
+                    hours=run.hours,
+                    gpu_hours=run.gpu_hours,
+                    cost_usd=run.cost_usd,
+                    efficiency=run.efficiency,
+                    usd_per_gpu_hour=usd,
+                    price_source=src,
+                    spot=spot_est,
+                    fits=run.fits,
+                    memory_per_gpu_bytes=run.memory_per_gpu_bytes,
+                    gpu_memory_bytes=run.gpu_memory_bytes,
+                    binding=run.binding,
+                    tokens_per_gpu=run.tokens_per_gpu,
+                )
+            )
             t1 = run.single_gpu
         util_source = t1.utilization_source
         # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
         # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
         per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
-        seq_source = t1.seq_len_source if seq_len is not None or t1.seq_len is None else model.train_seq_len_source
-        flops_line = (f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
-                      f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
-                      f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({seq_source})"
-                      if t1.seq_len is not None else
-                      f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)")
-        seq_line = (f"micro_batch {micro_batch} x seq_len {t1.seq_len} (the FLOPs' seq_len) x grad_accum {grad_accum}: "
-                    f"{tokens_per_gpu:,.0f} tokens per GPU per optimizer step" if t1.seq_len is not None else
-                    "model states only (n_params given: activations are not counted, so the need is a lower bound; "
-                    f"give a model for them); {tokens_per_gpu:,.0f} tokens per GPU per optimizer step (seq_len "
-                    f"{setups[counts[0]].seq_len} x micro_batch {micro_batch} x grad_accum {grad_accum})")
+        seq_source = (
+            t1.seq_len_source if seq_len is not None or t1.seq_len is None else model.train_seq_len_source
+        )
+        flops_line = (
+            f"{t1.flops / tokens:.3g} FLOPs per token: {per_token} with N = {t1.n_params / 1e9:.3g}B (layer "
+            f"matmuls + LM head {t1.lm_head_params / 1e9:.3g}B; the embedding lookup costs none), plus "
+            f"{'full (encoder)' if getattr(model, 'arch', '') == 'encoder' else 'causal'} attention at seq_len {t1.seq_len} ({seq_source})"
+            if t1.seq_len is not None
+            else f"{per_token} FLOPs per token with N = {t1.n_params / 1e9:.3g}B (n_params only: no attention term)"
+        )
+        seq_line = (
+            f"micro_batch {micro_batch} x seq_len {t1.seq_len} (the FLOPs' seq_len) x grad_accum {grad_accum}: "
+            f"{tokens_per_gpu:,.0f} tokens per GPU per optimizer step"
+            if t1.seq_len is not None
+            else "model states only (n_params given: activations are not counted, so the need is a lower bound; "
+            f"give a model for them); {tokens_per_gpu:,.0f} tokens per GPU per optimizer step (seq_len "
+            f"{setups[counts[0]].seq_len} x micro_batch {micro_batch} x grad_accum {grad_accum})"
+        )
         if no_fit:
-            need = (f"{no_fit[0][1] / GiB:,.1f} GiB per GPU" if len({b for _, b in no_fit}) == 1 else
-                    "per GPU " + ", ".join(f"{b / GiB:,.1f} GiB at {n}" for n, b in no_fit))
-            warnings.append(f"{name} does NOT fit at {', '.join(str(n) for n, _ in no_fit)} GPU(s): the priced layout "
-                            f"(data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}) needs {need}, and "
-                            f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
-                            "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
-                            "which searches the layouts that fit")
+            need = (
+                f"{no_fit[0][1] / GiB:,.1f} GiB per GPU"
+                if len({b for _, b in no_fit}) == 1
+                else "per GPU " + ", ".join(f"{b / GiB:,.1f} GiB at {n}" for n, b in no_fit)
+            )
+            warnings.append(
+                f"{name} does NOT fit at {', '.join(str(n) for n, _ in no_fit)} GPU(s): the priced layout "
+                f"(data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}) needs {need}, and "
+                f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
+                "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
+                "which searches the layouts that fit"
+            )
     # the Pareto set is over the rows that can run as priced (gpukit.plan's rule): a layout that does not fit
     # is neither faster nor cheaper than anything
     runnable = [i for i, r in enumerate(rows) if r.fits is not False]
-    flags = dict(zip(runnable, pareto_front([(rows[i].hours, rows[i].cost_usd) for i in runnable]), strict=True))
+    flags = dict(
+        zip(runnable, pareto_front([(rows[i].hours, rows[i].cost_usd) for i in runnable]), strict=True)
+    )
     rows = [CostRow(**{**asdict(r), "pareto": flags.get(i, False)}) for i, r in enumerate(rows)]
-    drop_words = ("dropout masks counted (the model's recipe)" if isinstance(model, ModelSpec) and model.dropout
-                  else "no dropout")
+    drop_words = (
+        "dropout masks counted (the model's recipe)"
+        if isinstance(model, ModelSpec) and model.dropout
+        else "no dropout"
+    )
     off_words = {"none": "", "optimizer": ", optimizer offload", "all": ", offload all"}[offload]
     if finetune != "full":  # adapters: a frozen base, a cheaper backward, negligible gradient traffic
-        off_words += (f", {finetune} adapters (rank {TrainSetup().lora_rank}) on a frozen base: the backward skips its "
-                      f"weight gradients, {ADAPTER_BACKWARD_SHARE:.3g} x the full step's time (Hu et al. 2021)")
-    assumptions = (f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
-                   f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
-                   f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
-                   f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}{off_words}, "
-                   f"bf16-mixed AdamW, {seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator "
-                   "slack, against the GPU's whole memory; the Pareto set is over the rows that fit")
-    return CostTable(rows=tuple(rows), tokens=tokens, n_params=float(n_params), utilization_source=util_source,
-                     efficiency_model="; ".join(eff_models), assumptions=assumptions, warnings=tuple(warnings))
+        off_words += (
+            f", {finetune} adapters (rank {TrainSetup().lora_rank}) on a frozen base: the backward skips its "
+            f"weight gradients, {ADAPTER_BACKWARD_SHARE:.3g} x the full step's time (Hu et al. 2021)"
+        )
+    assumptions = (
+        f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
+        f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
+        f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
+        f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}{off_words}, "
+        f"bf16-mixed AdamW, {seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator "
+        "slack, against the GPU's whole memory; the Pareto set is over the rows that fit",
+    )
+    return CostTable(
+        rows=tuple(rows),
+        tokens=tokens,
+        n_params=float(n_params),
+        utilization_source=util_source,
+        efficiency_model="; ".join(eff_models),
+        assumptions=assumptions,
+        warnings=tuple(warnings),
+    )
 
 
 # ------------------------------------------------------------------------------- serving
@@ -437,18 +625,34 @@ class ServingCost:
         return asdict(self)
 
 
-def serving_cost_per_million(total_tokens_per_s: float, gpus: int, usd_per_gpu_hour: float,
-                             source: str = "given throughput") -> ServingCost:
+def serving_cost_per_million(
+    total_tokens_per_s: float, gpus: int, usd_per_gpu_hour: float, source: str = "given throughput"
+) -> ServingCost:
     """usd / 1M tokens = gpus x price per GPU-hour / (tokens/s x 3600) x 1e6 (busy the whole hour)."""
     tps = require_positive("total_tokens_per_s", total_tokens_per_s)
     n = require_positive_int("gpus", gpus)
     p = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
-    return ServingCost(gpus=n, total_tokens_per_s=tps, usd_per_gpu_hour=p, usd_per_hour=n * p,
-                       usd_per_million_tokens=n * p / (tps * 3600) * 1e6, source=source)
+    return ServingCost(
+        gpus=n,
+        total_tokens_per_s=tps,
+        usd_per_gpu_hour=p,
+        usd_per_hour=n * p,
+        usd_per_million_tokens=n * p / (tps * 3600) * 1e6,
+        source=source,
+    )
 
 
-def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, context: int = 2048,
-                 precision: str = "bf16", usd_per_gpu_hour: float | None = None, prices=None) -> ServingCost:
+def serving_cost(
+    model: str,
+    gpu: str,
+    *,
+    gpus: int = 1,
+    batch: int = 32,
+    context: int = 2048,
+    precision: str = "bf16",
+    usd_per_gpu_hour: float | None = None,
+    prices=None,
+) -> ServingCost:
     """Cost per million generated tokens of serving `model` on `gpus` x `gpu` (tensor parallel over all
     of them) at batch `batch`, half the context prompt and half generated, the batch run as one static
     batch: its `batch` prompts prefilled together (the first token each), then O - 1 decode steps, all
@@ -466,9 +670,15 @@ def serving_cost(model: str, gpu: str, *, gpus: int = 1, batch: int = 32, contex
         raise ValueError(f"batch {b} x context {c} of {model} does not fit {n} x {gpu} in {precision}")
     prefill = inference.prefill_step(m, g, prompt_tokens=i, batch=b, **p.step_kwargs)
     tps = b * o / (prefill.time_s + (o - 1) * p.itl_s)
-    return serving_cost_per_million(tps, n, usd, source=(
-        f"gpukit.inference: batch {b}, {i} prompt + {o} generated tokens, {precision}, TP {n}: the batch's "
-        "prefill then its decode steps, from the roofline with its stated efficiencies"))
+    return serving_cost_per_million(
+        tps,
+        n,
+        usd,
+        source=(
+            f"gpukit.inference: batch {b}, {i} prompt + {o} generated tokens, {precision}, TP {n}: the batch's "
+            "prefill then its decode steps, from the roofline with its stated efficiencies"
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------- the articles' table
@@ -488,17 +698,31 @@ class ArticleTableRow:
         return asdict(self)
 
 
-def article_table(*, n_params: float = 10e9, usd_per_gpu_hour: float = 4.0, hours_one_gpu: float = 200.0,
-                  efficiency=None, inter_link: str = "ib-ndr", tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
-                  overlap: float = 0.0) -> tuple[ArticleTableRow, ...]:
+def article_table(
+    *,
+    n_params: float = 10e9,
+    usd_per_gpu_hour: float = 4.0,
+    hours_one_gpu: float = 200.0,
+    efficiency=None,
+    inter_link: str = "ib-ndr",
+    tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+    overlap: float = 0.0,
+) -> tuple[ArticleTableRow, ...]:
     """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
     scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
     fit one GPU without sharding) or given (number or {gpus: e})."""
     out = []
     for n, h, c in ARTICLE_TABLE:
         if efficiency is None:
-            eff = predicted_efficiency(n_params, "h100-sxm", n, inter_link=inter_link, tokens_per_gpu=tokens_per_gpu,
-                                       zero_stage=3, overlap=overlap).efficiency
+            eff = predicted_efficiency(
+                n_params,
+                "h100-sxm",
+                n,
+                inter_link=inter_link,
+                tokens_per_gpu=tokens_per_gpu,
+                zero_stage=3,
+                overlap=overlap,
+            ).efficiency
         else:
             eff = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else float(efficiency)
         hours = hours_one_gpu / (n * eff)

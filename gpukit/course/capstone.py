@@ -27,27 +27,59 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("qlora_mistral", "A support team wants Mistral 7B to follow their tone: QLoRA on 50M tokens of tickets, "
-             "done by tomorrow (24 h), for at most $100, on any priced GPU.",
-             "How many GPUs does the planner recommend?", "GPUs",
-             dict(workload="qlora", model="mistral-7b", tokens=50e6, deadline_hours=24, budget_usd=100), "gpus"),
-    Scenario("pretrain_1b", "A research lab pretrains a 1.3B model compute-optimally (20 tokens per parameter, 26B "
-             "tokens) on H100s and needs it within 48 hours.",
-             "What does the recommended plan cost, in USD?", "USD",
-             dict(workload="pretrain", model="opt-1.3b", tokens=26e9, deadline_hours=48, gpus=["h100-sxm"]), "cost_usd"),
-    Scenario("serve_llama3", "A product serves Llama 3 8B to 20 requests per second (512 prompt tokens, 256 generated).",
-             "What does the recommended plan cost per million generated tokens, in USD?", "USD",
-             dict(workload="serve", model="llama-3-8b", rate=20, input_tokens=512, output_tokens=256),
-             "usd_per_million_tokens"),
-    Scenario("pretrain_70b", "A company pretrains a 70B model compute-optimally (1.4T tokens) on H100s with InfiniBand, in 45 days.",
-             "How many H100s does the recommended plan use?", "GPUs",
-             dict(workload="pretrain", model="llama-2-70b", tokens=1.4e12, deadline_hours=45 * 24, gpus=["h100-sxm"]),
-             "gpus"),
-    Scenario("input_bound", "A startup trains a 1.3B model on 26B tokens on A100 80GB, but its data loader delivers "
-             "only 41,600 tokens/s in total (article 000's '32 GPUs, 2x'); it needs the model within 200 hours.",
-             "How many GPUs does the planner recommend?", "GPUs",
-             dict(workload="pretrain", model="opt-1.3b", tokens=26e9, gpus={"a100-80gb": 1.89},
-                  counts=(1, 2, 4, 8, 16, 32), loader_tokens_per_s=41_600, deadline_hours=200), "gpus"),
+    Scenario(
+        "qlora_mistral",
+        "A support team wants Mistral 7B to follow their tone: QLoRA on 50M tokens of tickets, "
+        "done by tomorrow (24 h), for at most $100, on any priced GPU.",
+        "How many GPUs does the planner recommend?",
+        "GPUs",
+        dict(workload="qlora", model="mistral-7b", tokens=50e6, deadline_hours=24, budget_usd=100),
+        "gpus",
+    ),
+    Scenario(
+        "pretrain_1b",
+        "A research lab pretrains a 1.3B model compute-optimally (20 tokens per parameter, 26B "
+        "tokens) on H100s and needs it within 48 hours.",
+        "What does the recommended plan cost, in USD?",
+        "USD",
+        dict(workload="pretrain", model="opt-1.3b", tokens=26e9, deadline_hours=48, gpus=["h100-sxm"]),
+        "cost_usd",
+    ),
+    Scenario(
+        "serve_llama3",
+        "A product serves Llama 3 8B to 20 requests per second (512 prompt tokens, 256 generated).",
+        "What does the recommended plan cost per million generated tokens, in USD?",
+        "USD",
+        dict(workload="serve", model="llama-3-8b", rate=20, input_tokens=512, output_tokens=256),
+        "usd_per_million_tokens",
+    ),
+    Scenario(
+        "pretrain_70b",
+        "A company pretrains a 70B model compute-optimally (1.4T tokens) on H100s with InfiniBand, in 45 days.",
+        "How many H100s does the recommended plan use?",
+        "GPUs",
+        dict(
+            workload="pretrain", model="llama-2-70b", tokens=1.4e12, deadline_hours=45 * 24, gpus=["h100-sxm"]
+        ),
+        "gpus",
+    ),
+    Scenario(
+        "input_bound",
+        "A startup trains a 1.3B model on 26B tokens on A100 80GB, but its data loader delivers "
+        "only 41,600 tokens/s in total (article 000's '32 GPUs, 2x'); it needs the model within 200 hours.",
+        "How many GPUs does the planner recommend?",
+        "GPUs",
+        dict(
+            workload="pretrain",
+            model="opt-1.3b",
+            tokens=26e9,
+            gpus={"a100-80gb": 1.89},
+            counts=(1, 2, 4, 8, 16, 32),
+            loader_tokens_per_s=41_600,
+            deadline_hours=200,
+        ),
+        "gpus",
+    ),
 )
 _BY_KEY = {s.key: s for s in SCENARIOS}
 

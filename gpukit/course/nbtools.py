@@ -46,32 +46,71 @@ class CourseEntry:
 # The course map, in teaching order. README.md and notebook 00 show it (tests/test_hygiene.py
 # checks that every notebook file is listed here, in the README and in notebook 00).
 COURSE: tuple[CourseEntry, ...] = (
-    CourseEntry("00_start_here", "What is in this course, does it run here, how do widgets and "
-                "headless runs work?", "yes", "no"),
-    CourseEntry("01_what_fits_on_one_gpu", "Will this model fit on one GPU, and where does the "
-                "memory go (weights, gradients, optimizer, activations, KV cache)?", "yes",
-                "no (GPU cells run when one is present)"),
-    CourseEntry("02_fitting_tricks", "Which tricks make it fit (mixed precision, recompute, ZeRO, "
-                "offload, LoRA, quantization) and what does each cost?", "yes",
-                "no (GPU cells run when one is present)"),
-    CourseEntry("03_compute_and_time", "How long will it take: FLOPs, MFU, roofline, time to "
-                "train?", "yes", "no (GPU cells run when one is present)"),
-    CourseEntry("04_communication", "When does a cluster pay off: collective costs, bandwidth, "
-                "how data parallelism scales?", "yes (gloo on loopback)",
-                "no (NCCL cells run when GPUs are present)"),
-    CourseEntry("05_data_parallel_scaling", "How much faster does training get with more GPUs (real DDP): "
-                "overlap, compression, accumulation, input-bound jobs, slow networks?",
-                "yes (gloo on loopback; netlab as root)", "no (NCCL when GPUs are present)"),
-    CourseEntry("06_beyond_data_parallel", "How do I split a model that does not fit: ZeRO/FSDP, tensor "
-                "and pipeline parallelism, which 3D layout is fastest and why?",
-                "yes (gloo on loopback: FSDP, ZeRO-1, TP, PP on 2 ranks)", "no"),
-    CourseEntry("07_inference", "One GPU or many for serving: memory, prefill and decode on the roofline, "
-                "tensor parallel vs replicas, latency against load, cost per million tokens?", "yes",
-                "no (the CUDA decode cell runs when a GPU is present)"),
-    CourseEntry("08_cluster_economics", "What does a run cost: prices, cost vs time with scaling efficiency, "
-                "buy vs rent, spot?", "yes", "no"),
-    CourseEntry("09_decide", "One GPU, one node or a cluster? The planner, the articles' rules and every claim "
-                "audited", "yes", "no"),
+    CourseEntry(
+        "00_start_here",
+        "What is in this course, does it run here, how do widgets and headless runs work?",
+        "yes",
+        "no",
+    ),
+    CourseEntry(
+        "01_what_fits_on_one_gpu",
+        "Will this model fit on one GPU, and where does the "
+        "memory go (weights, gradients, optimizer, activations, KV cache)?",
+        "yes",
+        "no (GPU cells run when one is present)",
+    ),
+    CourseEntry(
+        "02_fitting_tricks",
+        "Which tricks make it fit (mixed precision, recompute, ZeRO, "
+        "offload, LoRA, quantization) and what does each cost?",
+        "yes",
+        "no (GPU cells run when one is present)",
+    ),
+    CourseEntry(
+        "03_compute_and_time",
+        "How long will it take: FLOPs, MFU, roofline, time to train?",
+        "yes",
+        "no (GPU cells run when one is present)",
+    ),
+    CourseEntry(
+        "04_communication",
+        "When does a cluster pay off: collective costs, bandwidth, how data parallelism scales?",
+        "yes (gloo on loopback)",
+        "no (NCCL cells run when GPUs are present)",
+    ),
+    CourseEntry(
+        "05_data_parallel_scaling",
+        "How much faster does training get with more GPUs (real DDP): "
+        "overlap, compression, accumulation, input-bound jobs, slow networks?",
+        "yes (gloo on loopback; netlab as root)",
+        "no (NCCL when GPUs are present)",
+    ),
+    CourseEntry(
+        "06_beyond_data_parallel",
+        "How do I split a model that does not fit: ZeRO/FSDP, tensor "
+        "and pipeline parallelism, which 3D layout is fastest and why?",
+        "yes (gloo on loopback: FSDP, ZeRO-1, TP, PP on 2 ranks)",
+        "no",
+    ),
+    CourseEntry(
+        "07_inference",
+        "One GPU or many for serving: memory, prefill and decode on the roofline, "
+        "tensor parallel vs replicas, latency against load, cost per million tokens?",
+        "yes",
+        "no (the CUDA decode cell runs when a GPU is present)",
+    ),
+    CourseEntry(
+        "08_cluster_economics",
+        "What does a run cost: prices, cost vs time with scaling efficiency, buy vs rent, spot?",
+        "yes",
+        "no",
+    ),
+    CourseEntry(
+        "09_decide",
+        "One GPU, one node or a cluster? The planner, the articles' rules and every claim audited",
+        "yes",
+        "no",
+    ),
 )
 
 
@@ -80,9 +119,16 @@ def course_map(notebook_dir: str | Path | None = None):
     import pandas as pd
 
     folder = Path(notebook_dir) if notebook_dir else Path(__file__).resolve().parents[2] / "notebooks"
-    rows = [{"notebook": c.notebook, "question": c.question, "runs on CPU?": c.runs_on_cpu,
-             "needs a GPU?": c.needs_gpu, "available": (folder / f"{c.notebook}.ipynb").exists()}
-            for c in COURSE]
+    rows = [
+        {
+            "notebook": c.notebook,
+            "question": c.question,
+            "runs on CPU?": c.runs_on_cpu,
+            "needs a GPU?": c.needs_gpu,
+            "available": (folder / f"{c.notebook}.ipynb").exists(),
+        }
+        for c in COURSE
+    ]
     return pd.DataFrame(rows)
 
 
@@ -104,8 +150,15 @@ def _is_type_spec(allowed) -> bool:
 
 def _same(a, b) -> bool:
     # 1 == True in Python; a parameter list [True, False] must not accept 1.
-    return a == b and (type(a) is type(b) or (isinstance(a, numbers.Real) and isinstance(b, numbers.Real)
-                                              and not isinstance(a, bool) and not isinstance(b, bool)))
+    return a == b and (
+        type(a) is type(b)
+        or (
+            isinstance(a, numbers.Real)
+            and isinstance(b, numbers.Real)
+            and not isinstance(a, bool)
+            and not isinstance(b, bool)
+        )
+    )
 
 
 def check_param(name: str, value, allowed):
@@ -127,13 +180,17 @@ def check_param(name: str, value, allowed):
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if not ok:
             names = " or ".join(t.__name__ for t in types)
-            raise ValueError(f"parameter {name} must be of type {names}; got {value!r} ({type(value).__name__})")
+            raise ValueError(
+                f"parameter {name} must be of type {names}; got {value!r} ({type(value).__name__})"
+            )
         return value
     if isinstance(allowed, range):
         if not (isinstance(value, int) and not isinstance(value, bool) and value in allowed):
             step = f" in steps of {allowed.step}" if allowed.step != 1 else ""
-            raise ValueError(f"parameter {name} must be an integer from {allowed.start} to "
-                             f"{allowed.stop - 1}{step}; got {value!r}")
+            raise ValueError(
+                f"parameter {name} must be an integer from {allowed.start} to "
+                f"{allowed.stop - 1}{step}; got {value!r}"
+            )
         return value
     if isinstance(allowed, Collection) and not isinstance(allowed, (str, bytes)):
         if not any(_same(value, a) for a in allowed):
@@ -160,6 +217,7 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
     ...
     ValueError: parameter RATE must be a number > 0; got 0
     """
+
     def ok(x) -> bool:
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
             return False
@@ -226,8 +284,14 @@ def record(name: str, value, unit: str, note: str = "") -> dict:
     """
     if not name or not isinstance(name, str):
         raise ValueError(f"record name must be a non-empty string, got {name!r}")
-    rec = {"notebook": os.environ.get(NOTEBOOK_ENV, ""), "name": name, "value": _plain(value),
-           "unit": str(unit), "note": str(note), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    rec = {
+        "notebook": os.environ.get(NOTEBOOK_ENV, ""),
+        "name": name,
+        "value": _plain(value),
+        "unit": str(unit),
+        "note": str(note),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     path = os.environ.get(RECORD_ENV)
     if path:
         records = read_records(path)
@@ -267,7 +331,6 @@ def check_answer(answer, expected: float, rel_tol: float = 0.02, name: str = "an
     direction = "too high" if x > expected else "too low"
     print(f"{name}: not quite: {x:.4g} is {direction} by {abs(x - expected) / abs(expected):.0%}")
     return False
-
 
 
 def count_figures(notebook, *, mime: str = "image/png") -> int:

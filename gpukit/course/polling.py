@@ -34,7 +34,9 @@ class SlicedPollChannel(AsyncZMQSocketChannel):
     async def get_msg(self, timeout: float | None = None) -> dict:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            step = POLL_SLICE_S if deadline is None else max(0.0, min(POLL_SLICE_S, deadline - time.monotonic()))
+            step = (
+                POLL_SLICE_S if deadline is None else max(0.0, min(POLL_SLICE_S, deadline - time.monotonic()))
+            )
             try:
                 return await super().get_msg(timeout=step)
             except Empty:

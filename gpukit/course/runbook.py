@@ -85,9 +85,16 @@ def _environ(**values):
                 os.environ[k] = v
 
 
-def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, parameters: dict | None = None,
-                 timeout_s: int = DEFAULT_TIMEOUT_S, record_path: str | Path | None = None,
-                 env: dict | None = None) -> NotebookRun:
+def run_notebook(
+    nb: str | Path,
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    parameters: dict | None = None,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    record_path: str | Path | None = None,
+    env: dict | None = None,
+) -> NotebookRun:
     """Execute one notebook with papermill into `out_dir`; never raises for a failing notebook.
 
     `timeout_s` is per cell (papermill's execution_timeout). `env` adds variables for the kernel
@@ -105,8 +112,12 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
     params = dict(parameters or {})
     if quick:
         params.setdefault("QUICK", True)
-    kernel_env = {NOTEBOOK_ENV: nb.stem, QUICK_ENV: "1" if quick else None, "MPLBACKEND": INLINE_BACKEND,
-                  **(env or {})}
+    kernel_env = {
+        NOTEBOOK_ENV: nb.stem,
+        QUICK_ENV: "1" if quick else None,
+        "MPLBACKEND": INLINE_BACKEND,
+        **(env or {}),
+    }
     if record_path is not None:
         kernel_env[RECORD_ENV] = str(Path(record_path).resolve())
     t0 = time.perf_counter()
@@ -114,9 +125,16 @@ def run_notebook(nb: str | Path, out_dir: str | Path, *, quick: bool = False, pa
     with _environ(**kernel_env):
         try:
             papermill.execute_notebook(
-                str(nb), str(out), parameters=params, kernel_name=KERNEL_NAME, language="python",
-                cwd=str(nb.parent), execution_timeout=timeout_s, progress_bar=False,
-                kernel_manager_class=SlicedPollKernelManager)  # widget cells' missed replies: gpukit.course.polling
+                str(nb),
+                str(out),
+                parameters=params,
+                kernel_name=KERNEL_NAME,
+                language="python",
+                cwd=str(nb.parent),
+                execution_timeout=timeout_s,
+                progress_bar=False,
+                kernel_manager_class=SlicedPollKernelManager,
+            )  # widget cells' missed replies: gpukit.course.polling
         except PapermillExecutionError as e:
             evalue = (str(e.evalue).strip().splitlines() or [""])[0]
             error = f"cell {e.exec_count}: {e.ename}: {evalue}"
@@ -147,26 +165,48 @@ def error_outputs(nb_path: str | Path) -> list[str]:
 def summarize(runs: list[NotebookRun], records: list[dict], header: str = "") -> str:
     """The one-screen summary: notebooks (status, time, failing cell), then the recorded figures."""
     lines = [header] if header else []
-    lines += format_table([[r.notebook, "ok" if r.ok else "FAILED", f"{r.seconds:.1f} s", r.error[:70]] for r in runs],
-                          ["notebook", "status", "time", "error"], align="left").splitlines()
+    lines += format_table(
+        [[r.notebook, "ok" if r.ok else "FAILED", f"{r.seconds:.1f} s", r.error[:70]] for r in runs],
+        ["notebook", "status", "time", "error"],
+        align="left",
+    ).splitlines()
     lines.append("")
     if records:
         lines.append("Recorded figures (CPU figures are labelled CPU):")
-        lines += format_table([[r.get("notebook", ""), r.get("name", ""), r.get("value"), r.get("unit", ""),
-                                str(r.get("note", ""))[:48]] for r in records],
-                              ["notebook", "figure", "value", "unit", "note"],
-                              formats={"value": lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)},
-                              align="left").splitlines()
+        lines += format_table(
+            [
+                [
+                    r.get("notebook", ""),
+                    r.get("name", ""),
+                    r.get("value"),
+                    r.get("unit", ""),
+                    str(r.get("note", ""))[:48],
+                ]
+                for r in records
+            ],
+            ["notebook", "figure", "value", "unit", "note"],
+            formats={"value": lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)},
+            align="left",
+        ).splitlines()
     else:
         lines.append("Recorded figures: none (notebooks call gpukit.course.nbtools.record to add some)")
     failed = sum(not r.ok for r in runs)
-    lines += ["", f"{len(runs) - failed} of {len(runs)} notebooks ran; {failed} failed"
-              + (" (full tracebacks in the executed notebooks and summary.json)" if failed else "")]
+    lines += [
+        "",
+        f"{len(runs) - failed} of {len(runs)} notebooks ran; {failed} failed"
+        + (" (full tracebacks in the executed notebooks and summary.json)" if failed else ""),
+    ]
     return "\n".join(lines)
 
 
-def run_all(notebooks: list[Path], out_dir: str | Path, *, quick: bool = False,
-            timeout_s: int = DEFAULT_TIMEOUT_S, progress: bool = True) -> tuple[list[NotebookRun], list[dict]]:
+def run_all(
+    notebooks: list[Path],
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    progress: bool = True,
+) -> tuple[list[NotebookRun], list[dict]]:
     """Run `notebooks` in order into `out_dir` with a fresh records.json; returns (runs, records)."""
     from tqdm.auto import tqdm
 
@@ -185,10 +225,14 @@ def run_all(notebooks: list[Path], out_dir: str | Path, *, quick: bool = False,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m gpukit.course.runbook", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m gpukit.course.runbook", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and records")
     parser.add_argument("--quick", action="store_true", help="QUICK=True: small sizes (also GPUKIT_QUICK=1)")
-    parser.add_argument("--only", action="append", metavar="NN", help="run notebooks whose name starts with NN")
+    parser.add_argument(
+        "--only", action="append", metavar="NN", help="run notebooks whose name starts with NN"
+    )
     parser.add_argument("--notebooks", default=None, help="folder of notebooks (default: the course's)")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     args = parser.parse_args(argv)
@@ -203,13 +247,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     env = environment(quick=quick)
-    header = (f"gpukit run: {len(books)} notebook(s), {'QUICK' if quick else 'full'} mode, "
-              f"{describe_environment(env)} -> {args.out}")
+    header = (
+        f"gpukit run: {len(books)} notebook(s), {'QUICK' if quick else 'full'} mode, "
+        f"{describe_environment(env)} -> {args.out}"
+    )
     print(header, flush=True)
     t0 = time.perf_counter()
     runs, records = run_all(books, args.out, quick=quick, timeout_s=args.timeout)
-    summary = {"env": env, "quick": quick, "seconds": round(time.perf_counter() - t0, 2),
-               "runs": [asdict(r) for r in runs], "records": records}
+    summary = {
+        "env": env,
+        "quick": quick,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "runs": [asdict(r) for r in runs],
+        "records": records,
+    }
     write_json(summary, Path(args.out, "summary.json"))
     print()
     print(summarize(runs, records))

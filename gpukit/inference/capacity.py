@@ -47,9 +47,11 @@ MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs (engine arguments): the batch 
 MAX_BATCH = 100_000
 DEFAULT_GPUS_PER_NODE = 8
 # the scales each quantized weight format carries (gpukit.inference.layer_weight_bytes, gpukit.quant)
-QUANT_SCALES = {"fp8": "1 byte each, one fp32 scale per matrix",
-                "int8": "1 byte each, one fp32 scale per output row, LLM.int8()",
-                "int4": "NF4, 0.5 byte each plus block-64 double-quantized scales, QLoRA"}
+QUANT_SCALES = {
+    "fp8": "1 byte each, one fp32 scale per matrix",
+    "int8": "1 byte each, one fp32 scale per output row, LLM.int8()",
+    "int4": "NF4, 0.5 byte each plus block-64 double-quantized scales, QLoRA",
+}
 
 
 # ------------------------------------------------------------------------------------ serving
@@ -98,8 +100,15 @@ class ServePlan:
     def step_kwargs(self) -> dict:
         """What prefill_step / decode_step need to price another step of this layout the same way
         (precision, KV dtype, tp, pp, the links chosen, the assumptions)."""
-        return dict(precision=self.precision, kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, link=self.link,
-                    pp_link=self.pp_link, assumptions=self.assumptions)
+        return dict(
+            precision=self.precision,
+            kv_dtype=self.kv_dtype,
+            tp=self.tp,
+            pp=self.pp,
+            link=self.link,
+            pp_link=self.pp_link,
+            assumptions=self.assumptions,
+        )
 
     @property
     def fits(self) -> bool:
@@ -133,24 +142,48 @@ class ServePlan:
         return serving_cost_per_million_tokens(self.price_per_gpu_hour, self.gpus, tps)
 
     def to_json_dict(self) -> dict:
-        d = {"model": self.model, "gpu": self.gpu, "precision": self.precision, "kv_dtype": self.kv_dtype,
-             "tp": self.tp, "pp": self.pp, "gpus_per_replica": self.gpus_per_replica, "batch": self.batch,
-             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "context": self.context,
-             "memory_per_gpu_bytes": self.memory.total_bytes, "fits": self.fits, "max_batch": self.max_batch,
-             "ttft_s": self.ttft_s, "itl_s": self.itl_s, "decode_tokens_per_s": self.decode_tokens_per_s,
-             "total_tokens_per_s": self.total_tokens_per_s, "max_total_tokens_per_s": self.max_total_tokens_per_s,
-             "request_latency_s": self.request_latency_s, "capacity_req_per_s": self.capacity_req_per_s,
-             "decode_bound": self.decode.step_bound, "decode_dense_bound": self.decode.bound,
-             "memory": self.memory.to_json_dict()}
+        d = {
+            "model": self.model,
+            "gpu": self.gpu,
+            "precision": self.precision,
+            "kv_dtype": self.kv_dtype,
+            "tp": self.tp,
+            "pp": self.pp,
+            "gpus_per_replica": self.gpus_per_replica,
+            "batch": self.batch,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "context": self.context,
+            "memory_per_gpu_bytes": self.memory.total_bytes,
+            "fits": self.fits,
+            "max_batch": self.max_batch,
+            "ttft_s": self.ttft_s,
+            "itl_s": self.itl_s,
+            "decode_tokens_per_s": self.decode_tokens_per_s,
+            "total_tokens_per_s": self.total_tokens_per_s,
+            "max_total_tokens_per_s": self.max_total_tokens_per_s,
+            "request_latency_s": self.request_latency_s,
+            "capacity_req_per_s": self.capacity_req_per_s,
+            "decode_bound": self.decode.step_bound,
+            "decode_dense_bound": self.decode.bound,
+            "memory": self.memory.to_json_dict(),
+        }
         if self.rate is not None:
             d.update(rate=self.rate, replicas=self.replicas, gpus=self.gpus)
             if self.simulation is not None:
                 s = self.simulation
-                d.update(p50_latency_s=s.p50_latency_s, p99_latency_s=s.p99_latency_s, p50_ttft_s=s.p50_ttft_s,
-                         p99_ttft_s=s.p99_ttft_s, simulated_requests=s.completed)
+                d.update(
+                    p50_latency_s=s.p50_latency_s,
+                    p99_latency_s=s.p99_latency_s,
+                    p50_ttft_s=s.p50_ttft_s,
+                    p99_ttft_s=s.p99_ttft_s,
+                    simulated_requests=s.completed,
+                )
         if self.price_per_gpu_hour is not None:
-            d.update(price_per_gpu_hour=self.price_per_gpu_hour,
-                     cost_per_million_tokens_usd=self.cost_per_million_tokens_usd)
+            d.update(
+                price_per_gpu_hour=self.price_per_gpu_hour,
+                cost_per_million_tokens_usd=self.cost_per_million_tokens_usd,
+            )
         d["assumptions"] = list(self.assumptions.lines())
         d["notes"] = list(self.notes)
         return _json_safe(d)
@@ -161,31 +194,40 @@ class ServePlan:
         d = self.decode
         if d.step_bound == d.bound:
             return f"{d.bound}-bound"
-        return (f"{d.step_bound}-bound: attention over the KV cache {d.attn_s * 1e3:.2f} ms per stage, the weight "
-                f"matmuls {d.dense_s * 1e3:.2f} ms {d.bound}-bound")
+        return (
+            f"{d.step_bound}-bound: attention over the KV cache {d.attn_s * 1e3:.2f} ms per stage, the weight "
+            f"matmuls {d.dense_s * 1e3:.2f} ms {d.bound}-bound"
+        )
 
     def to_text(self) -> str:
         m = self.memory
-        lines = [f"{self.model} on {self.gpu}: tp={self.tp} pp={self.pp} ({self.gpus_per_replica} GPU(s) per replica), "
-                 f"{self.precision} weights, {self.kv_dtype} KV cache",
-                 f"  memory per GPU: {m.total_bytes / GiB:.1f} GiB (weights {m.weights_bytes / GiB:.1f}, KV "
-                 f"{m.kv_cache_bytes / GiB:.1f}, activations {m.activations_bytes / GiB:.2f}) of "
-                 f"{m.usable_bytes / GiB:.1f} usable -> {'fits' if self.fits else 'DOES NOT FIT'}; max batch "
-                 f"{self.max_batch} at {self.context} tokens"
-                 + (f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
-                    if m.max_batch > self.max_batch else ""),
-                 f"  batch {self.batch}, {self.input_tokens} + {self.output_tokens} tokens per request: TTFT "
-                 f"{self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
-                 f"({self._decode_bound_text()}), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
-                 f"{self.total_tokens_per_s:.0f} tok/s total",
-                 f"  one replica at capacity: {self.capacity_req_per_s:.3g} req/s, {self.max_total_tokens_per_s:.0f} "
-                 f"output tok/s"]
+        lines = [
+            f"{self.model} on {self.gpu}: tp={self.tp} pp={self.pp} ({self.gpus_per_replica} GPU(s) per replica), "
+            f"{self.precision} weights, {self.kv_dtype} KV cache",
+            f"  memory per GPU: {m.total_bytes / GiB:.1f} GiB (weights {m.weights_bytes / GiB:.1f}, KV "
+            f"{m.kv_cache_bytes / GiB:.1f}, activations {m.activations_bytes / GiB:.2f}) of "
+            f"{m.usable_bytes / GiB:.1f} usable -> {'fits' if self.fits else 'DOES NOT FIT'}; max batch "
+            f"{self.max_batch} at {self.context} tokens"
+            + (
+                f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
+                if m.max_batch > self.max_batch
+                else ""
+            ),
+            f"  batch {self.batch}, {self.input_tokens} + {self.output_tokens} tokens per request: TTFT "
+            f"{self.ttft_s * 1e3:.1f} ms, ITL {self.itl_s * 1e3:.2f} ms "
+            f"({self._decode_bound_text()}), {self.decode_tokens_per_s:.1f} tok/s per sequence, "
+            f"{self.total_tokens_per_s:.0f} tok/s total",
+            f"  one replica at capacity: {self.capacity_req_per_s:.3g} req/s, {self.max_total_tokens_per_s:.0f} "
+            f"output tok/s",
+        ]
         if self.rate is not None:
             lines.append(f"  rate {self.rate:g} req/s -> {self.replicas} replica(s), {self.gpus} GPU(s)")
             if self.simulation is not None:
                 s = self.simulation
-                lines.append(f"  simulated latency p50 {s.p50_latency_s:.3g} s, p99 {s.p99_latency_s:.3g} s; TTFT p50 "
-                             f"{s.p50_ttft_s * 1e3:.3g} ms, p99 {s.p99_ttft_s * 1e3:.3g} ms")
+                lines.append(
+                    f"  simulated latency p50 {s.p50_latency_s:.3g} s, p99 {s.p99_latency_s:.3g} s; TTFT p50 "
+                    f"{s.p50_ttft_s * 1e3:.3g} ms, p99 {s.p99_ttft_s * 1e3:.3g} ms"
+                )
         if self.cost_per_million_tokens_usd is not None:
             lines.append(f"  cost: ${self.cost_per_million_tokens_usd:.3g} per million output tokens")
         elif self.price_per_gpu_hour is not None:  # the price was given: say why there is no cost
@@ -214,8 +256,12 @@ def default_precision(gpu) -> str:
     return default_kv_dtype(gpu)
 
 
-def default_lengths(model: ModelSpec, input_tokens: int | None = None, output_tokens: int | None = None,
-                    context: int | None = None) -> tuple[int, int]:
+def default_lengths(
+    model: ModelSpec,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    context: int | None = None,
+) -> tuple[int, int]:
     """Prompt and output lengths when not given: 1000 and 200, shrunk to fit the model's context window
     (or `context`) when they would not (GPT-2's 1024 tokens: 824 + 200); a length the user gave is kept."""
     limit = model.max_seq if context is None else context
@@ -229,7 +275,9 @@ def default_tp(model: ModelSpec, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PE
     (tensor parallelism stays inside a node), dividing gpus (tp x pp = gpus) and the model's heads
     (Megatron-LM splits whole heads; KV heads divided or replicated), so 3 GPUs of a 32-head model
     give tp 1 x pp 3 rather than an impossible tp 3."""
-    return max(t for t in range(1, min(gpus, gpus_per_node) + 1) if gpus % t == 0 and tp_splits_heads(model, t))
+    return max(
+        t for t in range(1, min(gpus, gpus_per_node) + 1) if gpus % t == 0 and tp_splits_heads(model, t)
+    )
 
 
 def tp_splits_heads(model: ModelSpec, tp: int) -> bool:
@@ -238,12 +286,27 @@ def tp_splits_heads(model: ModelSpec, tp: int) -> bool:
     return model.tp_note(tp) is None
 
 
-def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = None, precision: str | None = None,
-          kv_dtype: str | None = None, batch: int = 1, context: int | None = None, input_tokens: int | None = None,
-          output_tokens: int | None = None, rate: float | None = None, price_per_gpu_hour: float | None = None,
-          link=None, pp_link=None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
-          assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
-          simulate_requests: int = 400, seed: int = 0) -> ServePlan:
+def serve(
+    model: ModelSpec,
+    gpu,
+    *,
+    gpus: int | None = None,
+    tp: int | None = None,
+    precision: str | None = None,
+    kv_dtype: str | None = None,
+    batch: int = 1,
+    context: int | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    rate: float | None = None,
+    price_per_gpu_hour: float | None = None,
+    link=None,
+    pp_link=None,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    assumptions: Assumptions = Assumptions(),
+    simulate_requests: int = 400,
+    seed: int = 0,
+) -> ServePlan:
     """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
     to default_tp (the largest that divides gpus and the heads within a node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
     p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
@@ -252,7 +315,9 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     model, gpu, link, pp_link = as_model(model), as_gpu(gpu), as_link(link), as_link(pp_link)
     if model.arch != "decoder":
         raise ValueError(f"model must be a decoder to serve tokens, got {model.name} ({model.arch})")
-    precision = require_choice("precision", default_precision(gpu) if precision is None else precision, PRECISIONS)
+    precision = require_choice(
+        "precision", default_precision(gpu) if precision is None else precision, PRECISIONS
+    )
     kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
     if context is not None:
@@ -261,8 +326,10 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     i, o = require_positive_int("input_tokens", i), require_positive_int("output_tokens", o)
     batch = require_positive_int("batch", batch)
     if batch > MAX_BATCH:
-        raise ValueError(f"batch must be <= {MAX_BATCH:,} sequences (engines batch at most a few thousand; vLLM's "
-                         f"default max_num_seqs is {MAX_NUM_SEQS}), got {batch:,}")
+        raise ValueError(
+            f"batch must be <= {MAX_BATCH:,} sequences (engines batch at most a few thousand; vLLM's "
+            f"default max_num_seqs is {MAX_NUM_SEQS}), got {batch:,}"
+        )
     gpn = require_positive_int("gpus_per_node", gpus_per_node)
     context = i + o if context is None else require_positive_int("context", context)
     if context < i + o:
@@ -277,10 +344,11 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if gpus % tp:
         raise ValueError(f"tp must divide gpus (GPUs per replica = tp x pp) {gpus}, got {tp}")
     if tp > gpn:
-        raise ValueError(f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}")
+        raise ValueError(
+            f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}"
+        )
     pp = gpus // tp
     if simulate_requests:  # checked before any work (the simulation is the slow part)
-
         simulate_requests = check_requests("simulate_requests", simulate_requests)
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
@@ -291,21 +359,34 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         pp_link = default_pp_link(gpu, gpus, gpn)
     notes = []
     if not tp_given and tp < min(gpus, gpn):
-        notes.append(f"tp {tp} (default): the largest degree that divides {gpus} GPUs and {model.name}'s "
-                     f"{model.n_heads} heads within a node; the rest is pipeline")
+        notes.append(
+            f"tp {tp} (default): the largest degree that divides {gpus} GPUs and {model.name}'s "
+            f"{model.n_heads} heads within a node; the rest is pipeline"
+        )
     if pp > 1:
-        notes.append(f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages")
-    shortened = [w for w, given, got, default in (("prompt", input_tokens, i, DEFAULT_INPUT_TOKENS),
-                                                  ("output", output_tokens, o, DEFAULT_OUTPUT_TOKENS))
-                 if given is None and got != default]
+        notes.append(
+            f"pipeline stages talk over {getattr(pp_link, 'name', pp_link)}; each token passes all {pp} stages"
+        )
+    shortened = [
+        w
+        for w, given, got, default in (
+            ("prompt", input_tokens, i, DEFAULT_INPUT_TOKENS),
+            ("output", output_tokens, o, DEFAULT_OUTPUT_TOKENS),
+        )
+        if given is None and got != default
+    ]
     if shortened:  # name what was shortened from what: the user's own length is kept as given
         want_i = DEFAULT_INPUT_TOKENS if input_tokens is None else i
         want_o = DEFAULT_OUTPUT_TOKENS if output_tokens is None else o
-        notes.append(f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
-                     f"do not fit {model.name}'s {context}-token context")
+        notes.append(
+            f"default {' and '.join(shortened)} length shortened: {i} + {o} tokens, as {want_i} + {want_o} "
+            f"do not fit {model.name}'s {context}-token context"
+        )
     if input_tokens is None and context > i + o:  # --context alone is not the prompt length
-        notes.append(f"context {context} sizes the KV cache (memory, max batch); TTFT, ITL and capacity are for "
-                     f"requests of {i} input + {o} output tokens (--input-tokens, --output-tokens)")
+        notes.append(
+            f"context {context} sizes the KV cache (memory, max batch); TTFT, ITL and capacity are for "
+            f"requests of {i} input + {o} output tokens (--input-tokens, --output-tokens)"
+        )
     if window := model.sliding_window_note(context):  # the KV cache and decode's reads stop growing at W
         notes.append(window)
     if precision == "bf16" and not gpu.has("bf16"):
@@ -315,20 +396,41 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
     if kv_dtype == "bf16" and not gpu.has("bf16"):  # as for the weights: the same bytes, held as fp16
         notes.append(f"{gpu.name} has no bf16 units: a 16-bit KV cache is held as fp16 (same bytes)")
     if precision in QUANT_SCALES:  # what the weight bytes assume (gpukit.inference module docstring)
-        notes.append(f"{precision} weights: the linear layers of the transformer blocks ({QUANT_SCALES[precision]}); "
-                     "embeddings, LM head and norms stay 16-bit, as vLLM and TensorRT-LLM keep them")
+        notes.append(
+            f"{precision} weights: the linear layers of the transformer blocks ({QUANT_SCALES[precision]}); "
+            "embeddings, LM head and norms stay 16-bit, as vLLM and TensorRT-LLM keep them"
+        )
     a = assumptions
     kw = dict(precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, link=link, pp_link=pp_link, assumptions=a)
-    mem = serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
-                         context=context, assumptions=a)
+    mem = serving_memory(
+        model,
+        gpu,
+        precision=precision,
+        kv_dtype=kv_dtype,
+        tp=tp,
+        pp=pp,
+        batch=batch,
+        context=context,
+        assumptions=a,
+    )
     max_batch = min(mem.max_batch, MAX_NUM_SEQS)
     if batch > MAX_NUM_SEQS:
-        notes.append(f"batch {batch} is above the engine's default cap of {MAX_NUM_SEQS} sequences (vLLM max_num_seqs): "
-                     "the batch line needs it raised; capacity is at the cap")
+        notes.append(
+            f"batch {batch} is above the engine's default cap of {MAX_NUM_SEQS} sequences (vLLM max_num_seqs): "
+            "the batch line needs it raised; capacity is at the cap"
+        )
     if not mem.fits:
         try:
-            need_tp, need_pp = min_gpus_to_fit(model, gpu, precision, context=context, batch=batch,
-                                               gpus_per_node=gpn, assumptions=assumptions, kv_dtype=kv_dtype)
+            need_tp, need_pp = min_gpus_to_fit(
+                model,
+                gpu,
+                precision,
+                context=context,
+                batch=batch,
+                gpus_per_node=gpn,
+                assumptions=assumptions,
+                kv_dtype=kv_dtype,
+            )
             hint = f"needs --gpus {need_tp * need_pp} (tp={need_tp}, pp={need_pp}) or a smaller precision"
         except ValueError:
             hint = "fits no layout of up to 1024 GPUs"
@@ -343,46 +445,87 @@ def serve(model: ModelSpec, gpu, *, gpus: int | None = None, tp: int | None = No
         dec_max = decode_step(model, gpu, batch=max_batch, context=mean_ctx, **kw)
         capacity = replica_capacity(pre.time_s, dec_max.time_s, max_batch, o, pp)
     if a.non_gpu_workers:
-        notes.append(f"non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s for all replicas together (Amdahl)")
+        notes.append(
+            f"non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s for all replicas together (Amdahl)"
+        )
     replicas = sim = None
     if rate is not None:
         replicas = replicas_for_rate(rate, capacity, a)
         if simulate_requests and capacity > 0:
-            sim = simulate(lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
-                           lambda n: prefill_step(model, gpu, prompt_tokens=i, batch=n, **kw).time_s,
-                           rate=rate / replicas, input_tokens=i, output_tokens=o, max_batch=max_batch,
-                           n_requests=simulate_requests, seed=seed, non_gpu_s=a.non_gpu_s)
-    return ServePlan(model=model.name, gpu=gpu.name, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp,
-                     gpus_per_replica=gpus, batch=batch, input_tokens=i, output_tokens=o, context=context, memory=mem,
-                     prefill=pre, decode=dec, decode_at_max=dec_max, ttft_s=ttft, itl_s=itl,
-                     request_latency_s=ttft + (o - 1) * itl, capacity_req_per_s=capacity, max_batch=max_batch,
-                     assumptions=a, rate=rate, replicas=replicas, simulation=sim,
-                     price_per_gpu_hour=price_per_gpu_hour, notes=tuple(notes), link=link, pp_link=pp_link)
+            sim = simulate(
+                lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
+                lambda n: prefill_step(model, gpu, prompt_tokens=i, batch=n, **kw).time_s,
+                rate=rate / replicas,
+                input_tokens=i,
+                output_tokens=o,
+                max_batch=max_batch,
+                n_requests=simulate_requests,
+                seed=seed,
+                non_gpu_s=a.non_gpu_s,
+            )
+    return ServePlan(
+        model=model.name,
+        gpu=gpu.name,
+        precision=precision,
+        kv_dtype=kv_dtype,
+        tp=tp,
+        pp=pp,
+        gpus_per_replica=gpus,
+        batch=batch,
+        input_tokens=i,
+        output_tokens=o,
+        context=context,
+        memory=mem,
+        prefill=pre,
+        decode=dec,
+        decode_at_max=dec_max,
+        ttft_s=ttft,
+        itl_s=itl,
+        request_latency_s=ttft + (o - 1) * itl,
+        capacity_req_per_s=capacity,
+        max_batch=max_batch,
+        assumptions=a,
+        rate=rate,
+        replicas=replicas,
+        simulation=sim,
+        price_per_gpu_hour=price_per_gpu_hour,
+        notes=tuple(notes),
+        link=link,
+        pp_link=pp_link,
+    )
 
 
-def replica_capacity(prefill_s: float, decode_step_s: float, batch: int, output_tokens: int, pp: int = 1) -> float:
+def replica_capacity(
+    prefill_s: float, decode_step_s: float, batch: int, output_tokens: int, pp: int = 1
+) -> float:
     """Requests/s of one replica under continuous batching: 1 / (prefill + O x step / batch).
     Prefill time is the single-prompt latency; with pp stages pipelined it occupies 1/pp of it."""
     per_request = prefill_s / pp + output_tokens * decode_step_s / batch
     return 1.0 / per_request
 
 
-def replicas_for_rate(rate: float, capacity_req_per_s: float, assumptions: Assumptions = Assumptions()) -> int:  # noqa: B008
+def replicas_for_rate(
+    rate: float, capacity_req_per_s: float, assumptions: Assumptions = Assumptions()
+) -> int:
     """Smallest replica count that keeps each under target_utilization; ValueError if the non-GPU
     cap (non_gpu_workers / non_gpu_s) is below the rate, since no number of GPUs helps then."""
     rate = require_positive("rate", rate)
     a = assumptions
     if a.non_gpu_workers and a.non_gpu_s > 0 and rate > a.non_gpu_workers / a.non_gpu_s:
-        raise ValueError(f"rate must be <= the non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s "
-                         f"({a.non_gpu_workers} worker(s) x 1/{a.non_gpu_s:g} s): more GPUs cannot help (Amdahl)")
+        raise ValueError(
+            f"rate must be <= the non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s "
+            f"({a.non_gpu_workers} worker(s) x 1/{a.non_gpu_s:g} s): more GPUs cannot help (Amdahl)"
+        )
     if capacity_req_per_s <= 0:
-        raise ValueError("the model does not fit this layout: no replica has capacity (more GPUs or a smaller "
-                         "precision)")
+        raise ValueError(
+            "the model does not fit this layout: no replica has capacity (more GPUs or a smaller precision)"
+        )
     return max(1, math.ceil(rate / (capacity_req_per_s * a.target_utilization) - 1e-9))
 
 
-def system_capacity(replicas: int, capacity_req_per_s: float, non_gpu_s: float = 0.0,
-                    non_gpu_workers: int | None = None) -> float:
+def system_capacity(
+    replicas: int, capacity_req_per_s: float, non_gpu_s: float = 0.0, non_gpu_workers: int | None = None
+) -> float:
     """Requests/s of the whole service: min(replicas x replica capacity, workers / non-GPU time)."""
     replicas = require_positive_int("replicas", replicas)
     gpu_cap = replicas * require_positive("capacity_req_per_s", capacity_req_per_s, allow_zero=True)
@@ -406,8 +549,16 @@ class LayoutRow:
     tokens_per_s_per_gpu: float
 
 
-def tp_vs_replicas(model: ModelSpec, gpu, gpus: int = 8, *, precision: str = "bf16", input_tokens: int = 1000,
-                   output_tokens: int = 200, assumptions: Assumptions = Assumptions()) -> tuple[LayoutRow, ...]:  # noqa: B008
+def tp_vs_replicas(
+    model: ModelSpec,
+    gpu,
+    gpus: int = 8,
+    *,
+    precision: str = "bf16",
+    input_tokens: int = 1000,
+    output_tokens: int = 200,
+    assumptions: Assumptions = Assumptions(),
+) -> tuple[LayoutRow, ...]:
     """The same `gpus` GPUs as tp x replicas for every power-of-two tp: per-user latency (batch 1)
     against output tokens/s per GPU at capacity."""
     model, gpu = as_model(model), as_gpu(gpu)
@@ -416,13 +567,32 @@ def tp_vs_replicas(model: ModelSpec, gpu, gpus: int = 8, *, precision: str = "bf
     tp = 1
     while tp <= gpus:
         if gpus % tp == 0 and tp_splits_heads(model, tp):
-            p = serve(model, gpu, gpus=tp, tp=tp, precision=precision, input_tokens=input_tokens,
-                      output_tokens=output_tokens, assumptions=assumptions)
+            p = serve(
+                model,
+                gpu,
+                gpus=tp,
+                tp=tp,
+                precision=precision,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                assumptions=assumptions,
+            )
             reps = gpus // tp
             cap = reps * p.max_total_tokens_per_s
-            rows.append(LayoutRow(layout=f"{reps} x tp{tp}", gpus=gpus, tp=tp, replicas=reps, fits=p.memory.max_batch >= 1,
-                                  itl_s=p.itl_s, ttft_s=p.ttft_s, tokens_per_s_per_seq=p.decode_tokens_per_s,
-                                  capacity_tokens_per_s=cap, tokens_per_s_per_gpu=cap / gpus))
+            rows.append(
+                LayoutRow(
+                    layout=f"{reps} x tp{tp}",
+                    gpus=gpus,
+                    tp=tp,
+                    replicas=reps,
+                    fits=p.memory.max_batch >= 1,
+                    itl_s=p.itl_s,
+                    ttft_s=p.ttft_s,
+                    tokens_per_s_per_seq=p.decode_tokens_per_s,
+                    capacity_tokens_per_s=cap,
+                    tokens_per_s_per_gpu=cap / gpus,
+                )
+            )
         tp *= 2
     return tuple(rows)
 
@@ -433,10 +603,17 @@ def layouts_frame(rows):
     return pd.DataFrame([asdict(r) for r in rows])
 
 
-def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int = 4096, batch: int = 1,
-                    gpus_per_node: int = DEFAULT_GPUS_PER_NODE, max_gpus: int = 1024,
-                    assumptions: Assumptions = Assumptions(),  # noqa: B008
-                    kv_dtype: str | None = None) -> tuple[int, int]:
+def min_gpus_to_fit(
+    model: ModelSpec,
+    gpu,
+    precision: str = "bf16",
+    context: int = 4096,
+    batch: int = 1,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    max_gpus: int = 1024,
+    assumptions: Assumptions = Assumptions(),
+    kv_dtype: str | None = None,
+) -> tuple[int, int]:
     """(tp, pp) of the smallest instance that holds the weights and `batch` x `context` of KV cache in
     `kv_dtype` (None: the GPU's 16-bit type): tp inside a node first (1, 2, 4, 8), then pipeline stages
     across nodes. ValueError if none."""
@@ -449,30 +626,54 @@ def min_gpus_to_fit(model: ModelSpec, gpu, precision: str = "bf16", context: int
         pp = gpus // tp
         if pp > model.n_layers:
             break
-        if serving_memory(model, gpu, precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, batch=batch,
-                          context=context, assumptions=assumptions).fits:
+        if serving_memory(
+            model,
+            gpu,
+            precision=precision,
+            kv_dtype=kv_dtype,
+            tp=tp,
+            pp=pp,
+            batch=batch,
+            context=context,
+            assumptions=assumptions,
+        ).fits:
             return tp, pp
     raise ValueError(f"{model.name} does not fit on up to {max_gpus} x {gpu.name} in {precision}")
 
 
-def load_sweep(model: ModelSpec, gpu, loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1), *, n_requests: int = 300,
-               seed: int = 0, **serve_kw):
+def load_sweep(
+    model: ModelSpec,
+    gpu,
+    loads=(0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1),
+    *,
+    n_requests: int = 300,
+    seed: int = 0,
+    **serve_kw,
+):
     """Simulated latency percentiles of one replica at each offered load (a fraction of its capacity).
     Returns (ServePlan, pandas DataFrame with load, rate, p50/p99 latency and TTFT, mean batch)."""
     import pandas as pd
 
-
     model, gpu = as_model(model), as_gpu(gpu)
     plan = serve(model, gpu, **serve_kw)
     if plan.capacity_req_per_s <= 0:
-        raise ValueError(f"{model.name} does not fit {plan.tp}x{gpu.name} in {plan.precision}: nothing to simulate")
+        raise ValueError(
+            f"{model.name} does not fit {plan.tp}x{gpu.name} in {plan.precision}: nothing to simulate"
+        )
     kw = plan.step_kwargs  # the links serve chose (or was given)
     rows = []
     for load in loads:
         r = require_positive("load", load) * plan.capacity_req_per_s
-        s = simulate(lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
-                     lambda n: prefill_step(model, gpu, prompt_tokens=plan.input_tokens, batch=n, **kw).time_s, rate=r,
-                     input_tokens=plan.input_tokens, output_tokens=plan.output_tokens, max_batch=plan.max_batch,
-                     n_requests=n_requests, seed=seed, non_gpu_s=plan.assumptions.non_gpu_s)
+        s = simulate(
+            lambda n, ctx: decode_step(model, gpu, batch=n, context=ctx, **kw).time_s,
+            lambda n: prefill_step(model, gpu, prompt_tokens=plan.input_tokens, batch=n, **kw).time_s,
+            rate=r,
+            input_tokens=plan.input_tokens,
+            output_tokens=plan.output_tokens,
+            max_batch=plan.max_batch,
+            n_requests=n_requests,
+            seed=seed,
+            non_gpu_s=plan.assumptions.non_gpu_s,
+        )
         rows.append({"load": load, **s.to_json_dict()})
     return plan, pd.DataFrame(rows)

@@ -120,19 +120,27 @@ class Assumptions:
             require_positive_int("non_gpu_workers", self.non_gpu_workers)
 
     def lines(self) -> tuple[str, ...]:
-        out = [f"decode reaches {self.hbm_share:.0%} of HBM bandwidth, prefill {self.flops_share:.0%} of the "
-               f"dense peak (stated shares, not measured)",
-               f"the engine pre-allocates {self.reserve_fraction:.0%} of GPU memory (vLLM gpu_memory_utilization)",
-               f"activations sized for a prefill chunk of {self.prefill_chunk_tokens} tokens",
-               "weights, KV cache and activations each cross HBM once per step (ideal tiling)"]
+        out = [
+            f"decode reaches {self.hbm_share:.0%} of HBM bandwidth, prefill {self.flops_share:.0%} of the "
+            f"dense peak (stated shares, not measured)",
+            f"the engine pre-allocates {self.reserve_fraction:.0%} of GPU memory (vLLM gpu_memory_utilization)",
+            f"activations sized for a prefill chunk of {self.prefill_chunk_tokens} tokens",
+            "weights, KV cache and activations each cross HBM once per step (ideal tiling)",
+        ]
         if not self.gqa_kv_reuse:
-            out.append("decode attention reads each KV head once per query head (no GQA reuse: TensorRT-LLM "
-                       "masked MHA before the XQA kernel)")
+            out.append(
+                "decode attention reads each KV head once per query head (no GQA reuse: TensorRT-LLM "
+                "masked MHA before the XQA kernel)"
+            )
         if self.step_overhead_s:
             out.append(f"fixed {self.step_overhead_s * 1e3:.3g} ms per forward pass (dispatch/launch)")
         if self.non_gpu_s:
-            cap = (f", on {self.non_gpu_workers} shared worker(s): at most {self.non_gpu_workers / self.non_gpu_s:.4g} "
-                   "req/s" if self.non_gpu_workers else "")
+            cap = (
+                f", on {self.non_gpu_workers} shared worker(s): at most {self.non_gpu_workers / self.non_gpu_s:.4g} "
+                "req/s"
+                if self.non_gpu_workers
+                else ""
+            )
             out.append(f"{self.non_gpu_s * 1e3:.3g} ms per request outside the GPUs{cap}")
         return tuple(out)
 
@@ -221,16 +229,24 @@ class ServingMemory:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d.update(total_bytes=self.total_bytes, fits=self.fits, kv_budget_bytes=self.kv_budget_bytes,
-                 max_context=self.max_context)
+        d.update(
+            total_bytes=self.total_bytes,
+            fits=self.fits,
+            kv_budget_bytes=self.kv_budget_bytes,
+            max_context=self.max_context,
+        )
         return d
 
     def to_frame(self):
         import pandas as pd
 
-        rows = [("weights", self.weights_bytes), ("kv_cache", self.kv_cache_bytes),
-                ("activations", self.activations_bytes), ("free", max(0.0, self.usable_bytes - self.total_bytes)),
-                ("engine reserve", self.gpu_memory_bytes - self.usable_bytes)]
+        rows = [
+            ("weights", self.weights_bytes),
+            ("kv_cache", self.kv_cache_bytes),
+            ("activations", self.activations_bytes),
+            ("free", max(0.0, self.usable_bytes - self.total_bytes)),
+            ("engine reserve", self.gpu_memory_bytes - self.usable_bytes),
+        ]
         return pd.DataFrame([(k, v, v / GiB) for k, v in rows], columns=["part", "bytes", "gib"])
 
 
@@ -253,9 +269,18 @@ def weight_bytes_read_per_step(model: ModelSpec, precision: str = "bf16", tp: in
     return (layers * layer_weight_bytes(model, precision) + head) / tp
 
 
-def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: str | None = None,
-                   tp: int = 1, pp: int = 1, batch: int = 1, context: int = 2048,
-                   assumptions: Assumptions = Assumptions()) -> ServingMemory:  # noqa: B008 (frozen)
+def serving_memory(
+    model: ModelSpec,
+    gpu,
+    *,
+    precision: str = "bf16",
+    kv_dtype: str | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    batch: int = 1,
+    context: int = 2048,
+    assumptions: Assumptions = Assumptions(),
+) -> ServingMemory:
     """Memory on the fullest GPU of one instance (module docstring) and the largest batch that fits.
     The KV cache holds model.kv_tokens(context) tokens per sequence: `context`, or the sliding window W
     when shorter (Jiang et al. 2023 sec. 2: 1/8 of the full cache at 32k tokens for W = 4096)."""
@@ -275,10 +300,20 @@ def serving_memory(model: ModelSpec, gpu, *, precision: str = "bf16", kv_dtype: 
     kept = model.kv_tokens(context)  # min(context, sliding_window)
     max_batch = int(budget // (kvt * kept)) if budget > 0 else 0
     kv = kv_cache_bytes(model, context, batch, kv_dtype, tp, pp)  # gpukit.memory.kv_cache
-    return ServingMemory(weights_bytes=w, kv_cache_bytes=kv, activations_bytes=act,
-                         usable_bytes=usable, gpu_memory_bytes=float(gpu.memory_bytes), kv_bytes_per_token=kvt,
-                         context=context, batch=batch, max_batch=max_batch, kv_tokens=kept,
-                         sliding_window=model.sliding_window, max_seq=model.max_seq)
+    return ServingMemory(
+        weights_bytes=w,
+        kv_cache_bytes=kv,
+        activations_bytes=act,
+        usable_bytes=usable,
+        gpu_memory_bytes=float(gpu.memory_bytes),
+        kv_bytes_per_token=kvt,
+        context=context,
+        batch=batch,
+        max_batch=max_batch,
+        kv_tokens=kept,
+        sliding_window=model.sliding_window,
+        max_seq=model.max_seq,
+    )
 
 
 # ------------------------------------------------------------------------------------ step times
@@ -306,8 +341,12 @@ class StepTime:
         """What bounds the step as a whole: the resource whose parts take more of it (dense and attention
         each count for their own bound). At a large decode batch the weight matmuls turn compute-bound
         while the KV-cache reads, which grow with the batch, take most of the step: memory."""
-        mem = (self.dense_s if self.bound == "memory" else 0.0) + (self.attn_s if self.attn_bound == "memory" else 0.0)
-        cmp = (self.dense_s if self.bound == "compute" else 0.0) + (self.attn_s if self.attn_bound == "compute" else 0.0)
+        mem = (self.dense_s if self.bound == "memory" else 0.0) + (
+            self.attn_s if self.attn_bound == "memory" else 0.0
+        )
+        cmp = (self.dense_s if self.bound == "compute" else 0.0) + (
+            self.attn_s if self.attn_bound == "compute" else 0.0
+        )
         return "memory" if mem >= cmp else "compute"
 
     @property
@@ -331,7 +370,8 @@ def _rates(gpu, precision: str, a: Assumptions, peak_tflops: float | None, bandw
     peak = peak_tflops if peak_tflops is not None else gpu.peak_tflops(compute_dtype(gpu, precision))
     bw = bandwidth_gbps if bandwidth_gbps is not None else gpu.hbm_bandwidth_gbps
     return require_positive("peak_tflops", peak) * 1e12 * a.flops_share, require_positive(
-        "bandwidth_gbps", bw) * GB * a.hbm_share
+        "bandwidth_gbps", bw
+    ) * GB * a.hbm_share
 
 
 def _tp_comm(model: ModelSpec, tokens: int, tp: int, pp: int, link) -> float:
@@ -352,11 +392,23 @@ def _pp_comm(model: ModelSpec, tokens: int, pp: int, link) -> float:
     return (pp - 1) * collective_time("send_recv", tokens * model.hidden * ACT_BYTES, 2, link).time_s
 
 
-def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, precision: str = "bf16",
-                kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
-                assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
-                peak_tflops: float | None = None, bandwidth_gbps: float | None = None,
-                attn_tflops: float | None = None) -> StepTime:
+def decode_step(
+    model: ModelSpec,
+    gpu,
+    *,
+    batch: int = 1,
+    context: int = 2048,
+    precision: str = "bf16",
+    kv_dtype: str | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    link=None,
+    pp_link=None,
+    assumptions: Assumptions = Assumptions(),
+    peak_tflops: float | None = None,
+    bandwidth_gbps: float | None = None,
+    attn_tflops: float | None = None,
+) -> StepTime:
     """One decode step: `batch` sequences each add one token after `context` cached tokens (with pp
     stages, as pp micro-batches of ceil(batch/pp): the figures are per stage and micro-batch).
 
@@ -369,7 +421,10 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     the batch-wide GEMM of the dense part; None takes the dense rate (a GPU's decode attention is
     bandwidth-bound either way). A CPU's one-row product runs far below its GEMM rate
     (gpukit.bench.decode measures it)."""
-    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
+    model, gpu = (
+        as_model(model),
+        as_gpu(gpu, optional=True),
+    )  # catalog names or specs; no GPU with rates given
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
@@ -381,33 +436,62 @@ def decode_step(model: ModelSpec, gpu, *, batch: int = 1, context: int = 2048, p
     dense_flops = mb * (f.get("dense_forward") + f.get("lm_head_forward")) * share
     attn_flops = mb * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = kv_cache_bytes(model, context, mb, kv_dtype, tp, pp)  # the cache read (gpukit.memory.kv_cache)
+    attn_bytes = kv_cache_bytes(
+        model, context, mb, kv_dtype, tp, pp
+    )  # the cache read (gpukit.memory.kv_cache)
     if not assumptions.gqa_kv_reuse:  # each query head streams its group's KV head on its own
         attn_bytes *= (model.n_heads / tp) / kv_heads_per_gpu(model, tp)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
-    attn_rate = flops_rate if attn_tflops is None else (
-        require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
+    attn_rate = (
+        flops_rate
+        if attn_tflops is None
+        else (require_positive("attn_tflops", attn_tflops) * 1e12 * assumptions.flops_share)
+    )
     attn_mem, attn_cmp = attn_bytes / bw, attn_flops / attn_rate
-    return StepTime(mode="decode", tokens=batch, dense_flops=dense_flops, dense_bytes=dense_bytes,
-                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
-                    attn_s=max(attn_mem, attn_cmp),
-                    tp_comm_s=_tp_comm(model, mb, tp, pp, link), pp_comm_s=_pp_comm(model, mb, pp, pp_link),
-                    overhead_s=assumptions.step_overhead_s, pp=pp,
-                    bound="compute" if dense_cmp > dense_mem else "memory",
-                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
+    return StepTime(
+        mode="decode",
+        tokens=batch,
+        dense_flops=dense_flops,
+        dense_bytes=dense_bytes,
+        attn_flops=attn_flops,
+        attn_bytes=attn_bytes,
+        dense_s=max(dense_mem, dense_cmp),
+        attn_s=max(attn_mem, attn_cmp),
+        tp_comm_s=_tp_comm(model, mb, tp, pp, link),
+        pp_comm_s=_pp_comm(model, mb, pp, pp_link),
+        overhead_s=assumptions.step_overhead_s,
+        pp=pp,
+        bound="compute" if dense_cmp > dense_mem else "memory",
+        attn_bound="compute" if attn_cmp > attn_mem else "memory",
+    )
 
 
-def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int = 1, precision: str = "bf16",
-                 kv_dtype: str | None = None, tp: int = 1, pp: int = 1, link=None, pp_link=None,
-                 assumptions: Assumptions = Assumptions(),  # noqa: B008 (frozen)
-                 peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> StepTime:
+def prefill_step(
+    model: ModelSpec,
+    gpu,
+    *,
+    prompt_tokens: int = 1024,
+    batch: int = 1,
+    precision: str = "bf16",
+    kv_dtype: str | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    link=None,
+    pp_link=None,
+    assumptions: Assumptions = Assumptions(),
+    peak_tflops: float | None = None,
+    bandwidth_gbps: float | None = None,
+) -> StepTime:
     """Prefill of `batch` prompts of `prompt_tokens` tokens: causal attention (half the score FLOPs; with
     a sliding window each token sees min(position, W) keys, ModelSpec.mean_attended_keys), LM head for the
     last position only; compute-bound unless the prompt is a few tokens. The KV cache is written once,
     for the positions it keeps: min(prompt_tokens, W) with a window (HF transformers' SlidingWindowCache
     stores the last W of a longer prompt; an engine that writes every position into a cyclic buffer
     moves prompt_tokens x KV bytes instead, which the FLOPs of so long a prefill outweigh)."""
-    model, gpu = as_model(model), as_gpu(gpu, optional=True)  # catalog names or specs; no GPU with rates given
+    model, gpu = (
+        as_model(model),
+        as_gpu(gpu, optional=True),
+    )  # catalog names or specs; no GPU with rates given
     s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
     kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
@@ -418,20 +502,37 @@ def prefill_step(model: ModelSpec, gpu, *, prompt_tokens: int = 1024, batch: int
     dense_flops = batch * (s * f.get("dense_forward") + 2.0 * model.vocab * model.hidden) * share
     attn_flops = batch * s * f.get("attention_forward") * share
     dense_bytes = weight_bytes_read_per_step(model, precision, tp, pp)
-    attn_bytes = kv_cache_bytes(model, s, batch, kv_dtype, tp, pp)  # the cache written once (gpukit.memory.kv_cache)
+    attn_bytes = kv_cache_bytes(
+        model, s, batch, kv_dtype, tp, pp
+    )  # the cache written once (gpukit.memory.kv_cache)
     dense_mem, dense_cmp = dense_bytes / bw, dense_flops / flops_rate
     attn_mem, attn_cmp = attn_bytes / bw, attn_flops / flops_rate
-    return StepTime(mode="prefill", tokens=batch * s, dense_flops=dense_flops, dense_bytes=dense_bytes,
-                    attn_flops=attn_flops, attn_bytes=attn_bytes, dense_s=max(dense_mem, dense_cmp),
-                    attn_s=max(attn_mem, attn_cmp),
-                    tp_comm_s=_tp_comm(model, batch * s, tp, pp, link),
-                    pp_comm_s=_pp_comm(model, batch * s, pp, pp_link), overhead_s=assumptions.step_overhead_s,
-                    pp=pp, bound="compute" if dense_cmp > dense_mem else "memory",
-                    attn_bound="compute" if attn_cmp > attn_mem else "memory")
+    return StepTime(
+        mode="prefill",
+        tokens=batch * s,
+        dense_flops=dense_flops,
+        dense_bytes=dense_bytes,
+        attn_flops=attn_flops,
+        attn_bytes=attn_bytes,
+        dense_s=max(dense_mem, dense_cmp),
+        attn_s=max(attn_mem, attn_cmp),
+        tp_comm_s=_tp_comm(model, batch * s, tp, pp, link),
+        pp_comm_s=_pp_comm(model, batch * s, pp, pp_link),
+        overhead_s=assumptions.step_overhead_s,
+        pp=pp,
+        bound="compute" if dense_cmp > dense_mem else "memory",
+        attn_bound="compute" if attn_cmp > attn_mem else "memory",
+    )
 
 
-def ridge_batch(model: ModelSpec, gpu, precision: str = "bf16", assumptions: Assumptions = Assumptions(),  # noqa: B008
-                peak_tflops: float | None = None, bandwidth_gbps: float | None = None) -> float:
+def ridge_batch(
+    model: ModelSpec,
+    gpu,
+    precision: str = "bf16",
+    assumptions: Assumptions = Assumptions(),
+    peak_tflops: float | None = None,
+    bandwidth_gbps: float | None = None,
+) -> float:
     """Decode batch at which the dense part turns compute-bound: weight bytes / bw = batch x 2N / flops."""
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
     n = layer_matmul_params(model) + model.vocab * model.hidden
@@ -443,5 +544,7 @@ def with_assumptions(a: Assumptions | None = None, **changes) -> Assumptions:
     a = a or Assumptions()
     unknown = [k for k in changes if k not in Assumptions.__dataclass_fields__]
     if unknown:
-        raise ValueError(f"unknown assumption {unknown[0]!r}; known: {', '.join(Assumptions.__dataclass_fields__)}")
+        raise ValueError(
+            f"unknown assumption {unknown[0]!r}; known: {', '.join(Assumptions.__dataclass_fields__)}"
+        )
     return replace(a, **changes)

@@ -29,9 +29,11 @@ def check_rate(name: str, rate) -> float:
     """An open-loop arrival rate for the simulation: finite, >= MIN_RATE req/s (ValueError naming `name`)."""
     rate = require_positive(name, rate)
     if rate < MIN_RATE:
-        raise ValueError(f"{name} must be >= {MIN_RATE:g} req/s to simulate (one request in about 11.6 days; "
-                         f"slower arrivals leave the simulated clock no precision for a request's duration), "
-                         f"got {rate:g}")
+        raise ValueError(
+            f"{name} must be >= {MIN_RATE:g} req/s to simulate (one request in about 11.6 days; "
+            f"slower arrivals leave the simulated clock no precision for a request's duration), "
+            f"got {rate:g}"
+        )
     return rate
 
 
@@ -58,15 +60,28 @@ class SimResult:
     throughput_req_per_s: float
     in_system_mid: int  # requests waiting or running when half of them had arrived
     in_system_end: int  # ... when the last one arrived
-    saturated: bool  # the number in the system keeps growing (end > 1.25 x mid + 2): the queue has no steady state
+    saturated: (
+        bool  # the number in the system keeps growing (end > 1.25 x mid + 2): the queue has no steady state
+    )
 
     def to_json_dict(self) -> dict:
         return _json_safe(asdict(self))
 
 
-def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, output_tokens: int, max_batch: int,
-             n_requests: int = 400, seed: int = 0, non_gpu_s: float = 0.0,
-             concurrency: int | None = None, max_tokens_per_step: int = MAX_TOKENS_PER_STEP) -> SimResult:
+def simulate(
+    decode_time,
+    prefill_time,
+    *,
+    rate: float,
+    input_tokens: int,
+    output_tokens: int,
+    max_batch: int,
+    n_requests: int = 400,
+    seed: int = 0,
+    non_gpu_s: float = 0.0,
+    concurrency: int | None = None,
+    max_tokens_per_step: int = MAX_TOKENS_PER_STEP,
+) -> SimResult:
     """Discrete-event simulation (simpy) of one replica with iteration-level continuous batching (Orca,
     Yu et al. 2022; vLLM's scheduler): Poisson arrivals at `rate`; each iteration first admits waiting
     requests while fewer than `max_batch` run (the KV-cache limit) and their prompts fit the step's
@@ -87,7 +102,10 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     max_batch = require_positive_int("max_batch", max_batch)
     max_tokens_per_step = require_positive_int("max_tokens_per_step", max_tokens_per_step)
     n_requests = check_requests("n_requests", n_requests)
-    i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
+    i, o = (
+        require_positive_int("input_tokens", input_tokens),
+        require_positive_int("output_tokens", output_tokens),
+    )
     decode_time, prefill_time = functools.cache(decode_time), functools.cache(prefill_time)
     rng = random.Random(seed)
     env = simpy.Environment()
@@ -121,8 +139,11 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
             new = []
             # admit while the KV cache has room and the step's token budget holds the prompts (at
             # least one prompt per step, however long: no chunking)
-            while (waiting and len(running) + len(new) < max_batch
-                   and (not new or (len(new) + 1) * i <= max_tokens_per_step)):
+            while (
+                waiting
+                and len(running) + len(new) < max_batch
+                and (not new or (len(new) + 1) * i <= max_tokens_per_step)
+            ):
                 new.append(waiting.pop(0))
             if new:
                 yield env.timeout(prefill_time(len(new)))
@@ -168,7 +189,7 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     env.process(engine())
     env.run()
     # drop the first 10% (warm-up: the queue starts empty)
-    kept = sorted(done, key=lambda r: r["id"])[n_requests // 10:]
+    kept = sorted(done, key=lambda r: r["id"])[n_requests // 10 :]
     lat = [r["t1"] - r["t0"] + non_gpu_s for r in kept]
     ttft = [r["first"] - r["t0"] + non_gpu_s for r in kept]
     itl = [(r["t1"] - r["first"]) / (o - 1) for r in kept] if o > 1 else [0.0]
@@ -176,8 +197,17 @@ def simulate(decode_time, prefill_time, *, rate: float, input_tokens: int, outpu
     mid, end = census.get(n_requests // 2, 0), census.get(n_requests - 1, 0)
     if concurrency is not None:
         rate = len(kept) / span
-    return SimResult(rate=rate, completed=len(done), p50_latency_s=percentile(lat, 50), p99_latency_s=percentile(lat, 99),
-                     p50_ttft_s=percentile(ttft, 50), p99_ttft_s=percentile(ttft, 99), mean_itl_s=sum(itl) / len(itl),
-                     mean_batch=sum(batches) / max(1, len(batches)), throughput_req_per_s=len(kept) / span,
-                     in_system_mid=mid, in_system_end=end,
-                     saturated=bool(concurrency is None and end > 1.25 * mid + 2))
+    return SimResult(
+        rate=rate,
+        completed=len(done),
+        p50_latency_s=percentile(lat, 50),
+        p99_latency_s=percentile(lat, 99),
+        p50_ttft_s=percentile(ttft, 50),
+        p99_ttft_s=percentile(ttft, 99),
+        mean_itl_s=sum(itl) / len(itl),
+        mean_batch=sum(batches) / max(1, len(batches)),
+        throughput_req_per_s=len(kept) / span,
+        in_system_mid=mid,
+        in_system_end=end,
+        saturated=bool(concurrency is None and end > 1.25 * mid + 2),
+    )

@@ -148,15 +148,24 @@ class MemoryBreakdown:
 
     def to_json_dict(self) -> dict:
         d = {f"{c}_bytes": getattr(self, f"{c}_bytes") for c in self.COMPONENTS}
-        d.update(total_bytes=self.total_bytes, n_params=self.n_params, trainable_params=self.trainable_params,
-                 cpu_bytes=self.cpu_bytes)
+        d.update(
+            total_bytes=self.total_bytes,
+            n_params=self.n_params,
+            trainable_params=self.trainable_params,
+            cpu_bytes=self.cpu_bytes,
+        )
         if self.gpu_memory_bytes is not None:
             d.update(gpu_memory_bytes=self.gpu_memory_bytes, fits=self.fits)
         if self.terms:
             d["terms"] = {k: (int(math.ceil(v)) if k.endswith("_bytes") else v) for k, v in self.terms}
         # what the text's header says: which model, convention, phase and stage, and the setup computed
-        d.update(model=self.model_name, convention=self.convention, peak_phase=self.peak_phase, stage=self.stage,
-                 train_setup=dataclasses.asdict(self.setup))
+        d.update(
+            model=self.model_name,
+            convention=self.convention,
+            peak_phase=self.peak_phase,
+            stage=self.stage,
+            train_setup=dataclasses.asdict(self.setup),
+        )
         if self.phase_peaks:
             d["phase_peaks"] = {f"{k}_bytes": v for k, v in self.phase_peaks}  # tensors only, no overhead
         if self.gpu_name is not None:
@@ -168,27 +177,41 @@ class MemoryBreakdown:
 
         rows = self.items() + [("total", self.total_bytes)]
         tot = self.total_bytes or 1
-        return pd.DataFrame([{"component": c, "bytes": v, "gib": v / GiB, "share": v / tot if c != "total" else 1.0}
-                             for c, v in rows])
+        return pd.DataFrame(
+            [
+                {"component": c, "bytes": v, "gib": v / GiB, "share": v / tot if c != "total" else 1.0}
+                for c, v in rows
+            ]
+        )
 
     def to_text(self) -> str:
         s = self.setup
-        what = (f"inference {s.base_dtype}, batch {s.batch} x {s.seq_len} tokens" if s.inference else
-                f"{s.precision} {s.optimizer} ZeRO-{s.zero_stage} {s.finetune}, seq {s.seq_len} x micro-batch "
-                f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}")
-        how = ("convention pytorch: the parts alive at the peak of a step, phase " + self.peak_phase
-               if self.convention == "pytorch" and self.peak_phase != "sum" else
-               f"convention {self.convention}: a sum of parts" + (
-                   " (the megatron terms: the pytorch step model is measured for full training only, not "
-                   "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
-                   if self.convention == "pytorch" else ""))
-        lines = [f"{self.model_name}: {what}",
-                 f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
-                 f"{self.trainable_params:,} trainable",
-                 *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
-                 how,
-                 *([zero] if (zero := _pytorch_zero_line(s, self.peak_phase)) else []),
-                 f"{'component':<14}{'GiB':>10}{'share':>8}"]
+        what = (
+            f"inference {s.base_dtype}, batch {s.batch} x {s.seq_len} tokens"
+            if s.inference
+            else f"{s.precision} {s.optimizer} ZeRO-{s.zero_stage} {s.finetune}, seq {s.seq_len} x micro-batch "
+            f"{s.micro_batch}, recompute {s.recompute}, attention {s.attention}"
+        )
+        how = (
+            "convention pytorch: the parts alive at the peak of a step, phase " + self.peak_phase
+            if self.convention == "pytorch" and self.peak_phase != "sum"
+            else f"convention {self.convention}: a sum of parts"
+            + (
+                " (the megatron terms: the pytorch step model is measured for full training only, not "
+                "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
+                if self.convention == "pytorch"
+                else ""
+            )
+        )
+        lines = [
+            f"{self.model_name}: {what}",
+            f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
+            f"{self.trainable_params:,} trainable",
+            *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
+            how,
+            *([zero] if (zero := _pytorch_zero_line(s, self.peak_phase)) else []),
+            f"{'component':<14}{'GiB':>10}{'share':>8}",
+        ]
         tot = self.total_bytes or 1
         for c, v in self.items():
             lines.append(f"{c:<14}{v / GiB:>10.2f}{100 * v / tot:>7.1f}%")
@@ -200,8 +223,10 @@ class MemoryBreakdown:
             lines.append(f"  of which {k}: {shown}")
         if self.gpu_memory_bytes is not None:
             verdict = "fits" if self.fits else "does NOT fit"
-            lines.append(f"{self.gpu_name}: {self.gpu_memory_bytes / GiB:.1f} GiB -> {verdict} "
-                         f"({100 * self.total_bytes / self.gpu_memory_bytes:.0f}% used)")
+            lines.append(
+                f"{self.gpu_name}: {self.gpu_memory_bytes / GiB:.1f} GiB -> {verdict} "
+                f"({100 * self.total_bytes / self.gpu_memory_bytes:.0f}% used)"
+            )
         else:
             lines.append("no GPU given: tensor bytes only (no CUDA context or allocator slack)")
         return "\n".join(lines)
@@ -212,8 +237,10 @@ def _pipeline_line(s: TrainSetup) -> str:
     flight, Korthikanti et al. 2022 sec. 4.2.3; bubble (p-1)/(m+p-1), Narayanan et al. 2021 sec. 2.2)."""
     line = f"pipeline: the first stage holds min(pp, grad_accum) = {min(s.pp, s.grad_accum)} micro-batches in flight"
     if s.grad_accum < s.pp:
-        line += (f" (grad_accum {s.grad_accum} < pp {s.pp}: the pipeline bubble is "
-                 f"{(s.pp - 1) / (s.grad_accum + s.pp - 1):.0%} of a step)")
+        line += (
+            f" (grad_accum {s.grad_accum} < pp {s.pp}: the pipeline bubble is "
+            f"{(s.pp - 1) / (s.grad_accum + s.pp - 1):.0%} of a step)"
+        )
     return line
 
 
@@ -224,8 +251,10 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     if setup.pp > model.n_layers:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
     if setup.pp * setup.virtual_stages > model.n_layers:
-        raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
-                         f"at least), got {setup.pp}*{setup.virtual_stages}={setup.pp * setup.virtual_stages}")
+        raise ValueError(
+            f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
+            f"at least), got {setup.pp}*{setup.virtual_stages}={setup.pp * setup.virtual_stages}"
+        )
 
 
 _GPU_PARTS = ("params", "grads", "optimizer", "activations", "logits", "kv_cache")
@@ -242,13 +271,16 @@ def _pytorch_zero_line(s: TrainSetup, peak_phase: str) -> str:
     split = "AdamW's states" if s.zero_stage == 1 else "the gradients and AdamW's states"
     whole = "fp32 parameters and gradients" if s.zero_stage == 1 else "fp32 parameters"
     like = " (as torch's ZeroRedundancyOptimizer)" if s.zero_stage == 1 else ""
-    return (f"ZeRO-{s.zero_stage} here: autocast's {whole} whole on every rank, {split} split over dp{like}; "
-            "DeepSpeed's engine keeps a 16-bit model and splits the fp32 master too, "
-            f"{'2 + 2 + 12/dp' if s.zero_stage == 1 else '2 + (2 + 12)/dp'} bytes/param: convention megatron")
+    return (
+        f"ZeRO-{s.zero_stage} here: autocast's {whole} whole on every rank, {split} split over dp{like}; "
+        "DeepSpeed's engine keeps a 16-bit model and splits the fp32 master too, "
+        f"{'2 + 2 + 12/dp' if s.zero_stage == 1 else '2 + (2 + 12)/dp'} bytes/param: convention megatron"
+    )
 
 
-def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = None,
-                    setup: TrainSetup = TrainSetup(), gpu=None) -> MemoryBreakdown:  # noqa: B008 (frozen)
+def estimate_memory(
+    model: ModelSpec | None = None, *, n_params: int | None = None, setup: TrainSetup = TrainSetup(), gpu=None
+) -> MemoryBreakdown:
     """Per-GPU memory of training (or serving, setup.inference) `model` with `setup`, in bytes.
 
     Give a ModelSpec (all terms) or a bare n_params (model states only: activations, logits and KV
@@ -269,37 +301,66 @@ def estimate_memory(model: ModelSpec | None = None, *, n_params: int | None = No
             stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             terms = stage_terms(model, setup, stage)
             total_params, name = model.n_params, model.name
-            trainable = 0 if setup.inference else (total_params if setup.finetune == "full" else
-                                                   model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets))
+            trainable = (
+                0
+                if setup.inference
+                else (
+                    total_params
+                    if setup.finetune == "full"
+                    else model.n_layers * lora_layer_params(model, setup.lora_rank, setup.lora_targets)
+                )
+            )
         else:
             total_params = require_positive_int("n_params", n_params)
             stage, p, name = "only", n_params_parts(total_params, setup), f"{total_params:,} params"
             terms = ()
             trainable = 0 if setup.inference else total_params
             if pytorch_step_applies(setup):  # peak at the optimizer step
-                p["optimizer"] += optimizer_temp_bytes(None, setup, p["optimizer"] / adam_state_bytes(setup),
-                                                        adam_state_bytes(setup))
+                p["optimizer"] += optimizer_temp_bytes(
+                    None, setup, p["optimizer"] / adam_state_bytes(setup), adam_state_bytes(setup)
+                )
                 if setup.dp > 1 and setup.zero_stage == 0:  # DDP gradient buckets
                     p["grads"] *= 2
                 p["phase"] = "optimizer"
         phase = p.pop("phase", "sum")
         phase_peaks = p.pop("phase_peaks", ())
-        if not all(math.isfinite(v) for v in p.values()) or not math.isfinite(math.fsum(p.values())):  # inf, nan
+        if not all(math.isfinite(v) for v in p.values()) or not math.isfinite(
+            math.fsum(p.values())
+        ):  # inf, nan
             raise OverflowError
         b = {k: int(math.ceil(v)) for k, v in p.items()}
     except OverflowError:
-        raise ValueError("inputs too large: the byte count overflows a float (over 1e308 bytes); "
-                         "check seq_len, micro_batch, batch and the model size") from None
+        raise ValueError(
+            "inputs too large: the byte count overflows a float (over 1e308 bytes); "
+            "check seq_len, micro_batch, batch and the model size"
+        ) from None
     tensors = sum(b[k] for k in ("params", "grads", "optimizer", "activations", "logits", "kv_cache"))
     ctx = CUDA_CONTEXT_BYTES if gpu is not None else 0
     frag = int(math.ceil(FRAGMENTATION_FRACTION * tensors)) if gpu is not None else 0
     total = tensors + ctx + frag
     cap = gpu.memory_bytes if gpu is not None else None
     return MemoryBreakdown(
-        params_bytes=b["params"], grads_bytes=b["grads"], optimizer_bytes=b["optimizer"],
-        activations_bytes=b["activations"], logits_bytes=b["logits"], kv_cache_bytes=b["kv_cache"],
-        cuda_context_bytes=ctx, fragmentation_bytes=frag, overhead_bytes=ctx + frag, total_bytes=total,
-        cpu_bytes=b["cpu"], n_params=total_params, trainable_params=trainable, gpu_memory_bytes=cap,
-        fits=None if cap is None else total <= cap, stage=stage, model_name=name,
-        gpu_name=getattr(gpu, "name", None), setup=setup, convention=setup.convention,
-        peak_phase=phase, phase_peaks=phase_peaks, terms=terms)
+        params_bytes=b["params"],
+        grads_bytes=b["grads"],
+        optimizer_bytes=b["optimizer"],
+        activations_bytes=b["activations"],
+        logits_bytes=b["logits"],
+        kv_cache_bytes=b["kv_cache"],
+        cuda_context_bytes=ctx,
+        fragmentation_bytes=frag,
+        overhead_bytes=ctx + frag,
+        total_bytes=total,
+        cpu_bytes=b["cpu"],
+        n_params=total_params,
+        trainable_params=trainable,
+        gpu_memory_bytes=cap,
+        fits=None if cap is None else total <= cap,
+        stage=stage,
+        model_name=name,
+        gpu_name=getattr(gpu, "name", None),
+        setup=setup,
+        convention=setup.convention,
+        peak_phase=phase,
+        phase_peaks=phase_peaks,
+        terms=terms,
+    )

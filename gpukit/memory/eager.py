@@ -94,30 +94,68 @@ PHASES = ("forward", "backward", "optimizer")
 MAX_REPLAY_LAYERS = 1024
 
 
-def reference_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, vocab: int = 512,
-                   seq: int = 128, tied_embeddings: bool = False) -> ModelSpec:
+def reference_spec(
+    n_layers: int = 2,
+    hidden: int = 128,
+    n_heads: int = 4,
+    vocab: int = 512,
+    seq: int = 128,
+    tied_embeddings: bool = False,
+) -> ModelSpec:
     """A small GPT-2/Megatron-layout ModelSpec (gelu MLP 4h, LayerNorm, learned positions, biases),
     the shape gpukit.bench.models.build_reference_model builds; max_seq = seq."""
-    return ModelSpec(name=f"ref-L{n_layers}-h{hidden}-a{n_heads}-V{vocab}-s{seq}", n_layers=n_layers,
-                     hidden=hidden, n_heads=n_heads, vocab=vocab, max_seq=seq,
-                     tied_embeddings=tied_embeddings, mlp="gelu", norm="layernorm",
-                     position="learned", bias=True, arch="decoder")
+    return ModelSpec(
+        name=f"ref-L{n_layers}-h{hidden}-a{n_heads}-V{vocab}-s{seq}",
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        vocab=vocab,
+        max_seq=seq,
+        tied_embeddings=tied_embeddings,
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+        bias=True,
+        arch="decoder",
+    )
 
 
-def llama_spec(n_layers: int = 2, hidden: int = 128, n_heads: int = 4, n_kv_heads: int = 2, vocab: int = 512,
-               seq: int = 128, ffn_hidden: int | None = None, tied_embeddings: bool = False) -> ModelSpec:
+def llama_spec(
+    n_layers: int = 2,
+    hidden: int = 128,
+    n_heads: int = 4,
+    n_kv_heads: int = 2,
+    vocab: int = 512,
+    seq: int = 128,
+    ffn_hidden: int | None = None,
+    tied_embeddings: bool = False,
+) -> ModelSpec:
     """A small Llama-layout ModelSpec (RMSNorm, SwiGLU, GQA, RoPE, no biases): what
     build_llama_model builds. ffn_hidden None -> Llama's rounding of 8h/3 (gpukit.specs)."""
-    return ModelSpec(name=f"llama-L{n_layers}-h{hidden}-a{n_heads}-kv{n_kv_heads}-V{vocab}-s{seq}",
-                     n_layers=n_layers, hidden=hidden, n_heads=n_heads, n_kv_heads=n_kv_heads, vocab=vocab,
-                     max_seq=seq, ffn_hidden=ffn_hidden, tied_embeddings=tied_embeddings, mlp="swiglu",
-                     norm="rmsnorm", position="rope", bias=False, arch="decoder")
+    return ModelSpec(
+        name=f"llama-L{n_layers}-h{hidden}-a{n_heads}-kv{n_kv_heads}-V{vocab}-s{seq}",
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        vocab=vocab,
+        max_seq=seq,
+        ffn_hidden=ffn_hidden,
+        tied_embeddings=tied_embeddings,
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+        bias=False,
+        arch="decoder",
+    )
 
 
 def _check_spec(spec: ModelSpec, setup: EagerSetup) -> None:
     if spec.n_layers > MAX_REPLAY_LAYERS:
-        raise ValueError(f"n_layers must be <= {MAX_REPLAY_LAYERS} for the op-by-op replay of the reference "
-                         f"model, got {spec.n_layers}")
+        raise ValueError(
+            f"n_layers must be <= {MAX_REPLAY_LAYERS} for the op-by-op replay of the reference "
+            f"model, got {spec.n_layers}"
+        )
     for f, want in (("mlp", "gelu"), ("norm", "layernorm"), ("position", "learned"), ("arch", "decoder")):
         if getattr(spec, f) != want:
             raise ValueError(f"{f} must be {want} for the eager reference model, got {getattr(spec, f)}")
@@ -134,9 +172,13 @@ class CategoryBreakdown:
     share, in one order, so the two line up row by row."""
 
     def breakdown(self) -> tuple:
-        return (("params", self.params_bytes), ("grads", self.grads_bytes),
-                ("optimizer", self.optimizer_bytes), ("activations", self.activations_bytes),
-                ("peak", self.peak_bytes))
+        return (
+            ("params", self.params_bytes),
+            ("grads", self.grads_bytes),
+            ("optimizer", self.optimizer_bytes),
+            ("activations", self.activations_bytes),
+            ("peak", self.peak_bytes),
+        )
 
     def to_frame(self):
         import pandas as pd
@@ -172,11 +214,20 @@ class EagerPrediction(CategoryBreakdown):
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in self.breakdown()}
-        d.update(step1_peak=self.step1_peak_bytes, peak_phase=self.peak_phase, peak_event=self.peak_event, phase_peaks=dict(self.phase_peaks),
-                 peak_breakdown=dict(self.peak_breakdown), buffers=self.buffers_bytes,
-                 inputs=self.inputs_bytes, activation_formula=self.activation_formula_bytes,
-                 layer_activations=self.layer_activation_bytes, megatron_activation=self.megatron_activation_bytes, n_params=self.n_params,
-                 setup=asdict(self.setup))
+        d.update(
+            step1_peak=self.step1_peak_bytes,
+            peak_phase=self.peak_phase,
+            peak_event=self.peak_event,
+            phase_peaks=dict(self.phase_peaks),
+            peak_breakdown=dict(self.peak_breakdown),
+            buffers=self.buffers_bytes,
+            inputs=self.inputs_bytes,
+            activation_formula=self.activation_formula_bytes,
+            layer_activations=self.layer_activation_bytes,
+            megatron_activation=self.megatron_activation_bytes,
+            n_params=self.n_params,
+            setup=asdict(self.setup),
+        )
         return d
 
 
@@ -203,7 +254,7 @@ def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) ->
     tape = ReplayTape(setup.device == "cuda")
     for name, n in param_shapes(spec):
         tape.alloc(f"p.{name}", n * 4, "Parameter")
-    tape.alloc("mask", spec.max_seq ** 2, "Buffer")  # bool causal mask, one per model
+    tape.alloc("mask", spec.max_seq**2, "Buffer")  # bool causal mask, one per model
     tape.alloc("idx", setup.micro_batch * setup.seq_len * 8, "Other")
     tape.alloc("targets", setup.micro_batch * setup.seq_len * 8, "Other")
     _run_step(spec, setup, tape, first_step=True)
@@ -214,16 +265,26 @@ def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) ->
     phase, (peak, snap) = max(((p, tape.peaks[p]) for p in PHASES), key=lambda kv: kv[1][0])
     acts_formula = eager_activation_bytes(spec, setup)
     return EagerPrediction(
-        params_bytes=tape.bytes_of("Parameter"), grads_bytes=grads, optimizer_bytes=opt_bytes,
-        activations_bytes=fwd_end, buffers_bytes=tape.bytes_of("Buffer"),
-        inputs_bytes=tape.bytes_of("Other"), peak_bytes=max(peak, step1), step1_peak_bytes=step1,
-        peak_phase=phase, peak_event=tape.peak_at[phase],
-        phase_peaks=phase_peaks, peak_breakdown=tuple((c, snap[c]) for c in CATEGORIES),
+        params_bytes=tape.bytes_of("Parameter"),
+        grads_bytes=grads,
+        optimizer_bytes=opt_bytes,
+        activations_bytes=fwd_end,
+        buffers_bytes=tape.bytes_of("Buffer"),
+        inputs_bytes=tape.bytes_of("Other"),
+        peak_bytes=max(peak, step1),
+        step1_peak_bytes=step1,
+        peak_phase=phase,
+        peak_event=tape.peak_at[phase],
+        phase_peaks=phase_peaks,
+        peak_breakdown=tuple((c, snap[c]) for c in CATEGORIES),
         activation_formula_bytes=acts_formula,
         layer_activation_bytes=spec.n_layers * eager_layer_activation_bytes(spec, setup),
-        megatron_activation_bytes=megatron_activation_bytes(spec, setup.seq_len, setup.micro_batch,
-                                                            setup.recompute),
-        n_params=spec.n_params, setup=setup)
+        megatron_activation_bytes=megatron_activation_bytes(
+            spec, setup.seq_len, setup.micro_batch, setup.recompute
+        ),
+        n_params=spec.n_params,
+        setup=setup,
+    )
 
 
 def replay_timeline(spec: ModelSpec, setup: EagerSetup | None = None) -> tuple:
@@ -234,7 +295,7 @@ def replay_timeline(spec: ModelSpec, setup: EagerSetup | None = None) -> tuple:
     tape = ReplayTape(setup.device == "cuda")
     for name, n in param_shapes(spec):
         tape.alloc(f"p.{name}", n * 4, "Parameter")
-    tape.alloc("mask", spec.max_seq ** 2, "Buffer")
+    tape.alloc("mask", spec.max_seq**2, "Buffer")
     tape.alloc("idx", setup.micro_batch * setup.seq_len * 8, "Other")
     tape.alloc("targets", setup.micro_batch * setup.seq_len * 8, "Other")
     _run_step(spec, setup, tape, first_step=True)
@@ -269,8 +330,9 @@ def eager_activation_bytes(spec: ModelSpec, setup: EagerSetup) -> int:
     return spec.n_layers * eager_layer_activation_bytes(spec, setup) + head + 8 * s  # + positions
 
 
-def megatron_activation_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, recompute: str = "none",
-                              dropout: bool = True) -> int:
+def megatron_activation_bytes(
+    spec: ModelSpec, seq_len: int, micro_batch: int, recompute: str = "none", dropout: bool = True
+) -> int:
     """The 'Megatron convention': activations of all layers in 16-bit (Korthikanti et al. 2022,
     Table 2, no parallelism): sbh(34 + 5as/h) per layer, 2sbh with full recompute. dropout=False
     removes the masks and the dropout output: sbh(32 + 2as/h). Table 2 is coded once, in
@@ -278,8 +340,14 @@ def megatron_activation_bytes(spec: ModelSpec, seq_len: int, micro_batch: int, r
     f = 4h, GeLU, eager attention, 16-bit) with this spec's h, a and layers."""
     require_choice("recompute", recompute, RECOMPUTE_KINDS)
     gpt = replace(spec, n_kv_heads=spec.n_heads, head_dim=None, ffn_hidden=4 * spec.hidden, mlp="gelu")
-    setup = TrainSetup(seq_len=seq_len, micro_batch=micro_batch, precision="bf16-mixed", attention="eager",
-                           dropout=dropout, recompute=recompute)
+    setup = TrainSetup(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        precision="bf16-mixed",
+        attention="eager",
+        dropout=dropout,
+        recompute=recompute,
+    )
     return spec.n_layers * int(round(layer_activation_bytes(gpt, setup)))
 
 
@@ -295,12 +363,16 @@ def reconcile_megatron(spec: ModelSpec, setup: EagerSetup) -> tuple:
 
     eager = eager_layer_activation_bytes(spec, setup)
     if setup.recompute == "full":
-        steps = [("Megatron convention: full recompute keeps the layer input, 2sbh", table2(recompute="full")),
-                 ("the residual stream is fp32 in eager PyTorch (also under autocast): +2sbh", 2 * sbh)]
+        steps = [
+            ("Megatron convention: full recompute keeps the layer input, 2sbh", table2(recompute="full")),
+            ("the residual stream is fp32 in eager PyTorch (also under autocast): +2sbh", 2 * sbh),
+        ]
     else:
         no_dropout = table2(dropout=False)
-        steps = [("Megatron convention: sbh(34 + 5as/h), 16-bit", table2()),
-                 ("no dropout: no masks (2sbh + as^2b) and no dropout output (2as^2b)", no_dropout - table2())]
+        steps = [
+            ("Megatron convention: sbh(34 + 5as/h), 16-bit", table2()),
+            ("no dropout: no masks (2sbh + as^2b) and no dropout output (2as^2b)", no_dropout - table2()),
+        ]
         if setup.precision == "fp32":
             steps.append(("fp32 training stores 4 bytes, not 2: x2", no_dropout))
         else:

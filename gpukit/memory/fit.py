@@ -18,8 +18,13 @@ from gpukit.units import GiB
 MAX_GPUS = 1024  # default search limit of min_gpus (CLI: --max-gpus)
 
 
-def fits(model: ModelSpec | None = None, setup: TrainSetup = TrainSetup(), gpu=None, *,  # noqa: B008 (frozen)
-         n_params=None) -> bool:
+def fits(
+    model: ModelSpec | None = None,
+    setup: TrainSetup = TrainSetup(),
+    gpu=None,
+    *,
+    n_params=None,
+) -> bool:
     """Does `setup` fit on `gpu` (overhead included)?"""
     if gpu is None:
         raise ValueError("fits needs a gpu (catalog.get_gpu(name))")
@@ -40,14 +45,18 @@ def _largest(ok, limit: int) -> int:
     return lo
 
 
-def max_micro_batch(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, limit: int = 1 << 16) -> int:
+def max_micro_batch(
+    model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, limit: int = 1 << 16
+) -> int:
     """Largest micro_batch (inference: batch) that fits on `gpu`; 0 if even 1 does not (binary search).
     A result equal to `limit` means "at least limit" (the search stopped there). A bare n_params has
     no activations or KV cache, so every batch would "fit": that is a ValueError, not an answer."""
     limit = require_positive_int("limit", limit)
     if model is None:
-        raise ValueError("max_micro_batch needs the model's shape: with n_params only, activations and KV cache "
-                         "are not modelled and every batch size would fit (CLI: --model or --layers/--hidden/--heads)")
+        raise ValueError(
+            "max_micro_batch needs the model's shape: with n_params only, activations and KV cache "
+            "are not modelled and every batch size would fit (CLI: --model or --layers/--hidden/--heads)"
+        )
     field = "batch" if setup.inference else "micro_batch"
     return _largest(lambda n: fits(model, replace(setup, **{field: n}), gpu, n_params=n_params), limit)
 
@@ -87,8 +96,11 @@ class GpuPlan:
         return self.options[0] if self.options else None
 
     def to_json_dict(self) -> dict:
-        d = {"gpu": self.gpu_name, "options": [o.__dict__.copy() for o in self.options],
-             "best": None if self.best is None else self.best.__dict__.copy()}
+        d = {
+            "gpu": self.gpu_name,
+            "options": [o.__dict__.copy() for o in self.options],
+            "best": None if self.best is None else self.best.__dict__.copy(),
+        }
         return d | ({"why_none": self.why_none} if self.why_none else {})
 
     def to_frame(self):
@@ -99,15 +111,20 @@ class GpuPlan:
     def to_text(self) -> str:
         if not self.options:
             why = self.why_none
-            return f"no option fits on {self.gpu_name} " + (why if why.startswith("at pp") else
-                                                             "within the GPU limit" + (f"; {why}" if why else ""))
+            return f"no option fits on {self.gpu_name} " + (
+                why if why.startswith("at pp") else "within the GPU limit" + (f"; {why}" if why else "")
+            )
         lines = [f"{'zero':>4} {'dp':>5} {'tp':>3} {'pp':>3} {'GPUs':>6} {'GiB/GPU':>8}"]
-        lines += [f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
-                  for o in self.options]
+        lines += [
+            f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
+            for o in self.options
+        ]
         return "\n".join(lines + [f"smallest: {self.best.world_size} x {self.gpu_name}"])
 
 
-def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, max_gpus: int = MAX_GPUS) -> GpuPlan:
+def min_gpus(
+    model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, max_gpus: int = MAX_GPUS
+) -> GpuPlan:
     """Fewest GPUs that fit: for training, the smallest dp per ZeRO stage (tp, pp kept from setup);
     for inference, the smallest power-of-two tp that the model's heads allow."""
     require_positive_int("max_gpus", max_gpus)
@@ -121,7 +138,9 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         tp, refused = 1, []
         while tp * setup.pp <= max_gpus:
             s = replace(setup, tp=tp, dp=1)
-            if model is not None and model.tp_note(tp) is not None:  # tp not allowed by the heads (ModelSpec's rule)
+            if (
+                model is not None and model.tp_note(tp) is not None
+            ):  # tp not allowed by the heads (ModelSpec's rule)
                 r = None
                 refused.append(tp)
             else:
@@ -132,11 +151,13 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
             tp *= 2
         why = ""
         if not options and refused and model is not None:  # e.g. falcon-7b's 71 heads allow no tp 2, 4, ...
-            tried = [t for t in (2 ** i for i in range(tp.bit_length())) if t < tp and t not in refused]
+            tried = [t for t in (2**i for i in range(tp.bit_length())) if t < tp and t not in refused]
             verb = "does" if len(tried) == 1 else "do"
-            why = (f"at pp {setup.pp}: tp {', '.join(map(str, tried))} {verb} not fit, and {model.name}'s "
-                   f"{model.n_heads} heads ({model.n_kv_heads} kv) allow no power-of-two tp from {refused[0]} to "
-                   f"{refused[-1]} (tp must divide n_heads, and divide n_kv_heads or be a multiple of it); the GPU limit is not what stops it: try pp > 1")
+            why = (
+                f"at pp {setup.pp}: tp {', '.join(map(str, tried))} {verb} not fit, and {model.name}'s "
+                f"{model.n_heads} heads ({model.n_kv_heads} kv) allow no power-of-two tp from {refused[0]} to "
+                f"{refused[-1]} (tp must divide n_heads, and divide n_kv_heads or be a multiple of it); the GPU limit is not what stops it: try pp > 1"
+            )
         return GpuPlan(gpu.name, tuple(options), why)
     mp = setup.tp * setup.pp
     if max_gpus < mp:
@@ -161,7 +182,9 @@ def min_gpus(model: ModelSpec | None, setup: TrainSetup, gpu, *, n_params=None, 
         r = total(replace(setup, zero_stage=3, dp=max_gpus // mp))
         rest = r.activations_bytes + r.logits_bytes
         if rest + r.cuda_context_bytes > gpu.memory_bytes:  # alone more than the GPU, for any dp
-            why = (f"more GPUs would not help: at ZeRO-3 over dp {max_gpus // mp} each still holds "
-                   f"{r.total_bytes / GiB:.1f} GiB, {rest / GiB:.1f} GiB of it activations and logits, which dp "
-                   "does not split (recompute, tp, pp, a shorter seq_len or micro_batch do)")
+            why = (
+                f"more GPUs would not help: at ZeRO-3 over dp {max_gpus // mp} each still holds "
+                f"{r.total_bytes / GiB:.1f} GiB, {rest / GiB:.1f} GiB of it activations and logits, which dp "
+                "does not split (recompute, tp, pp, a shorter seq_len or micro_batch do)"
+            )
     return GpuPlan(gpu.name, tuple(options), why)

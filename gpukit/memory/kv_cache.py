@@ -45,8 +45,9 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16", tp: int = 1, pp
     return 2.0 * layers * kv_heads_per_gpu(model, tp) * model.head_dim * dtype_bytes(kv_dtype)
 
 
-def kv_cache_bytes(model: ModelSpec, context: int, batch: int = 1, kv_dtype: str = "bf16", tp: int = 1,
-                   pp: int = 1) -> float:
+def kv_cache_bytes(
+    model: ModelSpec, context: int, batch: int = 1, kv_dtype: str = "bf16", tp: int = 1, pp: int = 1
+) -> float:
     """KV-cache bytes on one GPU for `batch` sequences of `context` tokens: kv_bytes_per_token x batch x
     min(context, sliding_window) (ModelSpec.kv_tokens; Jiang et al. 2023 sec. 2)."""
     batch = require_positive_int("batch", batch)

@@ -169,29 +169,40 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
         return ()
     layers, _ = stage_layers_and_extra(model, setup, stage)
     first = stage == "first"
-    terms = [("in_flight_micro_batches", float(setup.in_flight_micro_batches if first else 1)),
-             ("interleave_factor", setup.interleave_factor if first else 1.0)]
+    terms = [
+        ("in_flight_micro_batches", float(setup.in_flight_micro_batches if first else 1)),
+        ("interleave_factor", setup.interleave_factor if first else 1.0),
+    ]
     in_flight = setup.in_flight_micro_batches * setup.interleave_factor if first else 1
     if setup.recompute == "full":
-        terms += [("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
-                  ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none"))]
+        terms += [
+            ("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
+            ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none")),
+        ]
     if setup.zero_stage >= 3 and setup.offload != "all":
         if setup.finetune == "full":
             w = state_bytes_per_param(setup)[0]
             layer_w = model.layer_params() / setup.tp * w
         else:
             layer_w = _base_weight_bytes(model, setup, layers, 0)[1]
-        terms += [("zero3_gathered_bytes", layer_w), ("zero3_prefetch_bytes", layer_w * setup.zero3_prefetch_layers)]
+        terms += [
+            ("zero3_gathered_bytes", layer_w),
+            ("zero3_prefetch_bytes", layer_w * setup.zero3_prefetch_layers),
+        ]
     return tuple(terms)
 
 
 def n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
     if setup.finetune != "full":
-        raise ValueError(f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)")
+        raise ValueError(
+            f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)"
+        )
     if setup.zero3_prefetch_layers:  # a layer's size is what is gathered ahead
-        raise ValueError(f"zero3_prefetch_layers {setup.zero3_prefetch_layers} needs the model's shape (the size of a "
-                         "layer); pass model= (CLI: --model or --layers/--hidden/--heads)")
+        raise ValueError(
+            f"zero3_prefetch_layers {setup.zero3_prefetch_layers} needs the model's shape (the size of a "
+            "layer); pass model= (CLI: --model or --layers/--hidden/--heads)"
+        )
     n = n_params / (setup.tp * setup.pp)
     p = dict(params=0.0, grads=0.0, optimizer=0.0, activations=0.0, logits=0.0, kv_cache=0.0, cpu=0.0)
     if setup.inference:  # int8 row scales need the shapes; omitted here

@@ -36,7 +36,9 @@ def _separate_projections(model: ModelSpec) -> bool:
     return model.mlp == "swiglu"
 
 
-def pytorch_layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+def pytorch_layer_activation_bytes(
+    model: ModelSpec, setup: TrainSetup, recompute: str | None = None
+) -> float:
     """Bytes one layer keeps from its forward to its backward in eager PyTorch, per GPU, one micro-batch.
 
     What each op saves (PyTorch tools/autograd/derivatives.yaml; autocast op lists in
@@ -108,8 +110,10 @@ def _pytorch_layer_halves(model: ModelSpec, setup: TrainSetup, recompute: str) -
     w_mlp = sum(i * o for n, i, o in shapes) - w_attn
     copy = autocast_weight_copy_bytes(model, setup)
     w_tot = w_attn + w_mlp
-    return (attn_whole / sp_div + attn / t + copy * w_attn / w_tot,
-            mlp_whole / sp_div + mlp / t + copy * w_mlp / w_tot)
+    return (
+        attn_whole / sp_div + attn / t + copy * w_attn / w_tot,
+        mlp_whole / sp_div + mlp / t + copy * w_mlp / w_tot,
+    )
 
 
 def autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
@@ -121,7 +125,9 @@ def autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     return 2 * model.linear_weights[0] / setup.tp
 
 
-def optimizer_temp_bytes(model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float) -> float:
+def optimizer_temp_bytes(
+    model: ModelSpec | None, setup: TrainSetup, n_elem: float, state_bytes: float
+) -> float:
     """Temporaries of the optimizer step. AdamW foreach (torch/optim/adam.py _multi_tensor_adam):
     torch._foreach_sqrt(exp_avg_sqs) allocates sqrt(v) for every tensor at once, 4 bytes per fp32
     state element (torch.optim docs: foreach "uses more memory", about one more copy of the states'
@@ -174,8 +180,12 @@ def pytorch_step_applies(setup: TrainSetup) -> bool:
     whole model), inference has no backward, and offload is DeepSpeed's engine (ZeRO-Offload, Ren et al.
     2021 sec. 4.1; ZeRO-Infinity): the model itself is 16-bit on the GPU, the fp32 master on the CPU, no
     autocast. Those keep the megatron terms, and the text says so."""
-    return (setup.convention == "pytorch" and not setup.inference and setup.finetune == "full"
-            and setup.offload == "none")
+    return (
+        setup.convention == "pytorch"
+        and not setup.inference
+        and setup.finetune == "full"
+        and setup.offload == "none"
+    )
 
 
 def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict) -> dict:
@@ -249,18 +259,26 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
 
     def layer_moment(g_before: float, rest: float) -> dict:
         g, a = max(moments, key=lambda m: m[0] + m[1])
-        return dict(params=P, grads=max(g_acc, g_before + g) + tied + bucket, optimizer=S,
-                    activations=rest + a, logits=0.0)
+        return dict(
+            params=P,
+            grads=max(g_acc, g_before + g) + tied + bucket,
+            optimizer=S,
+            activations=rest + a,
+            logits=0.0,
+        )
 
     phases = {
-        "forward": dict(params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd,
-                        logits=logits_fwd),
-        "backward-start": dict(params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head,
-                               logits=logits_bwd),
+        "forward": dict(
+            params=P, grads=g_acc, optimizer=S, activations=acts + head + extra_fwd, logits=logits_fwd
+        ),
+        "backward-start": dict(
+            params=P, grads=g_acc + bucket, optimizer=S, activations=acts + head, logits=logits_bwd
+        ),
         "backward-top": layer_moment(g_head, top_rest),
         "backward-bottom": layer_moment(g_below, 0.0),
-        "backward-end": dict(params=P, grads=G + 2 * tied + bucket, optimizer=S, activations=r * T * h / sp_div,
-                             logits=0.0),
+        "backward-end": dict(
+            params=P, grads=G + 2 * tied + bucket, optimizer=S, activations=r * T * h / sp_div, logits=0.0
+        ),
         "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
     }
     totals = {k: sum(v.values()) for k, v in phases.items()}

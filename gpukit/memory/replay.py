@@ -59,12 +59,20 @@ def param_shapes(spec: ModelSpec) -> list[tuple[str, int]]:
     out = [("wte.weight", spec.vocab * h), ("wpe.weight", spec.max_seq * h)]
     for i in range(spec.n_layers):
         p = f"blocks.{i}."
-        out += [(p + "ln1.weight", h), (p + "ln1.bias", h),
-                (p + "attn.qkv.weight", 3 * q * h), (p + "attn.qkv.bias", 3 * q),
-                (p + "attn.proj.weight", q * h), (p + "attn.proj.bias", h),
-                (p + "ln2.weight", h), (p + "ln2.bias", h),
-                (p + "mlp.fc1.weight", f * h), (p + "mlp.fc1.bias", f),
-                (p + "mlp.fc2.weight", h * f), (p + "mlp.fc2.bias", h)]
+        out += [
+            (p + "ln1.weight", h),
+            (p + "ln1.bias", h),
+            (p + "attn.qkv.weight", 3 * q * h),
+            (p + "attn.qkv.bias", 3 * q),
+            (p + "attn.proj.weight", q * h),
+            (p + "attn.proj.bias", h),
+            (p + "ln2.weight", h),
+            (p + "ln2.bias", h),
+            (p + "mlp.fc1.weight", f * h),
+            (p + "mlp.fc1.bias", f),
+            (p + "mlp.fc2.weight", h * f),
+            (p + "mlp.fc2.bias", h),
+        ]
     out += [("ln_f.weight", h), ("ln_f.bias", h)]
     if not spec.tied_embeddings:
         out.append(("lm_head.weight", spec.vocab * h))
@@ -147,7 +155,7 @@ class ReplayStep:
         self.e = 2 if self.bf else 4  # bytes of an autocast-region activation
         self.sm32 = self.bf and st.device == "cuda"  # CUDA autocast runs softmax in fp32
         self.T = st.micro_batch * st.seq_len
-        self.sc = st.micro_batch * spec.n_heads * st.seq_len ** 2  # attention scores, elements
+        self.sc = st.micro_batch * spec.n_heads * st.seq_len**2  # attention scores, elements
         self.h, self.f, self.q = spec.hidden, spec.ffn_hidden, spec.q_dim
         # matmul reshapes (b, a, s, d) head views to (b*a, s, d): a view only if b or a is 1,
         # otherwise a copy; likewise (b, a, s, d) -> (b, s, a*d) after attention needs a or s = 1
@@ -276,7 +284,9 @@ class ReplayStep:
         tp.exit_autocast()
 
     # ---- backward ----
-    def linear_bw(self, P, name, n_in, n_out, gout, gout_dies, saved_in, in_cast, bias=True, grad_cat="Gradient"):
+    def linear_bw(
+        self, P, name, n_in, n_out, gout, gout_dies, saved_in, in_cast, bias=True, grad_cat="Gradient"
+    ):
         tp, T, e = self.tp, self.T, self.e
         gin = tp.alloc(f"{P}{name}.gin", T * n_in * e)
         gw = tp.alloc(f"{P}{name}.gW", n_in * n_out * e)
@@ -357,8 +367,9 @@ class ReplayStep:
         tp.free(P + "gq", P + "gk", gv)
         tp.alloc(P + "gqkv", T * 3 * q * e)  # permute backward makes it contiguous
         tp.free(P + "gstack")
-        gin = self.linear_bw(P, "qkv", h, 3 * q, P + "gqkv", True,
-                             P + ("qkv.in16" if self.bf else "ln1.out"), True)
+        gin = self.linear_bw(
+            P, "qkv", h, 3 * q, P + "gqkv", True, P + ("qkv.in16" if self.bf else "ln1.out"), True
+        )
         self.recomputed = False
         gln = self.layernorm_bw(P, "ln1", gin, P + "x")
         gxin = tp.alloc(P + "gxin", T * h * 4)
@@ -374,8 +385,18 @@ class ReplayStep:
         tp.free(g, "F.lsm")
         if self.bf:
             g2 = self._cast(g2, T * V * 2)
-        gin = self.linear_bw("F.", "head", h, V, g2, True, "F." + ("head.in16" if self.bf else "lnf.out"),
-                             True, bias=False, grad_cat="Temp" if tied else "Gradient")
+        gin = self.linear_bw(
+            "F.",
+            "head",
+            h,
+            V,
+            g2,
+            True,
+            "F." + ("head.in16" if self.bf else "lnf.out"),
+            True,
+            bias=False,
+            grad_cat="Temp" if tied else "Gradient",
+        )
         gx = self.layernorm_bw("F.", "lnf", gin, f"L{self.spec.n_layers}.x")
         for i in reversed(range(self.spec.n_layers)):
             gx = self.layer_backward(i, gx)

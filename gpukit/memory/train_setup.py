@@ -92,24 +92,50 @@ class TrainSetup:
     device: str = "cuda"
     optimizer_impl: str = "default"
     # GRADIENT CONVENTIONS and schedule/sharding terms (issue 10): named options, defaults = ZeRO paper.
-    grad_dtype: str | None = None  # None: the precision's (16-bit mixed, fp32 in fp32); "fp32": Megatron main grads
-    grad_accum_buffer: str = "none"  # "fp32": separate fp32 accumulation buffer (Ultra-Scale Playbook, 20 B/param)
-    virtual_stages: int = 1  # interleaved 1F1B model chunks per pipeline stage (Narayanan et al. 2021 sec. 2.2.2)
+    grad_dtype: str | None = (
+        None  # None: the precision's (16-bit mixed, fp32 in fp32); "fp32": Megatron main grads
+    )
+    grad_accum_buffer: str = (
+        "none"  # "fp32": separate fp32 accumulation buffer (Ultra-Scale Playbook, 20 B/param)
+    )
+    virtual_stages: int = (
+        1  # interleaved 1F1B model chunks per pipeline stage (Narayanan et al. 2021 sec. 2.2.2)
+    )
     zero3_prefetch_layers: int = 0  # ZeRO-3/FSDP layers gathered ahead of the working one
 
     def __post_init__(self):
-        for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("recompute", RECOMPUTE),
-                              ("attention", ATTENTION), ("offload", OFFLOAD), ("finetune", FINETUNE),
-                              ("lora_targets", LORA_TARGETS), ("convention", CONVENTIONS),
-                              ("device", DEVICES), ("optimizer_impl", OPTIMIZER_IMPLS)):
+        for name, allowed in (
+            ("precision", PRECISIONS),
+            ("optimizer", OPTIMIZERS),
+            ("recompute", RECOMPUTE),
+            ("attention", ATTENTION),
+            ("offload", OFFLOAD),
+            ("finetune", FINETUNE),
+            ("lora_targets", LORA_TARGETS),
+            ("convention", CONVENTIONS),
+            ("device", DEVICES),
+            ("optimizer_impl", OPTIMIZER_IMPLS),
+        ):
             require_choice(name, getattr(self, name), allowed)
         if self.weights_dtype is not None:
             require_choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
-        if (isinstance(self.zero_stage, bool) or not isinstance(self.zero_stage, numbers.Integral)
-                or self.zero_stage not in (0, 1, 2, 3)):  # 1.0 printed "ZeRO-1.0"
+        if (
+            isinstance(self.zero_stage, bool)
+            or not isinstance(self.zero_stage, numbers.Integral)
+            or self.zero_stage not in (0, 1, 2, 3)
+        ):  # 1.0 printed "ZeRO-1.0"
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
-        for name in ("dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum", "lora_rank", "batch",
-                     "virtual_stages"):
+        for name in (
+            "dp",
+            "tp",
+            "pp",
+            "seq_len",
+            "micro_batch",
+            "grad_accum",
+            "lora_rank",
+            "batch",
+            "virtual_stages",
+        ):
             object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
         self._check_conventions()
         for name in ("sp", "dropout", "inference"):
@@ -117,39 +143,68 @@ class TrainSetup:
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.finetune == "qlora":
             if self.precision == "fp32":
-                raise ValueError("finetune='qlora' needs a 16-bit precision (bf16-mixed, fp16-mixed or bf16), got 'fp32'")
+                raise ValueError(
+                    "finetune='qlora' needs a 16-bit precision (bf16-mixed, fp16-mixed or bf16), got 'fp32'"
+                )
             if self.weights_dtype not in (None, "nf4"):
-                raise ValueError(f"finetune='qlora' keeps the base in nf4; weights_dtype must be nf4, got {self.weights_dtype!r}")
+                raise ValueError(
+                    f"finetune='qlora' keeps the base in nf4; weights_dtype must be nf4, got {self.weights_dtype!r}"
+                )
         if self.inference:
             if self.finetune != "full":
-                raise ValueError("finetune applies to training; with inference=True leave finetune='full' (use weights_dtype for a quantized base)")
+                raise ValueError(
+                    "finetune applies to training; with inference=True leave finetune='full' (use weights_dtype for a quantized base)"
+                )
             if self.zero_stage:
-                raise ValueError(f"zero_stage applies to training; inference splits weights with tp/pp, got zero_stage {self.zero_stage}")
+                raise ValueError(
+                    f"zero_stage applies to training; inference splits weights with tp/pp, got zero_stage {self.zero_stage}"
+                )
             if self.offload == "optimizer":
-                raise ValueError("offload='optimizer' applies to training; inference allows offload none or all")
-            training_only = [f"{k} {v!r}" for k, v, unset in (
-                ("micro_batch", self.micro_batch, 1), ("grad_accum", self.grad_accum, 1),
-                ("recompute", self.recompute, "none"),
-                ("grad_dtype", self.grad_dtype, None), ("grad_accum_buffer", self.grad_accum_buffer, "none"),
-                ("virtual_stages", self.virtual_stages, 1), ("zero3_prefetch_layers", self.zero3_prefetch_layers, 0))
-                if v != unset]
+                raise ValueError(
+                    "offload='optimizer' applies to training; inference allows offload none or all"
+                )
+            training_only = [
+                f"{k} {v!r}"
+                for k, v, unset in (
+                    ("micro_batch", self.micro_batch, 1),
+                    ("grad_accum", self.grad_accum, 1),
+                    ("recompute", self.recompute, "none"),
+                    ("grad_dtype", self.grad_dtype, None),
+                    ("grad_accum_buffer", self.grad_accum_buffer, "none"),
+                    ("virtual_stages", self.virtual_stages, 1),
+                    ("zero3_prefetch_layers", self.zero3_prefetch_layers, 0),
+                )
+                if v != unset
+            ]
             if training_only:
-                raise ValueError(f"{training_only[0].split()[0]} applies to training (micro-batches, recompute, "
-                                 f"gradients, pipeline schedule, ZeRO-3; serving takes batch), got {training_only[0]} "
-                                 "with inference=True")
+                raise ValueError(
+                    f"{training_only[0].split()[0]} applies to training (micro-batches, recompute, "
+                    f"gradients, pipeline schedule, ZeRO-3; serving takes batch), got {training_only[0]} "
+                    "with inference=True"
+                )
         else:
             if self.batch != 1:  # the training side of the same mistake: batch would be ignored
-                raise ValueError(f"batch applies to inference=True (sequences in the KV cache); training takes "
-                                 f"micro_batch, got batch {self.batch}")
+                raise ValueError(
+                    f"batch applies to inference=True (sequences in the KV cache); training takes "
+                    f"micro_batch, got batch {self.batch}"
+                )
             if self.finetune == "full" and self.weights_dtype not in (None, self.compute_dtype):
-                raise ValueError(f"weights_dtype {self.weights_dtype!r} applies to inference or a LoRA base; full training keeps weights in {self.compute_dtype}")
+                raise ValueError(
+                    f"weights_dtype {self.weights_dtype!r} applies to inference or a LoRA base; full training keeps weights in {self.compute_dtype}"
+                )
             if self.offload == "optimizer" and self.zero_stage < 1:
-                raise ValueError("offload='optimizer' needs zero_stage >= 1 (ZeRO-Offload partitions the optimizer), got 0")
+                raise ValueError(
+                    "offload='optimizer' needs zero_stage >= 1 (ZeRO-Offload partitions the optimizer), got 0"
+                )
             if self.offload == "all" and self.zero_stage != 3:
-                raise ValueError(f"offload='all' needs zero_stage 3 (ZeRO-Infinity offloads partitioned parameters), got {self.zero_stage}")
+                raise ValueError(
+                    f"offload='all' needs zero_stage 3 (ZeRO-Infinity offloads partitioned parameters), got {self.zero_stage}"
+                )
             if self.zero3_prefetch_layers and self.zero_stage != 3:
-                raise ValueError(f"zero3_prefetch_layers {self.zero3_prefetch_layers} needs zero_stage 3 (only ZeRO-3/FSDP "
-                                 f"gathers layers ahead), got zero_stage {self.zero_stage}")
+                raise ValueError(
+                    f"zero3_prefetch_layers {self.zero3_prefetch_layers} needs zero_stage 3 (only ZeRO-3/FSDP "
+                    f"gathers layers ahead), got zero_stage {self.zero_stage}"
+                )
 
     def _check_conventions(self) -> None:
         """Validate the gradient / schedule / prefetch options (issue 10)."""
@@ -160,25 +215,41 @@ class TrainSetup:
             # Eager PyTorch (torch.autocast) keeps fp32 parameters, so their gradients are fp32 too.
             mixed_pytorch = self.convention == "pytorch" and self.precision.endswith("-mixed")
             if self.grad_dtype != "fp32" and (self.grad_dtype != self.compute_dtype or mixed_pytorch):
-                why = ("torch.autocast keeps fp32 parameters and so fp32 gradients (use convention megatron for "
-                       "16-bit gradients)" if mixed_pytorch and self.grad_dtype == self.compute_dtype else
-                       f"it computes in {self.compute_dtype}")
-                raise ValueError(f"grad_dtype must be fp32 or the precision's own dtype: {self.grad_dtype} gradients "
-                                 f"do not exist in {self.precision} training{' (convention pytorch)' if mixed_pytorch else ''}, "
-                                 f"{why}; got {self.grad_dtype!r}")
+                why = (
+                    "torch.autocast keeps fp32 parameters and so fp32 gradients (use convention megatron for "
+                    "16-bit gradients)"
+                    if mixed_pytorch and self.grad_dtype == self.compute_dtype
+                    else f"it computes in {self.compute_dtype}"
+                )
+                raise ValueError(
+                    f"grad_dtype must be fp32 or the precision's own dtype: {self.grad_dtype} gradients "
+                    f"do not exist in {self.precision} training{' (convention pytorch)' if mixed_pytorch else ''}, "
+                    f"{why}; got {self.grad_dtype!r}"
+                )
         require_choice("grad_accum_buffer", self.grad_accum_buffer, GRAD_ACCUM_BUFFERS)
         if self.grad_accum_buffer == "fp32" and self.grad_dtype == "fp32":
-            raise ValueError("grad_accum_buffer fp32 with grad_dtype fp32 counts the fp32 gradients twice: Megatron's "
-                             "fp32 main grads are the accumulation buffer; use one of them")
+            raise ValueError(
+                "grad_accum_buffer fp32 with grad_dtype fp32 counts the fp32 gradients twice: Megatron's "
+                "fp32 main grads are the accumulation buffer; use one of them"
+            )
         if self.grad_accum_buffer == "fp32" and self.precision == "fp32":
-            raise ValueError("grad_accum_buffer fp32 applies to 16-bit training; with precision fp32 the gradients "
-                             "already are fp32")
+            raise ValueError(
+                "grad_accum_buffer fp32 applies to 16-bit training; with precision fp32 the gradients "
+                "already are fp32"
+            )
         if self.virtual_stages > 1 and self.pp == 1:
-            raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1 (interleaving splits pipeline "
-                             "stages into model chunks), got pp 1")
-        if isinstance(self.zero3_prefetch_layers, bool) or not isinstance(self.zero3_prefetch_layers, int) \
-                or self.zero3_prefetch_layers < 0:
-            raise ValueError(f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}")
+            raise ValueError(
+                f"virtual_stages {self.virtual_stages} needs pp > 1 (interleaving splits pipeline "
+                "stages into model chunks), got pp 1"
+            )
+        if (
+            isinstance(self.zero3_prefetch_layers, bool)
+            or not isinstance(self.zero3_prefetch_layers, int)
+            or self.zero3_prefetch_layers < 0
+        ):
+            raise ValueError(
+                f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}"
+            )
 
     @property
     def in_flight_micro_batches(self) -> int:

@@ -36,6 +36,7 @@ RECOMPUTE_COMPUTE_RATIO = 8 / 6
 
 # ---- modelled: tricks added one by one (pure) -------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TrickStack:
     """Modelled memory of a baseline and of each trick added on top, in order (bytes per GPU)."""
@@ -57,8 +58,12 @@ class TrickStack:
         for label, bd in self.rows:
             r = {"setup": label}
             r.update({f"{c}_gib": getattr(bd, f"{c}_bytes") / GiB for c in MemoryBreakdown.COMPONENTS})
-            r.update(total_gib=bd.total_bytes / GiB, cpu_gib=bd.cpu_bytes / GiB, trainable=bd.trainable_params,
-                     fits=bd.fits)
+            r.update(
+                total_gib=bd.total_bytes / GiB,
+                cpu_gib=bd.cpu_bytes / GiB,
+                trainable=bd.trainable_params,
+                fits=bd.fits,
+            )
             recs.append(r)
         return pd.DataFrame(recs)
 
@@ -66,10 +71,23 @@ class TrickStack:
         return {"rows": [{"setup": label, **bd.to_json_dict()} for label, bd in self.rows]}
 
 
-def trick_stack(model: ModelSpec, gpu=None, *, micro_batch: int = 1, seq_len: int = 1024,
-                precision: str = "bf16-mixed", recompute: str = "none", optimizer: str = "adamw",
-                finetune: str = "full", offload: str = "none", lora_rank: int = 16,
-                lora_targets: str = "all", grad_accum: int = 1, zero_stage: int = 0, dp: int = 1) -> TrickStack:
+def trick_stack(
+    model: ModelSpec,
+    gpu=None,
+    *,
+    micro_batch: int = 1,
+    seq_len: int = 1024,
+    precision: str = "bf16-mixed",
+    recompute: str = "none",
+    optimizer: str = "adamw",
+    finetune: str = "full",
+    offload: str = "none",
+    lora_rank: int = 16,
+    lora_targets: str = "all",
+    grad_accum: int = 1,
+    zero_stage: int = 0,
+    dp: int = 1,
+) -> TrickStack:
     """fp32 AdamW full training of `model`, then each chosen trick added in this order: precision,
     recompute, optimizer, finetune (lora | qlora), gradient accumulation (`grad_accum` micro-batches per
     step: the same activations per micro-batch, `grad_accum` x the tokens per step), ZeRO (`zero_stage`
@@ -89,11 +107,18 @@ def trick_stack(model: ModelSpec, gpu=None, *, micro_batch: int = 1, seq_len: in
         (precision != "fp32", f"+ {precision}", dict(precision=precision)),
         (recompute != "none", f"+ recompute {recompute}", dict(recompute=recompute)),
         (optimizer != "adamw", f"+ {optimizer}", dict(optimizer=optimizer)),
-        (finetune != "full", f"+ {'QLoRA (nf4 base)' if finetune == 'qlora' else 'LoRA'} r={lora_rank}",
-         dict(finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets)),
+        (
+            finetune != "full",
+            f"+ {'QLoRA (nf4 base)' if finetune == 'qlora' else 'LoRA'} r={lora_rank}",
+            dict(finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets),
+        ),
         (grad_accum > 1, f"+ grad accumulation x{grad_accum}", dict(grad_accum=grad_accum)),
         (zero_stage > 0 or dp > 1, f"+ ZeRO-{zero_stage}, dp={dp}", dict(zero_stage=zero_stage, dp=dp)),
-        (offload == "optimizer", "+ ZeRO-Offload (optimizer, grads -> CPU)", dict(offload=offload, zero_stage=off_stage)),
+        (
+            offload == "optimizer",
+            "+ ZeRO-Offload (optimizer, grads -> CPU)",
+            dict(offload=offload, zero_stage=off_stage),
+        ),
         (offload == "all", "+ ZeRO-Infinity (everything -> CPU)", dict(offload=offload, zero_stage=3)),
     )
     for on, label, change in steps:
@@ -115,8 +140,10 @@ class StepTimeEstimate:
     note: str
 
     def to_text(self) -> str:
-        return (f"~{self.seconds:.3g} s per optimizer step ({self.tokens_per_gpu:,} tokens per GPU x "
-                f"{self.flops_per_token / 1e9:.1f} GFLOPs / ({self.peak_tflops:g} TFLOP/s x MFU {self.mfu:g}); {self.note})")
+        return (
+            f"~{self.seconds:.3g} s per optimizer step ({self.tokens_per_gpu:,} tokens per GPU x "
+            f"{self.flops_per_token / 1e9:.1f} GFLOPs / ({self.peak_tflops:g} TFLOP/s x MFU {self.mfu:g}); {self.note})"
+        )
 
 
 def step_time_estimate(model: ModelSpec, gpu, setup: TrainSetup, *, mfu: float = 0.4) -> StepTimeEstimate:
@@ -131,13 +158,16 @@ def step_time_estimate(model: ModelSpec, gpu, setup: TrainSetup, *, mfu: float =
     dtype = "fp32" if setup.precision == "fp32" else "bf16"
     peak = gpu.peak_tflops(dtype)
     tokens = setup.micro_batch * setup.grad_accum * setup.seq_len
-    flops = fpt.hardware_flops  # LoRA/QLoRA: counted in full (an upper bound: frozen weights skip their weight gradients)
+    flops = (
+        fpt.hardware_flops
+    )  # LoRA/QLoRA: counted in full (an upper bound: frozen weights skip their weight gradients)
     secs = tokens * flops / (peak * 1e12 * mfu)
     note = f"{dtype} peak; compute only, no communication or offload traffic"
     return StepTimeEstimate(tokens, flops, peak, mfu, secs, note)
 
 
 # ---- measured: the reference model with and without a trick ----------------------------------
+
 
 def lora_trainable_params(spec: ModelSpec, rank: int, targets=LORA_TARGET_MODULES) -> int:
     """r (d_in + d_out) per adapted matrix (Hu et al. 2021), for the reference model's layout: one

@@ -54,8 +54,10 @@ class Cluster:
 
     def describe(self) -> str:
         n = self.network
-        return (f"{self.gpu.name}, {n.gpus_per_node} per node, {n.intra_name} in the node, "
-                f"{n.ports_per_node} x {n.inter_name} per node (efficiency {n.efficiency:g}: {n.efficiency_source})")
+        return (
+            f"{self.gpu.name}, {n.gpus_per_node} per node, {n.intra_name} in the node, "
+            f"{n.ports_per_node} x {n.inter_name} per node (efficiency {n.efficiency:g}: {n.efficiency_source})"
+        )
 
 
 def as_cluster_network(network) -> ClusterNetwork:
@@ -66,27 +68,58 @@ def as_cluster_network(network) -> ClusterNetwork:
         return network
     for attr in ("intra_link", "inter_link", "gpus_per_node", "ports_per_node", "efficiency"):
         if not hasattr(network, attr):
-            raise ValueError(f"network must be a gpukit.comm.ClusterNetwork (missing {attr}), got {type(network).__name__}")
+            raise ValueError(
+                f"network must be a gpukit.comm.ClusterNetwork (missing {attr}), got {type(network).__name__}"
+            )
     (ia, ib), (ea, eb) = network.intra_link, network.inter_link(1)
-    return ClusterNetwork(intra_name=getattr(network, "intra_name", "intra"), intra_alpha_s=ia, intra_bandwidth_gbps=ib,
-                          inter_name=getattr(network, "inter_name", "inter"), inter_alpha_s=ea,
-                          inter_bandwidth_gbps=eb / network.efficiency, gpus_per_node=network.gpus_per_node,
-                          ports_per_node=network.ports_per_node, efficiency=network.efficiency,
-                          efficiency_source=getattr(network, "efficiency_source", "given"), intra_efficiency=1.0)
+    return ClusterNetwork(
+        intra_name=getattr(network, "intra_name", "intra"),
+        intra_alpha_s=ia,
+        intra_bandwidth_gbps=ib,
+        inter_name=getattr(network, "inter_name", "inter"),
+        inter_alpha_s=ea,
+        inter_bandwidth_gbps=eb / network.efficiency,
+        gpus_per_node=network.gpus_per_node,
+        ports_per_node=network.ports_per_node,
+        efficiency=network.efficiency,
+        efficiency_source=getattr(network, "efficiency_source", "given"),
+        intra_efficiency=1.0,
+    )
 
 
-def cluster_from_network(gpu, network, *, matmul_efficiency: float = MATMUL_EFFICIENCY,
-                         hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
+def cluster_from_network(
+    gpu,
+    network,
+    *,
+    matmul_efficiency: float = MATMUL_EFFICIENCY,
+    hbm_efficiency: float = HBM_EFFICIENCY,
+    profile=None,
+) -> Cluster:
     """A Cluster over a gpukit.comm.ClusterNetwork: its links, ports and efficiency with provenance."""
     net = as_cluster_network(network)
-    base = make_cluster(gpu, net.gpus_per_node, ports_per_node=net.ports_per_node,
-                        matmul_efficiency=matmul_efficiency, hbm_efficiency=hbm_efficiency, profile=profile)
+    base = make_cluster(
+        gpu,
+        net.gpus_per_node,
+        ports_per_node=net.ports_per_node,
+        matmul_efficiency=matmul_efficiency,
+        hbm_efficiency=hbm_efficiency,
+        profile=profile,
+    )
     return replace(base, network=net)
 
 
-def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_per_node: int | None = None, *,
-                 link_efficiency: float | None = None, matmul_efficiency: float = MATMUL_EFFICIENCY,
-                 hbm_efficiency: float = HBM_EFFICIENCY, profile=None) -> Cluster:
+def make_cluster(
+    gpu,
+    gpus_per_node: int = 8,
+    link=None,
+    inter_link=None,
+    ports_per_node: int | None = None,
+    *,
+    link_efficiency: float | None = None,
+    matmul_efficiency: float = MATMUL_EFFICIENCY,
+    hbm_efficiency: float = HBM_EFFICIENCY,
+    profile=None,
+) -> Cluster:
     """A Cluster from names or catalog objects. Links default by GPU (NVLink of its generation, one IB
     port per GPU). The ClusterNetwork's link efficiency: `link_efficiency` when given (both links),
     else a calibrated `profile`'s fit of the inter link where it has one, else gpukit.comm's one
@@ -94,18 +127,36 @@ def make_cluster(gpu, gpus_per_node: int = 8, link=None, inter_link=None, ports_
     measured bf16 matmul / peak."""
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     k = require_positive_int("gpus_per_node", gpus_per_node)
-    lk = (intra_node_link(g, k) if link is None else get_interconnect(link) if isinstance(link, str) else link)
-    il = (inter_node_link(g) if inter_link is None else
-          get_interconnect(inter_link) if isinstance(inter_link, str) else inter_link)
+    lk = intra_node_link(g, k) if link is None else get_interconnect(link) if isinstance(link, str) else link
+    il = (
+        inter_node_link(g)
+        if inter_link is None
+        else get_interconnect(inter_link)
+        if isinstance(inter_link, str)
+        else inter_link
+    )
     ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
-    for name, v in (("link_efficiency", LINK_EFFICIENCY if link_efficiency is None else link_efficiency),
-                    ("matmul_efficiency", matmul_efficiency), ("hbm_efficiency", hbm_efficiency)):
+    for name, v in (
+        ("link_efficiency", LINK_EFFICIENCY if link_efficiency is None else link_efficiency),
+        ("matmul_efficiency", matmul_efficiency),
+        ("hbm_efficiency", hbm_efficiency),
+    ):
         if not 0 < require_positive(name, v) <= 1:
             raise ValueError(f"{name} must be in (0, 1], got {v}")
-    calibrated = profile is not None and link_efficiency is None and hasattr(profile, "has_link") and \
-        profile.has_link(il.name)
-    net = cluster_network(lk, il, gpus_per_node=k, ports_per_node=ports, efficiency=link_efficiency,
-                          profile=profile if calibrated else None)
+    calibrated = (
+        profile is not None
+        and link_efficiency is None
+        and hasattr(profile, "has_link")
+        and profile.has_link(il.name)
+    )
+    net = cluster_network(
+        lk,
+        il,
+        gpus_per_node=k,
+        ports_per_node=ports,
+        efficiency=link_efficiency,
+        profile=profile if calibrated else None,
+    )
     if link_efficiency is not None:
         net = replace(net, intra_efficiency=link_efficiency)
     if profile is not None:

@@ -80,12 +80,14 @@ from gpukit.units import GB, GiB
 RECOMPUTE = mem.RECOMPUTE
 ZERO_STAGES = (0, 1, 2, 3)
 
-ASSUMPTIONS = (f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
-               f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
-               f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
-               "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
-               "ZeRO-3 gathers overlap compute (prefetch)",
-               "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)")
+ASSUMPTIONS = (
+    f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
+    f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
+    f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
+    "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
+    "ZeRO-3 gathers overlap compute (prefetch)",
+    "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)",
+)
 
 
 # ------------------------------------------------------------------------------------ config
@@ -111,52 +113,75 @@ class ParallelConfig:
         if not isinstance(self.sp, bool):
             raise ValueError(f"sp must be True or False, got {self.sp!r}")
         if self.sp and self.tp == 1:
-            raise ValueError("sp (sequence parallelism) needs tp > 1: it splits the tp group's activations, got tp 1")
+            raise ValueError(
+                "sp (sequence parallelism) needs tp > 1: it splits the tp group's activations, got tp 1"
+            )
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1, got pp 1")
         if self.zero_stage == 3 and self.pp > 1:
-            raise ValueError(f"zero_stage 3 with pp {self.pp}: ZeRO-3/FSDP shards whole layers over dp and is not "
-                             "combined with pipeline stages here (DeepSpeed and FSDP do not support it); use zero 0-2")
+            raise ValueError(
+                f"zero_stage 3 with pp {self.pp}: ZeRO-3/FSDP shards whole layers over dp and is not "
+                "combined with pipeline stages here (DeepSpeed and FSDP do not support it); use zero 0-2"
+            )
 
     @property
     def world_size(self) -> int:
         return self.dp * self.tp * self.pp
 
-    def validate(self, model: ModelSpec, gpus: int | None = None, global_batch: int | None = None) -> list[str]:
+    def validate(
+        self, model: ModelSpec, gpus: int | None = None, global_batch: int | None = None
+    ) -> list[str]:
         """Raise ValueError when the layout cannot run; return notes (e.g. uneven stages)."""
         notes = []
         if gpus is not None and self.world_size != gpus:
-            raise ValueError(f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}="
-                             f"{self.world_size}")
-        model.check_tp(self.tp)  # the model's own rule (ModelSpec.tp_note): whole heads, KV heads split or replicated
+            raise ValueError(
+                f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}={self.world_size}"
+            )
+        model.check_tp(
+            self.tp
+        )  # the model's own rule (ModelSpec.tp_note): whole heads, KV heads split or replicated
         if self.zero_stage and self.dp == 1:  # it would change nothing without a word
-            notes.append(f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
-                         "with ZeRO-0")
+            notes.append(
+                f"ZeRO-{self.zero_stage} with dp 1 shards nothing: one GPU holds all the model states, as "
+                "with ZeRO-0"
+            )
         chunks = self.pp * self.virtual_stages
         if chunks > model.n_layers:
-            raise ValueError(f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
-                             f"{self.pp}*{self.virtual_stages}={chunks}")
+            raise ValueError(
+                f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
+                f"{self.pp}*{self.virtual_stages}={chunks}"
+            )
         if model.n_layers % chunks:
             if self.virtual_stages > 1:
-                raise ValueError(f"pp*virtual_stages must divide n_layers {model.n_layers} for the interleaved "
-                                 f"schedule, got {self.pp}*{self.virtual_stages}={chunks}")
-            notes.append(f"uneven stages: {model.n_layers} layers on {self.pp} stages, the largest has "
-                         f"{math.ceil(model.n_layers / self.pp)} (it sets the pace)")
+                raise ValueError(
+                    f"pp*virtual_stages must divide n_layers {model.n_layers} for the interleaved "
+                    f"schedule, got {self.pp}*{self.virtual_stages}={chunks}"
+                )
+            notes.append(
+                f"uneven stages: {model.n_layers} layers on {self.pp} stages, the largest has "
+                f"{math.ceil(model.n_layers / self.pp)} (it sets the pace)"
+            )
         if global_batch is not None:
             if global_batch % (self.dp * self.micro_batch):
-                raise ValueError(f"global_batch must be a multiple of dp*micro_batch = {self.dp}*{self.micro_batch}="
-                                 f"{self.dp * self.micro_batch}, got {global_batch}")
+                raise ValueError(
+                    f"global_batch must be a multiple of dp*micro_batch = {self.dp}*{self.micro_batch}="
+                    f"{self.dp * self.micro_batch}, got {global_batch}"
+                )
             m = global_batch // (self.dp * self.micro_batch)
             if self.virtual_stages > 1 and m % self.pp:
-                raise ValueError(f"micro-batches per step m = global_batch/(dp*micro_batch) = {m} must be a multiple "
-                                 f"of pp {self.pp} for the interleaved schedule (Narayanan et al. 2021 sec. 2.2.2)")
+                raise ValueError(
+                    f"micro-batches per step m = global_batch/(dp*micro_batch) = {m} must be a multiple "
+                    f"of pp {self.pp} for the interleaved schedule (Narayanan et al. 2021 sec. 2.2.2)"
+                )
         return notes
 
     def label(self) -> str:
         v = f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""
         sp = "+SP" if self.sp else ""
-        return (f"DP{self.dp} x TP{self.tp}{sp} x PP{self.pp}{v}, ZeRO-{self.zero_stage}, b={self.micro_batch}, "
-                f"recompute {self.recompute}")
+        return (
+            f"DP{self.dp} x TP{self.tp}{sp} x PP{self.pp}{v}, ZeRO-{self.zero_stage}, b={self.micro_batch}, "
+            f"recompute {self.recompute}"
+        )
 
 
 # ------------------------------------------------------------------------------------ estimate
@@ -192,34 +217,61 @@ class Estimate:
 
     def to_json_dict(self) -> dict:
         c = self.config
-        return _json_safe({
-            "dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages, "zero_stage": c.zero_stage,
-            "micro_batch": c.micro_batch, "recompute": c.recompute, "sp": c.sp, "model": self.model_name,
-            "gpus": self.gpus, "seq_len": self.seq_len, "global_batch": self.global_batch,
-            "microbatches": self.microbatches, "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
-            "gpu_memory_bytes": self.gpu_memory_bytes, "fits": self.fits, "step_time_s": self.step_time_s,
-            "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
-            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu, "mfu": self.mfu,
-            "bubble_fraction": self.bubble_fraction, "bubble_over_ideal": self.bubble_over_ideal,
-            "breakdown": dict(self.breakdown), "comm_bytes_per_gpu": dict(self.comm_bytes),
-            "memory_terms": ({k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
-                             if self.memory is not None else {}),
-            "notes": list(self.notes), "assumptions": list(self.assumptions or ASSUMPTIONS)})
+        return _json_safe(
+            {
+                "dp": c.dp,
+                "tp": c.tp,
+                "pp": c.pp,
+                "virtual_stages": c.virtual_stages,
+                "zero_stage": c.zero_stage,
+                "micro_batch": c.micro_batch,
+                "recompute": c.recompute,
+                "sp": c.sp,
+                "model": self.model_name,
+                "gpus": self.gpus,
+                "seq_len": self.seq_len,
+                "global_batch": self.global_batch,
+                "microbatches": self.microbatches,
+                "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+                "gpu_memory_bytes": self.gpu_memory_bytes,
+                "fits": self.fits,
+                "step_time_s": self.step_time_s,
+                "tokens_per_s": self.tokens_per_s,
+                "tflops_per_gpu": self.tflops_per_gpu,
+                "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+                "mfu": self.mfu,
+                "bubble_fraction": self.bubble_fraction,
+                "bubble_over_ideal": self.bubble_over_ideal,
+                "breakdown": dict(self.breakdown),
+                "comm_bytes_per_gpu": dict(self.comm_bytes),
+                "memory_terms": (
+                    {k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
+                    if self.memory is not None
+                    else {}
+                ),
+                "notes": list(self.notes),
+                "assumptions": list(self.assumptions or ASSUMPTIONS),
+            }
+        )
 
     def to_frame(self):
         import pandas as pd
 
-        return pd.DataFrame([{"part": k, "seconds": v, "share": v / self.step_time_s} for k, v in self.breakdown])
+        return pd.DataFrame(
+            [{"part": k, "seconds": v, "share": v / self.step_time_s} for k, v in self.breakdown]
+        )
 
     def to_text(self) -> str:
-        lines = [f"{self.model_name} on {self.gpus} GPUs: {self.config.label()}",
-                 f"global batch {self.global_batch} x {self.seq_len} tokens = {self.microbatches} micro-batches "
-                 f"per pipeline",
-                 f"memory per GPU {self.memory_per_gpu_bytes / GiB:.1f} GiB of {self.gpu_memory_bytes / GiB:.0f} -> "
-                 f"{'fits' if self.fits else 'does NOT fit'}",
-                 f"step {self.step_time_s:.3f} s, {self.tokens_per_s:,.0f} tokens/s, {self.tflops_per_gpu:.0f} "
-                 f"TFLOP/s per GPU (model), MFU {self.mfu:.1%}",
-                 f"bubble: idle share {self.bubble_fraction:.1%}, over ideal {self.bubble_over_ideal:.1%}"]
+        lines = [
+            f"{self.model_name} on {self.gpus} GPUs: {self.config.label()}",
+            f"global batch {self.global_batch} x {self.seq_len} tokens = {self.microbatches} micro-batches "
+            f"per pipeline",
+            f"memory per GPU {self.memory_per_gpu_bytes / GiB:.1f} GiB of {self.gpu_memory_bytes / GiB:.0f} -> "
+            f"{'fits' if self.fits else 'does NOT fit'}",
+            f"step {self.step_time_s:.3f} s, {self.tokens_per_s:,.0f} tokens/s, {self.tflops_per_gpu:.0f} "
+            f"TFLOP/s per GPU (model), MFU {self.mfu:.1%}",
+            f"bubble: idle share {self.bubble_fraction:.1%}, over ideal {self.bubble_over_ideal:.1%}",
+        ]
         lines += [f"  {k:<22}{v:>10.4f} s {100 * v / self.step_time_s:>6.1f}%" for k, v in self.breakdown]
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  assumes: {a}" for a in self.assumptions or ASSUMPTIONS]
@@ -232,12 +284,16 @@ def cluster_assumptions(cluster) -> tuple[str, ...]:
     links and ports it used."""
     stated = cluster.matmul_efficiency == MATMUL_EFFICIENCY
     net = cluster.network
-    return (f"cluster: {cluster.describe()}",
-            f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
-            + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
-            f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
-            f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
-            f"link's bandwidth ({net.efficiency_source})", *net.assumptions()[4:], *ASSUMPTIONS[3:])
+    return (
+        f"cluster: {cluster.describe()}",
+        f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
+        + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
+        f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
+        f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
+        f"link's bandwidth ({net.efficiency_source})",
+        *net.assumptions()[4:],
+        *ASSUMPTIONS[3:],
+    )
 
 
 def as_model_spec(model) -> ModelSpec:
@@ -257,7 +313,9 @@ def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float
         return collective_time("all_reduce", size_bytes, tp, intra).time_s
     if tp % gpn == 0:  # whole nodes: reduce-scatter in the node, all-reduce across, all-gather
         return hierarchical_all_reduce(size_bytes, tp // gpn, gpn, intra, inter).time_s
-    return collective_time("all_reduce", size_bytes, tp, inter).time_s  # straddles nodes: the ring runs at the NIC
+    return collective_time(
+        "all_reduce", size_bytes, tp, inter
+    ).time_s  # straddles nodes: the ring runs at the NIC
 
 
 def dp_group_shape(config: ParallelConfig, gpus_per_node: int) -> tuple[int, int]:
@@ -276,17 +334,42 @@ def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
     return f.model_flops, f.hardware_flops
 
 
-def layout_train_setup(config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions):
+def layout_train_setup(
+    config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions
+):
     z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
-    return mem.TrainSetup(convention="megatron", dp=config.dp, tp=config.tp, pp=config.pp, sp=config.sp, zero_stage=config.zero_stage,
-                          seq_len=seq_len, micro_batch=config.micro_batch, grad_accum=m, recompute=config.recompute,
-                          attention=attention, dropout=dropout, virtual_stages=config.virtual_stages,
-                          zero3_prefetch_layers=z3, **conventions)
+    return mem.TrainSetup(
+        convention="megatron",
+        dp=config.dp,
+        tp=config.tp,
+        pp=config.pp,
+        sp=config.sp,
+        zero_stage=config.zero_stage,
+        seq_len=seq_len,
+        micro_batch=config.micro_batch,
+        grad_accum=m,
+        recompute=config.recompute,
+        attention=attention,
+        dropout=dropout,
+        virtual_stages=config.virtual_stages,
+        zero3_prefetch_layers=z3,
+        **conventions,
+    )
 
 
-def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: int, seq_len: int | None = None,
-             attention: str = "flash", dropout: bool | None = None, dp_overlap: float = 0.0,
-             _memory=None, **conventions) -> Estimate:
+def estimate(
+    model,
+    config: ParallelConfig,
+    cluster: Cluster,
+    *,
+    global_batch: int,
+    seq_len: int | None = None,
+    attention: str = "flash",
+    dropout: bool | None = None,
+    dp_overlap: float = 0.0,
+    _memory=None,
+    **conventions,
+) -> Estimate:
     """Memory, communication and step time of `config` (formulas in the module docstring).
 
     attention: "flash" (fused, causal FLOPs halved) or "eager" (the 2021-22 Megatron kernels: full
@@ -311,8 +394,10 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     if window:
         notes.append(window)
     if config.tp > 1 and cluster.gpus_per_node % config.tp:
-        notes.append(f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
-                     "the network")
+        notes.append(
+            f"TP group of {config.tp} spans nodes of {cluster.gpus_per_node} GPUs: its all-reduces cross "
+            "the network"
+        )
     c = config
     m = G // (c.dp * c.micro_batch)
     setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
@@ -334,41 +419,68 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     h_bytes = tokens_mb * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
     net = cluster.network
-    intra, inter = tuple(net.intra_link), tuple(net.inter_link(net.gpus_per_node))  # every GPU of a node sends
+    intra, inter = (
+        tuple(net.intra_link),
+        tuple(net.inter_link(net.gpus_per_node)),
+    )  # every GPU of a node sends
     ar = _tp_allreduce_s(float(h_bytes), c.tp, net.gpus_per_node, intra, inter)
     tp_s = n_ar * layers * ar
     # PP: activations forward and gradients backward per micro-batch per chunk boundary
     # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
     pp_link = inter if c.tp * c.dp * c.pp > net.gpus_per_node else intra
     p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
-    pp_s = 2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
+    pp_s = (
+        2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
+    )
     t_mb = compute_all + elem_all + tp_s + pp_s
     slots = m + (c.pp - 1) / c.virtual_stages
     # DP / ZeRO: gradients of the stage's parameters
     # one stage (pp 1) holds the whole model: its gradients are all n_params (the untied LM head and the final
     # norm were left out before issue 22); with pp > 1 the heaviest stage holds the embedding or the head
-    stage_params = (model.n_params if c.pp == 1 else
-                    layers * model.layer_params() + max(model.embedding_params(), model.head_params())) / c.tp
+    stage_params = (
+        model.n_params
+        if c.pp == 1
+        else layers * model.layer_params() + max(model.embedding_params(), model.head_params())
+    ) / c.tp
     gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
     # the one gradient-sync model (gpukit.comm.grad_sync): DDP buckets over the DP group, once per step
     ranks, groups = dp_group_shape(c, net.gpus_per_node)
-    sync = grad_sync(stage_params, c.dp, net, grad_bytes_per_param=gbytes, zero_stage=c.zero_stage,
-                     ranks_per_node=ranks, groups_per_node=groups, n_layers=layers, grad_accum=m,
-                     overlap=c.zero_stage == 3, micro_step_s=compute_all + elem_all)
+    sync = grad_sync(
+        stage_params,
+        c.dp,
+        net,
+        grad_bytes_per_param=gbytes,
+        zero_stage=c.zero_stage,
+        ranks_per_node=ranks,
+        groups_per_node=groups,
+        n_layers=layers,
+        grad_accum=m,
+        overlap=c.zero_stage == 3,
+        micro_step_s=compute_all + elem_all,
+    )
     if c.zero_stage == 3:
         zero3_exposed = sync.exposed_s  # prefetch hides each micro-batch's gathers behind its compute
         dp_s = 0.0
         comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
     else:
         zero3_exposed = 0.0
-        dp_s = (1 - dp_overlap) * sync.comm_s  # after the pipeline flush (Megatron 2021); dp_overlap hides a share
+        dp_s = (
+            1 - dp_overlap
+        ) * sync.comm_s  # after the pipeline flush (Megatron 2021); dp_overlap hides a share
         comm_dp = ("dp_grad_reduce", 2 * stage_params * gbytes * (c.dp - 1) / c.dp)
     opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
     # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
     # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
-    breakdown = (("compute", m * compute_all), ("elementwise", m * elem_all), ("tp_comm", m * tp_s),
-                 ("pp_comm", m * pp_s), ("bubble", (slots - m) * t_mb), ("dp_comm", dp_s),
-                 ("zero3_comm", zero3_exposed), ("optimizer", opt_s))
+    breakdown = (
+        ("compute", m * compute_all),
+        ("elementwise", m * elem_all),
+        ("tp_comm", m * tp_s),
+        ("pp_comm", m * pp_s),
+        ("bubble", (slots - m) * t_mb),
+        ("dp_comm", dp_s),
+        ("zero3_comm", zero3_exposed),
+        ("optimizer", opt_s),
+    )
     step = sum(v for _, v in breakdown)
     if not math.isfinite(step) or step <= 0:
         raise ValueError("inputs too large: the step time overflows a float")
@@ -377,21 +489,40 @@ def estimate(model, config: ParallelConfig, cluster: Cluster, *, global_batch: i
     model_flops = model_fpt * tokens
     hw_flops = hw_fpt * tokens
     tp_bytes = n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes
-    comm = (comm_dp, ("tp_activations", tp_bytes),
-            ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0))
+    comm = (
+        comm_dp,
+        ("tp_activations", tp_bytes),
+        ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0),
+    )
     b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
-    return Estimate(config=c, model_name=model.name, gpus=gpus, seq_len=s, global_batch=G, microbatches=m,
-                    memory_per_gpu_bytes=mb.total_bytes, gpu_memory_bytes=cluster.gpu.memory_bytes,
-                    fits=bool(mb.fits), step_time_s=step, tokens_per_s=tokens / step,
-                    tflops_per_gpu=model_flops / step / gpus / 1e12, hardware_tflops_per_gpu=hw_flops / step / gpus / 1e12,
-                    mfu=model_flops / step / gpus / cluster.peak_flops,
-                    bubble_fraction=b.bubble_fraction, bubble_over_ideal=b.bubble_over_ideal,
-                    breakdown=breakdown, comm_bytes=comm, notes=tuple(notes), memory=mb,
-                    assumptions=cluster_assumptions(cluster))
+    return Estimate(
+        config=c,
+        model_name=model.name,
+        gpus=gpus,
+        seq_len=s,
+        global_batch=G,
+        microbatches=m,
+        memory_per_gpu_bytes=mb.total_bytes,
+        gpu_memory_bytes=cluster.gpu.memory_bytes,
+        fits=bool(mb.fits),
+        step_time_s=step,
+        tokens_per_s=tokens / step,
+        tflops_per_gpu=model_flops / step / gpus / 1e12,
+        hardware_tflops_per_gpu=hw_flops / step / gpus / 1e12,
+        mfu=model_flops / step / gpus / cluster.peak_flops,
+        bubble_fraction=b.bubble_fraction,
+        bubble_over_ideal=b.bubble_over_ideal,
+        breakdown=breakdown,
+        comm_bytes=comm,
+        notes=tuple(notes),
+        memory=mb,
+        assumptions=cluster_assumptions(cluster),
+    )
 
 
-def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None,
-                grad_bytes: float = 2.0) -> dict:
+def comm_volume(
+    model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None, grad_bytes: float = 2.0
+) -> dict:
     """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
     traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
     micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
@@ -409,9 +540,11 @@ def comm_volume(model, config: ParallelConfig, *, global_batch: int, seq_len: in
     h_bytes = c.micro_batch * seq_len * model.hidden * 2
     layers = math.ceil(model.n_layers / c.pp)
     n_ar = 4 + (2 if c.recompute == "full" else 0)
-    out = {"dp_bytes": 2 * d * n * grad_bytes if c.zero_stage < 3 else 0.0,
-           "zero3_bytes": 3 * d * n * 2 * m if c.zero_stage == 3 else 0.0,
-           "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
-           "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0}
+    out = {
+        "dp_bytes": 2 * d * n * grad_bytes if c.zero_stage < 3 else 0.0,
+        "zero3_bytes": 3 * d * n * 2 * m if c.zero_stage == 3 else 0.0,
+        "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
+        "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0,
+    }
     out["total_bytes"] = sum(out.values())
     return out

@@ -42,13 +42,28 @@ class Ranked:
     def to_json_dict(self) -> dict:
         e = self.estimate
         c = e.config
-        return _json_safe({"dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages,
-                           "zero_stage": c.zero_stage, "micro_batch": c.micro_batch, "recompute": c.recompute,
-                           "sp": c.sp, "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
-                           "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s, "mfu": e.mfu,
-                           "binding": self.binding, "reasons": list(self.reasons),
-                           "breakdown": dict(e.breakdown), "seq_len": e.seq_len, "global_batch": e.global_batch,
-                           "notes": list(e.notes)})
+        return _json_safe(
+            {
+                "dp": c.dp,
+                "tp": c.tp,
+                "pp": c.pp,
+                "virtual_stages": c.virtual_stages,
+                "zero_stage": c.zero_stage,
+                "micro_batch": c.micro_batch,
+                "recompute": c.recompute,
+                "sp": c.sp,
+                "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
+                "step_time_s": e.step_time_s,
+                "tokens_per_s": e.tokens_per_s,
+                "mfu": e.mfu,
+                "binding": self.binding,
+                "reasons": list(self.reasons),
+                "breakdown": dict(e.breakdown),
+                "seq_len": e.seq_len,
+                "global_batch": e.global_batch,
+                "notes": list(e.notes),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -69,21 +84,32 @@ class SearchResult:
         return self.ranked[0] if self.ranked else None
 
     def to_json_dict(self) -> dict:
-        return {"model": self.model_name, "gpus": self.gpus, "cluster": self.cluster,
-                "global_batch": self.global_batch, "seq_len": self.seq_len, "enumerated": self.enumerated,
-                "fitting": self.fitting, "layouts": [r.to_json_dict() for r in self.ranked[:self.top_k]],
-                "notes": list(self.notes), "assumptions": list(self._assumptions())}
+        return {
+            "model": self.model_name,
+            "gpus": self.gpus,
+            "cluster": self.cluster,
+            "global_batch": self.global_batch,
+            "seq_len": self.seq_len,
+            "enumerated": self.enumerated,
+            "fitting": self.fitting,
+            "layouts": [r.to_json_dict() for r in self.ranked[: self.top_k]],
+            "notes": list(self.notes),
+            "assumptions": list(self._assumptions()),
+        }
 
     def _assumptions(self) -> tuple[str, ...]:
         """The efficiencies the layouts used (every layout shares the cluster); ASSUMPTIONS when none fit."""
-        return self.ranked[0].estimate.assumptions[1:] if self.ranked and self.ranked[0].estimate.assumptions \
+        return (
+            self.ranked[0].estimate.assumptions[1:]
+            if self.ranked and self.ranked[0].estimate.assumptions
             else ASSUMPTIONS
+        )
 
     def to_frame(self):
         import pandas as pd
 
         rows = []
-        for r in self.ranked[:self.top_k]:
+        for r in self.ranked[: self.top_k]:
             d = r.to_json_dict()
             d.pop("breakdown")
             d.pop("reasons")
@@ -92,15 +118,19 @@ class SearchResult:
         return pd.DataFrame(rows)
 
     def to_text(self) -> str:
-        lines = [f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
-                 f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"]
+        lines = [
+            f"{self.model_name} on {self.gpus} x {self.cluster}; global batch {self.global_batch} x "
+            f"{self.seq_len}: {self.enumerated} layouts enumerated, {self.fitting} fit"
+        ]
         lines += [f"note: {n}" for n in self.notes]
         if not self.ranked:
             return "\n".join(lines + ["no layout fits in memory"])
-        for i, r in enumerate(self.ranked[:self.top_k], 1):
+        for i, r in enumerate(self.ranked[: self.top_k], 1):
             e = r.estimate
-            lines.append(f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
-                         f"{e.memory_per_gpu_bytes / GiB:.1f} GiB" + (f"; binding: {r.binding}" if r.binding else ""))
+            lines.append(
+                f"{i:>2}. {e.config.label()}: {e.tokens_per_s:,.0f} tok/s, MFU {e.mfu:.1%}, "
+                f"{e.memory_per_gpu_bytes / GiB:.1f} GiB" + (f"; binding: {r.binding}" if r.binding else "")
+            )
         return "\n".join(lines + [f"assumes: {a}" for a in self._assumptions()])
 
 
@@ -108,8 +138,9 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: int = 16,
-                      max_virtual_stages: int = 8):
+def enumerate_layouts(
+    model, gpus: int, global_batch: int, *, max_micro_batch: int = 16, max_virtual_stages: int = 8
+):
     """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
     model = as_model_spec(model)
     n = require_positive_int("gpus", gpus)
@@ -119,11 +150,16 @@ def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: i
         if model.tp_note(tp) is not None:  # ModelSpec's rule: whole heads, KV heads split or replicated
             continue
         for pp in _divisors(n // tp):
-            if pp > model.n_layers:  # uneven stages allowed (validate notes them); interleaving needs even ones
+            if (
+                pp > model.n_layers
+            ):  # uneven stages allowed (validate notes them); interleaving needs even ones
                 continue
             dp = n // (tp * pp)
-            vs = [1] + [v for v in (2, 3, 4, 6, 8) if v <= max_virtual_stages and pp > 1
-                        and model.n_layers % (pp * v) == 0]
+            vs = [1] + [
+                v
+                for v in (2, 3, 4, 6, 8)
+                if v <= max_virtual_stages and pp > 1 and model.n_layers % (pp * v) == 0
+            ]
             zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
             b = 1
             while b <= max_micro_batch and G % (dp * b) == 0:
@@ -133,7 +169,7 @@ def enumerate_layouts(model, gpus: int, global_batch: int, *, max_micro_batch: i
                         continue
                     for z in zs:
                         for rc in RECOMPUTE:
-                            for sp in ((False, True) if tp > 1 else (False,)):
+                            for sp in (False, True) if tp > 1 else (False,):
                                 out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp))
                 b *= 2
     return out
@@ -148,28 +184,36 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
         lighter = "selective" if c.recompute == "full" else "none"
         alt = est_of(replace(c, recompute=lighter))
         if alt is not None and not alt.fits:
-            reasons.append(f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
-                           f"> {e.gpu_memory_bytes / GiB:.0f} GiB")
+            reasons.append(
+                f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
+                f"> {e.gpu_memory_bytes / GiB:.0f} GiB"
+            )
     bigger = est_of(replace(c, micro_batch=c.micro_batch * 2))
     if bigger is not None and not bigger.fits:
-        reasons.append(f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB")
+        reasons.append(
+            f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB"
+        )
     parts = {k: v for k, v in e.breakdown if k not in ("compute", "elementwise")}
     worst = max(parts, key=parts.get)
     share = parts[worst] / e.step_time_s
-    label = {"bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
-             "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
-                        f"{share:.0%} of the step",
-             "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
-             "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
-             "pp_comm": f"PP traffic: {share:.0%} of the step",
-             "optimizer": f"optimizer step: {share:.0%} of the step"}[worst]
+    label = {
+        "bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
+        "tp_comm": f"TP traffic {'across nodes' if any('spans nodes' in n for n in e.notes) else 'in the node'}: "
+        f"{share:.0%} of the step",
+        "dp_comm": f"DP traffic: gradient reduction {share:.0%} of the step",
+        "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
+        "pp_comm": f"PP traffic: {share:.0%} of the step",
+        "optimizer": f"optimizer step: {share:.0%} of the step",
+    }[worst]
     if c.pp > 1 and e.microbatches < 4 * c.pp:
         reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
     if share >= 0.02:
         reasons.append(label)
     else:
-        reasons.append(f"compute-bound: compute and elementwise kernels "
-                       f"{e.share('compute') + e.share('elementwise'):.0%} of the step")
+        reasons.append(
+            f"compute-bound: compute and elementwise kernels "
+            f"{e.share('compute') + e.share('elementwise'):.0%} of the step"
+        )
     return reasons[0], tuple(reasons)
 
 
@@ -182,10 +226,23 @@ class _NoFit:
     fits: bool = False
 
 
-def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int | None = None,
-           seq_len: int | None = None, link=None, inter_link=None, ports_per_node: int | None = None,
-           top_k: int = 10, attention: str = "flash", max_micro_batch: int = 16, cluster: Cluster | None = None,
-           **conventions) -> SearchResult:
+def search(
+    model,
+    gpu,
+    gpus: int,
+    *,
+    gpus_per_node: int = 8,
+    global_batch: int | None = None,
+    seq_len: int | None = None,
+    link=None,
+    inter_link=None,
+    ports_per_node: int | None = None,
+    top_k: int = 10,
+    attention: str = "flash",
+    max_micro_batch: int = 16,
+    cluster: Cluster | None = None,
+    **conventions,
+) -> SearchResult:
     """Enumerate every valid layout, keep those that fit, rank by predicted tokens/s, explain the top.
 
     Speed: layouts sharing (tp, pp, v, zero, recompute, sp) are visited by increasing micro-batch and
@@ -194,7 +251,9 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     n = require_positive_int("gpus", gpus)
     cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
     if n % cl.gpus_per_node and n > cl.gpus_per_node:
-        raise ValueError(f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}")
+        raise ValueError(
+            f"gpus must be a multiple of gpus_per_node {cl.gpus_per_node} (whole nodes), got {n}"
+        )
     s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
     window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
@@ -203,9 +262,16 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     cache: dict[ParallelConfig, Estimate | None] = {}
     too_big: set[tuple] = set()
     cap = cl.gpu.memory_bytes
-    w, g, o = mem.state_bytes_per_param(mem.TrainSetup(convention="megatron", **{k: v for k, v in conventions.items()
-                                                          if k in ("precision", "optimizer", "grad_dtype",
-                                                                   "grad_accum_buffer")}))
+    w, g, o = mem.state_bytes_per_param(
+        mem.TrainSetup(
+            convention="megatron",
+            **{
+                k: v
+                for k, v in conventions.items()
+                if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
+            },
+        )
+    )
     layer_elems = model.layer_params() * model.n_layers
     dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
 
@@ -221,12 +287,23 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
                 return cache[c]
             try:
                 m = G // (c.dp * c.micro_batch)
-                mb = mem.estimate_memory(model, setup=layout_train_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu)
+                mb = mem.estimate_memory(
+                    model, setup=layout_train_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu
+                )
                 if not mb.fits:
                     cache[c] = _NoFit(mb.total_bytes, "total")
                 else:
-                    cache[c] = estimate(model, c, cl, global_batch=G, seq_len=s, attention=attention, dropout=dropout,
-                                        _memory=mb, **conventions)
+                    cache[c] = estimate(
+                        model,
+                        c,
+                        cl,
+                        global_batch=G,
+                        seq_len=s,
+                        attention=attention,
+                        dropout=dropout,
+                        _memory=mb,
+                        **conventions,
+                    )
             except ValueError:
                 cache[c] = None
         return cache[c]
@@ -254,5 +331,6 @@ def search(model, gpu, gpus: int, *, gpus_per_node: int = 8, global_batch: int |
     notes = ((model.default_seq_len()[1],) if seq_len is None else ()) + ((window,) if window else ())
     if global_batch is None:
         notes += (f"global_batch not given: max(gpus, 512) = {G} sequences ({G * s:,} tokens per step)",)
-    return SearchResult(model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k,
-                        notes)
+    return SearchResult(
+        model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k, notes
+    )

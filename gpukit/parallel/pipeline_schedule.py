@@ -24,14 +24,18 @@ class Bubble:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
-        d["conventions"] = {"bubble_fraction": "idle share of the step, (p-1)/(v*m + p-1) (GPipe's (p-1)/(m+p-1))",
-                            "bubble_over_ideal": "bubble time over ideal time, (p-1)/(v*m) (Megatron, Narayanan 2021)"}
+        d["conventions"] = {
+            "bubble_fraction": "idle share of the step, (p-1)/(v*m + p-1) (GPipe's (p-1)/(m+p-1))",
+            "bubble_over_ideal": "bubble time over ideal time, (p-1)/(v*m) (Megatron, Narayanan 2021)",
+        }
         return d
 
     def to_text(self) -> str:
-        return (f"pp {self.pp}, {self.microbatches} micro-batches, v {self.virtual_stages}: idle share of the step "
-                f"{self.bubble_fraction:.1%} [(p-1)/(v m + p-1)]; bubble over ideal {self.bubble_over_ideal:.1%} "
-                f"[(p-1)/(v m), Megatron]")
+        return (
+            f"pp {self.pp}, {self.microbatches} micro-batches, v {self.virtual_stages}: idle share of the step "
+            f"{self.bubble_fraction:.1%} [(p-1)/(v m + p-1)]; bubble over ideal {self.bubble_over_ideal:.1%} "
+            f"[(p-1)/(v m), Megatron]"
+        )
 
 
 def bubble(pp: int, microbatches: int, virtual_stages: int = 1) -> Bubble:
@@ -89,9 +93,14 @@ class Schedule:
         return pd.DataFrame([asdict(t) for t in self.tasks])
 
     def to_json_dict(self) -> dict:
-        return {"pp": self.pp, "microbatches": self.microbatches, "virtual_stages": self.virtual_stages,
-                "makespan": self.makespan, "bubble_fraction": self.bubble_fraction,
-                "tasks": [asdict(t) for t in self.tasks]}
+        return {
+            "pp": self.pp,
+            "microbatches": self.microbatches,
+            "virtual_stages": self.virtual_stages,
+            "makespan": self.makespan,
+            "bubble_fraction": self.bubble_fraction,
+            "tasks": [asdict(t) for t in self.tasks],
+        }
 
 
 def _stage_orders(p: int, m: int, v: int) -> list[list[tuple[str, int, int]]]:
@@ -135,8 +144,9 @@ def _stage_orders(p: int, m: int, v: int) -> list[list[tuple[str, int, int]]]:
 MAX_SCHEDULE_TASKS = 100_000  # forward tasks (p x m x v) the simulation visits, about 1-2 s here
 
 
-def schedule(pp: int, microbatches: int, virtual_stages: int = 1, t_forward: float = 1.0,
-             t_backward: float = 2.0) -> Schedule:
+def schedule(
+    pp: int, microbatches: int, virtual_stages: int = 1, t_forward: float = 1.0, t_backward: float = 2.0
+) -> Schedule:
     """Simulate 1F1B (v = 1) or interleaved 1F1B (v > 1): each stage runs its tasks in order, a task
     starts when its stage is free and its inputs exist (forward of chunk c on stage s needs the
     forward on the previous stage; backward needs the next stage's backward, or the last chunk's own
@@ -147,8 +157,10 @@ def schedule(pp: int, microbatches: int, virtual_stages: int = 1, t_forward: flo
     tf, tb = require_positive("t_forward", t_forward) / v, require_positive("t_backward", t_backward) / v
     bubble(p, m, v)  # same validation
     if p * m * v > MAX_SCHEDULE_TASKS:  # checked before the simulation, which visits every task
-        raise ValueError(f"pp x microbatches x virtual_stages must be at most {MAX_SCHEDULE_TASKS:,} to simulate "
-                         f"every task, got {p}x{m}x{v}={p * m * v:,}; bubble(pp, microbatches, v) gives the formula")
+        raise ValueError(
+            f"pp x microbatches x virtual_stages must be at most {MAX_SCHEDULE_TASKS:,} to simulate "
+            f"every task, got {p}x{m}x{v}={p * m * v:,}; bubble(pp, microbatches, v) gives the formula"
+        )
     orders = _stage_orders(p, m, v)
     done: dict[tuple[str, int, int, int], float] = {}  # (kind, mb, chunk, stage) -> end time
     free = [0.0] * p

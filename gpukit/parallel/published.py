@@ -35,35 +35,67 @@ class PublishedRun:
     assumed: str = ""  # what the source does not state and we assume
 
     def to_json_dict(self) -> dict:
-        return {"name": self.name, "gpu": self.gpu, "gpus": self.gpus, "layout": self.config.label(),
-                "global_batch": self.global_batch, "seq_len": self.seq_len,
-                "published_tflops": self.published_tflops, "convention": self.convention, "source": self.source,
-                "assumed": self.assumed}
+        return {
+            "name": self.name,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "layout": self.config.label(),
+            "global_batch": self.global_batch,
+            "seq_len": self.seq_len,
+            "published_tflops": self.published_tflops,
+            "convention": self.convention,
+            "source": self.source,
+            "assumed": self.assumed,
+        }
 
 
 def _gpt(name, layers, hidden, heads, vocab=51200, seq=2048):
-    return ModelSpec(name=name, n_layers=layers, hidden=hidden, n_heads=heads, vocab=vocab, max_seq=seq,
-                     tied_embeddings=True)
+    return ModelSpec(
+        name=name,
+        n_layers=layers,
+        hidden=hidden,
+        n_heads=heads,
+        vocab=vocab,
+        max_seq=seq,
+        tied_embeddings=True,
+    )
 
 
-_N21 = ("Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
-        "(arXiv 2104.04473), Table 1 (A100 80GB, Selene: 8 GPUs per node, 8 x HDR IB; seq 2048, vocab 51200, "
-        "full recompute; TFLOP/s include recompute)")
+_N21 = (
+    "Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
+    "(arXiv 2104.04473), Table 1 (A100 80GB, Selene: 8 GPUs per node, 8 x HDR IB; seq 2048, vocab 51200, "
+    "full recompute; TFLOP/s include recompute)"
+)
 _N21_ASSUMED = "micro_batch 1 (the table does not list it), non-interleaved 1F1B, eager attention kernels"
-_K22 = ("Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), "
-        "Table 3 (model, TP, PP, GPUs, global batch, micro-batch) and Table 5 (iteration time; full recompute vs "
-        "selective recompute + sequence parallelism), A100 80GB, seq 2048")
-_K22_ASSUMED = ("dp 1 (GPU count = tp x pp); interleaved schedule with 3 virtual stages for 175B and 530B, none for "
-                "22B and 1T, as in Calculon's validation configurations of the same runs (Isaev et al. SC23, "
-                "github.com/calculon-ai/calculon validation/*.json): the paper does not state it")
+_K22 = (
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models (arXiv 2205.05198), "
+    "Table 3 (model, TP, PP, GPUs, global batch, micro-batch) and Table 5 (iteration time; full recompute vs "
+    "selective recompute + sequence parallelism), A100 80GB, seq 2048"
+)
+_K22_ASSUMED = (
+    "dp 1 (GPU count = tp x pp); interleaved schedule with 3 virtual stages for 175B and 530B, none for "
+    "22B and 1T, as in Calculon's validation configurations of the same runs (Isaev et al. SC23, "
+    "github.com/calculon-ai/calculon validation/*.json): the paper does not state it"
+)
 
 
 def _n21(name, params_b, heads, hidden, layers, tp, pp, gpus, batch, tflops):
     dp = gpus // (tp * pp)
     b = 1
-    return PublishedRun(name, _gpt(f"gpt-{params_b}b", layers, hidden, heads), "a100-80gb", gpus,
-                        ParallelConfig(dp=dp, tp=tp, pp=pp, micro_batch=b, recompute="full", zero_stage=0),
-                        batch, 2048, tflops, "hardware", "eager", _N21, _N21_ASSUMED)
+    return PublishedRun(
+        name,
+        _gpt(f"gpt-{params_b}b", layers, hidden, heads),
+        "a100-80gb",
+        gpus,
+        ParallelConfig(dp=dp, tp=tp, pp=pp, micro_batch=b, recompute="full", zero_stage=0),
+        batch,
+        2048,
+        tflops,
+        "hardware",
+        "eager",
+        _N21,
+        _N21_ASSUMED,
+    )
 
 
 PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
@@ -77,36 +109,85 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     _n21("Megatron 310.1B", 310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
     _n21("Megatron 529.6B", 529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163),
     _n21("Megatron 1008B", 1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
-    *(PublishedRun(f"Korthikanti {name} {label}", _gpt(f"gpt-{name}", layers, hidden, heads), "a100-80gb", gpus,
-                   ParallelConfig(dp=1, tp=8, pp=pp, virtual_stages=v, micro_batch=b, recompute=rc, sp=sp), batch,
-                   2048, t, "step_s", "eager", _K22, _K22_ASSUMED)
-      for name, heads, hidden, layers, pp, v, gpus, batch, b, times in (
-          ("22b", 64, 6144, 48, 1, 1, 8, 4, 4, (1.42, 1.10)),
-          ("175b", 96, 12288, 96, 8, 3, 64, 64, 1, (18.13, 13.75)),
-          ("530b", 128, 20480, 105, 35, 3, 280, 280, 1, (49.05, 37.83)),
-          ("1t", 160, 25600, 128, 64, 1, 512, 512, 1, (94.42, 71.49)),
-      ) for (label, rc, sp), t in zip((("full recompute", "full", False), ("selective+SP", "selective", True)), times,
-                                      strict=True)),
-    PublishedRun("BLOOM-176B", ModelSpec(name="bloom-176b", n_layers=70, hidden=14336, n_heads=112, vocab=250880,
-                                         max_seq=2048, tied_embeddings=True), "a100-80gb", 384,
-                 ParallelConfig(dp=8, tp=4, pp=12, micro_batch=2, zero_stage=1, recompute="full"), 2048, 2048, 156,
-                 "hardware", "eager",
-                 "BigScience 2022, BLOOM (arXiv 2211.05100), sec. 3.4: 48 nodes x 8 A100 80GB, TP 4, PP 12, DP 8, "
-                 "ZeRO-1, micro-batch 2, global batch 2048, 'we achieved 156 TFLOPs in our fastest configuration'",
-                 "full recompute; 4 x 100 Gb/s Omni-Path per node is modelled as 8 HDR ports (optimistic)"),
-    PublishedRun("OPT-175B", get_model("opt-175b"), "a100-80gb", 992,
-                 ParallelConfig(dp=124, tp=8, pp=1, micro_batch=8, zero_stage=3, recompute="full"), 992, 2048, 147,
-                 "hardware", "eager",
-                 "Zhang et al. 2022, OPT (arXiv 2205.01068), sec. 2.4: 992 A100 80GB, FSDP with Megatron TP 8, "
-                 "2M-token batches, 'up to 147 TFLOP/s per GPU'",
-                 "micro_batch 8 (no accumulation: FSDP gathers per micro-batch), full recompute, TFLOP/s counted with recompute; 2M tokens as 992 sequences (a multiple of dp)"),
-    PublishedRun("Llama 3 405B (8192 GPUs)", get_model("llama-3.1-405b"), "h100-sxm", 8192,
-                 ParallelConfig(dp=64, tp=8, pp=16, micro_batch=1, zero_stage=1, recompute="none"), 2048, 8192, 430,
-                 "model", "flash",
-                 "Dubey et al. 2024, The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: TP 8, CP 1, PP 16, DP 64, "
-                 "batch 2048 x 8192 tokens, 430 TFLOPs/GPU, 43% BF16 MFU",
-                 "micro_batch 1, no recompute, non-interleaved (the paper tunes its own schedule), 126 layers on 16 "
-                 "stages (uneven)"),
+    *(
+        PublishedRun(
+            f"Korthikanti {name} {label}",
+            _gpt(f"gpt-{name}", layers, hidden, heads),
+            "a100-80gb",
+            gpus,
+            ParallelConfig(dp=1, tp=8, pp=pp, virtual_stages=v, micro_batch=b, recompute=rc, sp=sp),
+            batch,
+            2048,
+            t,
+            "step_s",
+            "eager",
+            _K22,
+            _K22_ASSUMED,
+        )
+        for name, heads, hidden, layers, pp, v, gpus, batch, b, times in (
+            ("22b", 64, 6144, 48, 1, 1, 8, 4, 4, (1.42, 1.10)),
+            ("175b", 96, 12288, 96, 8, 3, 64, 64, 1, (18.13, 13.75)),
+            ("530b", 128, 20480, 105, 35, 3, 280, 280, 1, (49.05, 37.83)),
+            ("1t", 160, 25600, 128, 64, 1, 512, 512, 1, (94.42, 71.49)),
+        )
+        for (label, rc, sp), t in zip(
+            (("full recompute", "full", False), ("selective+SP", "selective", True)), times, strict=True
+        )
+    ),
+    PublishedRun(
+        "BLOOM-176B",
+        ModelSpec(
+            name="bloom-176b",
+            n_layers=70,
+            hidden=14336,
+            n_heads=112,
+            vocab=250880,
+            max_seq=2048,
+            tied_embeddings=True,
+        ),
+        "a100-80gb",
+        384,
+        ParallelConfig(dp=8, tp=4, pp=12, micro_batch=2, zero_stage=1, recompute="full"),
+        2048,
+        2048,
+        156,
+        "hardware",
+        "eager",
+        "BigScience 2022, BLOOM (arXiv 2211.05100), sec. 3.4: 48 nodes x 8 A100 80GB, TP 4, PP 12, DP 8, "
+        "ZeRO-1, micro-batch 2, global batch 2048, 'we achieved 156 TFLOPs in our fastest configuration'",
+        "full recompute; 4 x 100 Gb/s Omni-Path per node is modelled as 8 HDR ports (optimistic)",
+    ),
+    PublishedRun(
+        "OPT-175B",
+        get_model("opt-175b"),
+        "a100-80gb",
+        992,
+        ParallelConfig(dp=124, tp=8, pp=1, micro_batch=8, zero_stage=3, recompute="full"),
+        992,
+        2048,
+        147,
+        "hardware",
+        "eager",
+        "Zhang et al. 2022, OPT (arXiv 2205.01068), sec. 2.4: 992 A100 80GB, FSDP with Megatron TP 8, "
+        "2M-token batches, 'up to 147 TFLOP/s per GPU'",
+        "micro_batch 8 (no accumulation: FSDP gathers per micro-batch), full recompute, TFLOP/s counted with recompute; 2M tokens as 992 sequences (a multiple of dp)",
+    ),
+    PublishedRun(
+        "Llama 3 405B (8192 GPUs)",
+        get_model("llama-3.1-405b"),
+        "h100-sxm",
+        8192,
+        ParallelConfig(dp=64, tp=8, pp=16, micro_batch=1, zero_stage=1, recompute="none"),
+        2048,
+        8192,
+        430,
+        "model",
+        "flash",
+        "Dubey et al. 2024, The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: TP 8, CP 1, PP 16, DP 64, "
+        "batch 2048 x 8192 tokens, 430 TFLOPs/GPU, 43% BF16 MFU",
+        "micro_batch 1, no recompute, non-interleaved (the paper tunes its own schedule), 126 layers on 16 "
+        "stages (uneven)",
+    ),
 )
 
 
@@ -120,7 +201,9 @@ class ValidationRow:
 
     def to_json_dict(self) -> dict:
         d = self.run.to_json_dict()
-        d.update(predicted_tflops=self.predicted_tflops, predicted_step_s=self.predicted_step_s, error=self.error)
+        d.update(
+            predicted_tflops=self.predicted_tflops, predicted_step_s=self.predicted_step_s, error=self.error
+        )
         return d
 
 
@@ -129,7 +212,9 @@ def validate_published(runs=PUBLISHED_RUNS, **cluster_kw) -> tuple[ValidationRow
     rows = []
     for r in runs:
         cl = make_cluster(r.gpu, 8, **cluster_kw)
-        e = estimate(r.model, r.config, cl, global_batch=r.global_batch, seq_len=r.seq_len, attention=r.attention)
+        e = estimate(
+            r.model, r.config, cl, global_batch=r.global_batch, seq_len=r.seq_len, attention=r.attention
+        )
         if r.convention == "step_s":  # published iteration time: compare throughput = 1 / time
             pred, err = e.step_time_s, r.published_tflops / e.step_time_s - 1
         else:
@@ -143,7 +228,18 @@ def validation_frame(rows=None):
     import pandas as pd
 
     rows = validate_published() if rows is None else rows
-    return pd.DataFrame([{"run": v.run.name, "gpus": v.run.gpus, "layout": v.run.config.label(),
-                          "published_tflops": v.run.published_tflops, "predicted_tflops": v.predicted_tflops,
-                          "error": v.error, "fits": v.estimate.fits, "convention": v.run.convention}
-                         for v in rows])
+    return pd.DataFrame(
+        [
+            {
+                "run": v.run.name,
+                "gpus": v.run.gpus,
+                "layout": v.run.config.label(),
+                "published_tflops": v.run.published_tflops,
+                "predicted_tflops": v.predicted_tflops,
+                "error": v.error,
+                "fits": v.estimate.fits,
+                "convention": v.run.convention,
+            }
+            for v in rows
+        ]
+    )

@@ -47,23 +47,41 @@ def strategy_table(fits_one_gpu: bool, nodes: str) -> str:
 
 def frameworks_grid(cases=None, *, gpu: str = "h100-sxm") -> list[dict]:
     """The articles' rules beside the planner over a grid of (model, tokens, deadline, budget)."""
-    cases = cases or [("gpt2-xl", 20e9, 48, None), ("opt-1.3b", 26e9, 24, 1000), ("llama-2-7b", 1e9, 24, 500),
-                      ("llama-2-7b", 140e9, 72, None), ("llama-2-13b", 260e9, 168, None),
-                      ("opt-30b", 600e9, 336, None), ("llama-2-70b", 1.4e12, 720, None),
-                      ("llama-2-70b", 2e9, 48, None)]
+    cases = cases or [
+        ("gpt2-xl", 20e9, 48, None),
+        ("opt-1.3b", 26e9, 24, 1000),
+        ("llama-2-7b", 1e9, 24, 500),
+        ("llama-2-7b", 140e9, 72, None),
+        ("llama-2-13b", 260e9, 168, None),
+        ("opt-30b", 600e9, 336, None),
+        ("llama-2-70b", 1.4e12, 720, None),
+        ("llama-2-70b", 2e9, 48, None),
+    ]
     rows = []
     for name, tokens, deadline, budget in cases:
         m = get_model(name)
         r = plan("pretrain", m, tokens=tokens, deadline_hours=deadline, budget_usd=budget, gpus=[gpu])
         b = r.best
-        scale = None if b is None else ("one GPU" if b.gpus == 1 else "one node" if b.nodes == 1 else "many nodes")
+        scale = (
+            None
+            if b is None
+            else ("one GPU" if b.gpus == 1 else "one node" if b.nodes == 1 else "many nodes")
+        )
         fits1 = any(p.gpus == 1 and p.binding != "does not fit" and not p.tricks for p in r.plans)
-        rows.append({"model": name, "n_params": m.n_params, "tokens": tokens, "deadline_hours": deadline,
-                     "budget_usd": budget, "planner": scale or "infeasible",
-                     "planner_plan": None if b is None else f"{b.gpus} x {gpu}, {b.layout}",
-                     "article_000_size_rule": article_000_size_rule(m.n_params),
-                     "article_000_decision_table": article_000_decision_table(m.n_params, budget),
-                     "strategy_table": strategy_table(fits1, scale or "many nodes"),
-                     "agree_size_rule": scale == article_000_size_rule(m.n_params),
-                     "agree_decision_table": scale == article_000_decision_table(m.n_params, budget)})
+        rows.append(
+            {
+                "model": name,
+                "n_params": m.n_params,
+                "tokens": tokens,
+                "deadline_hours": deadline,
+                "budget_usd": budget,
+                "planner": scale or "infeasible",
+                "planner_plan": None if b is None else f"{b.gpus} x {gpu}, {b.layout}",
+                "article_000_size_rule": article_000_size_rule(m.n_params),
+                "article_000_decision_table": article_000_decision_table(m.n_params, budget),
+                "strategy_table": strategy_table(fits1, scale or "many nodes"),
+                "agree_size_rule": scale == article_000_size_rule(m.n_params),
+                "agree_decision_table": scale == article_000_decision_table(m.n_params, budget),
+            }
+        )
     return rows

@@ -47,8 +47,18 @@ from gpukit.specs import ModelSpec
 
 
 # ------------------------------------------------------------------------------- serving
-def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, rate, input_tokens, output_tokens,
-                           gpus_per_node, budget_usd, max_gpus):
+def _serve_plans_inference(
+    inference,
+    model: ModelSpec,
+    gpu_names,
+    prices_of,
+    rate,
+    input_tokens,
+    output_tokens,
+    gpus_per_node,
+    budget_usd,
+    max_gpus,
+):
     """Serving plans from gpukit.inference (issue 11): for each GPU type, precision and tensor-parallel
     degree, one replica's capacity at its largest batch (serve(...) without a simulation) and the
     replicas a rate needs (replicas_for_rate); the cheapest combination per GPU type."""
@@ -62,8 +72,16 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                 if tp > min(gpus_per_node, max_gpus) or model.tp_note(tp) is not None:
                     continue
                 try:
-                    p = inference.serve(model, g, gpus=tp, tp=tp, precision=prec, input_tokens=input_tokens,
-                                        output_tokens=output_tokens, gpus_per_node=gpus_per_node)
+                    p = inference.serve(
+                        model,
+                        g,
+                        gpus=tp,
+                        tp=tp,
+                        precision=prec,
+                        input_tokens=input_tokens,
+                        output_tokens=output_tokens,
+                        gpus_per_node=gpus_per_node,
+                    )
                     if not p.fits or p.capacity_req_per_s <= 0:
                         continue
                     replicas = inference.replicas_for_rate(rate, p.capacity_req_per_s)
@@ -80,27 +98,59 @@ def _serve_plans_inference(inference, model: ModelSpec, gpu_names, prices_of, ra
                 break  # the smallest tp that fits this precision
         if best is None and too_many is not None:  # it fits; the rate needs more GPUs than allowed
             too_many, p = too_many
-            plans.append(Plan(gpu=name, gpus=too_many, nodes=math.ceil(too_many / gpus_per_node),
-                              layout=f"fits; {rate:g} req/s needs {too_many} GPUs",
-                              memory_per_gpu_bytes=int(p.memory.total_bytes),
-                              hours=None, cost_usd=too_many * usd, efficiency=1.0,
-                              binding=f"needs {too_many} GPUs for the rate, more than the {max_gpus} allowed",
-                              feasible=False, usd_per_gpu_hour=usd,
-                              usd_per_million_tokens=too_many * usd / (rate * output_tokens * 3600) * 1e6))
+            plans.append(
+                Plan(
+                    gpu=name,
+                    gpus=too_many,
+                    nodes=math.ceil(too_many / gpus_per_node),
+                    layout=f"fits; {rate:g} req/s needs {too_many} GPUs",
+                    memory_per_gpu_bytes=int(p.memory.total_bytes),
+                    hours=None,
+                    cost_usd=too_many * usd,
+                    efficiency=1.0,
+                    binding=f"needs {too_many} GPUs for the rate, more than the {max_gpus} allowed",
+                    feasible=False,
+                    usd_per_gpu_hour=usd,
+                    usd_per_million_tokens=too_many * usd / (rate * output_tokens * 3600) * 1e6,
+                )
+            )
             continue
         if best is None:
-            plans.append(Plan(gpu=name, gpus=0, nodes=0, layout="does not fit (any precision, TP up to 8)",
-                              memory_per_gpu_bytes=0, hours=None, cost_usd=math.inf, efficiency=0.0,
-                              binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
+            plans.append(
+                Plan(
+                    gpu=name,
+                    gpus=0,
+                    nodes=0,
+                    layout="does not fit (any precision, TP up to 8)",
+                    memory_per_gpu_bytes=0,
+                    hours=None,
+                    cost_usd=math.inf,
+                    efficiency=0.0,
+                    binding="does not fit",
+                    feasible=False,
+                    usd_per_gpu_hour=usd,
+                )
+            )
             continue
         usd_h, n, prec, tp, replicas, p = best
         binding = "over budget" if budget_usd is not None and usd_h > budget_usd else _serve_binding(p)
-        plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
-                          layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch up to {p.max_batch}",
-                          memory_per_gpu_bytes=int(p.memory.total_bytes), hours=None, cost_usd=usd_h, efficiency=1.0,
-                          binding=binding, feasible=binding != "over budget", usd_per_gpu_hour=usd,
-                          tricks=(prec,) if prec != "bf16" else (),
-                          usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6))
+        plans.append(
+            Plan(
+                gpu=name,
+                gpus=n,
+                nodes=math.ceil(n / gpus_per_node),
+                layout=f"{replicas} replica(s) x TP {tp}, {prec} weights, batch up to {p.max_batch}",
+                memory_per_gpu_bytes=int(p.memory.total_bytes),
+                hours=None,
+                cost_usd=usd_h,
+                efficiency=1.0,
+                binding=binding,
+                feasible=binding != "over budget",
+                usd_per_gpu_hour=usd,
+                tricks=(prec,) if prec != "bf16" else (),
+                usd_per_million_tokens=usd_h / (rate * output_tokens * 3600) * 1e6,
+            )
+        )
     return plans
 
 
@@ -114,8 +164,12 @@ def _serve_binding(p) -> str:
     pre, dec = p.prefill, p.decode_at_max
     per_token = p.output_tokens / p.max_batch
     compute_s = memory_s = 0.0
-    for part_s, bound, scale in ((pre.dense_s, pre.bound, 1.0 / p.pp), (pre.attn_s, "compute", 1.0 / p.pp),
-                                 (dec.dense_s, dec.bound, per_token), (dec.attn_s, "memory", per_token)):
+    for part_s, bound, scale in (
+        (pre.dense_s, pre.bound, 1.0 / p.pp),
+        (pre.attn_s, "compute", 1.0 / p.pp),
+        (dec.dense_s, dec.bound, per_token),
+        (dec.attn_s, "memory", per_token),
+    ):
         if bound == "compute":
             compute_s += part_s * scale
         else:
@@ -138,14 +192,20 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
         b = feas[0]
         what = f"{b.scale}: {b.gpus} x {b.gpu} ({b.layout})"
         if serve:
-            return (f"{what}, ${b.cost_usd:,.2f}/h, ${b.usd_per_million_tokens:.3f} per million output tokens. "
-                    f"Reason: the cheapest set of GPUs that holds the model and serves the rate."), ()
+            return (
+                f"{what}, ${b.cost_usd:,.2f}/h, ${b.usd_per_million_tokens:.3f} per million output tokens. "
+                f"Reason: the cheapest set of GPUs that holds the model and serves the rate."
+            ), ()
         limits = []
         if deadline_hours is not None:
             limits.append(f"meets the {deadline_hours:g} h deadline")
         if budget_usd is not None:
             limits.append(f"stays within ${budget_usd:,.0f}")
-        why = ("the cheapest plan that " + " and ".join(limits)) if limits else "the cheapest plan (no deadline given)"
+        why = (
+            ("the cheapest plan that " + " and ".join(limits))
+            if limits
+            else "the cheapest plan (no deadline given)"
+        )
         if b.gpus == 1 and b.tricks:
             why += f"; one GPU is enough with {', '.join(b.tricks)}"
         elif b.gpus == 1:
@@ -154,8 +214,9 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             why += f"; fewer {b.gpu} GPUs miss the deadline"
         elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "does not fit" for p in plans):
             why += f"; fewer {b.gpu} GPUs cannot hold the training state"
-        if b.binding == "input-bound" or any(p.gpus > b.gpus and p.gpu == b.gpu and p.binding == "input-bound"
-                                             for p in plans):
+        if b.binding == "input-bound" or any(
+            p.gpus > b.gpus and p.gpu == b.gpu and p.binding == "input-bound" for p in plans
+        ):
             why += "; more GPUs would only wait for the input pipeline (input-bound)"
         faster = [p for p in feas if p.pareto and p.hours < b.hours]
         if faster:
@@ -164,9 +225,13 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
         return f"{what}: {_h(b.hours)}, ${b.cost_usd:,.0f}. Reason: {why}.", ()
     fitting = [p for p in plans if p.binding != "does not fit"]
     if not fitting:
-        return ("Nothing fits: no allowed GPU type and count holds this model for this workload.",
-                ("allow more GPUs or GPUs with more memory, or a lighter workload (LoRA/QLoRA instead of full "
-                 "training; int8/4-bit weights for serving)",))
+        return (
+            "Nothing fits: no allowed GPU type and count holds this model for this workload.",
+            (
+                "allow more GPUs or GPUs with more memory, or a lighter workload (LoRA/QLoRA instead of full "
+                "training; int8/4-bit weights for serving)",
+            ),
+        )
 
     def badness(p):
         r = 1.0
@@ -188,20 +253,40 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
             changes.append(f"a deadline of {near.hours:,.1f} h (now {deadline_hours:g} h)")
         if budget_usd is not None and near.cost_usd > budget_usd:
             changes.append(f"a budget of {_usd(near.cost_usd)} (now {_usd(budget_usd)})")
-    return (f"No plan meets every constraint. Nearest: {near.gpus} x {near.gpu} ({near.layout}), "
-            + (f"{_usd(near.cost_usd)}/h" if serve else f"{_h(near.hours)}, {_usd(near.cost_usd)}")
-            + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."), tuple(changes)
+    return (
+        f"No plan meets every constraint. Nearest: {near.gpus} x {near.gpu} ({near.layout}), "
+        + (f"{_usd(near.cost_usd)}/h" if serve else f"{_h(near.hours)}, {_usd(near.cost_usd)}")
+        + f"; it {'is ' if near.binding == 'over budget' else ''}{near.binding}."
+    ), tuple(changes)
 
 
 SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS = 512, 256  # a served request's default prompt and output lengths
 
 
-def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: float | None = None,
-         input_tokens: int = SERVE_INPUT_TOKENS, output_tokens: int = SERVE_OUTPUT_TOKENS, deadline_hours: float | None = None,
-         budget_usd: float | None = None, gpus: dict | list | tuple | None = None, counts=DEFAULT_COUNTS,
-         prices=None, mfu: float | None = None, profile=None, seq_len: int | None = None, micro_batch: int = 1,
-         gpus_per_node: int = 8, inter_link: str | None = None, loader_tokens_per_s: float | None = None,
-         suggest_alternatives: bool = True, refine: bool = True, ports_per_node: int | None = None) -> PlanResult:
+def plan(
+    workload: str,
+    model: ModelSpec,
+    *,
+    tokens: float | None = None,
+    rate: float | None = None,
+    input_tokens: int = SERVE_INPUT_TOKENS,
+    output_tokens: int = SERVE_OUTPUT_TOKENS,
+    deadline_hours: float | None = None,
+    budget_usd: float | None = None,
+    gpus: dict | list | tuple | None = None,
+    counts=DEFAULT_COUNTS,
+    prices=None,
+    mfu: float | None = None,
+    profile=None,
+    seq_len: int | None = None,
+    micro_batch: int = 1,
+    gpus_per_node: int = 8,
+    inter_link: str | None = None,
+    loader_tokens_per_s: float | None = None,
+    suggest_alternatives: bool = True,
+    refine: bool = True,
+    ports_per_node: int | None = None,
+) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, gpukit/data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
     None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
@@ -212,10 +297,11 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
 
     require_choice("workload", workload, WORKLOADS)
     if isinstance(model, str):  # a catalog name
-
         model = as_model(model)
     if not isinstance(model, ModelSpec):
-        raise ValueError(f"model must be a ModelSpec (catalog.get_model(name) or specs.ModelSpec), got {type(model).__name__}")
+        raise ValueError(
+            f"model must be a ModelSpec (catalog.get_model(name) or specs.ModelSpec), got {type(model).__name__}"
+        )
     if deadline_hours is not None:
         deadline_hours = require_positive("deadline_hours", deadline_hours)
     if budget_usd is not None:
@@ -230,8 +316,10 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
     if ports_per_node is not None:
         ports_per_node = require_positive_int("ports_per_node", ports_per_node)
         if workload == "serve":  # it would change nothing: a serving replica's TP stays inside one node
-            raise ValueError("ports_per_node applies to training workloads: a serving replica (TP up to 8) stays in "
-                             "one node")
+            raise ValueError(
+                "ports_per_node applies to training workloads: a serving replica (TP up to 8) stays in "
+                "one node"
+            )
     if workload == "serve":
         if rate is None:
             raise ValueError("workload serve needs rate (requests per second)")
@@ -239,8 +327,10 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         input_tokens = require_positive_int("input_tokens", input_tokens)
         output_tokens = require_positive_int("output_tokens", output_tokens)
         if input_tokens + output_tokens > model.max_seq:  # else every GPU reads "does not fit"
-            raise ValueError(f"input_tokens + output_tokens must be <= {model.name}'s max_seq {model.max_seq}, "
-                             f"got {input_tokens} + {output_tokens}")
+            raise ValueError(
+                f"input_tokens + output_tokens must be <= {model.name}'s max_seq {model.max_seq}, "
+                f"got {input_tokens} + {output_tokens}"
+            )
     else:
         if tokens is None:
             raise ValueError(f"workload {workload} needs tokens (training tokens)")
@@ -265,66 +355,154 @@ def plan(workload: str, model: ModelSpec, *, tokens: float | None = None, rate: 
         if not prices_of:
             raise ValueError("none of the allowed GPUs has a price; give prices per GPU-hour")
     if skipped:
-        skipped = [f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"]
+        skipped = [
+            f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"
+        ]
     names = list(prices_of)
     mfu_v = mfu if mfu is not None or profile is not None else 0.4
     models_used = PLAN_MODELS
     if workload == "serve":
-        plans = _serve_plans_inference(inference, model, names, prices_of, rate, input_tokens, output_tokens,
-                                       gpus_per_node, budget_usd, max(counts))
-        models_used = ("serving: gpukit.inference (memory per GPU with the KV cache, prefill and decode from the "
-                       "roofline, replicas for the rate at the largest batch)", PLAN_MODELS[-1])
+        plans = _serve_plans_inference(
+            inference,
+            model,
+            names,
+            prices_of,
+            rate,
+            input_tokens,
+            output_tokens,
+            gpus_per_node,
+            budget_usd,
+            max(counts),
+        )
+        models_used = (
+            "serving: gpukit.inference (memory per GPU with the KV cache, prefill and decode from the "
+            "roofline, replicas for the rate at the largest batch)",
+            PLAN_MODELS[-1],
+        )
     else:
-        plans = train_plans(model, workload, tokens, names, counts, prices_of, mfu_v if profile is None else None,
-                             profile, seq_len or model.default_seq_len()[0], micro_batch, gpus_per_node, inter_link,
-                             deadline_hours, budget_usd, loader_tokens_per_s, ports_per_node)
+        plans = train_plans(
+            model,
+            workload,
+            tokens,
+            names,
+            counts,
+            prices_of,
+            mfu_v if profile is None else None,
+            profile,
+            seq_len or model.default_seq_len()[0],
+            micro_batch,
+            gpus_per_node,
+            inter_link,
+            deadline_hours,
+            budget_usd,
+            loader_tokens_per_s,
+            ports_per_node,
+        )
     if workload in ("pretrain", "finetune") and refine:
-        plans, refined = refine_with_parallel(plans, model, tokens, seq_len or model.default_seq_len()[0], gpus_per_node,
-                                               inter_link, deadline_hours, budget_usd,
-                                               mfu_v if profile is None else None, profile, loader_tokens_per_s,
-                                               ports_per_node=ports_per_node)
+        plans, refined = refine_with_parallel(
+            plans,
+            model,
+            tokens,
+            seq_len or model.default_seq_len()[0],
+            gpus_per_node,
+            inter_link,
+            deadline_hours,
+            budget_usd,
+            mfu_v if profile is None else None,
+            profile,
+            loader_tokens_per_s,
+            ports_per_node=ports_per_node,
+        )
         if refined:
             models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
     fit_idx = [i for i, p in enumerate(plans) if p.binding != "does not fit"]
-    flags = pareto_front([((plans[i].hours if plans[i].hours is not None else 0.0), plans[i].cost_usd)
-                          for i in fit_idx])
+    flags = pareto_front(
+        [((plans[i].hours if plans[i].hours is not None else 0.0), plans[i].cost_usd) for i in fit_idx]
+    )
     for i, f in zip(fit_idx, flags, strict=True):
         plans[i] = replace(plans[i], pareto=f)
     # within 1% of cost the plan with fewer GPUs ranks first (simpler, same money)
-    plans.sort(key=lambda p: (not p.feasible, p.binding == "does not fit",
-                              round(math.log(p.cost_usd) / math.log(1.01)) if 0 < p.cost_usd < math.inf else math.inf,
-                              p.gpus, p.hours if p.hours is not None else 0.0))
+    plans.sort(
+        key=lambda p: (
+            not p.feasible,
+            p.binding == "does not fit",
+            round(math.log(p.cost_usd) / math.log(1.01)) if 0 < p.cost_usd < math.inf else math.inf,
+            p.gpus,
+            p.hours if p.hours is not None else 0.0,
+        )
+    )
     rec, changes = _recommend(workload, plans, deadline_hours, budget_usd)
-    if not any(p.feasible for p in plans) and suggest_alternatives and workload in ("pretrain", "finetune", "lora"):
+    if (
+        not any(p.feasible for p in plans)
+        and suggest_alternatives
+        and workload in ("pretrain", "finetune", "lora")
+    ):
         alt_w = {"pretrain": None, "finetune": "qlora", "lora": "qlora"}[workload]
         if alt_w:
-            alt = plan(alt_w, model, tokens=tokens, deadline_hours=deadline_hours, budget_usd=budget_usd,
-                       gpus=prices_of, counts=counts, mfu=mfu, profile=profile, seq_len=seq_len,
-                       micro_batch=micro_batch, gpus_per_node=gpus_per_node, inter_link=inter_link,
-                       suggest_alternatives=False, ports_per_node=ports_per_node)
+            alt = plan(
+                alt_w,
+                model,
+                tokens=tokens,
+                deadline_hours=deadline_hours,
+                budget_usd=budget_usd,
+                gpus=prices_of,
+                counts=counts,
+                mfu=mfu,
+                profile=profile,
+                seq_len=seq_len,
+                micro_batch=micro_batch,
+                gpus_per_node=gpus_per_node,
+                inter_link=inter_link,
+                suggest_alternatives=False,
+                ports_per_node=ports_per_node,
+            )
             if alt.best is not None:
                 b = alt.best
-                changes = (*changes, f"QLoRA instead of {workload}: {b.gpus} x {b.gpu}, {b.hours:,.1f} h, "
-                                     f"${b.cost_usd:,.0f} meets the constraints")
+                changes = (
+                    *changes,
+                    f"QLoRA instead of {workload}: {b.gpus} x {b.gpu}, {b.hours:,.1f} h, "
+                    f"${b.cost_usd:,.0f} meets the constraints",
+                )
     if workload == "serve":  # serving times come from gpukit.inference's stated shares, not the MFU
         assumptions = [*inference.Assumptions().lines()[:1], f"{gpus_per_node} GPUs per node"]
         if deadline_hours is not None:
-            assumptions.append(f"deadline {deadline_hours:g} h not used: a serving plan has a rate, not a run length")
+            assumptions.append(
+                f"deadline {deadline_hours:g} h not used: a serving plan has a rate, not a run length"
+            )
     else:
-        assumptions = [f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
-                       if profile is None else f"profile {getattr(profile, 'source', '')}",
-                       f"{gpus_per_node} GPUs per node; between nodes "
-                       f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}"]
+        assumptions = [
+            f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
+            if profile is None
+            else f"profile {getattr(profile, 'source', '')}",
+            f"{gpus_per_node} GPUs per node; between nodes "
+            f"{rail_ports(inter_link, ports_per_node, gpus_per_node)}",
+        ]
     if workload != "serve":
-        seq_words = f"seq_len {seq_len}" if seq_len else f"seq_len {model.default_seq_len()[0]} ({model.train_seq_len_source})"
+        seq_words = (
+            f"seq_len {seq_len}"
+            if seq_len
+            else f"seq_len {model.default_seq_len()[0]} ({model.train_seq_len_source})"
+        )
         drop_words = "dropout masks counted" if model.dropout else "no dropout"
-        assumptions.append(f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
-                           f"gpukit/data/models.csv); GPU counts limited to a global batch of at most "
-                           f"{MAX_GLOBAL_BATCH_TOKENS:,} tokens and at least {MIN_STEPS} optimizer steps")
+        assumptions.append(
+            f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
+            f"gpukit/data/models.csv); GPU counts limited to a global batch of at most "
+            f"{MAX_GLOBAL_BATCH_TOKENS:,} tokens and at least {MIN_STEPS} optimizer steps"
+        )
     else:
-        assumptions.append(f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
-                           f"per hour; the serving engine pre-allocates "
-                           f"{inference.Assumptions().reserve_fraction:.0%} of GPU memory (gpukit.inference)")
-    return PlanResult(workload=workload, model=model.name, plans=tuple(plans), recommendation=rec, changes=changes,
-                      skipped=tuple(skipped), models=models_used, assumptions=tuple(assumptions))
+        assumptions.append(
+            f"rate {rate:g} req/s, {input_tokens} input + {output_tokens} output tokens; budget is USD "
+            f"per hour; the serving engine pre-allocates "
+            f"{inference.Assumptions().reserve_fraction:.0%} of GPU memory (gpukit.inference)"
+        )
+    return PlanResult(
+        workload=workload,
+        model=model.name,
+        plans=tuple(plans),
+        recommendation=rec,
+        changes=changes,
+        skipped=tuple(skipped),
+        models=models_used,
+        assumptions=tuple(assumptions),
+    )

@@ -14,13 +14,20 @@ from gpukit.results import json_safe
 from gpukit.units import GiB
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "serve")
-BINDINGS = ("does not fit", "misses the deadline", "over budget", "network-bound", "input-bound", "compute-bound",
-            "memory-bandwidth-bound")
+BINDINGS = (
+    "does not fit",
+    "misses the deadline",
+    "over budget",
+    "network-bound",
+    "input-bound",
+    "compute-bound",
+    "memory-bandwidth-bound",
+)
 DEFAULT_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_GLOBAL_BATCH_TOKENS = 16 * 2**20  # Llama 3 405B's largest batch, 16M tokens (Dubey et al. 2024, sec. 3.4)
 MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spreading wider
 PLAN_MODELS = (
-    "memory: gpukit.memory planning model (convention \"pytorch\": the peak of an eager step for full training; "
+    'memory: gpukit.memory planning model (convention "pytorch": the peak of an eager step for full training; '
     "the papers' sum of parts for LoRA/QLoRA), with overhead",
     "time: gpukit.compute, 6N FLOPs per token of the layers' matmul weights and the LM head plus attention at seq_len (causal; full for an encoder) "
     "(8N plus a second attention forward with full recompute) at peak x MFU",
@@ -51,7 +58,13 @@ class Plan:
 
     @property
     def scale(self) -> str:
-        return "one GPU" if self.gpus == 1 else f"one node of {self.gpus}" if self.nodes == 1 else f"{self.nodes} nodes"
+        return (
+            "one GPU"
+            if self.gpus == 1
+            else f"one node of {self.gpus}"
+            if self.nodes == 1
+            else f"{self.nodes} nodes"
+        )
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -83,28 +96,45 @@ class PlanResult:
 
     def to_json_dict(self) -> dict:
         # a plan that does not fit has no hours or cost: null, never Infinity (not JSON; docs/CONTRACTS.md)
-        return json_safe({"workload": self.workload, "model": self.model,
-                          "plans": [p.to_json_dict() for p in self.plans], "recommendation": self.recommendation,
-                          "changes": list(self.changes), "skipped": list(self.skipped), "models": list(self.models),
-                          "assumptions": list(self.assumptions)})
+        return json_safe(
+            {
+                "workload": self.workload,
+                "model": self.model,
+                "plans": [p.to_json_dict() for p in self.plans],
+                "recommendation": self.recommendation,
+                "changes": list(self.changes),
+                "skipped": list(self.skipped),
+                "models": list(self.models),
+                "assumptions": list(self.assumptions),
+            }
+        )
 
     def to_frame(self):
         import pandas as pd
 
-        return pd.DataFrame([{k: v for k, v in p.to_json_dict().items() if k != "tricks"} for p in self.plans])
+        return pd.DataFrame(
+            [{k: v for k, v in p.to_json_dict().items() if k != "tricks"} for p in self.plans]
+        )
 
     def to_text(self, top: int = 12) -> str:
         serve = self.workload == "serve"
-        head = (f"{'gpu':<12} {'gpus':>5} {'layout':<34} {'GiB/GPU':>8} " +
-                (f"{'$/h':>9} {'$/1M tok':>9}" if serve else f"{'hours':>10} {'cost USD':>12}") +
-                f" {'eff':>5}  binding")
+        head = (
+            f"{'gpu':<12} {'gpus':>5} {'layout':<34} {'GiB/GPU':>8} "
+            + (f"{'$/h':>9} {'$/1M tok':>9}" if serve else f"{'hours':>10} {'cost USD':>12}")
+            + f" {'eff':>5}  binding"
+        )
         lines = [head]
         for p in self.plans[:top]:
-            mid = (f"{cell(p.cost_usd, ',.2f', 9)} {cell(p.usd_per_million_tokens, '.3f', 9)}" if serve else
-                   f"{cell(p.hours, ',.1f', 10)} {cell(p.cost_usd, ',.0f', 12)}")
+            mid = (
+                f"{cell(p.cost_usd, ',.2f', 9)} {cell(p.usd_per_million_tokens, '.3f', 9)}"
+                if serve
+                else f"{cell(p.hours, ',.1f', 10)} {cell(p.cost_usd, ',.0f', 12)}"
+            )
             layout = p.layout if len(p.layout) <= 34 else p.layout[:33] + "…"  # cut, and say so
-            lines.append(f"{p.gpu:<12} {p.gpus:>5} {layout:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
-                         f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}")
+            lines.append(
+                f"{p.gpu:<12} {p.gpus:>5} {layout:<34} {p.memory_per_gpu_bytes / GiB:>8.1f} {mid} "
+                f"{p.efficiency:>5.0%}  {p.binding}{' *' if p.pareto else ''}"
+            )
         if len(self.plans) > top:
             lines.append(f"... {len(self.plans) - top} more (--json for all); * = Pareto set (time, cost)")
         lines.append(f"RECOMMENDATION: {self.recommendation}")

@@ -37,19 +37,35 @@ def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout
     zeros = (0,) if ft != "full" or n == 1 else (0, 1, 2, 3)
     for z in zeros:
         for rc in ("none", "selective", "full"):
-            tricks = tuple(t for t in ((f"ZeRO-{z}" if z else ""), ("" if rc == "none" else f"{rc} recompute")) if t)
+            tricks = tuple(
+                t for t in ((f"ZeRO-{z}" if z else ""), ("" if rc == "none" else f"{rc} recompute")) if t
+            )
             out.append((tricks, TrainSetup(zero_stage=z, dp=n, recompute=rc, **base)))
     if ft == "full":  # offload: ZeRO-Offload (optimizer) and ZeRO-Infinity (all) on CPU memory
         for rc in ("selective", "full"):
-            out.append(((f"{rc} recompute", "optimizer offload"),
-                        TrainSetup(zero_stage=1 if n == 1 else 3, dp=n, recompute=rc, offload="optimizer", **base)))
-        out.append((("full recompute", "ZeRO-3 + offload all"),
-                    TrainSetup(zero_stage=3, dp=n, recompute="full", offload="all", **base)))
+            out.append(
+                (
+                    (f"{rc} recompute", "optimizer offload"),
+                    TrainSetup(
+                        zero_stage=1 if n == 1 else 3, dp=n, recompute=rc, offload="optimizer", **base
+                    ),
+                )
+            )
+        out.append(
+            (
+                ("full recompute", "ZeRO-3 + offload all"),
+                TrainSetup(zero_stage=3, dp=n, recompute="full", offload="all", **base),
+            )
+        )
     return out
 
 
 def _layout(n: int, gpus_per_node: int, tricks) -> str:
-    scale = "1 GPU" if n == 1 else f"DP {n}" + (f" ({math.ceil(n / gpus_per_node)} nodes)" if n > gpus_per_node else "")
+    scale = (
+        "1 GPU"
+        if n == 1
+        else f"DP {n}" + (f" ({math.ceil(n / gpus_per_node)} nodes)" if n > gpus_per_node else "")
+    )
     return scale + ("" if not tricks else ", " + ", ".join(tricks))
 
 
@@ -62,16 +78,38 @@ def _binding(run: TrainingRun, deadline_hours, budget_usd) -> str:
     return run.binding
 
 
-def train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of, mfu, profile, seq_len,
-                 micro_batch, gpus_per_node, inter_link, deadline_hours, budget_usd, loader_tokens_per_s,
-                 ports_per_node=None, zero_stages=None):
+def train_plans(
+    model: ModelSpec,
+    workload,
+    tokens,
+    gpu_names,
+    counts,
+    prices_of,
+    mfu,
+    profile,
+    seq_len,
+    micro_batch,
+    gpus_per_node,
+    inter_link,
+    deadline_hours,
+    budget_usd,
+    loader_tokens_per_s,
+    ports_per_node=None,
+    zero_stages=None,
+):
     """For each GPU type and count, the fastest layout of _train_setups that fits, priced by
     gpukit.cost.training_run (the price loop of `gpukit cost train`), as a Plan; "does not fit" when none does.
     zero_stages: only the layouts with these ZeRO stages (None: every stage), to fix a layout as cost train
     prices it."""
     plans = []
-    kw = dict(mfu=mfu, profile=profile, gpus_per_node=gpus_per_node, inter_link=inter_link,
-              ports_per_node=ports_per_node, loader_tokens_per_s=loader_tokens_per_s)
+    kw = dict(
+        mfu=mfu,
+        profile=profile,
+        gpus_per_node=gpus_per_node,
+        inter_link=inter_link,
+        ports_per_node=ports_per_node,
+        loader_tokens_per_s=loader_tokens_per_s,
+    )
     for name in gpu_names:
         usd = prices_of[name]
         for n in counts:
@@ -87,44 +125,102 @@ def train_plans(model: ModelSpec, workload, tokens, gpu_names, counts, prices_of
                     continue
                 if not run.fits:
                     continue
-                if best is None or run.hours < best[0].hours * (1 - 1e-9):  # ties: the layout with fewer tricks
+                if best is None or run.hours < best[0].hours * (
+                    1 - 1e-9
+                ):  # ties: the layout with fewer tricks
                     best = (run, tricks)
             if best is None:
-                s = TrainSetup(zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0, dp=n,
-                               recompute="full", seq_len=seq_len, micro_batch=micro_batch, dropout=model.dropout,
-                               finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"))
+                s = TrainSetup(
+                    zero_stage=3 if n > 1 and workload in ("pretrain", "finetune") else 0,
+                    dp=n,
+                    recompute="full",
+                    seq_len=seq_len,
+                    micro_batch=micro_batch,
+                    dropout=model.dropout,
+                    finetune={"lora": "lora", "qlora": "qlora"}.get(workload, "full"),
+                )
                 m = estimate_memory(model, setup=s, gpu=get_gpu(name))  # what the lightest layout would need
-                plans.append(Plan(gpu=name, gpus=n, nodes=math.ceil(n / gpus_per_node),
-                                  layout=_layout(n, gpus_per_node, ("nothing fits",)),
-                                  memory_per_gpu_bytes=m.total_bytes, hours=math.inf, cost_usd=math.inf,
-                                  efficiency=0.0, binding="does not fit", feasible=False, usd_per_gpu_hour=usd))
+                plans.append(
+                    Plan(
+                        gpu=name,
+                        gpus=n,
+                        nodes=math.ceil(n / gpus_per_node),
+                        layout=_layout(n, gpus_per_node, ("nothing fits",)),
+                        memory_per_gpu_bytes=m.total_bytes,
+                        hours=math.inf,
+                        cost_usd=math.inf,
+                        efficiency=0.0,
+                        binding="does not fit",
+                        feasible=False,
+                        usd_per_gpu_hour=usd,
+                    )
+                )
                 continue
             run, tricks = best
             binding = _binding(run, deadline_hours, budget_usd)
-            plans.append(Plan(gpu=name, gpus=n, nodes=run.nodes, layout=_layout(n, gpus_per_node, tricks),
-                              memory_per_gpu_bytes=run.memory_per_gpu_bytes, hours=run.hours, cost_usd=run.cost_usd,
-                              efficiency=run.efficiency, binding=binding,
-                              feasible=binding not in ("misses the deadline", "over budget"),
-                              usd_per_gpu_hour=usd, tricks=tricks))
+            plans.append(
+                Plan(
+                    gpu=name,
+                    gpus=n,
+                    nodes=run.nodes,
+                    layout=_layout(n, gpus_per_node, tricks),
+                    memory_per_gpu_bytes=run.memory_per_gpu_bytes,
+                    hours=run.hours,
+                    cost_usd=run.cost_usd,
+                    efficiency=run.efficiency,
+                    binding=binding,
+                    feasible=binding not in ("misses the deadline", "over budget"),
+                    usd_per_gpu_hour=usd,
+                    tricks=tricks,
+                )
+            )
     return plans
 
 
-def refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                          mfu, profile, loader_tokens_per_s=None, top: int = 2, ports_per_node=None):
+def refine_with_parallel(
+    plans,
+    model,
+    tokens,
+    seq_len,
+    gpus_per_node,
+    inter_link,
+    deadline_hours,
+    budget_usd,
+    mfu,
+    profile,
+    loader_tokens_per_s=None,
+    top: int = 2,
+    ports_per_node=None,
+):
     """Re-estimate the `top` cheapest training plans that fit (two: a search of 1024 GPUs takes about 0.4 s,
     and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism); a searched layout replaces the data-parallel one when it
     is faster. Returns (plans, description of what was refined)."""
-    cands = sorted((i for i, p in enumerate(plans) if p.binding != "does not fit" and p.gpus > 1
-                    and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)),
-                   key=lambda i: (not plans[i].feasible, plans[i].cost_usd))[:top]
+    cands = sorted(
+        (
+            i
+            for i, p in enumerate(plans)
+            if p.binding != "does not fit"
+            and p.gpus > 1
+            and (p.gpus <= gpus_per_node or p.gpus % gpus_per_node == 0)
+        ),
+        key=lambda i: (not plans[i].feasible, plans[i].cost_usd),
+    )[:top]
     done = []
     for i in cands:
         p = plans[i]
         try:
-            r = parallel.search(model, p.gpu, p.gpus, gpus_per_node=gpus_per_node, seq_len=seq_len,
-                                inter_link=inter_link, ports_per_node=ports_per_node, global_batch=max(p.gpus, 512),
-                                top_k=1)
+            r = parallel.search(
+                model,
+                p.gpu,
+                p.gpus,
+                gpus_per_node=gpus_per_node,
+                seq_len=seq_len,
+                inter_link=inter_link,
+                ports_per_node=ports_per_node,
+                global_batch=max(p.gpus, 512),
+                top_k=1,
+            )
         except ValueError:
             continue
         if r.best is None:
@@ -136,8 +232,19 @@ def refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_lin
         # communication excluded; full recompute executes 8N instead of 6N FLOPs per token).
         useful = e.share("compute") + e.share("elementwise")
         eff = useful * (0.75 if c.recompute == "full" else 1.0)
-        t1 = time_to_train(model, tokens, get_gpu(p.gpu), 1, mfu=mfu, profile=profile, seq_len=seq_len,
-                           dtype=get_gpu(p.gpu).half_dtype).seconds / 3600
+        t1 = (
+            time_to_train(
+                model,
+                tokens,
+                get_gpu(p.gpu),
+                1,
+                mfu=mfu,
+                profile=profile,
+                seq_len=seq_len,
+                dtype=get_gpu(p.gpu).half_dtype,
+            ).seconds
+            / 3600
+        )
         hours = t1 / (p.gpus * eff)
         input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
         if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
@@ -146,15 +253,38 @@ def refine_with_parallel(plans, model, tokens, seq_len, gpus_per_node, inter_lin
         if hours >= p.hours * (1 - 1e-9):
             continue
         cost_usd = hours * p.gpus * p.usd_per_gpu_hour
-        binding = ("misses the deadline" if deadline_hours is not None and hours > deadline_hours else
-                   "over budget" if budget_usd is not None and cost_usd > budget_usd else
-                   "input-bound" if input_bound else "network-bound" if useful < NETWORK_BOUND_BELOW else "compute-bound")
+        binding = (
+            "misses the deadline"
+            if deadline_hours is not None and hours > deadline_hours
+            else "over budget"
+            if budget_usd is not None and cost_usd > budget_usd
+            else "input-bound"
+            if input_bound
+            else "network-bound"
+            if useful < NETWORK_BOUND_BELOW
+            else "compute-bound"
+        )
         layout = f"DP {c.dp} x TP {c.tp} x PP {c.pp}, ZeRO-{c.zero_stage}, {c.recompute} recompute (parallel search)"
-        tricks = tuple(t for t in (f"TP {c.tp}" if c.tp > 1 else "", f"PP {c.pp}" if c.pp > 1 else "",
-                                   f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
-                                   f"{c.recompute} recompute" if c.recompute != "none" else "") if t)
-        plans[i] = replace(p, layout=layout, tricks=tricks, memory_per_gpu_bytes=int(e.memory_per_gpu_bytes), hours=hours,
-                           cost_usd=cost_usd, efficiency=eff, binding=binding,
-                           feasible=binding not in ("misses the deadline", "over budget"))
+        tricks = tuple(
+            t
+            for t in (
+                f"TP {c.tp}" if c.tp > 1 else "",
+                f"PP {c.pp}" if c.pp > 1 else "",
+                f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
+                f"{c.recompute} recompute" if c.recompute != "none" else "",
+            )
+            if t
+        )
+        plans[i] = replace(
+            p,
+            layout=layout,
+            tricks=tricks,
+            memory_per_gpu_bytes=int(e.memory_per_gpu_bytes),
+            hours=hours,
+            cost_usd=cost_usd,
+            efficiency=eff,
+            binding=binding,
+            feasible=binding not in ("misses the deadline", "over budget"),
+        )
         done.append(f"{p.gpus} x {p.gpu}")
     return plans, ", ".join(done)

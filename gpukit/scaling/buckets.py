@@ -59,7 +59,9 @@ def hook_bytes(bucket: Bucket, hook: str = "none", powersgd_rank: int = 1, grad_
     return (unc + p + q) * grad_bytes
 
 
-def hook_collectives(bucket: Bucket, hook: str, powersgd_rank: int = 1, grad_bytes: int = 4) -> tuple[int, ...]:
+def hook_collectives(
+    bucket: Bucket, hook: str, powersgd_rank: int = 1, grad_bytes: int = 4
+) -> tuple[int, ...]:
     """Sizes (bytes) of the all-reduces one bucket costs, in order: one for none/fp16/bf16; three for
     PowerSGD (uncompressed tensors, then P, then Q; torch powerSGD_hook)."""
     if hook != "powersgd":
@@ -99,4 +101,10 @@ def gpu_kernel_s(gpu) -> dict:
 
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     bw = g.hbm_bandwidth_gbps * 1e9
-    return {"copy": 16 / bw, "div": 8 / bw, "fp16": 16 / bw, "psgd_compressed": 56 / bw, "psgd_uncompressed": 40 / bw}
+    return {
+        "copy": 16 / bw,
+        "div": 8 / bw,
+        "fp16": 16 / bw,
+        "psgd_compressed": 56 / bw,
+        "psgd_uncompressed": 40 / bw,
+    }

@@ -101,10 +101,18 @@ class ScalingResult:
     notes: tuple[str, ...] = field(default_factory=tuple)  # warnings about the question itself (memory)
 
     def to_json_dict(self) -> dict:
-        return _json_safe({"model": self.model, "n_params": self.n_params, "gpu": self.gpu,
-                           "rows": [r.to_json_dict() for r in self.rows],
-                           "threshold_tokens_per_gpu": self.threshold_tokens_per_gpu, "network": self.network,
-                           "assumptions": list(self.assumptions), "notes": list(self.notes)})
+        return _json_safe(
+            {
+                "model": self.model,
+                "n_params": self.n_params,
+                "gpu": self.gpu,
+                "rows": [r.to_json_dict() for r in self.rows],
+                "threshold_tokens_per_gpu": self.threshold_tokens_per_gpu,
+                "network": self.network,
+                "assumptions": list(self.assumptions),
+                "notes": list(self.notes),
+            }
+        )
 
     def to_frame(self):
         import pandas as pd
@@ -112,14 +120,20 @@ class ScalingResult:
         return pd.DataFrame([r.to_json_dict() for r in self.rows])
 
     def to_text(self) -> str:
-        lines = [f"DDP scaling of {self.model} ({self.n_params / 1e9:.3g}B params) on {self.gpu}",
-                 f"{'gpus':>6} {'compute_s':>10} {'comm_s':>10} {'exposed_s':>10} {'step_s':>10} {'speedup':>8} "
-                 f"{'eff':>6}"]
+        lines = [
+            f"DDP scaling of {self.model} ({self.n_params / 1e9:.3g}B params) on {self.gpu}",
+            f"{'gpus':>6} {'compute_s':>10} {'comm_s':>10} {'exposed_s':>10} {'step_s':>10} {'speedup':>8} "
+            f"{'eff':>6}",
+        ]
         for r in self.rows:
-            lines.append(f"{r.gpus:>6} {r.compute_s:>10.4g} {r.comm_s:>10.4g} {r.exposed_comm_s:>10.4g} "
-                         f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}")
-        lines.append(f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
-                     f"in the synced micro-step (a step without gradient accumulation; at the largest GPU count)")
+            lines.append(
+                f"{r.gpus:>6} {r.compute_s:>10.4g} {r.comm_s:>10.4g} {r.exposed_comm_s:>10.4g} "
+                f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}"
+            )
+        lines.append(
+            f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
+            f"in the synced micro-step (a step without gradient accumulation; at the largest GPU count)"
+        )
         lines += [f"assumes: {a}" for a in self.assumptions]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -131,32 +145,57 @@ def _rate(gpu, mfu, dtype, profile):
     dtype = dtype or get_gpu(gpu).half_dtype  # bf16, fp16 on GPUs without bf16 units
     if profile is not None:
         if mfu is not None:
-            raise ValueError("mfu and profile are exclusive: the profile's measured matmul rate replaces peak x MFU")
+            raise ValueError(
+                "mfu and profile are exclusive: the profile's measured matmul rate replaces peak x MFU"
+            )
         r = profile.matmul_tflops(dtype) * 1e12
         return r, f"compute: {r / 1e12:.4g} TFLOP/s {dtype} measured (profile {profile.source})"
     g = get_gpu(gpu)
     m = 0.4 if mfu is None else mfu
     if not 0 < m <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {m}")
-    return g.peak_tflops(dtype) * 1e12 * m, f"compute: {g.name} {dtype} peak {g.peak_tflops(dtype):g} TFLOP/s x MFU {m:g}" + (
-        " (assumed)" if mfu is None else "")
+    return g.peak_tflops(
+        dtype
+    ) * 1e12 * m, f"compute: {g.name} {dtype} peak {g.peak_tflops(dtype):g} TFLOP/s x MFU {m:g}" + (
+        " (assumed)" if mfu is None else ""
+    )
 
 
 def overlap_threshold_tokens(n_params: float, rate_flops: float, allreduce_s: float) -> float:
     """Tokens per GPU per step above which the gradient all-reduce (allreduce_s) hides behind the
     backward (4 N FLOPs per token, Kaplan et al. 2020): T* = allreduce_s x rate / (4 N)."""
-    return require_positive("allreduce_s", allreduce_s, allow_zero=True) * require_positive(
-        "rate_flops", rate_flops) / (4 * require_positive("n_params", n_params))
+    return (
+        require_positive("allreduce_s", allreduce_s, allow_zero=True)
+        * require_positive("rate_flops", rate_flops)
+        / (4 * require_positive("n_params", n_params))
+    )
 
 
-def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm", gpus=(1, 2, 4, 8),
-            gpus_per_node: int = 8, link: str | None = None, inter_link: str | None = None,
-            ports_per_node: int | None = None, efficiency: float | None = None, tokens_per_gpu: float | None = None,
-            global_batch_tokens: float | None = None, grad_dtype: str = "bf16", hook: str = "none",
-            powersgd_rank: int = 1, bucket_mb: float = 25.0, grad_accum: int = 1, overlap: bool = True,
-            mfu: float | None = None, profile=None, compute_dtype: str | None = None,
-            network: ClusterNetwork | None = None,
-            hook_kernels: bool = True) -> ScalingResult:
+def scaling(
+    model=None,
+    *,
+    n_params: float | None = None,
+    gpu: str = "h100-sxm",
+    gpus=(1, 2, 4, 8),
+    gpus_per_node: int = 8,
+    link: str | None = None,
+    inter_link: str | None = None,
+    ports_per_node: int | None = None,
+    efficiency: float | None = None,
+    tokens_per_gpu: float | None = None,
+    global_batch_tokens: float | None = None,
+    grad_dtype: str = "bf16",
+    hook: str = "none",
+    powersgd_rank: int = 1,
+    bucket_mb: float = 25.0,
+    grad_accum: int = 1,
+    overlap: bool = True,
+    mfu: float | None = None,
+    profile=None,
+    compute_dtype: str | None = None,
+    network: ClusterNetwork | None = None,
+    hook_kernels: bool = True,
+) -> ScalingResult:
     """Predicted DDP step, speedup and efficiency for each GPU count in `gpus`.
 
     Weak scaling with `tokens_per_gpu` (per micro-step), strong with `global_batch_tokens` (per
@@ -184,7 +223,9 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
     name = spec.name if spec is not None else f"{n_par / 1e9:.3g}B params"
     if (tokens_per_gpu is None) == (global_batch_tokens is None):
         raise ValueError("give exactly one of tokens_per_gpu (weak scaling) or global_batch_tokens (strong)")
-    counts = sorted({require_positive_int("gpus", g) for g in (gpus if not isinstance(gpus, int) else [gpus])})
+    counts = sorted(
+        {require_positive_int("gpus", g) for g in (gpus if not isinstance(gpus, int) else [gpus])}
+    )
     if not counts:
         raise ValueError("gpus must list at least one GPU count")
     rate, rate_note = _rate(gpu, mfu, compute_dtype, profile)
@@ -192,8 +233,9 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
         from gpukit.catalog import default_links
 
         link, inter_link = default_links(gpu, gpus_per_node, link, inter_link)
-    net = network or cluster_network(link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node,
-                                     efficiency=efficiency)
+    net = network or cluster_network(
+        link, inter_link, gpus_per_node=gpus_per_node, ports_per_node=ports_per_node, efficiency=efficiency
+    )
     for n in counts:  # whole nodes (a partial node is gpukit.comm.grad_sync's, as cost prices it)
         net.layout(n)
     if hook == "powersgd":
@@ -205,41 +247,86 @@ def scaling(model=None, *, n_params: float | None = None, gpu: str = "h100-sxm",
 
     def allreduce(size, n):  # the one DP all-reduce (gpukit.comm.grad_sync): hierarchical, partial nodes
         return dp_all_reduce_s(float(size), n, net)
+
     rows, base = [], None
     for n in counts:
         # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
         t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / (n * grad_accum)
         require_positive("tokens", t)
         if t < 1:  # a global batch of 4 tokens on 8 GPUs once gave a step of half a token per GPU
-            raise ValueError(f"global_batch_tokens must be at least gpus x grad_accum = {n} x {grad_accum} (one token "
-                             f"per GPU per micro-step), got {global_batch_tokens:g}" if tokens_per_gpu is None else
-                             f"tokens_per_gpu must be at least 1, got {tokens_per_gpu:g}")
+            raise ValueError(
+                f"global_batch_tokens must be at least gpus x grad_accum = {n} x {grad_accum} (one token "
+                f"per GPU per micro-step), got {global_batch_tokens:g}"
+                if tokens_per_gpu is None
+                else f"tokens_per_gpu must be at least 1, got {tokens_per_gpu:g}"
+            )
         fwd, bwd = 2 * n_par * t / rate, 4 * n_par * t / rate
-        p = step_prediction(shapes, forward_s=fwd, backward_s=bwd, optimizer_s=0.0, n_gpus=n, allreduce_time=allreduce,
-                            hook=hook, bucket_mb=bucket_mb, grad_accum=grad_accum, powersgd_rank=powersgd_rank,
-                            grad_bytes=gb, overlap=overlap, kernel_s=kernels if n > 1 else None)
+        p = step_prediction(
+            shapes,
+            forward_s=fwd,
+            backward_s=bwd,
+            optimizer_s=0.0,
+            n_gpus=n,
+            allreduce_time=allreduce,
+            hook=hook,
+            bucket_mb=bucket_mb,
+            grad_accum=grad_accum,
+            powersgd_rank=powersgd_rank,
+            grad_bytes=gb,
+            overlap=overlap,
+            kernel_s=kernels if n > 1 else None,
+        )
         thr_per_tok = p.step_s / (t * grad_accum)  # seconds per token per GPU
         if base is None:
             base = (thr_per_tok, n)
         speed = base[0] * n / thr_per_tok / base[1]  # throughput over the smallest count's
-        rows.append(ScalingRow(gpus=n, compute_s=p.compute_s, comm_s=p.comm_s, exposed_comm_s=p.exposed_comm_s,
-                               step_s=p.step_s, speedup=speed, efficiency=speed / (n / base[1]),
-                               comm_bytes_per_step=p.comm_bytes, tokens_per_gpu=t))
+        rows.append(
+            ScalingRow(
+                gpus=n,
+                compute_s=p.compute_s,
+                comm_s=p.comm_s,
+                exposed_comm_s=p.exposed_comm_s,
+                step_s=p.step_s,
+                speedup=speed,
+                efficiency=speed / (n / base[1]),
+                comm_bytes_per_step=p.comm_bytes,
+                tokens_per_gpu=t,
+            )
+        )
     top = counts[-1]
     full = sum(allreduce(s, top) for s in (n_par * gb,)) if top > 1 else 0.0
     threshold = overlap_threshold_tokens(n_par, rate, full) if overlap else math.inf
-    assumptions = (rate_note, *net.assumptions(), f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}"
-                   + (f" rank {powersgd_rank}" + (" (PyTorch's PowerSGDState default)" if powersgd_rank == 1 else
-                                                " (PyTorch's default is 1)") if hook == "powersgd" else ""),
-                   "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
-                   "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
-                   if kernels else "DDP's bucket copies and hook kernels left out",
-                   "speedup relative to the smallest GPU count given" if counts[0] != 1 else "speedup over 1 GPU")
+    assumptions = (
+        rate_note,
+        *net.assumptions(),
+        f"{grad_dtype} gradients ({gb} B per parameter), hook {hook}"
+        + (
+            f" rank {powersgd_rank}"
+            + (" (PyTorch's PowerSGDState default)" if powersgd_rank == 1 else " (PyTorch's default is 1)")
+            if hook == "powersgd"
+            else ""
+        ),
+        "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
+        "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
+        if kernels
+        else "DDP's bucket copies and hook kernels left out",
+        "speedup relative to the smallest GPU count given" if counts[0] != 1 else "speedup over 1 GPU",
+    )
     if net.is_ideal:
-        assumptions += ("the inter-node figures are an IDEAL BOUND (line rate): calibrate with --profile or give "
-                        "--efficiency",)
-    return ScalingResult(model=name, n_params=n_par, gpu=gpu, rows=tuple(rows), threshold_tokens_per_gpu=threshold,
-                         network=net.to_json_dict(), assumptions=assumptions, notes=_replica_note(n_par, gpu))
+        assumptions += (
+            "the inter-node figures are an IDEAL BOUND (line rate): calibrate with --profile or give "
+            "--efficiency",
+        )
+    return ScalingResult(
+        model=name,
+        n_params=n_par,
+        gpu=gpu,
+        rows=tuple(rows),
+        threshold_tokens_per_gpu=threshold,
+        network=net.to_json_dict(),
+        assumptions=assumptions,
+        notes=_replica_note(n_par, gpu),
+    )
 
 
 def _replica_note(n_params: float, gpu) -> tuple[str, ...]:
@@ -255,10 +342,12 @@ def _replica_note(n_params: float, gpu) -> tuple[str, ...]:
     need = n_params * per_param
     if need <= g.memory_bytes:
         return ()
-    return (f"DDP keeps a full replica on every GPU: weights, gradients and Adam states alone take "
-            f"{per_param:g} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
-            f"{g.memory_bytes / GiB:.0f} GiB, so this layout cannot train as is; the times above are the DDP "
-            "step model only (gpukit memory, gpukit parallel search: ZeRO, TP, PP)",)
+    return (
+        f"DDP keeps a full replica on every GPU: weights, gradients and Adam states alone take "
+        f"{per_param:g} B per parameter = {need / GiB:,.0f} GiB, more than {g.name}'s "
+        f"{g.memory_bytes / GiB:.0f} GiB, so this layout cannot train as is; the times above are the DDP "
+        "step model only (gpukit memory, gpukit parallel search: ZeRO, TP, PP)",
+    )
 
 
 def _catalog_shapes(spec):
@@ -296,13 +385,19 @@ class AllReduceTraffic:
     rows: tuple[dict, ...]
 
     def to_json_dict(self) -> dict:
-        return {"size_bytes": self.size_bytes, "algorithm": self.algorithm, "rows": [dict(r) for r in self.rows]}
+        return {
+            "size_bytes": self.size_bytes,
+            "algorithm": self.algorithm,
+            "rows": [dict(r) for r in self.rows],
+        }
 
     def to_frame(self):
         return frame(self.rows)
 
 
-def allreduce_traffic(size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm: str = "ring") -> AllReduceTraffic:
+def allreduce_traffic(
+    size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm: str = "ring"
+) -> AllReduceTraffic:
     """What "16 GPUs means 16x the data transfer" gets wrong. In a ring all-reduce each rank sends
     2(n-1)/n x S bytes (Patarasuk & Yuan 2009): at most 2S, almost the same for 4 or 64 ranks, and all
     links carry their share at the same time, so the bandwidth term of the time does not grow with n.
@@ -313,8 +408,15 @@ def allreduce_traffic(size_bytes: float, ranks=(2, 4, 8, 16, 32, 64), algorithm:
     rows = []
     for n in ranks:
         _, cb = coefficients("all_reduce", n, algorithm)
-        rows.append({"n_ranks": int(n), "bytes_sent_per_rank": cb * size, "per_rank_over_size": cb,
-                     "bytes_all_links": cb * size * n, "naive_n_times_size_bytes": n * size})
+        rows.append(
+            {
+                "n_ranks": int(n),
+                "bytes_sent_per_rank": cb * size,
+                "per_rank_over_size": cb,
+                "bytes_all_links": cb * size * n,
+                "naive_n_times_size_bytes": n * size,
+            }
+        )
     return AllReduceTraffic(size_bytes=size, algorithm=algorithm, rows=tuple(rows))
 
 
@@ -346,9 +448,18 @@ class DdpEstimate:
         return d
 
 
-def ddp_step_estimate(n_gpus: int, *, n_params: float, tokens_per_gpu: float, link, gpu: str = "h100-sxm",
-                      mfu: float = 0.4, grad_dtype: str = "bf16", overlap: float = 0.0,
-                      link_efficiency: float = 1.0) -> DdpEstimate:
+def ddp_step_estimate(
+    n_gpus: int,
+    *,
+    n_params: float,
+    tokens_per_gpu: float,
+    link,
+    gpu: str = "h100-sxm",
+    mfu: float = 0.4,
+    grad_dtype: str = "bf16",
+    overlap: float = 0.0,
+    link_efficiency: float = 1.0,
+) -> DdpEstimate:
     """Weak scaling of DDP with all n GPUs on one `link` (the articles' "GPUs over link X" question): each
     GPU computes 6N x tokens_per_gpu FLOPs (Kaplan et al. 2020) at peak x MFU, then all-reduces N
     gradients as one ring over that link (gpukit.comm.dp_all_reduce, the one data-parallel all-reduce,
@@ -359,10 +470,21 @@ def ddp_step_estimate(n_gpus: int, *, n_params: float, tokens_per_gpu: float, li
     n = require_positive_int("n_gpus", n_gpus)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap}")
-    compute_s = 6 * require_positive("n_params", n_params) * require_positive("tokens_per_gpu", tokens_per_gpu) / (
-        rate_flops(gpu, mfu))
+    compute_s = (
+        6
+        * require_positive("n_params", n_params)
+        * require_positive("tokens_per_gpu", tokens_per_gpu)
+        / (rate_flops(gpu, mfu))
+    )
     link_obj = get_interconnect(link) if isinstance(link, str) else link
-    net = cluster_network(link_obj, gpus_per_node=n, ports_per_node=n, efficiency=link_efficiency,
-                          intra_efficiency=link_efficiency)  # one node: every rank on `link`
+    net = cluster_network(
+        link_obj,
+        gpus_per_node=n,
+        ports_per_node=n,
+        efficiency=link_efficiency,
+        intra_efficiency=link_efficiency,
+    )  # one node: every rank on `link`
     comm_s = dp_all_reduce_s(n_params * dtype_bytes(grad_dtype), n, net)
-    return DdpEstimate(n_gpus=n, compute_s=compute_s, comm_s=comm_s, overlap=float(overlap), link=net.intra_name)
+    return DdpEstimate(
+        n_gpus=n, compute_s=compute_s, comm_s=comm_s, overlap=float(overlap), link=net.intra_name
+    )

@@ -78,11 +78,27 @@ class StepPrediction:
         return pd.DataFrame([asdict(b) for b in self.buckets])
 
 
-def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimizer_s: float, n_gpus: int,
-                    allreduce_time, hook: str = "none", bucket_mb: float = 25.0, first_bucket_mb: float | None = None,
-                    grad_accum: int = 1, powersgd_rank: int = 1, grad_bytes: int = 4, overlap: bool = True,
-                    kernel_s: dict | None = None, input_s: float = 0.0, allreduce_time_1=None,
-                    token_bucket: TokenBucket | None = None, assumptions: tuple[str, ...] = ()) -> StepPrediction:
+def step_prediction(
+    param_shapes,
+    *,
+    forward_s: float,
+    backward_s: float,
+    optimizer_s: float,
+    n_gpus: int,
+    allreduce_time,
+    hook: str = "none",
+    bucket_mb: float = 25.0,
+    first_bucket_mb: float | None = None,
+    grad_accum: int = 1,
+    powersgd_rank: int = 1,
+    grad_bytes: int = 4,
+    overlap: bool = True,
+    kernel_s: dict | None = None,
+    input_s: float = 0.0,
+    allreduce_time_1=None,
+    token_bucket: TokenBucket | None = None,
+    assumptions: tuple[str, ...] = (),
+) -> StepPrediction:
     """The step of one rank: K micro-steps of forward + backward, the last one synced. Buckets are
     all-reduced back to back on one channel (`allreduce_time(bytes, n_gpus)` -> seconds), each from
     when it is ready (overlap on) or after the backward (off); the hook's own work (`hook_compute_s`
@@ -96,8 +112,12 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
     n = require_positive_int("n_gpus", n_gpus)
     k = require_positive_int("grad_accum", grad_accum)
     require_choice("hook", hook, HOOKS)
-    for name, v in (("forward_s", forward_s), ("backward_s", backward_s), ("optimizer_s", optimizer_s),
-                    ("input_s", input_s)):
+    for name, v in (
+        ("forward_s", forward_s),
+        ("backward_s", backward_s),
+        ("optimizer_s", optimizer_s),
+        ("input_s", input_s),
+    ):
         require_positive(name, v, allow_zero=True)
     buckets = ddp_buckets(param_shapes, bucket_mb, first_bucket_mb)
     last_fwd_end = (k - 1) * (forward_s + backward_s) + forward_s
@@ -109,8 +129,18 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
 
     def schedule(tokens):
         """The one bucket schedule of gpukit.comm.grad_sync (buckets back to back on one channel)."""
-        return bucket_schedule(buckets, ready, sizes, allreduce_time, n_gpus=n, overlap=overlap, bwd_end_s=bwd_end,
-                               allreduce_time_1=allreduce_time_1, token_bucket=bucket, tokens=tokens)
+        return bucket_schedule(
+            buckets,
+            ready,
+            sizes,
+            allreduce_time,
+            n_gpus=n,
+            overlap=overlap,
+            bwd_end_s=bwd_end,
+            allreduce_time_1=allreduce_time_1,
+            token_bucket=bucket,
+            tokens=tokens,
+        )
 
     tokens = bucket.burst_bytes if bucket is not None else 0.0
     for _ in range(50 if bucket is not None else 1):  # steady state: the tokens one step leaves the next
@@ -125,19 +155,41 @@ def step_prediction(param_shapes, *, forward_s: float, backward_s: float, optimi
         tokens = nxt
     exposed = max(0.0, free - bwd_end)
     if bucket is not None:
-        line = ("no wire time" if math.isinf(bucket.line_bytes_per_s)
-                else f"{bucket.line_bytes_per_s / 1e9:.3g} GB/s")
-        assumptions = (*assumptions, f"token bucket on the link: burst {bucket.burst_bytes:,.0f} B refilled at "
-                                     f"{bucket.rate_bytes_per_s / 1e9:.3g} GB/s while idle (tc-tbf(8)); "
-                                     f"bytes it covers take {line}")
-    return StepPrediction(n_gpus=n, forward_s=forward_s, backward_s=backward_s, optimizer_s=optimizer_s,
-                          comm_s=comm_total, exposed_comm_s=exposed, hook_compute_s=hook_total, input_s=input_s,
-                          comm_bytes=int(sum(map(sum, sizes))), grad_accum=k, buckets=tuple(timings),
-                          assumptions=assumptions)
+        line = (
+            "no wire time"
+            if math.isinf(bucket.line_bytes_per_s)
+            else f"{bucket.line_bytes_per_s / 1e9:.3g} GB/s"
+        )
+        assumptions = (
+            *assumptions,
+            f"token bucket on the link: burst {bucket.burst_bytes:,.0f} B refilled at "
+            f"{bucket.rate_bytes_per_s / 1e9:.3g} GB/s while idle (tc-tbf(8)); "
+            f"bytes it covers take {line}",
+        )
+    return StepPrediction(
+        n_gpus=n,
+        forward_s=forward_s,
+        backward_s=backward_s,
+        optimizer_s=optimizer_s,
+        comm_s=comm_total,
+        exposed_comm_s=exposed,
+        hook_compute_s=hook_total,
+        input_s=input_s,
+        comm_bytes=int(sum(map(sum, sizes))),
+        grad_accum=k,
+        buckets=tuple(timings),
+        assumptions=assumptions,
+    )
 
 
-def input_exposed_s(train_step_s: float, loader_latency_s: float, loader_workers: int = 0, n_ranks: int = 1,
-                    shared: bool = False, batches_per_step: int = 1) -> float:
+def input_exposed_s(
+    train_step_s: float,
+    loader_latency_s: float,
+    loader_workers: int = 0,
+    n_ranks: int = 1,
+    shared: bool = False,
+    batches_per_step: int = 1,
+) -> float:
     """Input time the step cannot hide (Amdahl's serial part). Each step needs `batches_per_step`
     batches per rank, each taking L. W = 0: the loader runs in the training loop, L is added per
     batch. W >= 1 workers prefetch: a step lasts at least the loader's time per step, k L / W; with
@@ -159,12 +211,27 @@ def input_exposed_s(train_step_s: float, loader_latency_s: float, loader_workers
 # ---------------------------------------------------------------------------------------------------
 # The measured CPU runs: prediction from this machine's own compute and link calibration
 # ---------------------------------------------------------------------------------------------------
-def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, micro_batch: int, n_ranks: int,
-                         link, *, hook: str = "none", bucket_mb: float = 25.0, grad_accum: int = 1,
-                         powersgd_rank: int = 1, phases_s=None, kernel_s: dict | None = None, link_1=None,
-                         loader_latency_s: float = 0.0, loader_workers: int = 0,
-                         loader_shared: bool = False, overlap: bool = True,
-                         token_bucket: TokenBucket | None = None) -> StepPrediction:
+def predict_measured_ddp(
+    param_shapes,
+    compute_1_s: float,
+    micro_batch_1: int,
+    micro_batch: int,
+    n_ranks: int,
+    link,
+    *,
+    hook: str = "none",
+    bucket_mb: float = 25.0,
+    grad_accum: int = 1,
+    powersgd_rank: int = 1,
+    phases_s=None,
+    kernel_s: dict | None = None,
+    link_1=None,
+    loader_latency_s: float = 0.0,
+    loader_workers: int = 0,
+    loader_shared: bool = False,
+    overlap: bool = True,
+    token_bucket: TokenBucket | None = None,
+) -> StepPrediction:
     """The step gpukit.bench.ddp measures, predicted from calibrations of this machine, never from
     the step being predicted: `compute_1_s` = the compute-only step at world size 1 with
     `micro_batch_1` sequences (time scales with the batch), split into forward/backward/optimizer as
@@ -176,20 +243,40 @@ def predict_measured_ddp(param_shapes, compute_1_s: float, micro_batch_1: int, m
     f, b, o_s = (float(x) for x in (phases_s or (1.0, 2.0, 0.0)))
     o = min(0.9, o_s / compute_1_s)
     k = require_positive_int("grad_accum", grad_accum)
-    scale = require_positive_int("micro_batch", micro_batch) / require_positive_int("micro_batch_1", micro_batch_1)
+    scale = require_positive_int("micro_batch", micro_batch) / require_positive_int(
+        "micro_batch_1", micro_batch_1
+    )
     # compute_1_s covers K micro-steps and one optimizer step
     micro = compute_1_s * (1 - o) / k
     fwd, bwd, opt = micro * f / (f + b) * scale, micro * b / (f + b) * scale, compute_1_s * o
     if link is None and n_ranks > 1:
         raise ValueError("link must be (alpha_s, bandwidth_gbps) for more than one rank")
 
-    def allreduce(size, n):  # the link is a fit of whole all-reduce times: NCCL's base latency is inside its alpha
+    def allreduce(
+        size, n
+    ):  # the link is a fit of whole all-reduce times: NCCL's base latency is inside its alpha
         return collective_time("all_reduce", size, n, link, base_latency_s=0.0).time_s
+
     train = k * (fwd + bwd) + opt
     inp = input_exposed_s(train, loader_latency_s, loader_workers, n_ranks, loader_shared, k)
-    return step_prediction(param_shapes, forward_s=fwd, backward_s=bwd, optimizer_s=opt, n_gpus=n_ranks,
-                           allreduce_time=allreduce, hook=hook, bucket_mb=bucket_mb, grad_accum=k,
-                           powersgd_rank=powersgd_rank, kernel_s=kernel_s, input_s=inp, overlap=overlap,
-                           allreduce_time_1=(lambda size: link_1[0] + size / (link_1[1] * 1e9)) if link_1 else None,
-                           token_bucket=token_bucket, assumptions=("compute and its phase split measured at world size 1 (compute-only steps)",
-                                        "link: alpha-beta fit of an all-reduce sweep in the same run"))
+    return step_prediction(
+        param_shapes,
+        forward_s=fwd,
+        backward_s=bwd,
+        optimizer_s=opt,
+        n_gpus=n_ranks,
+        allreduce_time=allreduce,
+        hook=hook,
+        bucket_mb=bucket_mb,
+        grad_accum=k,
+        powersgd_rank=powersgd_rank,
+        kernel_s=kernel_s,
+        input_s=inp,
+        overlap=overlap,
+        allreduce_time_1=(lambda size: link_1[0] + size / (link_1[1] * 1e9)) if link_1 else None,
+        token_bucket=token_bucket,
+        assumptions=(
+            "compute and its phase split measured at world size 1 (compute-only steps)",
+            "link: alpha-beta fit of an all-reduce sweep in the same run",
+        ),
+    )

@@ -58,8 +58,15 @@ class View:
     non-ValueError exception, a bug: it is also shown in the Output and re-raised).
     """
 
-    def __init__(self, compute: Callable, controls: Mapping[str, widgets.Widget],
-                 render: Callable | None = None, *, title: str | None = None, auto_update: bool = True):
+    def __init__(
+        self,
+        compute: Callable,
+        controls: Mapping[str, widgets.Widget],
+        render: Callable | None = None,
+        *,
+        title: str | None = None,
+        auto_update: bool = True,
+    ):
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         for name, control in controls.items():
@@ -170,13 +177,15 @@ class View:
         self.output.append_stderr("".join(traceback.format_exception(type(e), e, e.__traceback__)))
 
 
-def make_view(compute: Callable, controls: Mapping[str, widgets.Widget], render: Callable | None = None,
-              **kwargs) -> View:
+def make_view(
+    compute: Callable, controls: Mapping[str, widgets.Widget], render: Callable | None = None, **kwargs
+) -> View:
     """Function form of `View(compute, controls, render, **kwargs)`."""
     return View(compute, controls, render, **kwargs)
 
 
 # -- showing a result -------------------------------------------------------------------------
+
 
 def _pyplot():
     # Only if the caller already imported pyplot: a table-only view never loads matplotlib.
@@ -247,8 +256,16 @@ def _close_new_figures(before: set) -> None:
 _STYLE = {"description_width": "initial"}
 
 
-def slider(description: str, min: float, max: float, value: float, step: float | None = None, *,
-           integer: bool = False, log: bool = False) -> widgets.Widget:
+def slider(
+    description: str,
+    min: float,
+    max: float,
+    value: float,
+    step: float | None = None,
+    *,
+    integer: bool = False,
+    log: bool = False,
+) -> widgets.Widget:
     """A slider that recomputes on release (continuous_update=False), long labels not cut.
 
     `integer=True` -> IntSlider; `log=True` -> FloatLogSlider over [min, max] (values, not exponents).
@@ -258,19 +275,22 @@ def slider(description: str, min: float, max: float, value: float, step: float |
         import math
 
         lo, hi = math.log10(min), math.log10(max)
-        return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=step or (hi - lo) / 100,
-                                      **common)
+        return widgets.FloatLogSlider(
+            value=value, base=10, min=lo, max=hi, step=step or (hi - lo) / 100, **common
+        )
     if integer:
         return widgets.IntSlider(value=int(value), min=int(min), max=int(max), step=int(step or 1), **common)
-    return widgets.FloatSlider(value=value, min=min, max=max, step=step or (max - min) / 100,
-                               readout_format=".3g", **common)
+    return widgets.FloatSlider(
+        value=value, min=min, max=max, step=step or (max - min) / 100, readout_format=".3g", **common
+    )
 
 
 def dropdown(description: str, options, value=None) -> widgets.Dropdown:
     """A dropdown; `value` defaults to the first option."""
     options = list(options)
-    return widgets.Dropdown(description=description, options=options,
-                            value=options[0] if value is None else value, style=_STYLE)
+    return widgets.Dropdown(
+        description=description, options=options, value=options[0] if value is None else value, style=_STYLE
+    )
 
 
 def number(description: str, value: float, *, integer: bool = False) -> widgets.Widget:

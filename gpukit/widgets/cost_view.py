@@ -25,13 +25,27 @@ GPUS = ("h100-sxm", "a100-80gb", "h100-pcie", "a100-40gb", "rtx-a6000")
 LINKS = ("ib-ndr", "ib-hdr", "efa", "roce-100g", "eth-100g", "eth-25g")
 
 
-def cost_curve(model: str = "llama-2-7b", gpu: str = "h100-sxm", tokens_b: float = 100.0,
-               usd_per_gpu_hour: float = 3.0, inter_link: str = "ib-ndr", overlap: float = 0.0,
-               zero_stage: int = 3) -> cost.CostTable:
+def cost_curve(
+    model: str = "llama-2-7b",
+    gpu: str = "h100-sxm",
+    tokens_b: float = 100.0,
+    usd_per_gpu_hour: float = 3.0,
+    inter_link: str = "ib-ndr",
+    overlap: float = 0.0,
+    zero_stage: int = 3,
+) -> cost.CostTable:
     """Cost and time of training `model` on `tokens_b` billion tokens, 1..1024 GPUs, predicted efficiency, data
     parallel with ZeRO stage `zero_stage` (each row says whether it fits)."""
-    return cost.training_cost(get_model(model), tokens_b * 1e9, gpu, list(COUNTS), price_per_gpu_hour=usd_per_gpu_hour,
-                              inter_link=inter_link, overlap=overlap, zero_stage=int(zero_stage))
+    return cost.training_cost(
+        get_model(model),
+        tokens_b * 1e9,
+        gpu,
+        list(COUNTS),
+        price_per_gpu_hour=usd_per_gpu_hour,
+        inter_link=inter_link,
+        overlap=overlap,
+        zero_stage=int(zero_stage),
+    )
 
 
 def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
@@ -44,23 +58,39 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for g in dict.fromkeys(r.gpu for r in table.rows):
         rows = [r for r in table.rows if r.gpu == g]
-        (line,) = ax.plot([r.hours for r in rows if r.fits is not False],
-                          [r.cost_usd for r in rows if r.fits is not False], "o", label=g, alpha=0.8)
+        (line,) = ax.plot(
+            [r.hours for r in rows if r.fits is not False],
+            [r.cost_usd for r in rows if r.fits is not False],
+            "o",
+            label=g,
+            alpha=0.8,
+        )
         out = [r for r in rows if r.fits is False]
         if out:
-            ax.plot([r.hours for r in out], [r.cost_usd for r in out], "o", mfc="none", color=line.get_color(),
-                    label=f"{g}: does not fit", alpha=0.8)
+            ax.plot(
+                [r.hours for r in out],
+                [r.cost_usd for r in out],
+                "o",
+                mfc="none",
+                color=line.get_color(),
+                label=f"{g}: does not fit",
+                alpha=0.8,
+            )
         for r in rows:
-            ax.annotate(str(r.gpus), (r.hours, r.cost_usd), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                str(r.gpus), (r.hours, r.cost_usd), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
     front = sorted(table.pareto_rows, key=lambda r: r.hours)
     ax.plot([r.hours for r in front], [r.cost_usd for r in front], "k--", lw=1, label="Pareto set")
     ax.set_xscale("log")
     ax.set_xlabel("wall-clock hours (log)")
     ax.set_ylabel("cost, USD")
     n_out = sum(r.fits is False for r in table.rows)
-    ax.set_title((title or "Cost against time (labels: number of GPUs)")
-                 + (f"\n{n_out} of {len(table.rows)} plans do not fit their GPUs (open markers)" if n_out else ""),
-                 fontsize=10)
+    ax.set_title(
+        (title or "Cost against time (labels: number of GPUs)")
+        + (f"\n{n_out} of {len(table.rows)} plans do not fit their GPUs (open markers)" if n_out else ""),
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     if fig is not None:
         fig.tight_layout()
@@ -69,23 +99,51 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
 
 def cost_view(**defaults) -> View:
     """The cost-vs-time widget: model, GPU, tokens, price, inter-node link, overlap, ZeRO stage."""
-    d = dict(model="llama-2-7b", gpu="h100-sxm", tokens_b=100.0, usd_per_gpu_hour=3.0, inter_link="ib-ndr",
-             overlap=0.0, zero_stage=3) | defaults
-    controls = {"model": dropdown("model", MODELS, d["model"]), "gpu": dropdown("GPU", GPUS, d["gpu"]),
-                "tokens_b": slider("tokens (B)", 1, 2000, d["tokens_b"], log=True),
-                "usd_per_gpu_hour": slider("$/GPU-hour", 0.5, 15, d["usd_per_gpu_hour"], step=0.25),
-                "inter_link": dropdown("between nodes", LINKS, d["inter_link"]),
-                "overlap": slider("overlap", 0, 1, d["overlap"], step=0.1),
-                "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), d["zero_stage"])}
+    d = (
+        dict(
+            model="llama-2-7b",
+            gpu="h100-sxm",
+            tokens_b=100.0,
+            usd_per_gpu_hour=3.0,
+            inter_link="ib-ndr",
+            overlap=0.0,
+            zero_stage=3,
+        )
+        | defaults
+    )
+    controls = {
+        "model": dropdown("model", MODELS, d["model"]),
+        "gpu": dropdown("GPU", GPUS, d["gpu"]),
+        "tokens_b": slider("tokens (B)", 1, 2000, d["tokens_b"], log=True),
+        "usd_per_gpu_hour": slider("$/GPU-hour", 0.5, 15, d["usd_per_gpu_hour"], step=0.25),
+        "inter_link": dropdown("between nodes", LINKS, d["inter_link"]),
+        "overlap": slider("overlap", 0, 1, d["overlap"], step=0.1),
+        "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), d["zero_stage"]),
+    }
     return View(cost_curve, controls, draw_cost_time, title="Cost of a training run against its time")
 
 
-def buy_rent(gpus: int = 32, purchase_k_usd: float = 1350.0, rent: float = 12.29, utilization: float = 0.9,
-             years: float = 3.0, pue: float = cost.DEFAULT_PUE, usd_per_kwh: float = cost.DEFAULT_USD_PER_KWH,
-             gpu: str = "h100-sxm") -> cost.BuyVsRent:
+def buy_rent(
+    gpus: int = 32,
+    purchase_k_usd: float = 1350.0,
+    rent: float = 12.29,
+    utilization: float = 0.9,
+    years: float = 3.0,
+    pue: float = cost.DEFAULT_PUE,
+    usd_per_kwh: float = cost.DEFAULT_USD_PER_KWH,
+    gpu: str = "h100-sxm",
+) -> cost.BuyVsRent:
     """gpukit.cost.buy_vs_rent with the purchase in thousands of USD (GPUs, servers, networking)."""
-    return cost.buy_vs_rent(gpu, int(gpus), purchase_k_usd * 1e3, rent_per_gpu_hour=rent, utilization=utilization,
-                            years=years, pue=pue, usd_per_kwh=usd_per_kwh)
+    return cost.buy_vs_rent(
+        gpu,
+        int(gpus),
+        purchase_k_usd * 1e3,
+        rent_per_gpu_hour=rent,
+        utilization=utilization,
+        years=years,
+        pue=pue,
+        usd_per_kwh=usd_per_kwh,
+    )
 
 
 def draw_buy_rent(r: cost.BuyVsRent, ax=None):
@@ -102,7 +160,12 @@ def draw_buy_rent(r: cost.BuyVsRent, ax=None):
     ax.axhline(r.rent_per_gpu_hour, color="tab:red", ls="--", label=f"rent ${r.rent_per_gpu_hour:.2f}")
     ax.axvline(r.utilization, color="grey", lw=0.8, label=f"your utilization {r.utilization:.0%}")
     if r.break_even_utilization <= 1:
-        ax.plot([r.break_even_utilization], [r.rent_per_gpu_hour], "ko", label=f"break-even {r.break_even_utilization:.0%}")
+        ax.plot(
+            [r.break_even_utilization],
+            [r.rent_per_gpu_hour],
+            "ko",
+            label=f"break-even {r.break_even_utilization:.0%}",
+        )
     ax.set_ylim(0, max(2.5 * r.rent_per_gpu_hour, r.owned_cost_per_gpu_hour * 1.2))
     ax.set_xlabel("utilization (share of hours in use)")
     ax.set_ylabel("USD per GPU-hour")
@@ -114,23 +177,49 @@ def draw_buy_rent(r: cost.BuyVsRent, ax=None):
 
 
 def buy_vs_rent_view(**defaults) -> View:
-    d = dict(gpus=32, purchase_k_usd=1350.0, rent=12.29, utilization=0.9, years=3.0, pue=cost.DEFAULT_PUE,
-             usd_per_kwh=cost.DEFAULT_USD_PER_KWH) | defaults
-    controls = {"gpus": dropdown("GPUs", (8, 16, 32, 64, 128, 256), d["gpus"]),
-                "purchase_k_usd": slider("purchase (k$)", 50, 10000, d["purchase_k_usd"], log=True),
-                "rent": slider("rent $/GPU-h", 0.5, 15, d["rent"], step=0.1),
-                "utilization": slider("utilization", 0.05, 1, d["utilization"], step=0.05),
-                "years": slider("years", 1, 6, d["years"], step=0.5),
-                "pue": slider("PUE", 1.0, 2.0, d["pue"], step=0.05),
-                "usd_per_kwh": slider("$/kWh", 0.02, 0.4, d["usd_per_kwh"], step=0.01)}
+    d = (
+        dict(
+            gpus=32,
+            purchase_k_usd=1350.0,
+            rent=12.29,
+            utilization=0.9,
+            years=3.0,
+            pue=cost.DEFAULT_PUE,
+            usd_per_kwh=cost.DEFAULT_USD_PER_KWH,
+        )
+        | defaults
+    )
+    controls = {
+        "gpus": dropdown("GPUs", (8, 16, 32, 64, 128, 256), d["gpus"]),
+        "purchase_k_usd": slider("purchase (k$)", 50, 10000, d["purchase_k_usd"], log=True),
+        "rent": slider("rent $/GPU-h", 0.5, 15, d["rent"], step=0.1),
+        "utilization": slider("utilization", 0.05, 1, d["utilization"], step=0.05),
+        "years": slider("years", 1, 6, d["years"], step=0.5),
+        "pue": slider("PUE", 1.0, 2.0, d["pue"], step=0.05),
+        "usd_per_kwh": slider("$/kWh", 0.02, 0.4, d["usd_per_kwh"], step=0.01),
+    }
     return View(buy_rent, controls, draw_buy_rent, title="Buy or rent?")
 
 
-def spot(work_hours: float = 100.0, gpus: int = 8, on_demand: float = 3.0, spot_price: float = 1.2,
-         preemptions_per_day: float = 2.0, checkpoint_minutes: float = 5.0, restart_minutes: float = 10.0):
+def spot(
+    work_hours: float = 100.0,
+    gpus: int = 8,
+    on_demand: float = 3.0,
+    spot_price: float = 1.2,
+    preemptions_per_day: float = 2.0,
+    checkpoint_minutes: float = 5.0,
+    restart_minutes: float = 10.0,
+):
     """gpukit.cost.spot_run."""
-    return cost.spot_run(work_hours, int(gpus), on_demand, spot_price, preemptions_per_day=preemptions_per_day,
-                         checkpoint_minutes=checkpoint_minutes, restart_minutes=restart_minutes)
+    return cost.spot_run(
+        work_hours,
+        int(gpus),
+        on_demand,
+        spot_price,
+        preemptions_per_day=preemptions_per_day,
+        checkpoint_minutes=checkpoint_minutes,
+        restart_minutes=restart_minutes,
+    )
 
 
 def draw_spot(s: cost.SpotEstimate, ax=None):
@@ -144,16 +233,25 @@ def draw_spot(s: cost.SpotEstimate, ax=None):
     m = 86400 / s.preemptions_per_day
     d, r = s.checkpoint_minutes * 60, s.restart_minutes * 60
     taus = np.geomspace(d / 4, 20 * s.daly_interval_hours * 3600, 120)
-    ax.plot(taus / 3600, [cost.expected_wall_s(s.work_hours * 3600, t, d, r, m) / 3600 for t in taus],
-            label="expected hours on spot")
+    ax.plot(
+        taus / 3600,
+        [cost.expected_wall_s(s.work_hours * 3600, t, d, r, m) / 3600 for t in taus],
+        label="expected hours on spot",
+    )
     ax.axhline(s.work_hours, color="tab:green", ls="--", label="on demand (no interruptions)")
-    ax.plot([s.daly_interval_hours], [s.expected_hours], "ko",
-            label=f"Daly optimum {s.daly_interval_hours:.2f} h: {s.savings:.0%} cheaper")
+    ax.plot(
+        [s.daly_interval_hours],
+        [s.expected_hours],
+        "ko",
+        label=f"Daly optimum {s.daly_interval_hours:.2f} h: {s.savings:.0%} cheaper",
+    )
     ax.set_xscale("log")
     ax.set_xlabel("hours between checkpoints (log)")
     ax.set_ylabel("expected wall hours")
-    ax.set_title(f"Spot: {s.preemptions_per_day:g} interruptions/day, {s.checkpoint_minutes:g} min checkpoints",
-                 fontsize=10)
+    ax.set_title(
+        f"Spot: {s.preemptions_per_day:g} interruptions/day, {s.checkpoint_minutes:g} min checkpoints",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     if fig is not None:
         fig.tight_layout()
@@ -161,14 +259,25 @@ def draw_spot(s: cost.SpotEstimate, ax=None):
 
 
 def spot_view(**defaults) -> View:
-    d = dict(work_hours=100.0, gpus=8, on_demand=3.0, spot_price=1.2, preemptions_per_day=2.0, checkpoint_minutes=5.0,
-             restart_minutes=10.0) | defaults
-    controls = {"work_hours": slider("job hours", 1, 2000, d["work_hours"], log=True),
-                "gpus": dropdown("GPUs", (1, 8, 16, 32, 64, 128), d["gpus"]),
-                "on_demand": slider("on-demand $/GPU-h", 0.5, 15, d["on_demand"], step=0.1),
-                "spot_price": slider("spot $/GPU-h", 0.1, 15, d["spot_price"], step=0.1),
-                "preemptions_per_day": slider("interruptions/day", 0.1, 48, d["preemptions_per_day"], log=True),
-                "checkpoint_minutes": slider("checkpoint (min)", 0.5, 60, d["checkpoint_minutes"], log=True),
-                "restart_minutes": slider("restart (min)", 0, 60, d["restart_minutes"], step=1)}
+    d = (
+        dict(
+            work_hours=100.0,
+            gpus=8,
+            on_demand=3.0,
+            spot_price=1.2,
+            preemptions_per_day=2.0,
+            checkpoint_minutes=5.0,
+            restart_minutes=10.0,
+        )
+        | defaults
+    )
+    controls = {
+        "work_hours": slider("job hours", 1, 2000, d["work_hours"], log=True),
+        "gpus": dropdown("GPUs", (1, 8, 16, 32, 64, 128), d["gpus"]),
+        "on_demand": slider("on-demand $/GPU-h", 0.5, 15, d["on_demand"], step=0.1),
+        "spot_price": slider("spot $/GPU-h", 0.1, 15, d["spot_price"], step=0.1),
+        "preemptions_per_day": slider("interruptions/day", 0.1, 48, d["preemptions_per_day"], log=True),
+        "checkpoint_minutes": slider("checkpoint (min)", 0.5, 60, d["checkpoint_minutes"], log=True),
+        "restart_minutes": slider("restart (min)", 0, 60, d["restart_minutes"], step=1),
+    }
     return View(spot, controls, draw_spot, title="Spot instances and checkpoints")
-

@@ -44,21 +44,36 @@ class ServingChoice:
         import pandas as pd
 
         p = self.plan
-        rows = [("GPUs per replica (tp x pp)", f"{p.tp} x {p.pp}"), ("replicas", p.replicas), ("GPUs in all", p.gpus),
-                ("memory per GPU (GiB)", round(p.memory.total_bytes / 2**30, 1)), ("max batch", p.max_batch),
-                ("TTFT (ms)", round(p.ttft_s * 1e3, 1)), ("ITL (ms)", round(p.itl_s * 1e3, 2)),
-                ("tokens/s per user", round(p.decode_tokens_per_s, 1))]
+        rows = [
+            ("GPUs per replica (tp x pp)", f"{p.tp} x {p.pp}"),
+            ("replicas", p.replicas),
+            ("GPUs in all", p.gpus),
+            ("memory per GPU (GiB)", round(p.memory.total_bytes / 2**30, 1)),
+            ("max batch", p.max_batch),
+            ("TTFT (ms)", round(p.ttft_s * 1e3, 1)),
+            ("ITL (ms)", round(p.itl_s * 1e3, 2)),
+            ("tokens/s per user", round(p.decode_tokens_per_s, 1)),
+        ]
         if p.simulation is not None:
-            rows += [("p50 latency (s)", round(p.simulation.p50_latency_s, 2)),
-                     ("p99 latency (s)", round(p.simulation.p99_latency_s, 2))]
+            rows += [
+                ("p50 latency (s)", round(p.simulation.p50_latency_s, 2)),
+                ("p99 latency (s)", round(p.simulation.p99_latency_s, 2)),
+            ]
         if p.cost_per_million_tokens_usd is not None:
             rows.append(("USD per million output tokens", round(p.cost_per_million_tokens_usd, 3)))
         return pd.DataFrame(rows, columns=["quantity", "value"])
 
 
-def serving_choice(model: str = "llama-3-8b", gpu: str = "h100-sxm", precision: str = "bf16", context: int = 4096,
-                   rate: float = 10.0, price: float = 3.0, output_tokens: int = 200,
-                   simulate_requests: int = 200) -> ServingChoice:
+def serving_choice(
+    model: str = "llama-3-8b",
+    gpu: str = "h100-sxm",
+    precision: str = "bf16",
+    context: int = 4096,
+    rate: float = 10.0,
+    price: float = 3.0,
+    output_tokens: int = 200,
+    simulate_requests: int = 200,
+) -> ServingChoice:
     """Smallest instance that fits (gpukit.inference.min_gpus_to_fit), then replicas for `rate` req/s
     with prompts of context - output_tokens tokens, simulated p50/p99, cost at `price` USD/GPU-hour."""
     m, g = get_model(model), get_gpu(gpu)
@@ -70,9 +85,18 @@ def serving_choice(model: str = "llama-3-8b", gpu: str = "h100-sxm", precision: 
     if output_tokens >= context:
         raise ValueError(f"context must be > output_tokens {output_tokens}, got {context}")
     tp, pp = inf.min_gpus_to_fit(m, g, precision, context=context, batch=4)
-    plan = inf.serve(m, g, gpus=tp * pp, tp=tp, precision=precision, input_tokens=context - output_tokens,
-                     output_tokens=output_tokens, rate=rate, price_per_gpu_hour=price,
-                     simulate_requests=simulate_requests)
+    plan = inf.serve(
+        m,
+        g,
+        gpus=tp * pp,
+        tp=tp,
+        precision=precision,
+        input_tokens=context - output_tokens,
+        output_tokens=output_tokens,
+        rate=rate,
+        price_per_gpu_hour=price,
+        simulate_requests=simulate_requests,
+    )
     return ServingChoice(plan=plan, tp=tp, pp=pp)
 
 
@@ -80,10 +104,12 @@ def serving_view(**defaults) -> View:
     """The widget: model, GPU, precision, context, rate, price -> GPUs, latency, cost (a table)."""
     d = dict(model="llama-3-8b", gpu="h100-sxm", precision="bf16", context=4096, rate=10.0, price=3.0)
     d.update(defaults)
-    controls = {"model": dropdown("model", model_options(), d["model"]),
-                "gpu": dropdown("GPU", gpu_options(), d["gpu"]),
-                "precision": dropdown("precision", inf.PRECISIONS, d["precision"]),
-                "context": dropdown("context (tokens)", CONTEXTS, d["context"]),
-                "rate": slider("rate (req/s)", 0.1, 1000, d["rate"], log=True),
-                "price": number("USD per GPU-hour", d["price"])}
+    controls = {
+        "model": dropdown("model", model_options(), d["model"]),
+        "gpu": dropdown("GPU", gpu_options(), d["gpu"]),
+        "precision": dropdown("precision", inf.PRECISIONS, d["precision"]),
+        "context": dropdown("context (tokens)", CONTEXTS, d["context"]),
+        "rate": slider("rate (req/s)", 0.1, 1000, d["rate"], log=True),
+        "price": number("USD per GPU-hour", d["price"]),
+    }
     return View(serving_choice, controls, title="How many GPUs, what latency, what cost?")

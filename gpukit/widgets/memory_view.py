@@ -32,19 +32,40 @@ from gpukit.units import GiB
 from gpukit.widgets.base import View, dropdown, number, slider
 
 # One colour per component, the same in every memory plot of the course (matplotlib tab10).
-COLORS = {"params": "tab:blue", "grads": "tab:orange", "optimizer": "tab:green", "activations": "tab:red",
-          "logits": "tab:purple", "kv_cache": "tab:brown", "overhead": "tab:gray"}
+COLORS = {
+    "params": "tab:blue",
+    "grads": "tab:orange",
+    "optimizer": "tab:green",
+    "activations": "tab:red",
+    "logits": "tab:purple",
+    "kv_cache": "tab:brown",
+    "overhead": "tab:gray",
+}
 PARTS = tuple(COLORS)
 
 
 CUSTOM = "custom (parameter count)"  # the model dropdown's entry for a bare parameter count
 
 
-def memory_setup(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str | None = "bf16-mixed",
-                 optimizer: str = "adamw", micro_batch: int = 1, seq_len: int | None = 1024,
-                 recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
-                 sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
-                 params_b: float = 7.0, convention: str = "pytorch"):
+def memory_setup(
+    model: str = "llama-2-7b",
+    gpu: str = "h100-sxm",
+    precision: str | None = "bf16-mixed",
+    optimizer: str = "adamw",
+    micro_batch: int = 1,
+    seq_len: int | None = 1024,
+    recompute: str = "none",
+    tp: int = 1,
+    zero_stage: int = 0,
+    dp: int = 1,
+    pp: int = 1,
+    sp: bool = False,
+    attention: str = "flash",
+    inference: bool = False,
+    batch: int = 1,
+    params_b: float = 7.0,
+    convention: str = "pytorch",
+):
     """(ModelSpec or None, n_params or None, GPU, gpukit.memory.ResolvedSetup) of memory_compute's
     arguments: the memory policy of `gpukit memory` (gpukit.memory.resolve_setup), the same defaults
     and notes. seq_len None: the model's pretraining length; precision None: bf16-mixed, fp16-mixed on
@@ -66,16 +87,36 @@ def memory_setup(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: st
     if inference:  # ZeRO, dp, optimizer and recompute do not apply to serving: not passed
         kw |= dict(inference=True, batch=batch, sp=sp or None)
     else:
-        kw |= dict(optimizer=optimizer, micro_batch=micro_batch, recompute=recompute, zero_stage=zero_stage, dp=dp,
-                   sp=sp)
+        kw |= dict(
+            optimizer=optimizer,
+            micro_batch=micro_batch,
+            recompute=recompute,
+            zero_stage=zero_stage,
+            dp=dp,
+            sp=sp,
+        )
     return spec, n_params, card, mem.resolve_setup(spec, gpu=card, n_params=n_params, **kw)
 
 
-def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: str | None = "bf16-mixed",
-                   optimizer: str = "adamw", micro_batch: int = 1, seq_len: int | None = 1024,
-                   recompute: str = "none", tp: int = 1, zero_stage: int = 0, dp: int = 1, pp: int = 1,
-                   sp: bool = False, attention: str = "flash", inference: bool = False, batch: int = 1,
-                   params_b: float = 7.0, convention: str = "pytorch") -> mem.MemoryBreakdown:
+def memory_compute(
+    model: str = "llama-2-7b",
+    gpu: str = "h100-sxm",
+    precision: str | None = "bf16-mixed",
+    optimizer: str = "adamw",
+    micro_batch: int = 1,
+    seq_len: int | None = 1024,
+    recompute: str = "none",
+    tp: int = 1,
+    zero_stage: int = 0,
+    dp: int = 1,
+    pp: int = 1,
+    sp: bool = False,
+    attention: str = "flash",
+    inference: bool = False,
+    batch: int = 1,
+    params_b: float = 7.0,
+    convention: str = "pytorch",
+) -> mem.MemoryBreakdown:
     """Per-GPU memory (bytes) of training (or serving) catalog `model` on catalog `gpu`:
     gpukit.memory.estimate_memory with the TrainSetup gpukit.memory.resolve_setup makes of these
     arguments (`memory_setup`), overhead included.
@@ -86,9 +127,25 @@ def memory_compute(model: str = "llama-2-7b", gpu: str = "h100-sxm", precision: 
     With pp > 1 the step runs pp micro-batches (grad_accum = pp, the fewest that fill a 1F1B
     pipeline), so the first stage holds pp micro-batches of activations (Korthikanti et al. 2022 sec.
     4.2.3). convention: "pytorch" (what eager PyTorch keeps at the peak of a step) or "megatron"."""
-    spec, n_params, card, resolved = memory_setup(model, gpu, precision, optimizer, micro_batch, seq_len, recompute,
-                                                  tp, zero_stage, dp, pp, sp, attention, inference, batch, params_b,
-                                                  convention)
+    spec, n_params, card, resolved = memory_setup(
+        model,
+        gpu,
+        precision,
+        optimizer,
+        micro_batch,
+        seq_len,
+        recompute,
+        tp,
+        zero_stage,
+        dp,
+        pp,
+        sp,
+        attention,
+        inference,
+        batch,
+        params_b,
+        convention,
+    )
     return mem.estimate_memory(spec, n_params=n_params, setup=resolved.setup, gpu=card)
 
 
@@ -106,7 +163,9 @@ class ShownMemory:
 def memory_shown(**values) -> ShownMemory:
     """memory_compute's breakdown with memory_setup's notes (the view's compute)."""
     spec, n_params, card, resolved = memory_setup(**values)
-    return ShownMemory(mem.estimate_memory(spec, n_params=n_params, setup=resolved.setup, gpu=card), resolved.notes)
+    return ShownMemory(
+        mem.estimate_memory(spec, n_params=n_params, setup=resolved.setup, gpu=card), resolved.notes
+    )
 
 
 def parts_gib(bd: mem.MemoryBreakdown) -> dict[str, float]:
@@ -120,8 +179,10 @@ def verdict_text(bd: mem.MemoryBreakdown) -> str:
         return f"{bd.total_bytes / GiB:.1f} GiB of tensors (no GPU given)"
     word = "fits" if bd.fits else "does NOT fit"
     cap = bd.gpu_memory_bytes / GiB
-    return (f"{word}: {bd.total_bytes / GiB:.1f} of {cap:.1f} GiB "
-            f"({100 * bd.total_bytes / bd.gpu_memory_bytes:.0f}%) on {bd.gpu_name}")
+    return (
+        f"{word}: {bd.total_bytes / GiB:.1f} of {cap:.1f} GiB "
+        f"({100 * bd.total_bytes / bd.gpu_memory_bytes:.0f}%) on {bd.gpu_name}"
+    )
 
 
 def _bars(ax, rows, capacity_gib=None):
@@ -134,7 +195,13 @@ def _bars(ax, rows, capacity_gib=None):
         for p in PARTS:
             v = parts.get(p, 0.0)
             if v > 0:
-                ax.barh(i, v, left=left, color=COLORS[p], label=p if p not in ax.get_legend_handles_labels()[1] else None)
+                ax.barh(
+                    i,
+                    v,
+                    left=left,
+                    color=COLORS[p],
+                    label=p if p not in ax.get_legend_handles_labels()[1] else None,
+                )
                 left += v
         ax.text(left, i, f" {left:.1f}", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), labels)
@@ -162,11 +229,18 @@ def plot_breakdown(bd: mem.MemoryBreakdown, ax=None):
 
 def _render_memory(shown):
     bd = shown.breakdown if isinstance(shown, ShownMemory) else shown
-    where = (f"the peak of a step in eager PyTorch, reached in phase '{bd.peak_phase}'"
-             if bd.convention == "pytorch" and bd.peak_phase != "sum" else "a sum of parts (papers' convention)")
+    where = (
+        f"the peak of a step in eager PyTorch, reached in phase '{bd.peak_phase}'"
+        if bd.convention == "pytorch" and bd.peak_phase != "sum"
+        else "a sum of parts (papers' convention)"
+    )
     print(f"{verdict_text(bd)}; components at {where}")
-    if bd.setup.inference is False and bd.activations_bytes == 0 and bd.peak_phase in ("sum", "optimizer") \
-            and bd.model_name.endswith("params"):
+    if (
+        bd.setup.inference is False
+        and bd.activations_bytes == 0
+        and bd.peak_phase in ("sum", "optimizer")
+        and bd.model_name.endswith("params")
+    ):
         print("custom parameter count: model states only (activations need a model's shape)")
     for note in getattr(shown, "notes", ()):
         print(f"note: {note}")
@@ -215,10 +289,22 @@ def memory_view_extra_controls(v: dict, widgets) -> dict:
 
 # ---- notebook 02: tricks ----------------------------------------------------------------------
 
-def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch: int = 1,
-                   seq_len: int = 1024, precision: str = "bf16-mixed", recompute: str = "full",
-                   optimizer: str = "adamw", finetune: str = "qlora", offload: str = "none",
-                   lora_rank: int = 16, grad_accum: int = 1, zero_stage: int = 0, dp: int = 1):
+
+def tricks_compute(
+    model: str = "llama-2-7b",
+    gpu: str = "rtx-4090",
+    micro_batch: int = 1,
+    seq_len: int = 1024,
+    precision: str = "bf16-mixed",
+    recompute: str = "full",
+    optimizer: str = "adamw",
+    finetune: str = "qlora",
+    offload: str = "none",
+    lora_rank: int = 16,
+    grad_accum: int = 1,
+    zero_stage: int = 0,
+    dp: int = 1,
+):
     """gpukit.memory.tricks.trick_stack for catalog names: fp32 AdamW full training, then each chosen trick.
     Defaults: the article's case, a 7B model QLoRA-finetuned on a 24 GB RTX 4090."""
     from gpukit.memory import trick_stack
@@ -226,9 +312,21 @@ def tricks_compute(model: str = "llama-2-7b", gpu: str = "rtx-4090", micro_batch
     spec, card = catalog.get_model(model), catalog.get_gpu(gpu)
     if require_positive_int("seq_len", seq_len) > spec.max_seq:
         raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
-    return trick_stack(spec, card, micro_batch=micro_batch, seq_len=seq_len, precision=precision,
-                       recompute=recompute, optimizer=optimizer, finetune=finetune, offload=offload,
-                       lora_rank=lora_rank, grad_accum=grad_accum, zero_stage=zero_stage, dp=dp)
+    return trick_stack(
+        spec,
+        card,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        recompute=recompute,
+        optimizer=optimizer,
+        finetune=finetune,
+        offload=offload,
+        lora_rank=lora_rank,
+        grad_accum=grad_accum,
+        zero_stage=zero_stage,
+        dp=dp,
+    )
 
 
 def stack_time(stack, mfu: float = 0.4):
@@ -246,8 +344,9 @@ def plot_stack(stack, ax=None, *, mfu: float = 0.4):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, (ax, tax) = plt.subplots(1, 2, figsize=(10, 0.7 + 0.6 * len(stack.rows)), width_ratios=(3, 1),
-                                    sharey=True)
+        _, (ax, tax) = plt.subplots(
+            1, 2, figsize=(10, 0.7 + 0.6 * len(stack.rows)), width_ratios=(3, 1), sharey=True
+        )
     else:
         tax = None
     rows = [(label, parts_gib(bd)) for label, bd in stack.rows]
@@ -258,12 +357,24 @@ def plot_stack(stack, ax=None, *, mfu: float = 0.4):
         ax.set_xlim(0, right)
         for i, h in enumerate(host):
             if h > 0:
-                ax.barh(i + 0.38, h, height=0.22, color="lightgray", edgecolor="dimgray", hatch="//",
-                        label="host RAM (offload)" if "host RAM (offload)" not in ax.get_legend_handles_labels()[1] else None)
+                ax.barh(
+                    i + 0.38,
+                    h,
+                    height=0.22,
+                    color="lightgray",
+                    edgecolor="dimgray",
+                    hatch="//",
+                    label="host RAM (offload)"
+                    if "host RAM (offload)" not in ax.get_legend_handles_labels()[1]
+                    else None,
+                )
                 ax.text(h, i + 0.38, f" host {h:.0f} GiB", va="center", fontsize=7)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-    ax.set_title(f"{stack.final.model_name}, all chosen tricks: {verdict_text(stack.final)}", fontsize=10,
-                 color="black" if stack.final.fits else "#b00020")
+    ax.set_title(
+        f"{stack.final.model_name}, all chosen tricks: {verdict_text(stack.final)}",
+        fontsize=10,
+        color="black" if stack.final.fits else "#b00020",
+    )
     if tax is not None:
         times = stack_time(stack, mfu)
         tax.barh(range(len(times)), [t.seconds for t in times], color="tab:cyan")
@@ -321,7 +432,9 @@ def compare_frame(result: dict):
 
     missing = [k for k in ("predicted", "planning", "megatron", "measured", "error") if k not in result]
     if missing:
-        raise ValueError(f"result must be gpukit.bench.measure_validate.compare's dict; missing {', '.join(missing)}")
+        raise ValueError(
+            f"result must be gpukit.bench.measure_validate.compare's dict; missing {', '.join(missing)}"
+        )
     m, e, nan = result["measured"], result["error"], float("nan")
     rows = []
     for k in CATEGORIES:
@@ -343,10 +456,14 @@ def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3))
     x, w = np.arange(len(frame)), 0.2
-    for i, (col, label, color) in enumerate((("measured_mib", "measured (MemTracker)", "tab:orange"),
-                                             ("replay_mib", "replay (memory_eager)", "tab:blue"),
-                                             ("planning_mib", "planning model (pytorch)", "tab:green"),
-                                             ("megatron_mib", "Megatron convention", "tab:gray"))):
+    for i, (col, label, color) in enumerate(
+        (
+            ("measured_mib", "measured (MemTracker)", "tab:orange"),
+            ("replay_mib", "replay (memory_eager)", "tab:blue"),
+            ("planning_mib", "planning model (pytorch)", "tab:green"),
+            ("megatron_mib", "Megatron convention", "tab:gray"),
+        )
+    ):
         ax.bar(x + (i - 1.5) * w, frame[col].fillna(0), w, label=label, color=color)
     ax.set_xticks(x, frame["category"])
     ax.set_ylabel("MiB")
@@ -359,8 +476,14 @@ def plot_predicted_vs_measured(frame, ax=None, title: str = ""):
 
 STEP_PHASES = ("forward", "backward", "optimizer")
 # Where the planning model's phase peaks sit on the stretched step axis (phase index + position)
-_PLAN_SPANS = {"forward": (0.6, 1.0), "backward-start": (1.0, 1.15), "backward-top": (1.1, 1.5),
-               "backward-bottom": (1.5, 1.9), "backward-end": (1.9, 2.0), "optimizer": (2.0, 3.0)}
+_PLAN_SPANS = {
+    "forward": (0.6, 1.0),
+    "backward-start": (1.0, 1.15),
+    "backward-top": (1.1, 1.5),
+    "backward-bottom": (1.5, 1.9),
+    "backward-end": (1.9, 2.0),
+    "optimizer": (2.0, 3.0),
+}
 
 
 def stretch_trace(points) -> tuple[list, list]:
@@ -405,8 +528,17 @@ def phase_frame(result: dict):
     if not result.get("predicted"):
         raise ValueError("phase_frame needs the replay's phases: the GPT layout with eager attention")
     p, m = result["predicted"]["phase_peaks"], result["measured"]["phase_peaks"]
-    return pd.DataFrame([{"phase": ph, "predicted_mib": p[ph] / 2**20, "measured_mib": m[ph] / 2**20,
-                          "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0} for ph in p])
+    return pd.DataFrame(
+        [
+            {
+                "phase": ph,
+                "predicted_mib": p[ph] / 2**20,
+                "measured_mib": m[ph] / 2**20,
+                "error_pct": 100 * (p[ph] - m[ph]) / m[ph] if m[ph] else 0.0,
+            }
+            for ph in p
+        ]
+    )
 
 
 def activation_frame(model: str, seq_len: int, micro_batch: int = 1, dropout: bool | None = None):
@@ -421,9 +553,15 @@ def activation_frame(model: str, seq_len: int, micro_batch: int = 1, dropout: bo
         setup = mem.TrainSetup(seq_len=seq_len, micro_batch=micro_batch, attention=attention, dropout=dropout)
         for rc in mem.RECOMPUTE:
             layer = mem.layer_activation_bytes(spec, setup, rc)
-            rows.append({"attention": attention, "recompute": rc, "per_layer_gib": layer / GiB,
-                         "all_layers_gib": spec.n_layers * layer / GiB,
-                         "per_layer_over_sbh": layer / (seq_len * micro_batch * spec.hidden)})
+            rows.append(
+                {
+                    "attention": attention,
+                    "recompute": rc,
+                    "per_layer_gib": layer / GiB,
+                    "all_layers_gib": spec.n_layers * layer / GiB,
+                    "per_layer_over_sbh": layer / (seq_len * micro_batch * spec.hidden),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -449,8 +587,11 @@ def plot_trick_results(results, ax=None):
     ax.set_ylim(0, 1.15 * max((v.peak_bytes for r in results for v in r.variants), default=1) / 2**20)
     ax.set_ylabel("peak MiB (measured)")
     dev = results[0].baseline.device.upper() if results else ""
-    ax.set_title(f"Each trick, measured on the reference model ({dev}; grey = baseline; labels: step time vs "
-                 "baseline, ~1x? = no measurable difference)", fontsize=9)
+    ax.set_title(
+        f"Each trick, measured on the reference model ({dev}; grey = baseline; labels: step time vs "
+        "baseline, ~1x? = no measurable difference)",
+        fontsize=9,
+    )
     ax.figure.tight_layout()
     return ax.figure
 
@@ -461,20 +602,31 @@ def plot_time_ratios(results, ax=None):
     import matplotlib.pyplot as plt
 
     results = list(results)
-    rows = [(f"{r.name}: {r.variants[i].label}", r.time_ratio_estimate(i))
-            for r in results for i in range(1, len(r.variants))]
+    rows = [
+        (f"{r.name}: {r.variants[i].label}", r.time_ratio_estimate(i))
+        for r in results
+        for i in range(1, len(r.variants))
+    ]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     for y, (_label, est) in enumerate(rows):
         color = "tab:gray" if not est.measurable else ("tab:red" if est.median > 1 else "tab:green")
-        ax.errorbar(est.median, y, xerr=[[est.median - est.lo], [est.hi - est.median]], fmt="o", color=color,
-                    capsize=3)
+        ax.errorbar(
+            est.median,
+            y,
+            xerr=[[est.median - est.lo], [est.hi - est.median]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
     ax.set_yticks(range(len(rows)), [lab for lab, _ in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("step time / baseline (median of paired repeats, 95% bootstrap interval)")
     dev = results[0].baseline.device.upper() if results else ""
-    ax.set_title(f"Time cost of each trick ({dev}); red slower, green faster, grey: no measurable difference",
-                 fontsize=9)
+    ax.set_title(
+        f"Time cost of each trick ({dev}); red slower, green faster, grey: no measurable difference",
+        fontsize=9,
+    )
     ax.figure.tight_layout()
     return ax.figure

@@ -16,8 +16,16 @@ from gpukit.errors import require_positive_int
 from gpukit.units import GiB
 from gpukit.widgets.base import View, dropdown, number, slider
 
-PART_COLORS = {"compute": "tab:blue", "elementwise": "tab:cyan", "tp_comm": "tab:orange", "pp_comm": "tab:olive",
-               "bubble": "lightgray", "dp_comm": "tab:red", "zero3_comm": "tab:purple", "optimizer": "tab:green"}
+PART_COLORS = {
+    "compute": "tab:blue",
+    "elementwise": "tab:cyan",
+    "tp_comm": "tab:orange",
+    "pp_comm": "tab:olive",
+    "bubble": "lightgray",
+    "dp_comm": "tab:red",
+    "zero3_comm": "tab:purple",
+    "optimizer": "tab:green",
+}
 
 
 def plot_schedule(sched: par.Schedule, ax=None, title: str | None = None):
@@ -32,18 +40,35 @@ def plot_schedule(sched: par.Schedule, ax=None, title: str | None = None):
     for t in sched.tasks:
         base = "tab:blue" if t.kind == "F" else "tab:orange"
         alpha = 1.0 - 0.5 * t.chunk / max(v - 1, 1) if v > 1 else 1.0
-        ax.broken_barh([(t.start, t.end - t.start)], (t.stage - 0.4, 0.8), facecolors=to_rgba(base, alpha),
-                       edgecolor="white", linewidth=0.5)
+        ax.broken_barh(
+            [(t.start, t.end - t.start)],
+            (t.stage - 0.4, 0.8),
+            facecolors=to_rgba(base, alpha),
+            edgecolor="white",
+            linewidth=0.5,
+        )
         if (t.end - t.start) >= 0.35 * sched.makespan / max(1, sched.microbatches * v):
-            ax.text((t.start + t.end) / 2, t.stage, str(t.microbatch), ha="center", va="center", fontsize=7,
-                    color="white")
+            ax.text(
+                (t.start + t.end) / 2,
+                t.stage,
+                str(t.microbatch),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
     ax.set_yticks(range(sched.pp), [f"stage {s}" for s in range(sched.pp)])
     ax.invert_yaxis()
     ax.set_xlim(0, sched.makespan)
     ax.set_xlabel("time (units of one micro-batch's forward)")
-    ax.set_title(title or (f"{'interleaved ' if v > 1 else ''}1F1B: pp={sched.pp}, m={sched.microbatches}, v={v}; "
-                           f"idle share {sched.bubble_fraction:.1%} (blue forward, orange backward, gaps = bubble)"),
-                 fontsize=9)
+    ax.set_title(
+        title
+        or (
+            f"{'interleaved ' if v > 1 else ''}1F1B: pp={sched.pp}, m={sched.microbatches}, v={v}; "
+            f"idle share {sched.bubble_fraction:.1%} (blue forward, orange backward, gaps = bubble)"
+        ),
+        fontsize=9,
+    )
     return ax
 
 
@@ -53,11 +78,16 @@ def schedule_compute(pp: int = 4, microbatches: int = 8, virtual_stages: int = 1
 
 def schedule_view(**defaults) -> View:
     d = dict(pp=4, microbatches=8, virtual_stages=1) | defaults
-    return View(schedule_compute,
-                {"pp": slider("pp", 1, 16, d["pp"], step=1, integer=True),
-                 "microbatches": slider("micro-batches", 1, 64, d["microbatches"], step=1, integer=True),
-                 "virtual_stages": dropdown("v", [1, 2, 3, 4], d["virtual_stages"])},
-                render=lambda s: plot_schedule(s), title="Pipeline schedule")
+    return View(
+        schedule_compute,
+        {
+            "pp": slider("pp", 1, 16, d["pp"], step=1, integer=True),
+            "microbatches": slider("micro-batches", 1, 64, d["microbatches"], step=1, integer=True),
+            "virtual_stages": dropdown("v", [1, 2, 3, 4], d["virtual_stages"]),
+        },
+        render=lambda s: plot_schedule(s),
+        title="Pipeline schedule",
+    )
 
 
 def plot_step(est: par.Estimate, ax=None):
@@ -78,16 +108,30 @@ def plot_step(est: par.Estimate, ax=None):
     return ax
 
 
-def search_compute(model: str = "llama-2-70b", gpu: str = "a100-80gb", gpus: int = 16, gpus_per_node: int = 8,
-                   global_batch: int = 64, seq_len: int = 4096, inter_link: str = "ib-hdr") -> par.SearchResult:
+def search_compute(
+    model: str = "llama-2-70b",
+    gpu: str = "a100-80gb",
+    gpus: int = 16,
+    gpus_per_node: int = 8,
+    global_batch: int = 64,
+    seq_len: int = 4096,
+    inter_link: str = "ib-hdr",
+) -> par.SearchResult:
     """gpukit.parallel.search for catalog names (the widget's compute function)."""
     spec = catalog.get_model(model)
     require_positive_int("gpus", gpus)
     seq_len = require_positive_int("seq_len", seq_len)
     if seq_len > spec.max_seq:
         raise ValueError(f"seq_len must be <= max_seq {spec.max_seq} of {spec.name}, got {seq_len}")
-    return par.search(spec, gpu, gpus, gpus_per_node=gpus_per_node, global_batch=global_batch, seq_len=seq_len,
-                      inter_link=inter_link)
+    return par.search(
+        spec,
+        gpu,
+        gpus,
+        gpus_per_node=gpus_per_node,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        inter_link=inter_link,
+    )
 
 
 def render_search(res: par.SearchResult, top: int = 8):
@@ -103,7 +147,9 @@ def render_search(res: par.SearchResult, top: int = 8):
     ax.set_yticks(range(len(rows)), [r.estimate.config.label() for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("predicted tokens/s")
-    ax.set_title(f"{res.model_name} on {res.gpus} GPUs: {res.fitting} of {res.enumerated} layouts fit", fontsize=9)
+    ax.set_title(
+        f"{res.model_name} on {res.gpus} GPUs: {res.fitting} of {res.enumerated} layouts fit", fontsize=9
+    )
     for i, r in enumerate(rows[:3]):
         ax.text(0, i, f"  {r.binding}", va="center", fontsize=7, color="white")
     display(fig)
@@ -114,36 +160,73 @@ def render_search(res: par.SearchResult, top: int = 8):
 
 
 def search_view(**defaults) -> View:
-    d = dict(model="llama-2-70b", gpu="a100-80gb", gpus=16, gpus_per_node=8, global_batch=64, seq_len=4096,
-             inter_link="ib-hdr") | defaults
+    d = (
+        dict(
+            model="llama-2-70b",
+            gpu="a100-80gb",
+            gpus=16,
+            gpus_per_node=8,
+            global_batch=64,
+            seq_len=4096,
+            inter_link="ib-hdr",
+        )
+        | defaults
+    )
     inter = [n for n, i in catalog.interconnects().items() if i.scope == "inter-node"]
-    return View(search_compute,
-                {"model": dropdown("model", sorted(catalog.models()), d["model"]),
-                 "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
-                 "gpus": number("GPUs", d["gpus"], integer=True),
-                 "gpus_per_node": dropdown("GPUs/node", [1, 2, 4, 8], d["gpus_per_node"]),
-                 "global_batch": number("global batch", d["global_batch"], integer=True),
-                 "seq_len": number("seq_len", d["seq_len"], integer=True),
-                 "inter_link": dropdown("inter-node", inter, d["inter_link"])},
-                render=render_search, title="Layout search")
+    return View(
+        search_compute,
+        {
+            "model": dropdown("model", sorted(catalog.models()), d["model"]),
+            "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
+            "gpus": number("GPUs", d["gpus"], integer=True),
+            "gpus_per_node": dropdown("GPUs/node", [1, 2, 4, 8], d["gpus_per_node"]),
+            "global_batch": number("global batch", d["global_batch"], integer=True),
+            "seq_len": number("seq_len", d["seq_len"], integer=True),
+            "inter_link": dropdown("inter-node", inter, d["inter_link"]),
+        },
+        render=render_search,
+        title="Layout search",
+    )
 
 
 def memory_gib(est: par.Estimate) -> float:
     return est.memory_per_gpu_bytes / GiB
 
 
-def conventions_compute(model: str = "llama-2-70b", gpu: str = "a100-80gb", grad_dtype: str = "bf16",
-                        grad_accum_buffer: str = "none", zero_stage: int = 1, dp: int = 8, tp: int = 8, pp: int = 4,
-                        virtual_stages: int = 1, grad_accum: int = 16, seq_len: int = 4096,
-                        recompute: str = "selective"):
+def conventions_compute(
+    model: str = "llama-2-70b",
+    gpu: str = "a100-80gb",
+    grad_dtype: str = "bf16",
+    grad_accum_buffer: str = "none",
+    zero_stage: int = 1,
+    dp: int = 8,
+    tp: int = 8,
+    pp: int = 4,
+    virtual_stages: int = 1,
+    grad_accum: int = 16,
+    seq_len: int = 4096,
+    recompute: str = "selective",
+):
     """gpukit.memory with the papers' conventions (issue 10 names: grad_dtype, grad_accum_buffer,
     virtual_stages) for a catalog model on a catalog GPU."""
     from gpukit import memory as mem
 
     spec = catalog.get_model(model)
-    setup = mem.TrainSetup(convention="megatron", grad_dtype=grad_dtype, grad_accum_buffer=grad_accum_buffer, zero_stage=zero_stage, dp=dp,
-                           tp=tp, pp=pp, sp=tp > 1, virtual_stages=virtual_stages, grad_accum=grad_accum,
-                           seq_len=seq_len, recompute=recompute, dropout=spec.dropout)
+    setup = mem.TrainSetup(
+        convention="megatron",
+        grad_dtype=grad_dtype,
+        grad_accum_buffer=grad_accum_buffer,
+        zero_stage=zero_stage,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        sp=tp > 1,
+        virtual_stages=virtual_stages,
+        grad_accum=grad_accum,
+        seq_len=seq_len,
+        recompute=recompute,
+        dropout=spec.dropout,
+    )
     return mem.estimate_memory(spec, setup=setup, gpu=catalog.get_gpu(gpu))
 
 
@@ -152,16 +235,36 @@ def conventions_view(**defaults) -> View:
     from gpukit import memory as mem
     from gpukit.widgets.memory_view import plot_breakdown
 
-    d = dict(model="llama-2-70b", gpu="a100-80gb", grad_dtype="bf16", grad_accum_buffer="none", zero_stage=1, dp=8,
-             tp=8, pp=4, virtual_stages=1) | defaults
-    return View(conventions_compute,
-                {"model": dropdown("model", sorted(catalog.models()), d["model"]),
-                 "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
-                 # bf16-mixed (fixed here) has bf16 or fp32 gradients; fp16 ones are refused by TrainSetup
-                 "grad_dtype": dropdown("grad_dtype", ("bf16", "fp32"), d["grad_dtype"]),
-                 "grad_accum_buffer": dropdown("grad_accum_buffer", mem.GRAD_ACCUM_BUFFERS, d["grad_accum_buffer"]),
-                 "zero_stage": dropdown("ZeRO", [0, 1, 2, 3], d["zero_stage"]),
-                 "dp": number("dp", d["dp"], integer=True), "tp": number("tp", d["tp"], integer=True),
-                 "pp": number("pp", d["pp"], integer=True),
-                 "virtual_stages": dropdown("virtual_stages", [1, 2, 4, 5], d["virtual_stages"])},
-                render=lambda bd: plot_breakdown(bd), title="Memory conventions")
+    d = (
+        dict(
+            model="llama-2-70b",
+            gpu="a100-80gb",
+            grad_dtype="bf16",
+            grad_accum_buffer="none",
+            zero_stage=1,
+            dp=8,
+            tp=8,
+            pp=4,
+            virtual_stages=1,
+        )
+        | defaults
+    )
+    return View(
+        conventions_compute,
+        {
+            "model": dropdown("model", sorted(catalog.models()), d["model"]),
+            "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
+            # bf16-mixed (fixed here) has bf16 or fp32 gradients; fp16 ones are refused by TrainSetup
+            "grad_dtype": dropdown("grad_dtype", ("bf16", "fp32"), d["grad_dtype"]),
+            "grad_accum_buffer": dropdown(
+                "grad_accum_buffer", mem.GRAD_ACCUM_BUFFERS, d["grad_accum_buffer"]
+            ),
+            "zero_stage": dropdown("ZeRO", [0, 1, 2, 3], d["zero_stage"]),
+            "dp": number("dp", d["dp"], integer=True),
+            "tp": number("tp", d["tp"], integer=True),
+            "pp": number("pp", d["pp"], integer=True),
+            "virtual_stages": dropdown("virtual_stages", [1, 2, 4, 5], d["virtual_stages"]),
+        },
+        render=lambda bd: plot_breakdown(bd),
+        title="Memory conventions",
+    )

@@ -14,22 +14,49 @@ from gpukit.catalog import get_model
 from gpukit.plan import WORKLOADS, PlanResult, plan
 from gpukit.widgets.base import View, dropdown, number, slider
 
-MODELS = ("gpt2", "opt-1.3b", "mistral-7b", "llama-2-7b", "llama-3-8b", "llama-2-13b", "opt-30b", "llama-2-70b",
-          "llama-3.1-405b")
-GPU_SETS = {"every priced GPU": None, "H100 only": ["h100-sxm"], "A100 80GB only": ["a100-80gb"],
-            "H100 + A100": ["h100-sxm", "a100-80gb"], "workstation (RTX A6000)": ["rtx-a6000"]}
+MODELS = (
+    "gpt2",
+    "opt-1.3b",
+    "mistral-7b",
+    "llama-2-7b",
+    "llama-3-8b",
+    "llama-2-13b",
+    "opt-30b",
+    "llama-2-70b",
+    "llama-3.1-405b",
+)
+GPU_SETS = {
+    "every priced GPU": None,
+    "H100 only": ["h100-sxm"],
+    "A100 80GB only": ["a100-80gb"],
+    "H100 + A100": ["h100-sxm", "a100-80gb"],
+    "workstation (RTX A6000)": ["rtx-a6000"],
+}
 
 
-def plan_for(workload: str = "pretrain", model: str = "llama-2-7b", tokens_b: float = 20.0, rate: float = 5.0,
-             deadline_hours: float = 0.0, budget_usd: float = 0.0, gpu_set: str = "every priced GPU") -> PlanResult:
+def plan_for(
+    workload: str = "pretrain",
+    model: str = "llama-2-7b",
+    tokens_b: float = 20.0,
+    rate: float = 5.0,
+    deadline_hours: float = 0.0,
+    budget_usd: float = 0.0,
+    gpu_set: str = "every priced GPU",
+) -> PlanResult:
     """gpukit.plan.plan with widget-friendly inputs: tokens in billions, 0 for no deadline / budget."""
     if gpu_set not in GPU_SETS:
         raise ValueError(f"gpu_set must be one of {', '.join(GPU_SETS)}; got {gpu_set!r}")
     kw = {"rate": rate} if workload == "serve" else {"tokens": tokens_b * 1e9}
     if deadline_hours < 0 or budget_usd < 0:
         raise ValueError("deadline_hours and budget_usd must be >= 0 (0 = none)")
-    return plan(workload, get_model(model), deadline_hours=deadline_hours or None, budget_usd=budget_usd or None,
-                gpus=GPU_SETS[gpu_set], **kw)
+    return plan(
+        workload,
+        get_model(model),
+        deadline_hours=deadline_hours or None,
+        budget_usd=budget_usd or None,
+        gpus=GPU_SETS[gpu_set],
+        **kw,
+    )
 
 
 def draw_plans(result: PlanResult, ax=None):
@@ -44,14 +71,22 @@ def draw_plans(result: PlanResult, ax=None):
         fig, ax = plt.subplots(figsize=(7.0, 4.2))
     fitting = [p for p in result.plans if p.binding != "does not fit"]
     if result.workload == "serve":
-        ax.barh([f"{p.gpus} x {p.gpu}" for p in fitting][::-1], [p.cost_usd for p in fitting][::-1],
-                color=["tab:green" if p.feasible else "tab:grey" for p in fitting][::-1])
+        ax.barh(
+            [f"{p.gpus} x {p.gpu}" for p in fitting][::-1],
+            [p.cost_usd for p in fitting][::-1],
+            color=["tab:green" if p.feasible else "tab:grey" for p in fitting][::-1],
+        )
         ax.set_xlabel("USD per hour")
     else:
         for feas, style in ((False, dict(mfc="none", color="tab:grey")), (True, dict(color="tab:blue"))):
             pts = [p for p in fitting if p.feasible == feas]
-            ax.plot([p.hours for p in pts], [p.cost_usd for p in pts], "o", label="feasible" if feas else "infeasible",
-                    **style)
+            ax.plot(
+                [p.hours for p in pts],
+                [p.cost_usd for p in pts],
+                "o",
+                label="feasible" if feas else "infeasible",
+                **style,
+            )
         front = sorted((p for p in fitting if p.pareto), key=lambda p: p.hours)
         ax.plot([p.hours for p in front], [p.cost_usd for p in front], "k--", lw=1, label="Pareto set")
         if result.best is not None:
@@ -101,13 +136,25 @@ def draw_gpu_counts(result: PlanResult, deadline_hours: float | None = None):
 
 def plan_wizard(**defaults) -> View:
     """The planner as a wizard."""
-    d = dict(workload="pretrain", model="llama-2-7b", tokens_b=20.0, rate=5.0, deadline_hours=0.0, budget_usd=0.0,
-             gpu_set="every priced GPU") | defaults
-    controls = {"workload": dropdown("workload", WORKLOADS, d["workload"]),
-                "model": dropdown("model", MODELS, d["model"]),
-                "tokens_b": slider("tokens (B)", 0.01, 5000, d["tokens_b"], log=True),
-                "rate": slider("requests/s (serve)", 0.1, 1000, d["rate"], log=True),
-                "deadline_hours": number("deadline h (0 = none)", d["deadline_hours"]),
-                "budget_usd": number("budget $ (0 = none)", d["budget_usd"]),
-                "gpu_set": dropdown("GPUs", list(GPU_SETS), d["gpu_set"])}
+    d = (
+        dict(
+            workload="pretrain",
+            model="llama-2-7b",
+            tokens_b=20.0,
+            rate=5.0,
+            deadline_hours=0.0,
+            budget_usd=0.0,
+            gpu_set="every priced GPU",
+        )
+        | defaults
+    )
+    controls = {
+        "workload": dropdown("workload", WORKLOADS, d["workload"]),
+        "model": dropdown("model", MODELS, d["model"]),
+        "tokens_b": slider("tokens (B)", 0.01, 5000, d["tokens_b"], log=True),
+        "rate": slider("requests/s (serve)", 0.1, 1000, d["rate"], log=True),
+        "deadline_hours": number("deadline h (0 = none)", d["deadline_hours"]),
+        "budget_usd": number("budget $ (0 = none)", d["budget_usd"]),
+        "gpu_set": dropdown("GPUs", list(GPU_SETS), d["gpu_set"]),
+    }
     return View(plan_for, controls, draw_plans, title="The planner: one GPU, one node or many nodes?")

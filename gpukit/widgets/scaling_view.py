@@ -30,13 +30,22 @@ def plot_overlap(timeline: dict, ax=None, title: str = "one measured DDP step (r
     ax.barh("forward", (fwd1 - fwd0) * 1e3, left=fwd0 * 1e3, color="tab:blue")
     ax.barh("backward (synced)", (timeline["bwd_end"] - fwd1) * 1e3, left=fwd1 * 1e3, color="tab:orange")
     if comp:
-        ax.barh("backward (no_sync)", (comp["bwd_end"] - comp["fwd_end"]) * 1e3, left=comp["fwd_end"] * 1e3,
-                color="tab:orange", alpha=0.5)
+        ax.barh(
+            "backward (no_sync)",
+            (comp["bwd_end"] - comp["fwd_end"]) * 1e3,
+            left=comp["fwd_end"] * 1e3,
+            color="tab:orange",
+            alpha=0.5,
+        )
     for e in sorted(timeline.get("events", []), key=lambda e: e["bucket"]):
         if e.get("end_s") is None:
             continue
-        ax.barh(f"bucket {e['bucket']} ({e['bytes'] / 2**20:.2f} MiB)", (e["end_s"] - e["start_s"]) * 1e3,
-                left=e["start_s"] * 1e3, color="tab:green")
+        ax.barh(
+            f"bucket {e['bucket']} ({e['bytes'] / 2**20:.2f} MiB)",
+            (e["end_s"] - e["start_s"]) * 1e3,
+            left=e["start_s"] * 1e3,
+            color="tab:green",
+        )
     ax.axvline(timeline["bwd_end"] * 1e3, color="k", ls="--", lw=1, label="synced backward returns")
     ax.set_xlabel("ms since the step started")
     ax.set_title(title)
@@ -55,8 +64,12 @@ def plot_predicted_overlap(pred, ax=None, title: str = "the model's step (gpukit
     ax.barh("forward", pred.forward_s * 1e3, left=f0 * 1e3, color="tab:blue")
     ax.barh("backward", pred.backward_s * 1e3, left=(f0 + pred.forward_s) * 1e3, color="tab:orange")
     for b in pred.buckets:
-        ax.barh(f"bucket {b.index} ({b.bytes / 2**20:.2f} MiB sent)", (b.end_s - b.start_s) * 1e3,
-                left=b.start_s * 1e3, color="tab:green")
+        ax.barh(
+            f"bucket {b.index} ({b.bytes / 2**20:.2f} MiB sent)",
+            (b.end_s - b.start_s) * 1e3,
+            left=b.start_s * 1e3,
+            color="tab:green",
+        )
         ax.plot([b.ready_s * 1e3], [f"bucket {b.index} ({b.bytes / 2**20:.2f} MiB sent)"], "k|", ms=10)
     ax.axvline((f0 + pred.forward_s + pred.backward_s) * 1e3, color="k", ls="--", lw=1, label="backward ends")
     ax.set_xlabel("ms since the step started (| = bucket ready)")
@@ -84,15 +97,34 @@ def plot_scaling(rows, ax=None, title: str = "DDP on this machine (CPU, gloo)"):
     return ax
 
 
-def efficiency_curve(model: str = "llama-2-7b", gpu: str = "h100-sxm", link: str = "nvlink4",
-                     inter_link: str = "ib-ndr", ports_per_node: int = 8, tokens_per_gpu: float = 4096,
-                     hook: str = "none", overlap: bool = True, grad_dtype: str = "fp32", max_gpus: int = 512):
+def efficiency_curve(
+    model: str = "llama-2-7b",
+    gpu: str = "h100-sxm",
+    link: str = "nvlink4",
+    inter_link: str = "ib-ndr",
+    ports_per_node: int = 8,
+    tokens_per_gpu: float = 4096,
+    hook: str = "none",
+    overlap: bool = True,
+    grad_dtype: str = "fp32",
+    max_gpus: int = 512,
+):
     """gpukit.scaling over GPU_COUNTS up to `max_gpus` (8 GPUs per node): a ScalingResult."""
     counts = [g for g in GPU_COUNTS if g <= max_gpus]
     if not counts:
         raise ValueError(f"max_gpus must be >= 1, got {max_gpus}")
-    return scaling(model, gpu=gpu, gpus=counts, link=link, inter_link=inter_link, ports_per_node=ports_per_node,
-                   tokens_per_gpu=tokens_per_gpu, hook=hook, overlap=overlap, grad_dtype=grad_dtype)
+    return scaling(
+        model,
+        gpu=gpu,
+        gpus=counts,
+        link=link,
+        inter_link=inter_link,
+        ports_per_node=ports_per_node,
+        tokens_per_gpu=tokens_per_gpu,
+        hook=hook,
+        overlap=overlap,
+        grad_dtype=grad_dtype,
+    )
 
 
 def plot_efficiency(res, ax=None):
@@ -107,15 +139,24 @@ def plot_efficiency(res, ax=None):
     ax.set_xlabel("GPUs")
     ax.set_ylabel("efficiency")
     t = res.rows[-1].tokens_per_gpu
-    ax.set_title(f"{res.model}: hides above {res.threshold_tokens_per_gpu:,.0f} tokens/GPU (now {t:,.0f})",
-                 fontsize=9)
+    ax.set_title(
+        f"{res.model}: hides above {res.threshold_tokens_per_gpu:,.0f} tokens/GPU (now {t:,.0f})", fontsize=9
+    )
     return ax
 
 
 def threshold_view(**defaults) -> View:
     """The threshold widget: model, GPU, links, ports, tokens per GPU, hook, overlap -> efficiency vs GPUs."""
-    d = dict(model="llama-2-7b", gpu="h100-sxm", link="nvlink4", inter_link="ib-ndr", ports_per_node=8,
-             tokens_per_gpu=4096, hook="none", overlap=True)
+    d = dict(
+        model="llama-2-7b",
+        gpu="h100-sxm",
+        link="nvlink4",
+        inter_link="ib-ndr",
+        ports_per_node=8,
+        tokens_per_gpu=4096,
+        hook="none",
+        overlap=True,
+    )
     d.update(defaults)
     links = sorted(interconnects())
     controls = {

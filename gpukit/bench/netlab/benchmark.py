@@ -50,11 +50,20 @@ class NetBenchResult:
     env: dict = field(default_factory=dict)
 
     def to_json_dict(self) -> dict:
-        return {"nodes": self.nodes, "rate": self.rate, "configured_rate_gbps": self.configured_rate_gbps,
-                "op": self.op, "size_bytes": self.size_bytes, "busbw_gbps": self.busbw_gbps,
-                "algbw_gbps": self.algbw_gbps, "ratio": self.ratio, "rows": list(self.rows),
-                "lab": self.lab, "env": self.env,
-                "note": "CPU, gloo over veth + tbf in network namespaces"}
+        return {
+            "nodes": self.nodes,
+            "rate": self.rate,
+            "configured_rate_gbps": self.configured_rate_gbps,
+            "op": self.op,
+            "size_bytes": self.size_bytes,
+            "busbw_gbps": self.busbw_gbps,
+            "algbw_gbps": self.algbw_gbps,
+            "ratio": self.ratio,
+            "rows": list(self.rows),
+            "lab": self.lab,
+            "env": self.env,
+            "note": "CPU, gloo over veth + tbf in network namespaces",
+        }
 
     def to_frame(self):
         import pandas as pd
@@ -62,17 +71,32 @@ class NetBenchResult:
         return pd.DataFrame(list(self.rows))
 
     def to_text(self) -> str:
-        lines = [f"{self.op}, {self.nodes} nodes over an emulated {self.rate} link "
-                 f"(CPU, gloo over veth + tbf in network namespaces)",
-                 format_table(self.rows, ("size_bytes", "time_us", "algbw_gbps", "busbw_gbps"),
-                              formats={"time_us": "{:.1f}", "algbw_gbps": "{:.4f}", "busbw_gbps": "{:.4f}"})]
-        lines.append(f"configured {self.configured_rate_gbps:.4f} GB/s, measured busbw {self.busbw_gbps:.4f} GB/s "
-                     f"at {self.size_bytes} B: {self.ratio:.1%} of the configured rate")
+        lines = [
+            f"{self.op}, {self.nodes} nodes over an emulated {self.rate} link "
+            f"(CPU, gloo over veth + tbf in network namespaces)",
+            format_table(
+                self.rows,
+                ("size_bytes", "time_us", "algbw_gbps", "busbw_gbps"),
+                formats={"time_us": "{:.1f}", "algbw_gbps": "{:.4f}", "busbw_gbps": "{:.4f}"},
+            ),
+        ]
+        lines.append(
+            f"configured {self.configured_rate_gbps:.4f} GB/s, measured busbw {self.busbw_gbps:.4f} GB/s "
+            f"at {self.size_bytes} B: {self.ratio:.1%} of the configured rate"
+        )
         return "\n".join(lines)
 
 
-def bench(nodes: int = 2, rate="1gbit", op: str = "all_reduce", sizes: list[int] | None = None,
-          repeats: int = 5, warmup: int = 1, timeout_s: float | None = None, delay_ms: float = 0.0) -> NetBenchResult:
+def bench(
+    nodes: int = 2,
+    rate="1gbit",
+    op: str = "all_reduce",
+    sizes: list[int] | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    timeout_s: float | None = None,
+    delay_ms: float = 0.0,
+) -> NetBenchResult:
     """Bring a lab up, run a collective sweep with one rank per namespace, bring it down.
 
     The largest size decides the verdict: busbw there vs configured_rate_gbps (rate/8, decimal GB/s).
@@ -101,7 +125,16 @@ def bench(nodes: int = 2, rate="1gbit", op: str = "all_reduce", sizes: list[int]
         raise RuntimeError(f"collective sweep returned no rows for op {op!r}")
     top = max(rows, key=lambda r: r["size_bytes"])
     conf = rate_gbps(rate_bps)
-    return NetBenchResult(nodes=nodes, rate=fmt_rate(rate_bps), configured_rate_gbps=conf, op=op,
-                          size_bytes=int(top["size_bytes"]), busbw_gbps=float(top["busbw_gbps"]),
-                          algbw_gbps=float(top["algbw_gbps"]), ratio=float(top["busbw_gbps"]) / conf,
-                          rows=rows, lab=info, env=data.get("env", {}))
+    return NetBenchResult(
+        nodes=nodes,
+        rate=fmt_rate(rate_bps),
+        configured_rate_gbps=conf,
+        op=op,
+        size_bytes=int(top["size_bytes"]),
+        busbw_gbps=float(top["busbw_gbps"]),
+        algbw_gbps=float(top["algbw_gbps"]),
+        ratio=float(top["busbw_gbps"]) / conf,
+        rows=rows,
+        lab=info,
+        env=data.get("env", {}),
+    )

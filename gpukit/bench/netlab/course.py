@@ -29,15 +29,20 @@ class GpuGate:
     message: str = ""
 
 
-def gpu_gate(n_devices: int, has_cuda: bool, min_gpus: int = 2, what: str = "the NCCL all-reduce sweep") -> GpuGate:
+def gpu_gate(
+    n_devices: int, has_cuda: bool, min_gpus: int = 2, what: str = "the NCCL all-reduce sweep"
+) -> GpuGate:
     """Pure: `what` runs when CUDA is present with at least `min_gpus` devices; otherwise one 'skipped' line."""
     if min_gpus < 1:
         raise ValueError(f"min_gpus must be a positive integer, got {min_gpus!r}")
     if not has_cuda:
         return GpuGate(False, 0, f"skipped: {what} needs a CUDA device (this machine: CPU only)")
     if n_devices < min_gpus:
-        return GpuGate(False, n_devices, f"skipped: {what} needs {min_gpus} or more CUDA devices "
-                                         f"(this machine: {n_devices})")
+        return GpuGate(
+            False,
+            n_devices,
+            f"skipped: {what} needs {min_gpus} or more CUDA devices (this machine: {n_devices})",
+        )
     return GpuGate(True, n_devices, "")
 
 
@@ -94,6 +99,8 @@ def run_lab(rates, quick: bool, *, nodes: int = 2, check=None, bench=None) -> La
     why = check()
     if why:
         return LabRun(plan, skipped=f"skipped: {why}")
-    results = tuple(bench(nodes, r, sizes=list(plan.sizes) if plan.sizes else None, repeats=plan.repeats)
-                    for r in plan.rates)
+    results = tuple(
+        bench(nodes, r, sizes=list(plan.sizes) if plan.sizes else None, repeats=plan.repeats)
+        for r in plan.rates
+    )
     return LabRun(plan, results=results)

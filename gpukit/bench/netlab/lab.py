@@ -45,8 +45,14 @@ class NetLab:
     namespace; tbf on both ends of every veth, so each node's link is `rate` in each direction.
     """
 
-    def __init__(self, nodes: int = 2, rate="1gbit", delay_ms: float = 0.0, persistent: bool = False,
-                 handle_signals: bool = True):
+    def __init__(
+        self,
+        nodes: int = 2,
+        rate="1gbit",
+        delay_ms: float = 0.0,
+        persistent: bool = False,
+        handle_signals: bool = True,
+    ):
         self.nodes = validate_nodes(nodes)
         self.rate_bps = rate if isinstance(rate, int) and not isinstance(rate, bool) else parse_rate(rate)
         if not MIN_RATE_BPS <= self.rate_bps <= MAX_RATE_BPS:
@@ -86,11 +92,17 @@ class NetLab:
 
     def info(self) -> dict:
         return {
-            "name": self.name, "nodes": self.nodes, "topology": self.topology,
-            "rate": fmt_rate(self.rate_bps), "rate_bps": self.rate_bps,
-            "configured_rate_gbps": self.configured_rate_gbps, "tbf_burst_bytes": self.burst_bytes,
-            "delay_ms": self.delay_ms, "interface": IFNAME,
-            "namespaces": self.namespaces, "addresses": [self.addr(i) for i in range(self.nodes)],
+            "name": self.name,
+            "nodes": self.nodes,
+            "topology": self.topology,
+            "rate": fmt_rate(self.rate_bps),
+            "rate_bps": self.rate_bps,
+            "configured_rate_gbps": self.configured_rate_gbps,
+            "tbf_burst_bytes": self.burst_bytes,
+            "delay_ms": self.delay_ms,
+            "interface": IFNAME,
+            "namespaces": self.namespaces,
+            "addresses": [self.addr(i) for i in range(self.nodes)],
         }
 
     # lifecycle: SIGTERM/SIGHUP inside the `with` block unwind it (temporary folders, processes and
@@ -158,14 +170,52 @@ class NetLab:
 
     def _shape(self, ns: str, dev: str) -> None:
         # tc-tbf(8): rate, burst (bucket), latency (queue bound: limit = rate*latency + burst).
-        sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
-             "rate", f"{self.rate_bps}bit", "burst", str(self.burst_bytes), "latency", "50ms"])
+        sh(
+            [
+                "tc",
+                "-n",
+                ns,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "root",
+                "handle",
+                "1:",
+                "tbf",
+                "rate",
+                f"{self.rate_bps}bit",
+                "burst",
+                str(self.burst_bytes),
+                "latency",
+                "50ms",
+            ]
+        )
         if self.delay_ms > 0:
-            r = sh(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
-                     "netem", "delay", f"{self.delay_ms}ms"], check=False)
+            r = sh(
+                [
+                    "tc",
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "parent",
+                    "1:1",
+                    "handle",
+                    "10:",
+                    "netem",
+                    "delay",
+                    f"{self.delay_ms}ms",
+                ],
+                check=False,
+            )
             if r.returncode != 0:
-                raise ValueError(f"delay_ms needs the kernel's netem qdisc, which this kernel lacks "
-                                 f"({first_line(r.stderr)}); use delay_ms=0")
+                raise ValueError(
+                    f"delay_ms needs the kernel's netem qdisc, which this kernel lacks "
+                    f"({first_line(r.stderr)}); use delay_ms=0"
+                )
 
     def down(self) -> list[str]:
         """Kill our processes and every process inside our namespaces, then delete the namespaces."""
@@ -176,20 +226,46 @@ class NetLab:
         return destroy_namespaces(mine)
 
     # running things
-    def run(self, cmd_per_node: list[list[str]], timeout_s: float, env: dict | None = None) -> list[NodeResult]:
+    def run(
+        self, cmd_per_node: list[list[str]], timeout_s: float, env: dict | None = None
+    ) -> list[NodeResult]:
         """Run cmd_per_node[i] inside node i's namespace; see run_in_lab."""
         return run_in_lab(self, cmd_per_node, timeout_s, env)
 
     def torchrun_argv(self, i: int, module: str, args: list[str], nproc_per_node: int = 1) -> list[str]:
         """torchrun for node i with the static rendezvous at node 0 (c10d times out in namespaces)."""
-        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(self.nodes),
-                "--node-rank", str(i), "--nproc-per-node", str(nproc_per_node),
-                "--master-addr", self.addr(0), "--master-port", str(MASTER_PORT),
-                "-m", module, *args]
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(self.nodes),
+            "--node-rank",
+            str(i),
+            "--nproc-per-node",
+            str(nproc_per_node),
+            "--master-addr",
+            self.addr(0),
+            "--master-port",
+            str(MASTER_PORT),
+            "-m",
+            module,
+            *args,
+        ]
 
-    def collectives(self, op: str, sizes: list[int], timeout_s: float, *, repeats: int = 5, warmup: int = 1,
-                    iters: int | None = None, bare_check: bool = False, nproc_per_node: int = 1,
-                    module: str = "gpukit.bench.collectives") -> dict:
+    def collectives(
+        self,
+        op: str,
+        sizes: list[int],
+        timeout_s: float,
+        *,
+        repeats: int = 5,
+        warmup: int = 1,
+        iters: int | None = None,
+        bare_check: bool = False,
+        nproc_per_node: int = 1,
+        module: str = "gpukit.bench.collectives",
+    ) -> dict:
         """Run the collectives worker (docs/CONTRACTS.md) with one torchrun per node; rank 0's JSON.
 
         iters=None lets the worker pick calls per repeat (~50 ms a repeat, so 1 call at the big
@@ -198,9 +274,24 @@ class NetLab:
         """
         with tempfile.TemporaryDirectory(prefix="gk-netlab-") as tmp:
             out = Path(tmp) / "collectives.json"
-            args = ["--op", op, "--sizes", ",".join(str(s) for s in sizes), "--repeats", str(repeats),
-                    "--warmup", str(warmup), "--backend", "gloo", "--device", "cpu",
-                    "--timeout", str(int(timeout_s)), "--out", str(out)]
+            args = [
+                "--op",
+                op,
+                "--sizes",
+                ",".join(str(s) for s in sizes),
+                "--repeats",
+                str(repeats),
+                "--warmup",
+                str(warmup),
+                "--backend",
+                "gloo",
+                "--device",
+                "cpu",
+                "--timeout",
+                str(int(timeout_s)),
+                "--out",
+                str(out),
+            ]
             args += ["--iters", str(iters)] if iters else []
             args += [] if bare_check else ["--no-bare-check"]
             cmds = [self.torchrun_argv(i, module, args, nproc_per_node) for i in range(self.nodes)]
@@ -209,6 +300,8 @@ class NetLab:
             if bad or not out.exists():
                 r = bad[0] if bad else results[0]
                 what = "timed out" if r.timed_out else f"exit {r.returncode}"
-                raise RuntimeError(f"collective sweep failed on node {r.node} ({what}): "
-                                   f"{last_error_line(r.stderr + r.stdout)}")
+                raise RuntimeError(
+                    f"collective sweep failed on node {r.node} ({what}): "
+                    f"{last_error_line(r.stderr + r.stdout)}"
+                )
             return json.loads(out.read_text())

@@ -34,8 +34,8 @@ _CMD_TIMEOUT_S = 20  # one ip/tc call; these return in milliseconds unless the s
 _probe_cache: dict[str, str | None] = {}
 
 
-
 # ---------------------------------------------------------------- parsing and checks
+
 
 def parse_rate(text) -> int:
     """Parse a tc-style rate ('1gbit', '200mbit', '500kbit') into bits/s (decimal units, tc(8))."""
@@ -45,7 +45,9 @@ def parse_rate(text) -> int:
     if m and unit in ("bps", "kbps", "mbps", "gbps", "tbps"):
         raise ValueError(f"rate {text!r}: tc's '{unit}' means bytes/s; write bits, e.g. '1gbit' or '200mbit'")
     if not m or unit not in _RATE_UNITS:
-        raise ValueError(f"rate must be a number with unit bit|kbit|mbit|gbit (e.g. '1gbit', '200mbit'), got {text!r}")
+        raise ValueError(
+            f"rate must be a number with unit bit|kbit|mbit|gbit (e.g. '1gbit', '200mbit'), got {text!r}"
+        )
     bps = int(round(float(m.group(1)) * _RATE_UNITS[unit]))
     if not MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
         raise ValueError(f"rate must be between 100kbit and 10gbit, got {text!r}")
@@ -116,6 +118,7 @@ def _probe_namespaces() -> str | None:
 
 # ---------------------------------------------------------------- low-level helpers
 
+
 def first_line(text: str) -> str:
     """The first non-blank line of a command's output, stripped ('(no output)' when there is none)."""
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
@@ -154,6 +157,7 @@ def destroy_namespaces(names: list[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------- labs on this host
+
 
 @dataclass(frozen=True)
 class LabStatus:
@@ -196,8 +200,6 @@ def down_labs(name: str | None = None, stale_only: bool = False) -> list[str]:
     return destroy_namespaces([ns for lab in labs for ns in lab.namespaces])
 
 
-
-
 def remove_stale_labs(say=None) -> list[LabStatus]:
     """Find labs whose owner process is gone (a SIGKILLed `netlab bench` or NetLab user), name each
     one through `say` (default: one line on stderr) and remove it with whatever still runs inside.
@@ -206,7 +208,9 @@ def remove_stale_labs(say=None) -> list[LabStatus]:
     for lab in stale:
         pids = sorted({p for ns in lab.namespaces for p in ns_pids(ns)})
         destroy_namespaces(list(lab.namespaces))
-        line = (f"netlab: removed stale lab {lab.name} (owner pid {lab.owner_pid} is gone): "
-                f"{len(lab.namespaces)} namespaces, {len(pids)} processes")
+        line = (
+            f"netlab: removed stale lab {lab.name} (owner pid {lab.owner_pid} is gone): "
+            f"{len(lab.namespaces)} namespaces, {len(pids)} processes"
+        )
         (say or (lambda m: print(m, file=sys.stderr, flush=True)))(line)
     return stale

@@ -33,16 +33,19 @@ def last_error_line(text: str) -> str:
     """The most telling line of a failed rank's output: the worker's own 'error: ...' line, else
     the last exception line, skipping torchrun's summary boilerplate."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for pick in (lambda ln: ln.startswith("error:"),
-                 lambda ln: re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", ln) is not None):
+    for pick in (
+        lambda ln: ln.startswith("error:"),
+        lambda ln: re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", ln) is not None,
+    ):
         hits = [ln for ln in lines if pick(ln)]
         if hits:
             return hits[-1][:300]
     return lines[-1][:300] if lines else "(no output)"
 
 
-def run_in_lab(lab, cmd_per_node: list[list[str]], timeout_s: float, env: dict | None = None,
-               fail_grace_s: float = 15.0) -> list[NodeResult]:
+def run_in_lab(
+    lab, cmd_per_node: list[list[str]], timeout_s: float, env: dict | None = None, fail_grace_s: float = 15.0
+) -> list[NodeResult]:
     """Run one command per node namespace, each in its own process group; wait for all of them.
 
     Gloo picks the node's lab interface (GLOO_SOCKET_IFNAME). Whatever is still running at
@@ -52,12 +55,17 @@ def run_in_lab(lab, cmd_per_node: list[list[str]], timeout_s: float, env: dict |
     torchelastic_* folders) go into this run's temporary folder, removed on every exit path.
     """
     if len(cmd_per_node) != lab.nodes:
-        raise ValueError(f"cmd_per_node must have one command per node ({lab.nodes}), got {len(cmd_per_node)}")
+        raise ValueError(
+            f"cmd_per_node must have one command per node ({lab.nodes}), got {len(cmd_per_node)}"
+        )
     require_positive("timeout_s", timeout_s)
     root = str(Path(__file__).resolve().parents[3])  # the folder that holds gpukit/
     base = dict(os.environ if env is None else env)
-    base.update(GLOO_SOCKET_IFNAME=IFNAME, NCCL_SOCKET_IFNAME=IFNAME,
-                PYTHONPATH=os.pathsep.join(filter(None, [root, base.get("PYTHONPATH")])))
+    base.update(
+        GLOO_SOCKET_IFNAME=IFNAME,
+        NCCL_SOCKET_IFNAME=IFNAME,
+        PYTHONPATH=os.pathsep.join(filter(None, [root, base.get("PYTHONPATH")])),
+    )
     with tempfile.TemporaryDirectory(prefix="gk-netlab-") as tmp:
         procs, files = [], []
         node_tmp = Path(tmp) / "tmp"
@@ -67,9 +75,15 @@ def run_in_lab(lab, cmd_per_node: list[list[str]], timeout_s: float, env: dict |
             for i, cmd in enumerate(cmd_per_node):
                 fo, fe = open(Path(tmp) / f"{i}.out", "w+"), open(Path(tmp) / f"{i}.err", "w+")
                 files.append((fo, fe))
-                p = subprocess.Popen(lab.exec_argv(i, cmd), stdout=fo, stderr=fe, env=base,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=die_with_parent)
+                p = subprocess.Popen(
+                    lab.exec_argv(i, cmd),
+                    stdout=fo,
+                    stderr=fe,
+                    env=base,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
+                )
                 procs.append(p)
                 lab._procs.append(p)
             deadline, failed_at, timed_out = time.monotonic() + timeout_s, None, set()
@@ -94,5 +108,7 @@ def run_in_lab(lab, cmd_per_node: list[list[str]], timeout_s: float, env: dict |
                 outs.append((fo.read(), fe.read()))
                 fo.close()
                 fe.close()
-    return [NodeResult(i, None if i in timed_out else p.returncode, o, e, i in timed_out)
-            for i, (p, (o, e)) in enumerate(zip(procs, outs, strict=True))]
+    return [
+        NodeResult(i, None if i in timed_out else p.returncode, o, e, i in timed_out)
+        for i, (p, (o, e)) in enumerate(zip(procs, outs, strict=True))
+    ]
