@@ -46,3 +46,43 @@ def test_outside_a_family_only_its_face_is_imported():
     for doc in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
         bad += [f"{doc.relative_to(ROOT)}: {m.group(0)}" for m in PART.finditer(doc.read_text())]
     assert bad == []
+
+
+def test_no_import_cycle_anywhere_in_gpukit():
+    """0 import cycles (issue 22): no module of gpukit reaches itself through imports, function-local
+    ones included (grimp counts them); a face importing its parts is not a cycle because no part imports
+    its face (above)."""
+    import grimp
+
+    graph = grimp.build_graph("gpukit", cache_dir=None)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.find_modules_directly_imported_by(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert cycles == []
