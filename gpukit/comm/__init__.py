@@ -1,8 +1,13 @@
 """gpukit.comm: The network: collective costs (alpha-beta + NCCL's base latency), the one cluster network
 type (ClusterNetwork), size sweeps, and the one data-parallel gradient-sync model (grad_sync).
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.comm: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- collectives: Collective communication cost: the alpha-beta (Hockney) model, algbw <-> busbw, hierarchical links.
+- curves: Curves of a collective over a size sweep: time, algbw and busbw, with the link and bandwidth bound.
+- network: The cluster network: an intra-node link, an inter-node link, ports per node, and collectives over it.
+- grad_sync: The one gradient-sync model of data parallelism: DDP's buckets, the DP group's all-reduce over a ClusterNetwork (hierarchical across nodes, a partial node paced by its own ports), ZeRO stages, ...
 """
 
 # isort: skip_file

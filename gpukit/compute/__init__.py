@@ -1,7 +1,12 @@
 """gpukit.compute: FLOPs per token, MFU/HFU, GPU and CPU rooflines, time to train.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.compute: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- flops: FLOPs per token, MFU/HFU and achieved TFLOP/s: pure calculators (no torch, no I/O).
+- cpu_roofline: CPU peaks from what the CPU is, the ridge point, mixed-dtype matmul rooflines, and notebook 03's small checks (MFU against a peak, the attention share of training FLOPs). Pure: no torch, no files.
+- roofline: Matmuls and one transformer layer on the roofline: compute- or memory-bound, attainable TFLOP/s.
+- train_time: Time to train and the tokens a time budget buys: executed FLOPs / (GPUs x peak x utilization).
 """
 
 # isort: skip_file

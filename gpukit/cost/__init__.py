@@ -1,7 +1,13 @@
 """gpukit.cost: Cluster economics: cost vs time, scaling efficiency, buy vs rent, spot, published training runs.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.cost: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- buy: Buy or rent: the owned cost of a GPU-hour (capital over the depreciation period, operations, energy at a PUE) against a rent, with the break-even utilization and months. Split from gpukit.cost ...
+- efficiency: The data-parallel scaling efficiency that gpukit.cost prices runs with, and the inter-node port assumption in words.
+- published: Training runs whose GPU-hours (and sometimes price) were disclosed, and gpukit's check of each: cost at a price, implied MFU, predicted GPU-hours (gpukit.compute.time_to_train). Pure calculator; ...
+- spot: Spot (preemptible) training: the checkpoint interval (Young 1974; Daly 2006), the expected wall time of a run that is preempted, and its cost against on-demand. Pure calculator; gpukit.cost ...
+- training: Cluster economics: the cost of a training run with its scaling efficiency, cost vs time with the Pareto set, buy vs rent, spot instances with the optimal checkpoint interval, serving cost per ...
 """
 
 # isort: skip_file

@@ -1,7 +1,12 @@
 """gpukit.inference: Serving: memory, prefill and decode on the roofline, TTFT/ITL, replicas, continuous batching, published figures.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.inference: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- simulate: Continuous batching of one serving replica, simulated (simpy): latency percentiles against load.
+- serving: Serving a model: memory per GPU and the prefill and decode steps on the roofline, with TP/PP.
+- capacity: Serving plans over gpukit.inference's roofline: TTFT, ITL, a replica's capacity, replicas for a rate, the smallest instance that fits, TP against replicas, a load sweep, and the cost per million ...
+- published: gpukit.inference against published serving measurements (gpukit/data/serving_published.csv) and the published ordering of tensor parallelism against replicas.
 """
 
 # isort: skip_file

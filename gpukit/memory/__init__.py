@@ -1,7 +1,18 @@
 """gpukit.memory: What fits: the analytical per-GPU memory model, its setup, the eager-PyTorch replay, fitting tricks.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.memory: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- train_setup: The inputs of the memory estimate: what a training or serving setup may say (TrainSetup and its choices) and the bytes each trainable parameter costs.
+- kv_cache: The KV cache: the one formula for its bytes on one GPU, used by every family that counts it.
+- parts: The sum of parts of the memory estimate: the bytes of every component (params, grads, optimizer, activations, logits, KV cache, CPU) on one pipeline stage, and the named terms inside them.
+- pytorch: The "pytorch" convention of the memory estimate: the peak of one steady-state eager PyTorch training step, as the components alive at that moment, in closed form for any ModelSpec.
+- analytic: Analytical GPU memory model: weights, gradients, optimizer states, activations, logits, KV cache and overhead of one training or inference setup, per GPU.
+- replay: The op-by-op replay of one training step of the eager reference GPT (gpukit.bench.models): the step's setup (EagerSetup), its parameter tensors (ReferenceGPT's, in order), the tape of allocations ...
+- eager: Training-step memory of the eager-PyTorch reference GPT (gpukit.bench.models), predicted op by op.
+- fit: Questions asked of the memory estimate: does a setup fit a GPU, the largest micro-batch or sequence that fits (binary search over a monotone estimate), the fewest GPUs (and which layout) that hold ...
+- tricks: Fitting tricks, modelled (pure, no torch): what each trick does to the memory of a training step.
+- resolve: The memory policy: from what a user gave to the TrainSetup that is estimated, with every default said.
 """
 
 # isort: skip_file

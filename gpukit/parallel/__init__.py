@@ -1,7 +1,13 @@
 """gpukit.parallel: 3D layouts (DP x TP x PP, ZeRO): memory, communication, bubble, step time, the search, published runs.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.parallel: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- cluster: The cluster a parallel layout runs on: the GPU, its ClusterNetwork (gpukit.comm's one network type: node size, intra and inter links, ports per node, link efficiency with its source, collective ...
+- pipeline_schedule: Pipeline schedules: the bubble in both conventions and the task timeline of GPipe, 1F1B and the interleaved 1F1B (Narayanan et al. 2021 sec. 2.2.1-2.2.2), for the diagram of notebook 06.
+- layout: 3D parallel layouts: memory, communication, pipeline bubble and step time of (dp, tp, pp, v, ZeRO stage, micro-batch, recompute, sequence parallelism) on a cluster, and a search over every layout.
+- layout_search: The search over 3D parallel layouts: every valid (dp, tp, pp, virtual stages, ZeRO stage, micro-batch, recompute, sp) on a number of GPUs, those that fit, ranked by predicted tokens/s, and what ...
+- published: gpukit.parallel against published training runs: Megatron-LM (Narayanan et al. 2021 table 1, Korthikanti et al. 2022 tables), BLOOM, OPT and Llama 3 405B, each with its stated layout, measured ...
 """
 
 # isort: skip_file

@@ -1,7 +1,12 @@
 """gpukit.plan: The planner: one GPU, one node or a cluster; the training candidates and the articles' rules.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.plan: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- plans: The planner's types and constants: Plan (one candidate), PlanResult (the ranked answer), the workloads, the binding constraints, the global-batch cap and the models the planner names.
+- train: The planner's training candidates: for each GPU type and count, the layouts to try, the cheapest that fits as a Plan, and the re-estimate of the best ones with 3D layouts.
+- planner: The planner: one GPU (with fitting tricks), one node, or many nodes, for a workload, a deadline and a budget; every plan with its memory per GPU, layout, time, cost, efficiency and binding constraint.
+- frameworks: The articles' decision frameworks beside the planner: who should use one GPU, one node or many nodes, by the articles' rules and by gpukit.plan, over a grid of (model, tokens, deadline, budget).
 """
 
 # isort: skip_file

@@ -1,7 +1,11 @@
 """gpukit.scaling: Data-parallel scaling: DDP steps bucket by bucket, efficiency, the measured-DDP prediction.
 
-The family's public face: every name other families, layers, notebooks and tests use is
-imported here from its part (parts listed in dependency order) and named in __all__.
+The face of gpukit.scaling: what other families, layers, notebooks and tests import, by part
+(dependency order):
+
+- buckets: DDP's gradient buckets and what each comm hook sends: parameter shapes, buckets, bytes, kernels.
+- step: One DDP step, bucket by bucket: when each bucket is ready, when its all-reduce runs, what is exposed.
+- data_parallel: Data-parallel scaling: step = compute + exposed communication (+ input), bucket by bucket.
 """
 
 # isort: skip_file
