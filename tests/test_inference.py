@@ -227,11 +227,13 @@ def test_prefill_compute_bound_2n_flops():
 
 def test_tp_adds_two_allreduces_per_layer():
     from gpukit.catalog import get_interconnect
-    from gpukit.comm import collective_time
+    from gpukit.comm import cluster_network, network_all_reduce
 
     link = get_interconnect("nvlink4")
     d = inf.decode_step(L70, H100, batch=4, context=100, tp=4, link=link)
-    one = collective_time("all_reduce", 4 * L70.hidden * 2, 4, link).time_s
+    # the one network model (issue 22): the TP group's link at the network's stated efficiency + base latency
+    net = cluster_network(link, gpus_per_node=4, ports_per_node=4)
+    one = network_all_reduce(4 * L70.hidden * 2, 4, net).time_s
     assert d.tp_comm_s == pytest.approx(2 * L70.n_layers * one)
     assert one < 20e-6  # latency-bound: microseconds for a 64 KB message on NVLink
     with pytest.raises(ValueError, match="link is required"):
