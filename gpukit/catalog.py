@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Literal, overload
 
 from gpukit.errors import did_you_mean, require_positive_int
 from gpukit.specs import ModelSpec
@@ -482,6 +483,11 @@ def frame(kind: str):
 
 
 # ---------------------------------------------------------------- names or specs
+# optional=False never returns None: the overloads say so to the type checker (issue 25).
+@overload
+def as_gpu(gpu, name: str = ..., optional: Literal[False] = ...) -> GPU: ...
+@overload
+def as_gpu(gpu, name: str = ..., optional: bool = ...) -> GPU | None: ...
 def as_gpu(gpu, name: str = "gpu", optional: bool = False) -> GPU | None:
     """A catalog GPU from a name ('h100-sxm') or a GPU; ValueError saying what to pass otherwise.
     The API takes names everywhere it takes a spec (estimate_memory(..., gpu='h100-sxm'))."""
@@ -497,6 +503,10 @@ def as_gpu(gpu, name: str = "gpu", optional: bool = False) -> GPU | None:
     )
 
 
+@overload
+def as_model(model, name: str = ..., optional: Literal[False] = ...) -> ModelSpec: ...
+@overload
+def as_model(model, name: str = ..., optional: bool = ...) -> ModelSpec | None: ...
 def as_model(model, name: str = "model", optional: bool = False) -> ModelSpec | None:
     """A ModelSpec from a catalog name ('llama-2-7b') or a ModelSpec; ValueError otherwise."""
     if model is None and optional:

@@ -16,6 +16,7 @@ import csv
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 from gpukit.catalog import data_dir, gpus
 from gpukit.errors import require_choice, require_positive
@@ -289,6 +290,11 @@ def quote(
     return PriceQuote(usd_per_gpu_hour=key(row), source=row.label(), spot=spot)
 
 
+def _priced(r: PriceRow) -> float:
+    """r.usd_per_gpu_hour of a row known to have one (for_gpu's rows, the market rows kept for a price)."""
+    return cast(float, r.usd_per_gpu_hour)
+
+
 PRICE_FAR_ABOVE = 2.0  # a per-GPU-hour price this many times the table's highest row (any GPU) is called out
 
 
@@ -314,10 +320,10 @@ def price_warning(
     market = tuple(r for r in table.rows if not r.is_article and r.usd_per_gpu_hour)
     if not market:
         return None
-    top_any = max(market, key=lambda r: r.usd_per_gpu_hour)
+    top_any = max(market, key=_priced)
     node = []
     if rows:
-        lo, hi = min(r.usd_per_gpu_hour for r in rows), max(r.usd_per_gpu_hour for r in rows)
+        lo, hi = min(_priced(r) for r in rows), max(_priced(r) for r in rows)
         sizes = (
             {gpus_per_node} if gpus_per_node is not None else ({r.count for r in rows if r.count > 1} or {8})
         )
@@ -325,13 +331,13 @@ def price_warning(
             node = sorted(k for k in sizes if k > 1 and k * lo * 0.99 <= usd <= k * hi * 1.01)
     if node:
         k = node[0]
-        top = max(rows, key=lambda r: r.usd_per_gpu_hour)
+        top = max(rows, key=_priced)
         return (
             f"{field} ${usd:g} is above the highest {gpu} price per GPU-hour in {Path(table.path).name} "
             f"(${hi:.2f}, {top.label()}) and within {k} x its range (${k * lo:.2f}-${k * hi:.2f}): is it the "
             f"price of a node of {k} GPUs (${usd / k:.2f} per GPU-hour)? If so, {fix}"
         )
-    if usd > PRICE_FAR_ABOVE * top_any.usd_per_gpu_hour:
+    if usd > PRICE_FAR_ABOVE * _priced(top_any):
         k = gpus_per_node or 8
         return (
             f"{field} ${usd:g} is over {PRICE_FAR_ABOVE:g}x the highest price per GPU-hour of any GPU in "
@@ -356,8 +362,8 @@ def node_price_warning(
     rows = table.for_gpu(gpu)
     if not rows or gpus_per_node <= 1:
         return None
-    lo = min(r.usd_per_gpu_hour for r in rows)
-    hi = max(r.usd_per_gpu_hour for r in rows)
+    lo = min(_priced(r) for r in rows)
+    hi = max(_priced(r) for r in rows)
     usd = float(usd_per_node_hour)
     if usd / gpus_per_node >= lo or not lo * 0.99 <= usd <= hi * 1.01:
         return None
@@ -382,4 +388,7 @@ def given_or_quote(
 def market_range(gpu: str, prices: PriceTable | None = None) -> tuple[float, float, float]:
     """(lowest, median, highest) market on-demand USD per GPU-hour of `gpu` in the price table
     (gpukit/data/prices.csv by default): the range the articles' price claims are audited against."""
-    return tuple(quote(gpu, prices, policy=p).usd_per_gpu_hour for p in ("lowest", "median", "highest"))
+    return cast(
+        tuple[float, float, float],
+        tuple(quote(gpu, prices, policy=p).usd_per_gpu_hour for p in ("lowest", "median", "highest")),
+    )

@@ -11,6 +11,7 @@ a final norm, and an untied LM head.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from gpukit.errors import require_choice, require_positive_int
 
@@ -28,8 +29,11 @@ class ModelSpec:
     n_layers: int
     hidden: int
     n_heads: int
-    n_kv_heads: int | None = None  # None -> n_heads (multi-head attention)
-    ffn_hidden: int | None = None  # None -> 4*hidden (gelu) / Llama's 8/3*hidden rounded (swiglu)
+    # n_kv_heads, ffn_hidden, head_dim and train_seq_len take None at construction (the default below)
+    # and __post_init__ always replaces it by an int: the fields are int, the __init__ that the type
+    # checker reads (TYPE_CHECKING below) takes int | None.
+    n_kv_heads: int = None  # type: ignore[assignment]  # None -> n_heads (multi-head attention)
+    ffn_hidden: int = None  # type: ignore[assignment]  # None -> 4*hidden (gelu) / Llama's 8/3*hidden rounded (swiglu)
     vocab: int = 50257
     max_seq: int = 2048
     tied_embeddings: bool = False
@@ -38,17 +42,42 @@ class ModelSpec:
     position: str = "learned"
     bias: bool = True
     arch: str = "decoder"
-    head_dim: int | None = None  # None -> hidden / n_heads
+    head_dim: int = None  # type: ignore[assignment]  # None -> hidden / n_heads
     published_params: int | None = field(default=None, compare=False)
     # Sequence length of pretraining (None -> max_seq): what training FLOPs and memory default to.
     # The context window (max_seq) can be much longer (Llama 3.1: 131072, pretrained at 8192).
-    train_seq_len: int | None = None
+    train_seq_len: int = None  # type: ignore[assignment]  # resolved by __post_init__, like n_kv_heads
     dropout: bool = True  # the architecture's training recipe applies dropout (Llama, Mistral: no)
     # Sliding-window attention: each token attends to at most this many previous tokens (its own
     # position included), and a rolling buffer of that size holds the KV cache (Mistral 7B v0.1:
     # 4096, Jiang et al. 2023 "Mistral 7B", arXiv:2310.06825, sec. 2; config.json "sliding_window").
     # None: full causal attention. See kv_tokens and mean_attended_keys.
     sliding_window: int | None = None
+
+    if TYPE_CHECKING:  # the constructor as callers see it: None asks __post_init__ for the default
+
+        def __init__(
+            self,
+            name: str,
+            n_layers: int,
+            hidden: int,
+            n_heads: int,
+            n_kv_heads: int | None = None,
+            ffn_hidden: int | None = None,
+            vocab: int = 50257,
+            max_seq: int = 2048,
+            tied_embeddings: bool = False,
+            mlp: str = "gelu",
+            norm: str = "layernorm",
+            position: str = "learned",
+            bias: bool = True,
+            arch: str = "decoder",
+            head_dim: int | None = None,
+            published_params: int | None = None,
+            train_seq_len: int | None = None,
+            dropout: bool = True,
+            sliding_window: int | None = None,
+        ) -> None: ...
 
     def __post_init__(self):
         for f in ("n_layers", "hidden", "n_heads", "vocab", "max_seq"):  # 2.0 -> 2: range() needs ints
@@ -86,7 +115,7 @@ class ModelSpec:
         if not isinstance(self.dropout, bool):
             raise ValueError(f"dropout must be True or False, got {self.dropout!r}")
         if self.sliding_window is not None:
-            w = self.sliding_window
+            w: object = self.sliding_window  # a float 4096.0 from a CSV or JSON is accepted
             if isinstance(w, float) and w.is_integer():
                 w = int(w)
             if not isinstance(w, int) or isinstance(w, bool) or w < 1:

@@ -81,13 +81,13 @@ def fmt_bytes(n_bytes: float, binary: bool = True) -> str:
 
 def fmt_count(n: float) -> str:
     """1.23B / 456.7M / 12.3K style parameter counts."""
-    n = _shown(n)
-    if n is None:
+    v = _shown(n)
+    if v is None:
         return "n/a"
     for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= div:
-            return f"{n / div:.2f}{suffix}"
-    return f"{n:.0f}"
+        if abs(v) >= div:
+            return f"{v / div:.2f}{suffix}"
+    return f"{v:.0f}"
 
 
 def fmt_number(x: float) -> str:
@@ -101,20 +101,20 @@ def fmt_number(x: float) -> str:
 
 def fmt_seconds(s: float) -> str:
     """Seconds as us / ms / s / min / h / days."""
-    s = _shown(s)
-    if s is None:
+    v = _shown(s)
+    if v is None:
         return "n/a"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    if s < 120:
-        return f"{s:.2f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    if s < 3 * 86400:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
+    if v < 1e-3:
+        return f"{v * 1e6:.1f} us"
+    if v < 1:
+        return f"{v * 1e3:.2f} ms"
+    if v < 120:
+        return f"{v:.2f} s"
+    if v < 7200:
+        return f"{v / 60:.1f} min"
+    if v < 3 * 86400:
+        return f"{v / 3600:.1f} h"
+    return f"{v / 86400:.1f} days"
 
 
 # ---- parsing sizes and counts typed by people (CLI flags, notebook parameters) ----

@@ -31,7 +31,7 @@ import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from gpukit.comm.collectives import busbw_factor, collective_time
+from gpukit.comm.collectives import CollectiveCost, busbw_factor, collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
 from gpukit.errors import require_positive, require_positive_int
 from gpukit.results import json_safe as _json_safe
@@ -47,7 +47,7 @@ def gpt_param_shapes(spec) -> list[tuple[str, tuple[int, ...]]]:
     """(name, shape) of every parameter of gpukit.bench.models.ReferenceGPT in registration order
     (nn.Linear weights are (out, in)); tied embeddings appear once (as wte)."""
     h, f, q, v, s = spec.hidden, spec.ffn_hidden, spec.q_dim, spec.vocab, spec.max_seq
-    out = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
+    out: list[tuple[str, tuple[int, ...]]] = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
     for i in range(spec.n_layers):
         p = f"blocks.{i}."
         out += [
@@ -106,6 +106,7 @@ def ddp_buckets(
     the same cap; torch.nn.parallel.distributed BucketCapacityConfig). MiB = 2**20 bytes."""
     cap = require_positive("bucket_mb", bucket_mb) * MIB
     first = cap if first_bucket_mb is None else require_positive("first_bucket_mb", first_bucket_mb) * MIB
+    out: list[Bucket]
     out, names, shapes, size, limit = [], [], [], 0, first
     for name, shape in reversed(list(param_shapes)):
         names.append(name)
@@ -222,6 +223,7 @@ def dp_all_reduce(
     size = int(size) if float(size).is_integer() else size
     g = require_positive_int("groups_per_node", groups_per_node)
     nodes, r, last = dp_group_layout(dp, net.gpus_per_node, ranks_per_node)
+    phases: tuple[tuple[str, CollectiveCost], ...]
     if dp == 1:
         phases = ()
     elif nodes == 1:

@@ -188,6 +188,7 @@ def flops_per_token(
         head = 0.0
     layers, width = _attention_width(model, n_layers, hidden)
     note = "" if layers else "attention term left out: pass a model, or n_layers and hidden"
+    keys: float  # keys a token attends to: a count (decode) or a mean (train, prefill)
     try:
         if mode == "decode":
             context = require_positive_int("context", seq_len if context is None else context)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 from gpukit import inference
 from gpukit.catalog import as_model, get_gpu, get_model
@@ -221,7 +222,7 @@ def training_run(
             zero_stage=setup.zero_stage,
             overlap=overlap,
             ports_per_node=ports_per_node,
-            **({"n_layers": spec.n_layers} if spec is not None else {}),
+            **cast(dict[str, Any], {"n_layers": spec.n_layers} if spec is not None else {}),
         )  # DDP's bucket shapes
         eff, eff_model = est.efficiency, f"{g.name}: {est.model}"
     compute_s = t1_s * tokens_per_gpu / tokens  # one GPU's share of a step at the single-GPU rate
@@ -450,6 +451,7 @@ def training_cost(
     for name in gpu_names:
         g = get_gpu(name)
         if price_per_node_hour is not None:
+            assert price_per_gpu_hour is not None  # node_usd / k, set above
             usd, src = (
                 price_per_gpu_hour,
                 f"given per node-hour: ${price_per_node_hour:g} / {k} GPUs per node",

@@ -136,7 +136,7 @@ def simulate(
                 wake["ev"] = env.event()
                 yield wake["ev"]
                 continue
-            new = []
+            new: list[dict] = []
             # admit while the KV cache has room and the step's token budget holds the prompts (at
             # least one prompt per step, however long: no chunking)
             while (

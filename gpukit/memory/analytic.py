@@ -213,6 +213,7 @@ class MemoryBreakdown:
             f"{'component':<14}{'GiB':>10}{'share':>8}",
         ]
         tot = self.total_bytes or 1
+        v: float  # bytes (int) below, then the terms (float)
         for c, v in self.items():
             lines.append(f"{c:<14}{v / GiB:>10.2f}{100 * v / tot:>7.1f}%")
         lines.append(f"{'total':<14}{self.total_bytes / GiB:>10.2f}")

@@ -171,6 +171,13 @@ class CategoryBreakdown:
     """The categories that prediction (EagerPrediction) and measurement (measure.MeasuredMemory)
     share, in one order, so the two line up row by row."""
 
+    # the fields every subclass (a frozen dataclass) declares; bare annotations: no class attribute
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    peak_bytes: int
+
     def breakdown(self) -> tuple:
         return (
             ("params", self.params_bytes),
@@ -339,7 +346,8 @@ def megatron_activation_bytes(
     gpukit.memory.layer_activation_bytes: here it is evaluated for Table 2's GPT layer (q = kv = h,
     f = 4h, GeLU, eager attention, 16-bit) with this spec's h, a and layers."""
     require_choice("recompute", recompute, RECOMPUTE_KINDS)
-    gpt = replace(spec, n_kv_heads=spec.n_heads, head_dim=None, ffn_hidden=4 * spec.hidden, mlp="gelu")
+    # head_dim None: __post_init__ derives hidden // n_heads (the field is int once built, ModelSpec)
+    gpt = replace(spec, n_kv_heads=spec.n_heads, head_dim=None, ffn_hidden=4 * spec.hidden, mlp="gelu")  # type: ignore[arg-type]
     setup = TrainSetup(
         seq_len=seq_len,
         micro_batch=micro_batch,

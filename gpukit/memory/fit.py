@@ -119,6 +119,7 @@ class GpuPlan:
             f"{o.zero_stage:>4} {o.dp:>5} {o.tp:>3} {o.pp:>3} {o.world_size:>6} {o.total_bytes / GiB:>8.2f}"
             for o in self.options
         ]
+        assert self.best is not None  # options is not empty (returned above)
         return "\n".join(lines + [f"smallest: {self.best.world_size} x {self.gpu_name}"])
 
 

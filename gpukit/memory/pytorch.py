@@ -282,7 +282,7 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
         "optimizer": dict(params=P, grads=G + bucket, optimizer=S + opt_temp, activations=0.0, logits=0.0),
     }
     totals = {k: sum(v.values()) for k, v in phases.items()}
-    phase = max(totals, key=totals.get)
+    phase = max(totals, key=totals.__getitem__)
     out = dict(p, **phases[phase])
     out["phase"] = phase
     out["phase_peaks"] = tuple((k, int(math.ceil(v))) for k, v in totals.items())

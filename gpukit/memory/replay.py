@@ -305,6 +305,7 @@ class ReplayStep:
             gb = self._cast(gb, n_out * 4) if bias else None
         tp.recat(gw, grad_cat)
         if bias:
+            assert gb is not None  # allocated above when bias
             tp.recat(gb, "Gradient")
         return gin
 
@@ -436,7 +437,7 @@ class ReplayStep:
                 tp.alloc(f"O.{name}.denom", n * 4)
             tp.free(*(f"O.{name}.denom" for name, _ in shapes))
             return
-        prev = None  # single-tensor loop: denom = (v.sqrt() / c).add_(eps) per tensor
+        prev: str | None = None  # single-tensor loop: denom = (v.sqrt() / c).add_(eps) per tensor
         for name, n in shapes:
             tp.alloc(f"O.{name}.sqrt", n * 4)
             tp.alloc(f"O.{name}.denom", n * 4)
@@ -444,6 +445,7 @@ class ReplayStep:
             if prev:
                 tp.free(prev)
             prev = f"O.{name}.denom"
+        assert prev is not None  # shapes holds every parameter: never empty
         tp.free(prev)
 
     def zero_grad(self):

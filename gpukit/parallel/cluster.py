@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpukit.catalog import get_gpu, get_interconnect, inter_node_link, intra_node_link
+from gpukit.catalog import GPU, get_gpu, get_interconnect, inter_node_link, intra_node_link
 from gpukit.comm import LINK_EFFICIENCY, ClusterNetwork, cluster_network
 from gpukit.errors import require_positive, require_positive_int
 
@@ -38,7 +38,7 @@ class Cluster:
     """GPUs over a gpukit.comm.ClusterNetwork (every link, port and link-efficiency question) with the
     stated compute efficiencies."""
 
-    gpu: object
+    gpu: GPU
     network: ClusterNetwork
     matmul_efficiency: float = MATMUL_EFFICIENCY
     hbm_efficiency: float = HBM_EFFICIENCY

@@ -208,7 +208,7 @@ class Estimate:
     breakdown: tuple[tuple[str, float], ...]  # seconds per step, in order; sums to step_time_s
     comm_bytes: tuple[tuple[str, float], ...]  # bytes sent per GPU per step by kind
     notes: tuple[str, ...] = ()
-    memory: object = field(default=None, repr=False, compare=False)
+    memory: mem.MemoryBreakdown | None = field(default=None, repr=False, compare=False)
     # the cluster and the efficiencies this estimate used (cluster_assumptions); () -> ASSUMPTIONS
     assumptions: tuple[str, ...] = ()
 
@@ -495,6 +495,7 @@ def estimate(
         ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0),
     )
     b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
+    assert b is not None  # config.validate above rejects m % pp with virtual stages
     return Estimate(
         config=c,
         model_name=model.name,

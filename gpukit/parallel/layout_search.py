@@ -194,7 +194,7 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
             f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB"
         )
     parts = {k: v for k, v in e.breakdown if k not in ("compute", "elementwise")}
-    worst = max(parts, key=parts.get)
+    worst = max(parts, key=parts.__getitem__)
     share = parts[worst] / e.step_time_s
     label = {
         "bubble": f"bubble: {c.pp} stages with {e.microbatches} micro-batches idle {share:.0%} of the step",
@@ -259,7 +259,7 @@ def search(
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
     configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
-    cache: dict[ParallelConfig, Estimate | None] = {}
+    cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
     too_big: set[tuple] = set()
     cap = cl.gpu.memory_bytes
     w, g, o = mem.state_bytes_per_param(

@@ -360,7 +360,7 @@ def plan(
         ]
     names = list(prices_of)
     mfu_v = mfu if mfu is not None or profile is not None else 0.4
-    models_used = PLAN_MODELS
+    models_used: tuple[str, ...] = PLAN_MODELS
     if workload == "serve":
         plans = _serve_plans_inference(
             inference,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from gpukit import parallel
 from gpukit.catalog import get_gpu
@@ -32,7 +33,7 @@ def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout
     """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
     (gpukit/data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
     ft = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}[workload]
-    base = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout)
+    base: dict[str, Any] = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout)
     out = []
     zeros = (0,) if ft != "full" or n == 1 else (0, 1, 2, 3)
     for z in zeros:

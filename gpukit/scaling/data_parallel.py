@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 from gpukit.catalog import get_interconnect
 from gpukit.comm import (
@@ -242,7 +243,7 @@ def scaling(
         shapes = uniform_param_shapes(n_par) if spec is None else _catalog_shapes(spec)
     else:
         shapes = uniform_param_shapes(n_par, spec.n_layers if spec is not None else 32)
-    gb = dtype_bytes(grad_dtype)
+    gb = int(dtype_bytes(grad_dtype))  # fp32, bf16, fp16 (checked above): whole bytes, 4 or 2
     kernels = gpu_kernel_s(gpu) if hook_kernels and profile is None else None
 
     def allreduce(size, n):  # the one DP all-reduce (gpukit.comm.grad_sync): hierarchical, partial nodes
@@ -251,7 +252,12 @@ def scaling(
     rows, base = [], None
     for n in counts:
         # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
-        t = tokens_per_gpu if tokens_per_gpu is not None else global_batch_tokens / (n * grad_accum)
+        # exactly one of the two is given (checked above)
+        t = (
+            tokens_per_gpu
+            if tokens_per_gpu is not None
+            else cast(float, global_batch_tokens) / (n * grad_accum)
+        )
         require_positive("tokens", t)
         if t < 1:  # a global batch of 4 tokens on 8 GPUs once gave a step of half a token per GPU
             raise ValueError(
