@@ -14,6 +14,7 @@ import shutil
 import sys
 import textwrap
 
+from gpukit.bench.timing import quiet
 from gpukit.results import dumps
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
@@ -149,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0 if not argv else 2
-        result = args.func(args)
+        with quiet(getattr(args, "json", False)):  # progress goes to stderr, never beside --json
+            result = args.func(args)
         emit(result, getattr(args, "json", False))
         return 0
     except (CliError, ValueError) as e:
