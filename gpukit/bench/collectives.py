@@ -41,8 +41,9 @@ from gpukit.bench.collectives_measure import (  # noqa: F401 - re-exported: the 
 )
 from gpukit.bench.ranks import check_gpu_count, pick_backend, rank_env
 from gpukit.bench.results import BenchResult, write_json
-from gpukit.bench.timing import percentile, resolve_device
+from gpukit.bench.timing import percentile, progress_line, resolve_device
 from gpukit.errors import nonnegative_int_arg, positive_int_arg, timeout_arg
+from gpukit.timing_stats import spread_warning
 from gpukit.units import (  # noqa: F401 (parse_size: the worker's public API)
     parse_bytes,
     parse_size,
@@ -110,6 +111,9 @@ def _result(payload: dict, op: str) -> BenchResult:
     if rows:
         summary["max_busbw_gbps"] = max(r["busbw_gbps"] for r in rows)
     summary.update(payload.get("notes") or {})  # timed_out / out_of_memory: the sweep stopped early
+    warn = spread_warning([(f"{r['size_bytes']} B", r["p10_us"], r["p90_us"]) for r in rows], what="size")
+    if warn:
+        summary["spread_warning"] = warn
     return BenchResult("collectives", rows, payload["env"], summary, COLUMNS, HEADERS)
 
 
@@ -163,6 +167,10 @@ def run_collectives(
     }
     from gpukit.bench.launch import spawn
 
+    progress_line(
+        f"bench collectives: {op} over {len(cfg['sizes'])} sizes on {n_ranks} {backend} ranks "
+        f"(up to {timeout_s:g} s) ..."
+    )
     result = _result(spawn(collective_body, cfg, n_ranks, timeout_s), op)
     if not result.rows and result.summary.get("out_of_memory"):
         raise ValueError(result.summary["out_of_memory"])

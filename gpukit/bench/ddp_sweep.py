@@ -19,7 +19,8 @@ import os
 from gpukit.bench.ddp import netlab_device, normalize_hook, run_ddp, run_ddp_netlab, summarize, validate_ddp
 from gpukit.bench.ranks import pick_backend
 from gpukit.bench.results import BenchResult
-from gpukit.bench.timing import percentile, resolve_device
+from gpukit.bench.timing import percentile, progress, resolve_device
+from gpukit.timing_stats import spread_warning
 
 SCALINGS = ("strong", "weak")
 COLUMNS = (
@@ -153,7 +154,7 @@ def ddp_scaling(
     seq, k_acc = kw.get("seq_len", 64), kw.get("grad_accum", 1)
     payloads, rows = [], []
     # the largest world size first: a failing multi-rank run fails before the others are spent
-    for n in range(ranks, 0, -1):
+    for n in progress(range(ranks, 0, -1), desc="ddp world sizes", total=ranks):
         per_rank = global_batch // n if scaling == "strong" else mb
         if netlab is not None and n >= 2:
             p = run_ddp_netlab(n, netlab, micro_batch=per_rank, timeout_s=timeout_s, **kw)
@@ -240,6 +241,11 @@ def ddp_scaling(
             r["predicted_step_s"] = None
     for r in rows:
         r.pop("_phases", None)
+    warn = spread_warning(
+        [(f"{r['ranks']} ranks", r["step_p10_s"], r["step_p90_s"]) for r in rows], what="world size"
+    )
+    if warn:
+        summary["spread_warning"] = warn
     return DdpScalingResult("ddp", tuple(rows), payloads[-1]["env"], summary, COLUMNS)
 
 

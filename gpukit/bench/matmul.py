@@ -19,6 +19,7 @@ from gpukit.bench.timing import (
     time_op,
     torch_threads,
 )
+from gpukit.timing_stats import spread_warning
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 _TORCH_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -281,6 +282,9 @@ def matmul_bench(
             f"matmul benchmark timed out after {deadline.elapsed():.1f} s before the first shape "
             f"finished (timeout {timeout_s:g} s; raise --timeout)"
         )
+    warn = spread_warning([(f"{r['dtype']} {r['shape']}", r["p10_us"], r["p90_us"]) for r in rows])
+    if warn:
+        summary["spread_warning"] = warn
     return BenchResult(
         "matmul",
         tuple(rows),

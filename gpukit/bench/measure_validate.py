@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from gpukit.bench.measure import is_gpt_layout, measure_training_memory, train_setup
+from gpukit.bench.timing import progress
 from gpukit.errors import require_choice
 from gpukit.memory import EagerSetup, llama_spec, predict_training_memory, reconcile_megatron, reference_spec
 from gpukit.specs import ModelSpec
@@ -272,7 +273,8 @@ def validate_grid(grid=VALIDATION_GRID, device: str = "cpu", steps: int = 2):
     import pandas as pd
 
     rows = []
-    for spec, setup, attention in map(_entry, grid):
+    entries = [_entry(e) for e in grid]
+    for spec, setup, attention in progress(entries, desc="validate memory", total=len(entries)):
         if setup.device != device:
             setup = dataclasses.replace(setup, device=device)
         r = compare(spec, setup, steps=steps, attention=attention)

@@ -17,6 +17,7 @@ from gpukit.bench.timing import (
     time_op,
     torch_threads,
 )
+from gpukit.timing_stats import spread_warning
 from gpukit.units import GB, MiB
 
 TRIAD_SCALAR = 3.0
@@ -143,6 +144,9 @@ def memory_bandwidth(
         if device == "cpu"
         else "unknown GPU"
     )
+    warn = spread_warning([(r["test"], r["p10_us"], r["p90_us"]) for r in rows])
+    if warn:
+        summary["spread_warning"] = warn
     return BenchResult(
         "memory",
         tuple(rows),

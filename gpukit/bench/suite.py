@@ -121,7 +121,7 @@ def run_suite(
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.matmul import harness_check, matmul_bench
     from gpukit.bench.membw import memory_bandwidth
-    from gpukit.bench.timing import Deadline, resolve_device, wall_clock_limit
+    from gpukit.bench.timing import Deadline, progress_line, resolve_device, wall_clock_limit
     from gpukit.errors import require_timeout
 
     t0 = time.monotonic()
@@ -205,6 +205,11 @@ def run_suite(
     incomplete = None
     for i, (name, what, run) in enumerate(plan):
         left = deadline.left()
+        if left > 0:
+            progress_line(
+                f"bench all [{i + 1}/{len(plan)}] {name} ({left:.0f} s left)",
+                disable=None if progress_bar is None else not progress_bar,
+            )
         if left <= 0:  # the time ran out in the section before (it kept its rows so far)
             incomplete = {
                 "timed_out_in": plan[i - 1][0] if i else name,

@@ -9,9 +9,12 @@ so the host clock measures kernel time; on CPU it is a no-op.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 
 NO_CUDA_MESSAGE = "--device cuda requested but no CUDA device is available"
@@ -188,12 +191,48 @@ def torch_threads(n: int | None):
         torch.set_num_threads(old)
 
 
+# Progress of long work (issue 25): on stderr, and silent under --json (quiet()), when CI or
+# TQDM_DISABLE is set, or when stderr is neither a terminal nor a notebook's.
+_QUIET: ContextVar[bool] = ContextVar("gpukit_quiet", default=False)
+
+
+@contextmanager
+def quiet(on: bool = True):
+    """No progress bars or lines inside the block (the CLI wraps a --json command in it)."""
+    token = _QUIET.set(bool(on))
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def progress_enabled(disable: bool | None = None) -> bool:
+    """Whether progress is shown: never inside quiet(); disable=True/False decides when given; else
+    off when CI or TQDM_DISABLE is set (non-empty, not "0") or stderr is not a terminal, on in a
+    Jupyter kernel (its stderr is no terminal but shows the bar)."""
+    if _QUIET.get():
+        return False
+    if disable is not None:
+        return not disable
+    if any(os.environ.get(v, "") not in ("", "0") for v in ("CI", "TQDM_DISABLE")):
+        return False
+    err = sys.stderr
+    return bool(getattr(err, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
 def progress(iterable, *, desc: str, total: int | None = None, disable: bool | None = None):
-    """A tqdm.auto progress bar (TQDM_DISABLE=1 turns it off; tqdm reads that variable itself)."""
+    """A tqdm.auto progress bar on stderr, shown where progress_enabled(disable) says so."""
     from tqdm.auto import tqdm
 
-    kw = {} if disable is None else {"disable": disable}  # pass nothing so TQDM_DISABLE applies
-    return tqdm(iterable, desc=desc, total=total, leave=False, **kw)
+    return tqdm(
+        iterable, desc=desc, total=total, leave=False, file=sys.stderr, disable=not progress_enabled(disable)
+    )
+
+
+def progress_line(message: str, *, disable: bool | None = None) -> None:
+    """One line of progress on stderr (a step that starts), where progress_enabled(disable) says so."""
+    if progress_enabled(disable):
+        print(message, file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
 import sys
+import textwrap
 
+from gpukit.bench.timing import quiet
 from gpukit.results import dumps
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
@@ -60,10 +63,42 @@ class CliError(Exception):
     """Raised for bad command-line input; printed as one line, exit code 2."""
 
 
+# --help and the text output at a terminal stay within this many columns (issue 25: lines up to 320 wide)
+TEXT_WIDTH = 120
+
+
+def text_width() -> int:
+    """TEXT_WIDTH, or the terminal's width (COLUMNS) where that is narrower."""
+    return min(TEXT_WIDTH, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns)
+
+
+def fit_width(text: str, width: int | None = None) -> str:
+    """Each line longer than width wrapped at spaces, continued under its own indent + 2 spaces; shorter
+    lines (tables) as they are. A word longer than the width (a path) stays whole."""
+    width = width or text_width()
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out += textwrap.wrap(
+            line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+        ) or [line]
+    return "\n".join(out)
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog, **kwargs):
+        kwargs["width"] = text_width()
+        super().__init__(prog, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         # no prefix matching: `--mode inference` must be an unknown flag, not `--model inference`
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message):  # argparse's default prints usage + exits 2; we want one line
@@ -90,12 +125,14 @@ def add_json_flag(p: argparse.ArgumentParser) -> None:
 
 
 def emit(result, as_json: bool) -> None:
-    """Print a handler's result: JSON (dicts, or objects with to_json_dict) or text."""
+    """Print a handler's result: JSON (dicts, or objects with to_json_dict) or text (at a terminal,
+    wrapped to text_width(); piped, as it is)."""
     if as_json:
         payload = result.to_json_dict() if hasattr(result, "to_json_dict") else result
         print(dumps(payload))
     elif hasattr(result, "to_text"):
-        print(result.to_text())
+        text = result.to_text()
+        print(fit_width(text) if sys.stdout.isatty() else text)
     elif isinstance(result, dict):
         width = max((len(str(k)) for k in result), default=0)
         for k, v in result.items():
@@ -113,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0 if not argv else 2
-        result = args.func(args)
+        with quiet(getattr(args, "json", False)):  # progress goes to stderr, never beside --json
+            result = args.func(args)
         emit(result, getattr(args, "json", False))
         return 0
     except (CliError, ValueError) as e:

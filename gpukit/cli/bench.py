@@ -268,7 +268,12 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", help="catalog GPU for the peak (default: from the CUDA device name)")
     p.add_argument("--peak-tflops", type=positive_float, help="peak to compare with (e.g. a CPU's)")
     p.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
-    p.add_argument("--repeats", type=bounded_int, default=7)
+    p.add_argument(
+        "--repeats",
+        type=bounded_int,
+        default=7,
+        help="timed repeats per row; the median is reported (default 7)",
+    )
     p.add_argument(
         "--harness-check", action="store_true", help="also compare with torch.utils.benchmark.Timer"
     )
@@ -277,7 +282,7 @@ def register(subparsers) -> None:
     p = sub.add_parser("memory", help="STREAM copy/triad bandwidth (decimal GB/s); h2d/d2h on cuda")
     _common(p, 120)
     p.add_argument("--size-mib", type=positive_float, default=64, help="MiB per array (>> last-level cache)")
-    p.add_argument("--threads", type=bounded_int)
+    p.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
     p.add_argument("--gpu", help="catalog GPU for the HBM peak")
     p.set_defaults(func=_memory)
 
@@ -290,17 +295,17 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("harness", help="our matmul timer vs torch.utils.benchmark.Timer (goal: within 5%%)")
     _common(p, 120)
-    p.add_argument("--dtype", default="fp32")
+    p.add_argument("--dtype", default="fp32", help="matrix dtype (default fp32)")
     p.add_argument(
         "--dims", "--size", dest="size", type=bounded_int, default=512, help="square matrix dimension N"
     )
-    p.add_argument("--threads", type=bounded_int)
+    p.add_argument("--threads", type=bounded_int, help="torch threads (default: torch's)")
     p.set_defaults(func=_harness)
 
     p = sub.add_parser("article", help="the seed article's all-reduce latency loop vs the honest method")
     _common(p, 60)
-    p.add_argument("--ranks", type=bounded_int, default=2)
-    p.add_argument("--calls", type=bounded_int, default=10)
+    p.add_argument("--ranks", type=bounded_int, default=2, help="world size (default 2)")
+    p.add_argument("--calls", type=bounded_int, default=10, help="all-reduce calls timed (default 10)")
     p.add_argument(
         "--skew-ms", type=nonnegative_float, default=0.0, help="delay ranks > 0 (a slow data loader)"
     )
@@ -312,8 +317,18 @@ def register(subparsers) -> None:
     _common(p, 600)
     p.add_argument("--ranks", type=bounded_int, default=2, help="largest world size; rows for 1..N")
     p.add_argument("--hook", default="none", help="none, fp16, powersgd, bf16 (nccl)")
-    p.add_argument("--powersgd-rank", type=bounded_int, default=1)
-    p.add_argument("--powersgd-start-iter", type=nonnegative_int, default=2)
+    p.add_argument(
+        "--powersgd-rank",
+        type=bounded_int,
+        default=1,
+        help="with --hook powersgd: rank of the factors (default 1)",
+    )
+    p.add_argument(
+        "--powersgd-start-iter",
+        type=nonnegative_int,
+        default=2,
+        help="with --hook powersgd: plain all-reduce before this step (default 2)",
+    )
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket_cap_mb (MiB)")
     p.add_argument(
         "--grad-accum", type=bounded_int, default=1, help="micro-steps per optimizer step (no_sync)"
@@ -332,18 +347,45 @@ def register(subparsers) -> None:
         "--scaling", default="weak", help="weak (per-rank batch fixed) or strong (global batch fixed)"
     )
     p.add_argument("--netlab", help="RATE: one rank per network namespace over an emulated link (root)")
-    p.add_argument("--steps", type=bounded_int, default=10)
-    p.add_argument("--warmup", type=nonnegative_int, default=3)
-    p.add_argument("--micro-batch", type=bounded_int, default=4)
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=bounded_int, default=64)
-    p.add_argument("--layers", "--n-layers", dest="n_layers", type=bounded_int, default=2)
-    p.add_argument("--hidden", type=bounded_int, default=128)
-    p.add_argument("--heads", "--n-heads", dest="n_heads", type=bounded_int, default=4)
+    p.add_argument(
+        "--steps", type=bounded_int, default=10, help="timed optimizer steps per world size (default 10)"
+    )
+    p.add_argument("--warmup", type=nonnegative_int, default=3, help="untimed steps first (default 3)")
+    p.add_argument(
+        "--micro-batch", type=bounded_int, default=4, help="sequences per rank per micro-step (default 4)"
+    )
+    p.add_argument(
+        "--seq-len",
+        "--seq",
+        dest="seq_len",
+        type=bounded_int,
+        default=64,
+        help="tokens per sequence (default 64)",
+    )
+    p.add_argument(
+        "--layers",
+        "--n-layers",
+        dest="n_layers",
+        type=bounded_int,
+        default=2,
+        help="layers of the toy transformer (default 2)",
+    )
+    p.add_argument(
+        "--hidden", type=bounded_int, default=128, help="hidden size of the toy transformer (default 128)"
+    )
+    p.add_argument(
+        "--heads",
+        "--n-heads",
+        dest="n_heads",
+        type=bounded_int,
+        default=4,
+        help="attention heads of the toy transformer (default 4)",
+    )
     p.set_defaults(func=_ddp)
 
     p = sub.add_parser("all", help="everything on one device, one JSON file (GPU check script)")
     _common(p, 900)
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and a smaller sweep (minutes, not tens)")
     p.set_defaults(func=_all)
 
     bench.set_defaults(func=lambda args: bench.print_help())

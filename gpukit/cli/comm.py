@@ -177,7 +177,9 @@ def register(subparsers) -> None:
         help="hierarchical all_reduce: GPUs per node (old spelling --ranks-per-node)",
     )
     p.add_argument("--inter-link", help="hierarchical all_reduce: the link between nodes")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
+    p.add_argument(
+        "--algorithm", choices=ALGORITHMS, default="ring", help="all-reduce algorithm (default ring)"
+    )
     p.add_argument("--profile", help="calibration profile JSON: use its measured alpha/beta for links it has")
     add_json_flag(p)
     p.set_defaults(func=_comm)

@@ -252,7 +252,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--efficiency", type=fraction, help="with --profile: share of the measured matmul rate (default 1)"
     )
-    p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument(
+        "--recompute", choices=RECOMPUTE, default="none", help="activation recompute (default none)"
+    )
     p.add_argument(
         "--dtype",
         choices=list(BYTES_PER_DTYPE),
@@ -271,10 +273,14 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("flops", help="FLOPs per token (train, prefill, decode) with a breakdown")
     _model_or_params(p)
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int, required=True)
-    p.add_argument("--mode", choices=MODES, default="train")
+    p.add_argument(
+        "--seq-len", "--seq", dest="seq_len", type=positive_int, required=True, help="tokens per sequence"
+    )
+    p.add_argument("--mode", choices=MODES, default="train", help="which passes to count (default train)")
     p.add_argument("--context", type=positive_int, help="decode: KV length attended (default seq-len)")
-    p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument(
+        "--recompute", choices=RECOMPUTE, default="none", help="activation recompute (default none)"
+    )
     p.add_argument("--no-causal", action="store_true", help="count full attention (PaLM convention)")
     p.add_argument(
         "--include-embeddings", action="store_true", help="count the LM-head matmul (needs --model)"
@@ -293,7 +299,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_flops)
 
     p = subparsers.add_parser("roofline", help="is a matmul (or a model's layer) compute- or memory-bound?")
-    p.add_argument("--gpu", required=True)
+    p.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
     p.add_argument(
         "--dtype",
         choices=list(BYTES_PER_DTYPE),
@@ -301,14 +307,25 @@ def register(subparsers) -> None:
         help="compute dtype (default bf16, fp16 on GPUs without bf16 units)",
     )
     p.add_argument("--dims", type=_dims, help="matrix dimensions M,N,K of (M x K) @ (K x N) (or --m/--n/--k)")
-    p.add_argument("--m", type=positive_int)
-    p.add_argument("--n", type=positive_int)
-    p.add_argument("--k", type=positive_int)
+    p.add_argument("--m", type=positive_int, help="rows of A and C (C = A @ B is m x n)")
+    p.add_argument("--n", type=positive_int, help="columns of B and C")
+    p.add_argument("--k", type=positive_int, help="inner dimension (columns of A, rows of B)")
     p.add_argument("--batch", type=positive_int, default=1, help="number of identical matmuls")
     p.add_argument("--model", help="instead of m/n/k: one layer of this model")
-    p.add_argument("--seq-len", "--seq", dest="seq_len", type=positive_int)
-    p.add_argument("--micro-batch", type=positive_int, default=1)
-    p.add_argument("--mode", choices=("prefill", "decode"), default="prefill")
-    p.add_argument("--context", type=positive_int)
+    p.add_argument(
+        "--seq-len", "--seq", dest="seq_len", type=positive_int, help="with --model: tokens per sequence"
+    )
+    p.add_argument(
+        "--micro-batch", type=positive_int, default=1, help="with --model: sequences per matmul (default 1)"
+    )
+    p.add_argument(
+        "--mode",
+        choices=("prefill", "decode"),
+        default="prefill",
+        help="with --model: prefill (default) or one decode token",
+    )
+    p.add_argument(
+        "--context", type=positive_int, help="with --mode decode: KV length attended (default seq-len)"
+    )
     add_json_flag(p)
     p.set_defaults(func=_roofline)

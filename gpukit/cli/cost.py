@@ -236,15 +236,19 @@ def register(subparsers) -> None:
     pr.add_argument(
         "--price-per-gpu-hour",
         type=positive_float,
+        metavar="USD",
         help="USD per GPU-hour (default: median row of the price file)",
     )
     pr.add_argument(
         "--price-per-node-hour",
         type=positive_float,
+        metavar="USD",
         help="USD per node-hour (an instance's price), divided by --gpus-per-node",
     )
     pr.add_argument(
-        "--prices", help="a price CSV: gpukit/data/prices.csv format or a SkyPilot catalog vms.csv"
+        "--prices",
+        metavar="CSV",
+        help="a price CSV: gpukit/data/prices.csv format or a SkyPilot catalog vms.csv",
     )
     t.add_argument("--spot", action="store_true", help="add the expected spot time and cost")
     t.add_argument(
@@ -263,8 +267,8 @@ def register(subparsers) -> None:
     t.set_defaults(func=_train)
 
     b = sub.add_parser("buy-vs-rent", help="owned cost per GPU-hour, break-even utilization and months")
-    b.add_argument("--gpu", required=True)
-    b.add_argument("--gpus", type=int, required=True)
+    b.add_argument("--gpu", required=True, help="a GPU from `gpukit gpus`")
+    b.add_argument("--gpus", type=int, required=True, help="number of GPUs bought")
     b.add_argument("--purchase-usd", type=count, required=True, help="capital: GPUs and servers, USD")
     b.add_argument("--network-usd", type=count, default=0.0, help="networking capital, USD (default 0)")
     pr = b.add_mutually_exclusive_group()
@@ -276,7 +280,12 @@ def register(subparsers) -> None:
     b.add_argument(
         "--pue", type=positive_float, default=1.56, help="power usage effectiveness (default 1.56)"
     )
-    b.add_argument("--usd-per-kwh", type=nonnegative_float, default=0.10)
+    b.add_argument(
+        "--usd-per-kwh",
+        type=nonnegative_float,
+        default=0.10,
+        help="electricity price, USD per kWh (default 0.10)",
+    )
     b.add_argument("--years", type=positive_float, default=3.0, help="depreciation period (default 3)")
     b.add_argument("--utilization", type=fraction, default=0.7, help="share of hours in use (default 0.7)")
     b.add_argument(
@@ -286,7 +295,9 @@ def register(subparsers) -> None:
     b.set_defaults(func=_buy)
 
     pb = sub.add_parser("published", help="published training runs: cost, implied MFU, predicted GPU-hours")
-    pb.add_argument("--mfu", type=fraction, default=0.4)
+    pb.add_argument(
+        "--mfu", type=fraction, default=0.4, help="share of peak sustained (default 0.40, assumed)"
+    )
     add_json_flag(pb)
     pb.set_defaults(func=_published)
 

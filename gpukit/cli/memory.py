@@ -77,8 +77,10 @@ def register(subparsers) -> None:
     )
     add_model_args(p, params=True)
     t = p.add_argument_group("training / inference setup (defaults: gpukit.memory.TrainSetup)")
-    t.add_argument("--precision", choices=mem.PRECISIONS)
-    t.add_argument("--optimizer", choices=mem.OPTIMIZERS)
+    t.add_argument("--precision", choices=mem.PRECISIONS, help="training precision (default bf16-mixed)")
+    t.add_argument(
+        "--optimizer", choices=mem.OPTIMIZERS, help="optimizer whose states are counted (default adamw)"
+    )
     t.add_argument("--zero", dest="zero_stage", type=int, choices=(0, 1, 2, 3), help="ZeRO stage")
     t.add_argument("--dp", type=int, help="data-parallel size")
     t.add_argument("--tp", type=int, help="tensor-parallel size")
@@ -103,7 +105,7 @@ def register(subparsers) -> None:
         help="micro-batches per step; with --pp, min(pp, grad_accum) are in flight on the first stage "
         "(default with --pp > 1: pp, stated in the output)",
     )
-    t.add_argument("--recompute", choices=mem.RECOMPUTE)
+    t.add_argument("--recompute", choices=mem.RECOMPUTE, help="activation recompute (default none)")
     t.add_argument(
         "--attention", choices=mem.ATTENTION, help="flash (default): no stored s^2 scores; eager: stores them"
     )
@@ -124,9 +126,14 @@ def register(subparsers) -> None:
         help="no dropout masks (Llama-style)",
     )
     t.add_argument("--offload", choices=mem.OFFLOAD, help="optimizer: ZeRO-Offload; all: ZeRO-Infinity")
-    t.add_argument("--finetune", choices=mem.FINETUNE)
-    t.add_argument("--lora-rank", dest="lora_rank", type=int)
-    t.add_argument("--lora-targets", dest="lora_targets", choices=LORA_TARGETS)
+    t.add_argument("--finetune", choices=mem.FINETUNE, help="full (default), lora or qlora finetuning")
+    t.add_argument("--lora-rank", dest="lora_rank", type=int, help="LoRA rank r (default 8, PEFT's)")
+    t.add_argument(
+        "--lora-targets",
+        dest="lora_targets",
+        choices=LORA_TARGETS,
+        help="layers with LoRA adapters (default all linear layers)",
+    )
     t.add_argument(
         "--weights-dtype", dest="weights_dtype", choices=mem.WEIGHT_DTYPES, help="inference / LoRA base"
     )

@@ -56,7 +56,7 @@ def add_model_args(p, *, params: bool = False):
         else "--model, or --layers/--hidden/--heads"
     )
     g = p.add_argument_group(f"model (one of: {what})")
-    g.add_argument("--model", help="catalog model name (gpukit catalogs models)")
+    g.add_argument("--model", help="catalog model name (`gpukit models`)")
     if params:
         g.add_argument(
             "--params", help="bare parameter count (7e9, 7B, 125M): model states only, no activations"

@@ -35,7 +35,7 @@ def register(sub) -> None:
     add_json_flag(up)
     up.set_defaults(func=_up)
 
-    down = act.add_parser("down", help="remove gpukit labs (all, one, or stale ones)")
+    down = act.add_parser("down", help="remove the labs `gpukit netlab up` made (all, one, or stale ones)")
     down.add_argument("--lab", default=None, help="remove only this lab (name from `netlab status`)")
     down.add_argument("--stale", action="store_true", help="only labs whose creating process is gone")
     add_json_flag(down)

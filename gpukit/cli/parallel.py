@@ -77,7 +77,7 @@ def register(subparsers) -> None:
     add_model_args(e)
     _cluster_args(e, search=False)
     for flag in ("--dp", "--tp", "--pp"):
-        e.add_argument(flag, type=int, required=True)
+        e.add_argument(flag, type=int, required=True, help=f"{flag[2:]} size (dp*tp*pp = GPUs)")
     e.add_argument(
         "--virtual-stages",
         dest="virtual_stages",
@@ -86,8 +86,12 @@ def register(subparsers) -> None:
         help="interleaved model chunks per stage",
     )
     e.add_argument("--zero", dest="zero_stage", type=int, default=0, help="ZeRO stage 0-3")
-    e.add_argument("--micro-batch", dest="micro_batch", type=int, required=True)
-    e.add_argument("--recompute", choices=par.RECOMPUTE, default="none")
+    e.add_argument(
+        "--micro-batch", dest="micro_batch", type=int, required=True, help="sequences per micro-batch"
+    )
+    e.add_argument(
+        "--recompute", choices=par.RECOMPUTE, default="none", help="activation recompute (default none)"
+    )
     e.add_argument("--sp", action="store_true", help="Megatron sequence parallelism (tp > 1)")
     add_json_flag(e)
     e.set_defaults(func=handle_estimate)

@@ -135,7 +135,7 @@ def register(subparsers) -> None:
         help="one GPU, one node or many nodes? plans ranked, with the reason",
         description="Feasible plans for a workload with a deadline and a budget (gpukit.plan)",
     )
-    p.add_argument("--workload", choices=WORKLOADS, required=True)
+    p.add_argument("--workload", choices=WORKLOADS, required=True, help="what to plan for")
     add_model_args(p)
     p.add_argument(
         "--seq-len",
@@ -152,13 +152,13 @@ def register(subparsers) -> None:
     p.add_argument(
         "--output-tokens", type=positive_int, help="serve: generated tokens per request (default 256)"
     )
-    p.add_argument("--deadline-hours", type=positive_float)
+    p.add_argument("--deadline-hours", type=positive_float, help="wall-clock hours the run may take")
     p.add_argument("--budget-usd", type=count, help="USD for the run (serve: USD per hour)")
     p.add_argument(
         "--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)"
     )
     p.add_argument("--gpus", type=count_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
     p.add_argument(
         "--inter-link",
         help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "

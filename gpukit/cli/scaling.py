@@ -84,7 +84,7 @@ def register(subparsers) -> None:
     p.add_argument("--params", help="parameter count instead of a model, e.g. 7e9 or 7B")
     p.add_argument("--gpu", default="h100-sxm", help="catalog GPU (gpukit gpus)")
     p.add_argument("--gpus", default="1,2,4,8", help="GPU counts N[,N...] (<= gpus-per-node or whole nodes)")
-    p.add_argument("--gpus-per-node", type=positive_int, default=8)
+    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
     p.add_argument(
         "--link",
         help="intra-node link (gpukit links; default: the GPU's NVLink when it joins "
@@ -113,9 +113,21 @@ def register(subparsers) -> None:
         type=positive_int,
         help="with --hook powersgd: rank of the factors (default 1, PyTorch's PowerSGDState and gpukit bench ddp)",
     )
-    p.add_argument("--bucket-mb", type=positive_float, default=25.0)
-    p.add_argument("--grad-accum", type=positive_int, default=1)
-    p.add_argument("--overlap", default="on", choices=["on", "off"])
+    p.add_argument(
+        "--bucket-mb",
+        type=positive_float,
+        default=25.0,
+        help="DDP bucket_cap_mb in MiB (default 25, PyTorch's)",
+    )
+    p.add_argument(
+        "--grad-accum", type=positive_int, default=1, help="micro-steps per optimizer step (default 1)"
+    )
+    p.add_argument(
+        "--overlap",
+        default="on",
+        choices=["on", "off"],
+        help="overlap gradient sync with backward (default on)",
+    )
     p.add_argument("--mfu", type=positive_float, help="model FLOPs utilization (default 0.4, an assumption)")
     p.add_argument("--profile", help="calibration profile (gpukit calibrate): measured compute and link")
     add_json_flag(p)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from gpukit.bench.envinfo import QUICK_ENV, describe_environment, environment, quick_from_env
 from gpukit.bench.results import write_json
+from gpukit.bench.timing import progress_enabled
 from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
 from gpukit.results import format_table
 
@@ -94,12 +95,14 @@ def run_notebook(
     timeout_s: int = DEFAULT_TIMEOUT_S,
     record_path: str | Path | None = None,
     env: dict | None = None,
+    progress_bar: bool = False,
 ) -> NotebookRun:
     """Execute one notebook with papermill into `out_dir`; never raises for a failing notebook.
 
     `timeout_s` is per cell (papermill's execution_timeout). `env` adds variables for the kernel
     (e.g. TQDM_DISABLE=1 in tests). The kernel's MPLBACKEND is the inline backend (INLINE_BACKEND)
     unless `env` names another, so figures land in the executed notebook as image/png outputs.
+    `progress_bar`: papermill's bar over the notebook's cells (on stderr).
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -132,7 +135,7 @@ def run_notebook(
                 language="python",
                 cwd=str(nb.parent),
                 execution_timeout=timeout_s,
-                progress_bar=False,
+                progress_bar=progress_bar,
                 kernel_manager_class=SlicedPollKernelManager,
             )  # widget cells' missed replies: gpukit.course.polling
         except PapermillExecutionError as e:
@@ -207,7 +210,10 @@ def run_all(
     timeout_s: int = DEFAULT_TIMEOUT_S,
     progress: bool = True,
 ) -> tuple[list[NotebookRun], list[dict]]:
-    """Run `notebooks` in order into `out_dir` with a fresh records.json; returns (runs, records)."""
+    """Run `notebooks` in order into `out_dir` with a fresh records.json; returns (runs, records).
+    With `progress` and a terminal (gpukit.bench.timing.progress_enabled: not under CI or
+    TQDM_DISABLE): a line on stderr as each notebook starts, a bar over the notebooks and papermill's
+    bar over the cells."""
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
@@ -215,10 +221,15 @@ def run_all(
     record_path = out_dir / "records.json"
     record_path.unlink(missing_ok=True)
     runs = []
-    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress or None)
-    for nb in bar:
+    shown = progress and progress_enabled()
+    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not shown, file=sys.stderr)
+    for i, nb in enumerate(bar, 1):
         bar.set_postfix_str(nb.stem)
-        run = run_notebook(nb, out_dir, quick=quick, timeout_s=timeout_s, record_path=record_path)
+        if shown:
+            tqdm.write(f"[{i}/{len(notebooks)}] {nb.name} ...", file=sys.stderr)
+        run = run_notebook(
+            nb, out_dir, quick=quick, timeout_s=timeout_s, record_path=record_path, progress_bar=shown
+        )
         tqdm.write(f"{'ok    ' if run.ok else 'FAILED'} {run.notebook} ({run.seconds:.1f} s) {run.error}")
         runs.append(run)
     return runs, read_records(record_path)
