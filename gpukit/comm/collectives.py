@@ -169,6 +169,7 @@ class CollectiveCost:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
+        d["sent_per_rank_bytes"] = d.pop("bytes_sent_per_rank")  # unit in the name (issue 25)
         d.update(
             time_s=self.time_s,
             algbw_gbps=self.algbw_gbps,
