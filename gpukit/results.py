@@ -4,7 +4,9 @@ Every calculator's frozen result offers `.to_json_dict()` (inf/nan become null, 
 `.to_frame()` (a pandas DataFrame, via `frame`; pandas is imported lazily so that importing a
 calculator stays cheap). `format_table` is the one fixed-width text table (CLI text output, bench
 results, the notebook runbook's summary). `dumps` is the one JSON encoder (CLI output, result files): numpy scalars,
-objects with `to_json_dict()`/`to_dict()`, anything else as its string. No I/O here: writing files
+objects with `to_json_dict()`/`to_dict()`, anything else as its string. The CLI's JSON contract (issue
+25, docs/schemas/): `stable_keys` fixes a payload's keys (null where one does not apply) and `whole_bytes`
+makes every byte count an int. No I/O here: writing files
 belongs to gpukit.bench.results (`write_json`, atomic).
 """
 
