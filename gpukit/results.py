@@ -4,7 +4,9 @@ Every calculator's frozen result offers `.to_json_dict()` (inf/nan become null, 
 `.to_frame()` (a pandas DataFrame, via `frame`; pandas is imported lazily so that importing a
 calculator stays cheap). `format_table` is the one fixed-width text table (CLI text output, bench
 results, the notebook runbook's summary). `dumps` is the one JSON encoder (CLI output, result files): numpy scalars,
-objects with `to_json_dict()`/`to_dict()`, anything else as its string. No I/O here: writing files
+objects with `to_json_dict()`/`to_dict()`, anything else as its string. The CLI's JSON contract (issue
+25, docs/schemas/): `stable_keys` fixes a payload's keys (null where one does not apply) and `whole_bytes`
+makes every byte count an int. No I/O here: writing files
 belongs to gpukit.bench.results (`write_json`, atomic).
 """
 
@@ -23,6 +25,38 @@ def json_safe(v):
     if isinstance(v, (list, tuple)):
         return [json_safe(x) for x in v]
     return v
+
+
+def is_bytes_key(key) -> bool:
+    """Whether a JSON key names a byte count: `bytes` or a name ending in `_bytes`."""
+    return isinstance(key, str) and (key == "bytes" or key.endswith("_bytes"))
+
+
+def whole_bytes(v, key=None):
+    """`v` with every byte count an int (bytes are whole: round to the nearest, issue 25): the value of
+    a key that `is_bytes_key` (a number, or each number of a map under that key, such as
+    `comm_per_gpu_bytes: {"tp_activations": ...}`), through dicts, lists and tuples. Non-finite
+    floats become None (as in `json_safe`); booleans and other values are left alone."""
+    if isinstance(v, dict):
+        inside = is_bytes_key(key)
+        return {
+            k: whole_bytes(x, k if not inside or isinstance(x, (dict, list)) else key) for k, x in v.items()
+        }
+    if isinstance(v, (list, tuple)):
+        return [whole_bytes(x, key if is_bytes_key(key) else None) for x in v]
+    if is_bytes_key(key) and isinstance(v, float):
+        return int(round(v)) if math.isfinite(v) else None
+    return v
+
+
+def stable_keys(payload: dict, keys) -> dict:
+    """`payload` with exactly `keys`, in that order: a key the options left out is present as None (the
+    contract of issue 25: the same keys whatever options are given). A key of `payload` not in `keys`
+    is a ValueError: a new key must join the list (and its subcommand's JSON schema, docs/schemas/)."""
+    extra = [k for k in payload if k not in keys]
+    if extra:
+        raise ValueError(f"JSON keys {extra} are not in the subcommand's key list; add them there")
+    return {k: payload.get(k) for k in keys}
 
 
 def frame(rows, columns=None):

@@ -344,7 +344,8 @@ def test_buy_vs_rent_cli_json(capsys):
         == 0
     )
     d = json.loads(capsys.readouterr().out)
-    assert {"owned_cost_per_gpu_hour", "break_even_utilization", "break_even_months"} <= set(d)
+    # issue 25: the JSON key says its currency (owned_cost_per_gpu_hour -> owned_usd_per_gpu_hour)
+    assert {"owned_usd_per_gpu_hour", "break_even_utilization", "break_even_months"} <= set(d)
 
 
 # ------------------------------------------------------------------------------- spot

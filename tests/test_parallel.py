@@ -211,7 +211,8 @@ def test_breakdown_adds_up_and_units():
     assert e.tflops_per_gpu * 1e12 == pytest.approx(e.mfu * 312e12)
     assert e.hardware_tflops_per_gpu > e.tflops_per_gpu  # recompute is executed, not model FLOPs
     d = e.to_json_dict()
-    for k in ("memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown"):
+    # issue 25: the breakdown's JSON key says its unit (breakdown -> breakdown_s, seconds per step)
+    for k in ("memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown_s"):
         assert k in d
 
 
@@ -459,7 +460,8 @@ def test_cli_estimate_keys(capsys):
             "--json",
         ],
     )
-    for k in ("memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown"):
+    # issue 25: the breakdown's JSON key says its unit (breakdown -> breakdown_s, seconds per step)
+    for k in ("memory_per_gpu_bytes", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown_s"):
         assert k in d
 
 

@@ -189,7 +189,9 @@ def ddp_scaling(
         "n_params": payloads[0]["n_params"],
         "link_alpha_s": link[0] if link else None,
         "link_bandwidth_gbps": link[1] if link else None,
-        "link_fp16": list(link16) if link16 else None,
+        # the fp16-hook fit, one unit per key (issue 25: was link_fp16 = [alpha s, GB/s])
+        "link_fp16_alpha_s": link16[0] if link16 else None,
+        "link_fp16_bandwidth_gbps": link16[1] if link16 else None,
         "phases_s_ranks_1": ph,
         "kernel_s": payloads[0]["kernel_s"],
         "timeline": payloads[-1]["timeline"],

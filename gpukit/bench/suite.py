@@ -29,11 +29,11 @@ class SuiteReport:
         self.incomplete = incomplete  # None, or where the run-wide timeout stopped the suite
 
     def to_json_dict(self) -> dict:
+        # the same keys finished or not (issue 25): incomplete is null for a run that finished
         out = {"kind": "suite", "env": self.env, "elapsed_s": self.elapsed_s, "sections": {}}
         for name, sec in self.sections.items():
             out["sections"][name] = sec.to_json_dict() if hasattr(sec, "to_json_dict") else sec
-        if self.incomplete is not None:
-            out["incomplete"] = self.incomplete
+        out["incomplete"] = self.incomplete
         return out
 
     def to_text(self) -> str:

@@ -15,7 +15,7 @@ import sys
 import textwrap
 
 from gpukit.bench.timing import quiet
-from gpukit.results import dumps
+from gpukit.results import dumps, json_safe, whole_bytes
 
 # Modules under gpukit.cli that add subcommands, in help order. A missing module is an error:
 # a partial install must fail loudly, not lose a command.
@@ -126,10 +126,11 @@ def add_json_flag(p: argparse.ArgumentParser) -> None:
 
 def emit(result, as_json: bool) -> None:
     """Print a handler's result: JSON (dicts, or objects with to_json_dict) or text (at a terminal,
-    wrapped to text_width(); piped, as it is)."""
+    wrapped to text_width(); piped, as it is). The JSON is the contract of
+    docs/schemas/<subcommand>.json: byte counts are ints, inf/nan are null (issue 25)."""
     if as_json:
         payload = result.to_json_dict() if hasattr(result, "to_json_dict") else result
-        print(dumps(payload))
+        print(dumps(whole_bytes(json_safe(payload))))
     elif hasattr(result, "to_text"):
         text = result.to_text()
         print(fit_width(text) if sys.stdout.isatty() else text)

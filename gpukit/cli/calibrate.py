@@ -33,8 +33,8 @@ def _run(args):
             f"{profile['replaced']}",
             file=sys.stderr,
         )
-    if args.json:
-        return profile
+    if args.json:  # the same keys every run (issue 25): null where no link failed, no profile was replaced
+        return profile | {"links_failed": profile.get("links_failed"), "replaced": profile.get("replaced")}
     link = profile["links"].get("loopback-gloo", {})
     lines = [
         f"device            {profile['device']['label']} {profile['device']['name']} "

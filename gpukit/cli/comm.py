@@ -8,6 +8,7 @@ from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import arg_type, positive_int
 from gpukit.cli.report import Report
 from gpukit.comm import ALGORITHMS, OPS, collective_time, hierarchical_all_reduce
+from gpukit.results import stable_keys
 from gpukit.units import fmt_bytes, fmt_seconds
 from gpukit.units import parse_bytes as units_parse_bytes
 
@@ -42,14 +43,39 @@ def link_source(name: str, profile=None) -> str:
     return f"{name}: catalog (profile {profile.source} has no link {name!r})"
 
 
+# The keys of `comm --json` (docs/schemas/comm.json), one flat collective and a hierarchical all-reduce
+# alike: n_nodes, ranks_per_node, breakdown and phases are null for one flat collective; link, alpha_s,
+# bandwidth_gbps, base_latency_s and sent_per_rank_bytes are per phase (in `phases`) for the hierarchical one.
+COMM_KEYS = (
+    "op",
+    "algorithm",
+    "size_bytes",
+    "n_ranks",
+    "n_nodes",
+    "ranks_per_node",
+    "link",
+    "alpha_s",
+    "bandwidth_gbps",
+    "base_latency_s",
+    "sent_per_rank_bytes",
+    "time_s",
+    "latency_s",
+    "bandwidth_s",
+    "algbw_gbps",
+    "busbw_gbps",
+    "breakdown",
+    "phases",
+    "link_sources",
+    "assumptions",
+)
+
+
 def comm_report(
     cost, describe: str, sources: tuple[str, ...] = (), assumptions: tuple[str, ...] = ()
 ) -> Report:
     """A collective's cost with the links' sources and the assumptions, as JSON and as text."""
-    payload = (
-        cost.to_json_dict()
-        | ({"link_sources": list(sources)} if sources else {})
-        | ({"assumptions": list(assumptions)} if assumptions else {})
+    payload = stable_keys(
+        cost.to_json_dict() | {"link_sources": list(sources), "assumptions": list(assumptions)}, COMM_KEYS
     )
     head = (
         f"{describe}: {fmt_seconds(cost.time_s)} (latency {fmt_seconds(cost.latency_s)}, bandwidth "

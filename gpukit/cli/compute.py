@@ -14,8 +14,77 @@ from gpukit.cli.argtypes import (
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
-from gpukit.results import format_table
+from gpukit.results import format_table, stable_keys
 from gpukit.units import BYTES_PER_DTYPE
+
+# The keys of each subcommand's --json (docs/schemas/<subcommand>.json): the same whatever the options,
+# null where one does not apply (issue 25).
+TRAIN_TIME_KEYS = (
+    "n_params",
+    "tokens",
+    "gpu",
+    "n_gpus",
+    "dtype",
+    "recompute",
+    "seq_len",
+    "seq_len_source",
+    "peak_tflops",
+    "utilization",
+    "utilization_source",
+    "model_flops",
+    "flops",
+    "seconds",
+    "days",
+    "gpu_hours",
+    "lm_head_params",
+    "effective_tflops_per_gpu",
+    "mfu",
+    "hfu",
+    "note",
+)
+FLOPS_KEYS = (
+    "mode",
+    "seq_len",
+    "context",
+    "causal",
+    "recompute",
+    "n_params",
+    "lm_head_params",
+    "breakdown",
+    "model_flops",
+    "hardware_flops",
+    "note",
+    "window_note",
+)
+# one matmul (--dims) and one layer of a model (--model) alike: the matmul's own fields are null for a
+# layer (its matmuls are in `ops`), the layer's (mode ... ops) null for one matmul
+ROOFLINE_KEYS = (
+    "name",
+    "m",
+    "n",
+    "k",
+    "batch",
+    "dtype",
+    "mode",
+    "seq_len",
+    "micro_batch",
+    "context",
+    "flops",
+    "bytes",
+    "intensity_flop_per_byte",
+    "ridge_flop_per_byte",
+    "peak_tflops",
+    "bandwidth_gbps",
+    "attainable_tflops",
+    "bound",
+    "compute_time_s",
+    "memory_time_s",
+    "time_s",
+    "memory_bound_time_share",
+    "ops",
+    "assumptions",
+    "window_note",
+)
 
 
 def _dims(text):
@@ -69,7 +138,8 @@ def _train_time(args):
     notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
     note = "; ".join(n for n in notes if n) or None  # the attention FLOPs count the sliding window
     return Report(
-        r.to_json_dict() | ({"note": note} if note else {}), r.to_text() + (f"\nnote: {note}" if note else "")
+        stable_keys(r.to_json_dict() | {"note": note}, TRAIN_TIME_KEYS),
+        r.to_text() + (f"\nnote: {note}" if note else ""),
     )
 
 
@@ -135,8 +205,7 @@ def _flops(args):
         lines.append(f"note: {f.note}")
     if window:
         lines.append(f"note: {window}")
-        d = d | {"window_note": window}
-    return Report(d, "\n".join(lines))
+    return Report(stable_keys(d | {"window_note": window}, FLOPS_KEYS), "\n".join(lines))
 
 
 def _roofline(args):
@@ -211,7 +280,9 @@ def _roofline(args):
         if window:
             lines.append(f"note: {window}")
         return Report(
-            r.to_json_dict() | {"assumptions": assumptions} | ({"window_note": window} if window else {}),
+            stable_keys(
+                r.to_json_dict() | {"assumptions": assumptions, "window_note": window}, ROOFLINE_KEYS
+            ),
             "\n".join(lines),
         )
     if args.dims is not None:
@@ -227,7 +298,7 @@ def _roofline(args):
         f"{r.intensity_flop_per_byte:.1f} FLOP/B vs ridge {r.ridge_flop_per_byte:.1f}: {r.bound}-bound, "
         f"attainable {r.attainable_tflops:.1f} of {r.peak_tflops:.1f} TFLOP/s, {r.time_s * 1e6:.1f} us"
     )
-    return Report(r.to_json_dict(), text)
+    return Report(stable_keys(r.to_json_dict() | {"assumptions": []}, ROOFLINE_KEYS), text)
 
 
 def register(subparsers) -> None:

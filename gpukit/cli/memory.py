@@ -21,6 +21,7 @@ from gpukit.cli.argtypes import (
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 from gpukit.quant import LORA_TARGETS
+from gpukit.results import stable_keys
 
 # TrainSetup / ModelSpec field -> the CLI flag that sets it, so errors name the flag.
 FLAG_OF = {
@@ -210,6 +211,33 @@ def _flagged(err: ValueError) -> ValueError:
     return ValueError(msg)
 
 
+# The keys of `memory --json` (docs/schemas/memory.json), the same whatever the options (issue 25): null
+# where one does not apply (gpu_memory_bytes, fits and gpu without --gpu; phase_peaks under the megatron
+# convention; terms when the formula named none; the answers without their question flag).
+MEMORY_KEYS = (
+    *(f"{c}_bytes" for c in mem.MemoryBreakdown.COMPONENTS),
+    "total_bytes",
+    "cpu_bytes",
+    "n_params",
+    "trainable_params",
+    "gpu",
+    "gpu_memory_bytes",
+    "fits",
+    "model",
+    "convention",
+    "peak_phase",
+    "stage",
+    "phase_peaks",
+    "terms",
+    "train_setup",
+    "max_micro_batch",
+    "max_micro_batch_capped",
+    "max_seq_len",
+    "max_seq_len_capped",
+    "min_gpus",
+    "notes",
+)
+
 MICRO_BATCH_LIMIT = 1 << 16  # search limit of --max-micro-batch
 SEQ_LEN_LIMIT = 1 << 22  # search limit of --max-seq-len for a custom shape (no context window)
 
@@ -220,8 +248,7 @@ def memory_report(breakdown: mem.MemoryBreakdown, answers: dict, notes=(), answe
     d = breakdown.to_json_dict()
     for k, v in answers.items():
         d[k] = v.to_json_dict() if hasattr(v, "to_json_dict") else v
-    if notes:
-        d["notes"] = list(notes)
+    d = stable_keys(d | {"notes": list(notes)}, MEMORY_KEYS)
     lines = [breakdown.to_text(), *answer_lines, *(f"note: {n}" for n in notes)]
     if "min_gpus" in answers:
         lines += ["fewest GPUs:", answers["min_gpus"].to_text()]

@@ -20,9 +20,28 @@ from __future__ import annotations
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import bounded_int, timeout
 from gpukit.cli.report import Report
+from gpukit.results import stable_keys
 from gpukit.units import fmt_bytes
 
 _NAMES = (("predicted", "replay"), ("planning", "planning"), ("megatron", "megatron"))
+
+
+# The keys of `validate memory --json` (docs/schemas/validate-memory.json), one configuration and a
+# --grid/--random run alike (issue 25): config ... reconcile are null for a grid, rows ... all_ok for one.
+VALIDATE_KEYS = (
+    "config",
+    "predicted",
+    "planning",
+    "megatron",
+    "measured",
+    "error",
+    "reconcile",
+    "rows",
+    "max_abs_error",
+    "models",
+    "all_ok",
+    "env",
+)
 
 
 def validation_text(r: dict) -> str:
@@ -167,13 +186,14 @@ def _measure(args):
         df = grid_report(grid, device=args.device, print_table=not args.json)
         if args.json:
             worst = {k: float(df[f"{k}_err"].abs().max()) for k in COMPARED}
-            return {
+            payload = {
                 "rows": df.to_dict(orient="records"),
                 "max_abs_error": worst,
                 "models": error_table(df).to_dict(orient="records"),
                 "all_ok": bool(df["ok"].all()),
                 "env": env_stamp(args.device),
             }
+            return stable_keys(payload, VALIDATE_KEYS)
         return None
     from gpukit.bench.measure_validate import compare
 
@@ -206,7 +226,8 @@ def _measure(args):
             tied_embeddings=args.tied,
         )
     result = compare(spec, setup, steps=args.steps, attention=args.attention)
-    return Report(result, lambda: validation_text(result))
+    config = result["config"] | {"sdpa_kernel": result["config"].get("sdpa_kernel")}  # null: not sdpa
+    return Report(stable_keys(result | {"config": config}, VALIDATE_KEYS), lambda: validation_text(result))
 
 
 def register(subparsers) -> None:

@@ -169,6 +169,8 @@ class CollectiveCost:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
+        # unit in the name, whole bytes (issue 25): c_beta * S rounded, as nccl-tests' byte counts are
+        d["sent_per_rank_bytes"] = round(d.pop("bytes_sent_per_rank"))
         d.update(
             time_s=self.time_s,
             algbw_gbps=self.algbw_gbps,

@@ -59,6 +59,19 @@ MODES = ("train", "prefill", "decode")
 # ---------------------------------------------------------------------------------------------------
 # FLOPs per token
 # ---------------------------------------------------------------------------------------------------
+# The terms a FlopsPerToken breakdown can hold, in order (its JSON names each, null when not counted).
+FLOPS_TERMS = (
+    "dense_forward",
+    "dense_backward",
+    "attention_forward",
+    "attention_backward",
+    "lm_head_forward",
+    "lm_head_backward",
+    "recompute_dense_forward",
+    "recompute_attention_forward",
+)
+
+
 @dataclass(frozen=True)
 class FlopsPerToken:
     """FLOPs per token with an ordered breakdown; model_flops excludes recompute, hardware_flops not."""
@@ -70,7 +83,7 @@ class FlopsPerToken:
     recompute: str
     n_params: float  # N counted in the dense rows (see the module docstring)
     lm_head_params: float  # V*h counted in the lm_head rows (0 unless include_embeddings)
-    breakdown: tuple[tuple[str, float], ...]
+    breakdown: tuple[tuple[str, float], ...]  # (term, FLOPs per token), terms from FLOPS_TERMS
     note: str = ""
 
     @property
@@ -95,8 +108,11 @@ class FlopsPerToken:
 
     def to_json_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k != "breakdown"}
-        d.update(
-            breakdown=dict(self.breakdown), model_flops=self.model_flops, hardware_flops=self.hardware_flops
+        terms = dict(self.breakdown)
+        d.update(  # every term named whatever the options (issue 25): null where it is not counted
+            breakdown={k: terms.get(k) for k in FLOPS_TERMS},
+            model_flops=self.model_flops,
+            hardware_flops=self.hardware_flops,
         )
         return _json_safe(d)
 

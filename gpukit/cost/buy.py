@@ -23,6 +23,16 @@ DEFAULT_PUE = 1.56  # Uptime Institute Global Data Center Survey 2024: industry-
 DEFAULT_USD_PER_KWH = 0.10  # stated assumption (US industrial electricity is roughly 0.08-0.12 USD/kWh)
 
 
+# BuyVsRent attribute -> its JSON key: USD per GPU-hour says its currency (issue 25; docs/CONTRACTS.md).
+RENAMED_JSON_KEYS = {
+    "capital_per_gpu_hour": "capital_usd_per_gpu_hour",
+    "energy_per_gpu_hour": "energy_usd_per_gpu_hour",
+    "ops_per_gpu_hour": "ops_usd_per_gpu_hour",
+    "owned_cost_per_gpu_hour": "owned_usd_per_gpu_hour",
+    "rent_per_gpu_hour": "rent_usd_per_gpu_hour",
+}
+
+
 @dataclass(frozen=True)
 class BuyVsRent:
     """Owned cost per GPU-hour used against a rental price; break-even utilization and months."""
@@ -50,6 +60,8 @@ class BuyVsRent:
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
+        for old, new in RENAMED_JSON_KEYS.items():  # the unit in the name (issue 25)
+            d[new] = d.pop(old)
         for k in ("break_even_utilization", "break_even_months"):
             d[k] = None if math.isinf(d[k]) else d[k]
         d["assumptions"] = list(self.assumptions)

@@ -38,6 +38,7 @@ from gpukit.inference.serving import (
 from gpukit.inference.simulate import SimResult, check_rate, check_requests, simulate
 from gpukit.memory import KV_DTYPES
 from gpukit.results import json_safe as _json_safe
+from gpukit.results import whole_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -168,25 +169,24 @@ class ServePlan:
             "decode_dense_bound": self.decode.bound,
             "memory": self.memory.to_json_dict(),
         }
-        if self.rate is not None:
-            d.update(rate=self.rate, replicas=self.replicas, gpus=self.gpus)
-            if self.simulation is not None:
-                s = self.simulation
-                d.update(
-                    p50_latency_s=s.p50_latency_s,
-                    p99_latency_s=s.p99_latency_s,
-                    p50_ttft_s=s.p50_ttft_s,
-                    p99_ttft_s=s.p99_ttft_s,
-                    simulated_requests=s.completed,
-                )
-        if self.price_per_gpu_hour is not None:
-            d.update(
-                price_per_gpu_hour=self.price_per_gpu_hour,
-                cost_per_million_tokens_usd=self.cost_per_million_tokens_usd,
-            )
+        # the same keys with or without a rate and a price (issue 25): null where they do not apply
+        rated = self.rate is not None
+        s = self.simulation if rated else None
+        d.update(
+            rate_req_per_s=self.rate,
+            replicas=self.replicas if rated else None,
+            gpus=self.gpus if rated else None,
+            p50_latency_s=s.p50_latency_s if s else None,
+            p99_latency_s=s.p99_latency_s if s else None,
+            p50_ttft_s=s.p50_ttft_s if s else None,
+            p99_ttft_s=s.p99_ttft_s if s else None,
+            simulated_requests=s.completed if s else None,
+            usd_per_gpu_hour=self.price_per_gpu_hour,
+            cost_per_million_tokens_usd=self.cost_per_million_tokens_usd,
+        )
         d["assumptions"] = list(self.assumptions.lines())
         d["notes"] = list(self.notes)
-        return _json_safe(d)
+        return whole_bytes(_json_safe(d))  # bytes are whole: ints in JSON (issue 25)
 
     def _decode_bound_text(self) -> str:
         """'memory-bound', or, when the weight matmuls and the step disagree (a large batch: the matmuls

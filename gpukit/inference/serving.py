@@ -66,6 +66,7 @@ from gpukit.memory import (  # noqa: F401 (public here too)
     kv_cache_bytes,
     kv_heads_per_gpu,
 )
+from gpukit.results import whole_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB
 
@@ -235,7 +236,7 @@ class ServingMemory:
             kv_budget_bytes=self.kv_budget_bytes,
             max_context=self.max_context,
         )
-        return d
+        return whole_bytes(d)  # bytes are whole: ints in JSON (issue 25)
 
     def to_frame(self):
         import pandas as pd

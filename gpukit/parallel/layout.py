@@ -242,8 +242,8 @@ class Estimate:
                 "mfu": self.mfu,
                 "bubble_fraction": self.bubble_fraction,
                 "bubble_over_ideal": self.bubble_over_ideal,
-                "breakdown": dict(self.breakdown),
-                "comm_bytes_per_gpu": dict(self.comm_bytes),
+                "breakdown_s": dict(self.breakdown),  # seconds per step (issue 25: unit in the name)
+                "comm_per_gpu_bytes": dict(self.comm_bytes),  # was comm_bytes_per_gpu
                 "memory_terms": (
                     {k: v for k, v in self.memory.to_json_dict().get("terms", {}).items()}
                     if self.memory is not None

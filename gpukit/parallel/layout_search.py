@@ -58,7 +58,7 @@ class Ranked:
                 "mfu": e.mfu,
                 "binding": self.binding,
                 "reasons": list(self.reasons),
-                "breakdown": dict(e.breakdown),
+                "breakdown_s": dict(e.breakdown),  # seconds per step (issue 25: unit in the name)
                 "seq_len": e.seq_len,
                 "global_batch": e.global_batch,
                 "notes": list(e.notes),
@@ -111,7 +111,7 @@ class SearchResult:
         rows = []
         for r in self.ranked[: self.top_k]:
             d = r.to_json_dict()
-            d.pop("breakdown")
+            d.pop("breakdown_s")
             d.pop("reasons")
             d["memory_gib"] = d.pop("memory_per_gpu_bytes") / GiB
             rows.append(d)

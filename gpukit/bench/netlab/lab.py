@@ -96,7 +96,7 @@ class NetLab:
             "nodes": self.nodes,
             "topology": self.topology,
             "rate": fmt_rate(self.rate_bps),
-            "rate_bps": self.rate_bps,
+            "rate_bits_per_s": self.rate_bps,  # bits per second say so (docs/CONTRACTS.md; was rate_bps)
             "configured_rate_gbps": self.configured_rate_gbps,
             "tbf_burst_bytes": self.burst_bytes,
             "delay_ms": self.delay_ms,
