@@ -112,8 +112,7 @@ def _result(payload: dict, op: str) -> BenchResult:
         summary["max_busbw_gbps"] = max(r["busbw_gbps"] for r in rows)
     summary.update(payload.get("notes") or {})  # timed_out / out_of_memory: the sweep stopped early
     warn = spread_warning([(f"{r['size_bytes']} B", r["p10_us"], r["p90_us"]) for r in rows], what="size")
-    if warn:
-        summary["spread_warning"] = warn
+    summary["spread_warning"] = warn or None  # always there (stable JSON keys): null when the repeats agree
     return BenchResult("collectives", rows, payload["env"], summary, COLUMNS, HEADERS)
 
 

@@ -246,8 +246,7 @@ def ddp_scaling(
     warn = spread_warning(
         [(f"{r['ranks']} ranks", r["step_p10_s"], r["step_p90_s"]) for r in rows], what="world size"
     )
-    if warn:
-        summary["spread_warning"] = warn
+    summary["spread_warning"] = warn or None  # always there (stable JSON keys): null when the repeats agree
     return DdpScalingResult("ddp", tuple(rows), payloads[-1]["env"], summary, COLUMNS)
 
 

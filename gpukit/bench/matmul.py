@@ -283,8 +283,7 @@ def matmul_bench(
             f"finished (timeout {timeout_s:g} s; raise --timeout)"
         )
     warn = spread_warning([(f"{r['dtype']} {r['shape']}", r["p10_us"], r["p90_us"]) for r in rows])
-    if warn:
-        summary["spread_warning"] = warn
+    summary["spread_warning"] = warn or None  # always there (stable JSON keys): null when the repeats agree
     return BenchResult(
         "matmul",
         tuple(rows),

@@ -145,8 +145,7 @@ def memory_bandwidth(
         else "unknown GPU"
     )
     warn = spread_warning([(r["test"], r["p10_us"], r["p90_us"]) for r in rows])
-    if warn:
-        summary["spread_warning"] = warn
+    summary["spread_warning"] = warn or None  # always there (stable JSON keys): null when the repeats agree
     return BenchResult(
         "memory",
         tuple(rows),

@@ -46,6 +46,8 @@ class BenchResult:
         cols = list(self.columns) or (list(self.rows[0]) if self.rows else [])
         lines = [format_table(self.rows, cols, self.headers or None)] if self.rows else ["(no rows)"]
         for k, v in self.summary.items():
+            if k == "spread_warning" and v is None:  # JSON keeps the key (null); the text says nothing
+                continue
             lines.append(f"# {k}: {fmt_cell(v)}")
         e = self.env
         lines.append(
