@@ -9,9 +9,11 @@ imported here from its part (parts listed in dependency order) and named in __al
 from gpukit.inference.simulate import (
     MAX_TOKENS_PER_STEP,
     MAX_REQUESTS,
+    MAX_SIM_TOKENS,
     MIN_RATE,
     check_rate,
     check_requests,
+    check_work,
     SimResult,
     simulate,
 )
@@ -74,9 +76,11 @@ from gpukit.inference.published import (
 __all__ = [
     "MAX_TOKENS_PER_STEP",
     "MAX_REQUESTS",
+    "MAX_SIM_TOKENS",
     "MIN_RATE",
     "check_rate",
     "check_requests",
+    "check_work",
     "SimResult",
     "simulate",
     "PRECISIONS",
