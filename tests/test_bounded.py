@@ -91,3 +91,37 @@ def test_serve_timeout_is_one_line_and_exit_2(capsys):
 def test_serve_timeout_flag_is_validated(capsys):
     rc, out, err = run_cli(capsys, "serve", "--model", "gpt2", "--gpu", "h100-sxm", "--timeout", "0")
     assert rc == 2 and err.count("\n") == 1 and "timeout" in err
+
+
+def test_parallel_search_refuses_a_huge_cluster_at_once(capsys):
+    """`parallel search --gpus 10^12` ran without end (a divisor loop over every integer up to gpus):
+    above MAX_SEARCH_GPUS it is one line naming the limit, exit 2, at once."""
+    from gpukit.catalog import get_gpu, get_model
+    from gpukit.parallel import MAX_SEARCH_GPUS, enumerate_layouts, search
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"gpus must be <= 1,048,576"):
+        search(get_model("gpt2"), get_gpu("h100-sxm"), 10**12)
+    with pytest.raises(ValueError, match=r"gpus must be <= 1,048,576"):
+        enumerate_layouts(get_model("gpt2"), MAX_SEARCH_GPUS + 8, 512)
+    rc, out, err = run_cli(
+        capsys,
+        *("parallel", "search", "--model", "llama-3-70b", "--gpu", "h100-sxm"),
+        *("--gpus", str(10**12), "--gpus-per-node", "8"),
+    )
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "1,048,576" in err
+    assert time.perf_counter() - t0 < 10
+
+
+def test_parallel_search_at_the_limit_is_bounded():
+    """The limit itself enumerates a bounded set (the divisors come in O(sqrt(gpus)); tp is capped by
+    the heads, pp by the layers): 6,618 layouts for llama-3-70b on 2^20 GPUs, 23,163 for megatron-1t
+    on the most composite count below the limit (720,720), all whole layouts."""
+    from gpukit.catalog import get_model
+    from gpukit.parallel import MAX_SEARCH_GPUS, enumerate_layouts
+
+    m = get_model("llama-3-70b")
+    big = enumerate_layouts(m, MAX_SEARCH_GPUS, MAX_SEARCH_GPUS)
+    assert 0 < len(big) < 50_000
+    assert 0 < len(enumerate_layouts(get_model("megatron-1t"), 720_720, 720_720)) < 50_000
+    assert all(c.dp * c.tp * c.pp == MAX_SEARCH_GPUS for c in big)
