@@ -20,7 +20,8 @@ from gpukit.results import json_safe as _json_safe
 from gpukit.timing_stats import percentile
 
 MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
-# about 0.3 ms of simulation per request on one core here: 100,000 requests take about 30 s
+# 100,000 requests of 200 output tokens: about 6 s of simulation on one busy core (16 s before the
+# iteration bookkeeping became O(finishing requests), issue 25)
 MAX_REQUESTS = 100_000
 # slowest open-loop arrival rate: one request in about 11.6 days. The clock is absolute seconds (a
 # float), so 400 arrivals at 1e-300 req/s sit near t = 4e302, where adding a request's 1.4 s changes
