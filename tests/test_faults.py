@@ -241,6 +241,23 @@ def test_a_rank_that_dies_is_named_and_the_other_stopped():
     _assert_nothing_left(p.pid)
 
 
+def test_ranks_native_stderr_goes_to_their_logs(tmp_path):
+    """A fresh clone failed test_timeout_is_one_line_and_exit_2 because gloo's C++ logger printed four
+    "failed to connect" lines to stderr before the one-line error: each rank's file descriptor 2 now
+    goes to its log (GPUKIT_RANK_LOGS keeps them; by default a temporary directory, removed)."""
+    logs = tmp_path / "ranks"
+    fault = {**ENV, "GPUKIT_FAULT": "native_stderr,rank1_exit", "GPUKIT_RANK_LOGS": str(logs)}
+    p = _start(
+        *("collectives", "--device", "cpu", "--sizes", "4K", "--repeats", "3"), "--timeout", "60", env=fault
+    )
+    _, err = _finish(p)
+    assert p.returncode == 1, (p.returncode, err)
+    assert _one_line(err) == "error: benchmark worker failed: rank 1 died with exit code 3"
+    for r in (0, 1):
+        assert "simulated native log line" in (logs / f"rank{r}.log").read_text()
+    _assert_nothing_left(p.pid)
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -50,3 +50,42 @@ def test_draw_gpu_counts_one_gpu_type():
         draw_gpu_counts(
             plan("pretrain", get_model("llama-2-7b"), tokens=20e9, gpus=["a100-80gb", "h100-sxm"])
         )
+
+
+def test_plan_wizard_replans_only_new_inputs(monkeypatch):
+    """Issue 25 (callback over 2 s under load): a control set back to a value seen before redraws
+    from the kept plan; a new value plans once; bad input raises every time (nothing cached)."""
+    from gpukit.widgets import plan_view
+
+    calls = []
+    real = plan_view.plan
+
+    def counting(*a, **kw):
+        calls.append(kw.get("tokens"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(plan_view, "plan", counting)
+    plan_view._plan_cached.cache_clear()
+    v = plan_wizard(workload="lora")
+    v.set(tokens_b=100.0)
+    v.set(tokens_b=20.0)
+    v.set(tokens_b=100.0)
+    assert (
+        calls == [20e9, 100e9] and v.error is None and v.result is plan_view.plan_for("lora", tokens_b=100.0)
+    )
+    for _ in range(2):
+        v.set(deadline_hours=-1)
+        assert v.error and "deadline_hours" in v.error
+    plan_view._plan_cached.cache_clear()
+
+
+def test_callback_timings_reports_every_change():
+    """make bench's planner-widget figure: one row per change, the summary counts them (no timing
+    is asserted: wall clock under load is a bench figure, not a test)."""
+    from gpukit.widgets import plan_view
+
+    rows = plan_view.callback_timings(({"workload": "serve"}, {"rate": 20.0}))
+    assert [r["change"] for r in rows] == [{"workload": "serve"}, {"rate": 20.0}]
+    s = plan_view.summarize_timings(rows)
+    assert s["changes"] == 2 and 0 < s["median_s"] <= s["max_s"] and s["budget_s"] == 2.0
+    assert s["over_budget"] == sum(r["seconds"] > 2.0 for r in rows)

@@ -205,7 +205,8 @@ def fault_hook(name: str) -> str | None:
     """Test hook (tests/test_faults.py), inert unless the environment sets GPUKIT_FAULT (comma-separated):
     'rank1_exit' makes rank 1 exit with code 3 after its first timed repeat (a rank that dies);
     'oom_above=N' makes every size above N bytes fail its allocation with torch.OutOfMemoryError (a
-    GPU too small for the sweep). Returns the value after '=' ('' for a bare flag), None if unset."""
+    GPU too small for the sweep); 'native_stderr' makes every rank write a line straight to file
+    descriptor 2, as gloo's C++ logger does ("failed to connect"). Returns the value after '=' ('' for a bare flag), None if unset."""
     for item in os.environ.get("GPUKIT_FAULT", "").split(","):
         key, _, value = item.strip().partition("=")
         if key == name:
@@ -298,6 +299,8 @@ def measure(
         for rep in range(repeats if specs else 0):
             for i, (_, fn, *_rest, k) in enumerate(specs):
                 samples[i].append(_timed_loop(fn, k, device))
+            if rep == 0 and fault_hook("native_stderr") is not None:  # test hook: a C++ logger's lines
+                os.write(2, b"[E socket.cpp] [c10d] simulated native log line (GPUKIT_FAULT=native_stderr)\n")
             if rep == 0 and dist.get_rank() == 1 and fault_hook("rank1_exit") is not None:
                 os._exit(3)  # test hook: a rank that dies mid-run
             if rep in bare_rounds:  # spread over the run like the repeats, so both see the same load

@@ -15,7 +15,10 @@ on 127.0.0.1 only; ranks connect to it as clients. Nothing can take the port bet
 binding it, so two runs at the same time never collide (the bind-0-then-release `free_port` is
 racy: only for callers that must name a port first). Ranks report ("ok" | "error", rank, payload) on a
 queue; on error, death or timeout the others are terminated, then killed, and the store and queue
-are closed. The rank body must live in an importable module (spawn pickles it by name:
+are closed. A rank's native stderr (gloo's C++ "failed to connect" lines, c10d's log, a Python
+traceback) goes to a log file, not to the terminal: the launcher shows only its one line. The logs
+are rank{R}.log in the directory named by GPUKIT_RANK_LOGS (created, kept) or in a temporary
+directory removed when the run ends. The rank body must live in an importable module (spawn pickles it by name:
 functions defined in a notebook cannot be spawned).
 
 Signals (when called from the main thread): the ranks start with SIGINT ignored, so Ctrl-C reaches
@@ -30,8 +33,11 @@ from __future__ import annotations
 
 import os
 import queue as _queue
+import shutil
 import signal
 import socket
+import sys
+import tempfile
 import threading
 import time
 from datetime import timedelta
@@ -111,8 +117,13 @@ def spawn(body, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | No
     # the server's own client connects to it at once; a tiny --timeout must not make that fail
     store = master_store(max(timeout_s, 30.0))
     q = ctx.Queue()
+    log_dir, keep_logs = rank_log_dir()
     procs = [
-        ctx.Process(target=rank_main, args=(r, n_ranks, store.port, cfg, q, body), daemon=True)
+        ctx.Process(
+            target=rank_main,
+            args=(r, n_ranks, store.port, cfg, q, body, os.path.join(log_dir, f"rank{r}.log")),
+            daemon=True,
+        )
         for r in range(n_ranks)
     ]
     deadline = time.monotonic() + timeout_s + (30 + 5 * n_ranks if startup_s is None else startup_s)
@@ -156,24 +167,47 @@ def spawn(body, cfg: dict, n_ranks: int, timeout_s: float, startup_s: float | No
             q.join_thread()
             del store
             procs = q = None  # a signal re-delivered after this must find no queue left (leaked semaphores)
+            if not keep_logs:
+                shutil.rmtree(log_dir, ignore_errors=True)
 
 
-def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body) -> None:
+def rank_log_dir() -> tuple[str, bool]:
+    """(directory for the ranks' stderr logs, whether to keep it): GPUKIT_RANK_LOGS when set (created
+    if missing, kept), else a new temporary directory that the launcher removes at the end."""
+    named = os.environ.get("GPUKIT_RANK_LOGS")
+    if named:
+        os.makedirs(named, exist_ok=True)
+        return named, True
+    return tempfile.mkdtemp(prefix="gpukit-ranks-"), False
+
+
+def redirect_stderr(path: str) -> None:
+    """Point this process's file descriptor 2 (Python's sys.stderr and every C++ logger: gloo, c10d)
+    at `path` (appended): a rank's native output must not leak around the launcher's one line."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+    finally:
+        os.close(fd)
+
+
+def rank_main(rank: int, n_ranks: int, port: int, cfg: dict, q, body, log_path: str | None = None) -> None:
     """A spawned rank (the process `spawn` starts): die with the launcher, pin gloo to loopback, set the
     threads and the CUDA device (ranks.setup_rank), join the launcher's store (127.0.0.1:port) and the
     process group, run `body(cfg)`, report ("ok" | "error", rank, payload) on `q`, destroy the group
-    and exit at once.
+    and exit at once. With `log_path` the rank's stderr (fd 2) goes there first (redirect_stderr).
 
     cfg: backend, device, timeout_s and optionally threads. Only rank 0's payload travels. The exit
     skips the interpreter's teardown of torch (about a second per rank): the process group is already
     destroyed and the outcome is in the queue."""
-    import sys
-
     import torch.distributed as dist
 
     from gpukit.bench.supervise import die_with_parent
 
     die_with_parent()  # a rank must not outlive its launcher (even a SIGKILLed one)
+    if log_path is not None:
+        redirect_stderr(log_path)
     if cfg["backend"] == "gloo" and os.path.exists("/sys/class/net/lo"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback run: say so, don't guess a NIC
     try:

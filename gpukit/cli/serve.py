@@ -2,13 +2,57 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
 from gpukit.cli import add_json_flag
-from gpukit.cli.argtypes import positive_float, positive_int, price
+from gpukit.cli.argtypes import positive_float, positive_int, price, timeout
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.inference import KV_DTYPES, PRECISIONS
 
+DEFAULT_TIMEOUT_S = (
+    600.0  # the largest simulation gpukit accepts (MAX_SIM_TOKENS at batch 1) takes about 2 min
+)
+
+
+class ServeTimeout(ValueError):
+    """`gpukit serve` ran past --timeout: one line, exit 2 (the CLI's ValueError contract)."""
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: float | None):
+    """Raise ServeTimeout in the main thread once `seconds` of wall clock have passed (SIGALRM through
+    setitimer: the simulation is pure Python, so the signal lands between bytecodes). No limit where
+    the platform has no SIGALRM (Windows) or when called off the main thread."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise ServeTimeout(
+            f"serve ran past --timeout {seconds:g} s (the --rate simulation is the slow part: "
+            "lower --simulate-requests or raise --timeout)"
+        )
+
+    try:
+        old = signal.signal(signal.SIGALRM, _expired)
+    except ValueError:  # not the main thread: no signals
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
 
 def _serve(args):
+    with wall_clock_limit(args.timeout):
+        return _serve_plan(args)
+
+
+def _serve_plan(args):
     from gpukit.catalog import get_gpu, get_interconnect
     from gpukit.inference import Assumptions, default_tp, serve
 
@@ -129,6 +173,12 @@ def register(subparsers) -> None:
         "--simulate-requests",
         type=positive_int,
         help="requests in the queueing simulation with --rate (default 400, at most 100,000)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=timeout,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds before giving up with one line and exit 2 (default {DEFAULT_TIMEOUT_S:g})",
     )
     add_json_flag(p)
     p.set_defaults(func=_serve)

@@ -1,6 +1,7 @@
 """`make run`: execute every notebook headless with papermill, then summarize what was measured.
 
     python -m gpukit.course.runbook --out build/notebooks [--quick] [--only 01[,02]] [--timeout 600]
+        [--notebook-timeout 3600]
 
 Each notebook runs in a fresh `python3` kernel (this interpreter's), with its folder as working
 directory, into OUT/<name>.ipynb. A notebook keeps key figures with
@@ -9,6 +10,10 @@ OUT/records.json (emptied at the start of a run) and GPUKIT_NOTEBOOK at the note
 summary lists every notebook (ok/FAILED, run time, the failing cell) and every recorded figure;
 OUT/summary.json holds the same. Exit code 0 if all notebooks ran, 1 if any failed, 2 on bad
 arguments. `--quick` (or GPUKIT_QUICK=1) passes `QUICK=True` and sets GPUKIT_QUICK=1.
+
+Bounded: every cell has a timeout (--timeout, papermill's execution_timeout) and every notebook a
+wall-clock limit (--notebook-timeout, gpukit.course.polling.notebook_deadline); the kernel client
+polls in slices (gpukit.course.polling: why a headless widget cell could otherwise wait for ever).
 
 Used in: Makefile (`make run`), tests/test_notebooks.py.
 """
@@ -27,10 +32,14 @@ from gpukit.bench.envinfo import QUICK_ENV, describe_environment, environment, q
 from gpukit.bench.results import write_json
 from gpukit.bench.timing import progress_enabled
 from gpukit.course.nbtools import NOTEBOOK_ENV, RECORD_ENV, read_records
+from gpukit.course.polling import SlicedPollKernelManager, notebook_deadline
 from gpukit.results import format_table
 
 KERNEL_NAME = "python3"  # resolved by jupyter_client to this interpreter (argv[0] "python" -> sys.executable)
-DEFAULT_TIMEOUT_S = 600  # per cell
+DEFAULT_TIMEOUT_S = 600  # per cell (papermill's execution_timeout, nbclient's timeout)
+# per notebook, wall clock (gpukit.course.polling.notebook_deadline): generous for a full (not QUICK)
+# run with its benchmarks on a small machine; a hang becomes a failure after at most this
+DEFAULT_NOTEBOOK_TIMEOUT_S = 3600
 # The kernel draws with the inline backend whatever the caller's MPLBACKEND says (the test suite and
 # `make test` set Agg for themselves): with Agg an executed notebook would hold no picture at all.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -96,18 +105,18 @@ def run_notebook(
     record_path: str | Path | None = None,
     env: dict | None = None,
     progress_bar: bool = False,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
 ) -> NotebookRun:
     """Execute one notebook with papermill into `out_dir`; never raises for a failing notebook.
 
-    `timeout_s` is per cell (papermill's execution_timeout). `env` adds variables for the kernel
+    `timeout_s` is per cell (papermill's execution_timeout), `notebook_timeout_s` the whole notebook's
+    wall clock (None: no limit; past it the kernel is shut down and the run fails). `env` adds variables for the kernel
     (e.g. TQDM_DISABLE=1 in tests). The kernel's MPLBACKEND is the inline backend (INLINE_BACKEND)
     unless `env` names another, so figures land in the executed notebook as image/png outputs.
     `progress_bar`: papermill's bar over the notebook's cells (on stderr).
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
-
-    from gpukit.course.polling import SlicedPollKernelManager
 
     nb, out_dir = Path(nb).resolve(), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +134,7 @@ def run_notebook(
         kernel_env[RECORD_ENV] = str(Path(record_path).resolve())
     t0 = time.perf_counter()
     error = detail = ""
-    with _environ(**kernel_env):
+    with _environ(**kernel_env), notebook_deadline(notebook_timeout_s):
         try:
             papermill.execute_notebook(
                 str(nb),
@@ -209,6 +218,7 @@ def run_all(
     quick: bool = False,
     timeout_s: int = DEFAULT_TIMEOUT_S,
     progress: bool = True,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
 ) -> tuple[list[NotebookRun], list[dict]]:
     """Run `notebooks` in order into `out_dir` with a fresh records.json; returns (runs, records).
     With `progress` and a terminal (gpukit.bench.timing.progress_enabled: not under CI or
@@ -228,7 +238,13 @@ def run_all(
         if shown:
             tqdm.write(f"[{i}/{len(notebooks)}] {nb.name} ...", file=sys.stderr)
         run = run_notebook(
-            nb, out_dir, quick=quick, timeout_s=timeout_s, record_path=record_path, progress_bar=shown
+            nb,
+            out_dir,
+            quick=quick,
+            timeout_s=timeout_s,
+            record_path=record_path,
+            progress_bar=shown,
+            notebook_timeout_s=notebook_timeout_s,
         )
         tqdm.write(f"{'ok    ' if run.ok else 'FAILED'} {run.notebook} ({run.seconds:.1f} s) {run.error}")
         runs.append(run)
@@ -246,11 +262,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--notebooks", default=None, help="folder of notebooks (default: the course's)")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    parser.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=DEFAULT_NOTEBOOK_TIMEOUT_S,
+        help=f"wall-clock seconds per notebook (default {DEFAULT_NOTEBOOK_TIMEOUT_S})",
+    )
     args = parser.parse_args(argv)
     quick = args.quick or quick_from_env()
     try:
         if args.timeout <= 0:
             raise ValueError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+        if args.notebook_timeout <= 0:
+            raise ValueError(
+                f"--notebook-timeout must be a positive number of seconds, got {args.notebook_timeout}"
+            )
         books = discover(args.notebooks or notebook_dir(), args.only)
         if not books:
             raise ValueError(f"no NN_*.ipynb notebooks in {args.notebooks or notebook_dir()}")
@@ -264,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header, flush=True)
     t0 = time.perf_counter()
-    runs, records = run_all(books, args.out, quick=quick, timeout_s=args.timeout)
+    runs, records = run_all(
+        books, args.out, quick=quick, timeout_s=args.timeout, notebook_timeout_s=args.notebook_timeout
+    )
     summary = {
         "env": env,
         "quick": quick,

@@ -14,9 +14,11 @@ The face of gpukit.inference: what other families, layers, notebooks and tests i
 from gpukit.inference.simulate import (
     MAX_TOKENS_PER_STEP,
     MAX_REQUESTS,
+    MAX_SIM_TOKENS,
     MIN_RATE,
     check_rate,
     check_requests,
+    check_work,
     SimResult,
     simulate,
 )
@@ -79,9 +81,11 @@ from gpukit.inference.published import (
 __all__ = [
     "MAX_TOKENS_PER_STEP",
     "MAX_REQUESTS",
+    "MAX_SIM_TOKENS",
     "MIN_RATE",
     "check_rate",
     "check_requests",
+    "check_work",
     "SimResult",
     "simulate",
     "PRECISIONS",

@@ -9,7 +9,10 @@ event loop). Used in: gpukit.inference.capacity (serve, load_sweep), gpukit.infe
 from __future__ import annotations
 
 import functools
+import heapq
 import random
+from array import array
+from collections import deque
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import require_positive, require_positive_int
@@ -17,12 +20,18 @@ from gpukit.results import json_safe as _json_safe
 from gpukit.timing_stats import percentile
 
 MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
-# about 0.3 ms of simulation per request on one core here: 100,000 requests take about 30 s
+# 100,000 requests of 200 output tokens: about 6 s of simulation on one busy core (16 s before the
+# iteration bookkeeping became O(finishing requests), issue 25)
 MAX_REQUESTS = 100_000
 # slowest open-loop arrival rate: one request in about 11.6 days. The clock is absolute seconds (a
 # float), so 400 arrivals at 1e-300 req/s sit near t = 4e302, where adding a request's 1.4 s changes
 # nothing: every latency came out 0 s. At 1e-6 req/s the clock still resolves microseconds.
 MIN_RATE = 1e-6
+# decoded tokens one simulation may owe (n_requests x output_tokens): with O(1) work per iteration plus
+# O(log batch) per finishing request: 4 x 10^7 tokens (400 requests x 100,000) take under a second at
+# batch 100, 5 x 10^7 at batch 1 (5 x 10^7 iterations, about 2.6 us each) about 2 minutes on one busy core
+MAX_SIM_TOKENS = 5 * 10**7
+MEMO_ENTRIES = 1 << 16  # step-time memo entries kept (an LRU cache: bounded memory, however long the output)
 
 
 def check_rate(name: str, rate) -> float:
@@ -43,6 +52,17 @@ def check_requests(name: str, n) -> int:
     if n > MAX_REQUESTS:
         raise ValueError(f"{name} must be <= {MAX_REQUESTS:,} (about 30 s of simulation), got {n:,}")
     return n
+
+
+def check_work(n_requests: int, output_tokens: int) -> None:
+    """The simulation's size: at most MAX_SIM_TOKENS decoded tokens (n_requests x output_tokens),
+    checked before any work (ValueError naming both fields and the limit)."""
+    if n_requests * output_tokens > MAX_SIM_TOKENS:
+        raise ValueError(
+            f"n_requests (serve: simulate_requests) x output_tokens must be <= {MAX_SIM_TOKENS:,} decoded "
+            f"tokens to simulate, got {n_requests:,} x {output_tokens:,} = {n_requests * output_tokens:,} "
+            "(simulate fewer requests)"
+        )
 
 
 @dataclass(frozen=True)
@@ -106,32 +126,45 @@ def simulate(
         require_positive_int("input_tokens", input_tokens),
         require_positive_int("output_tokens", output_tokens),
     )
-    decode_time, prefill_time = functools.cache(decode_time), functools.cache(prefill_time)
+    check_work(n_requests, o)
+    # bounded memos: a long output visits up to max_batch x (input + output) (batch, context) pairs
+    decode_time = functools.lru_cache(maxsize=MEMO_ENTRIES)(decode_time)
+    prefill_time = functools.lru_cache(maxsize=MEMO_ENTRIES)(prefill_time)
     rng = random.Random(seed)
     env = simpy.Environment()
-    waiting: list[dict] = []
-    running: list[dict] = []
-    done: list[dict] = []
+    # per request: arrival, first token and last token times (three floats, at most MAX_REQUESTS of
+    # each: memory bounded by the request count, not by the number of iterations)
+    t0, first, t1 = (
+        array("d", bytes(8 * n_requests)),
+        array("d", bytes(8 * n_requests)),
+        array("d", bytes(8 * n_requests)),
+    )
+    waiting: deque = deque()  # (id, completion event or None)
+    # running requests as a heap of (step at which the last token is decoded, id, event): an
+    # iteration costs O(finishing requests), not O(batch), and `left` = finish - step for each
+    running: list = []
+    state = {"step": 0, "finish_sum": 0, "done": 0, "batch_sum": 0, "iterations": 0, "admitted": 0}
     wake = {"ev": env.event()}
-    batches = []
     census = {}
 
-    def _finish(r, now):
-        r["t1"] = now
-        if "done" in r:
-            r["done"].succeed()
+    def _finish(k, ev, now):
+        t1[k] = now
+        state["done"] += 1
+        if ev is not None:
+            ev.succeed()
 
     def arrivals():
         for k in range(n_requests):
             yield env.timeout(rng.expovariate(rate))
-            waiting.append({"id": k, "t0": env.now, "left": o})
+            t0[k] = env.now
+            waiting.append((k, None))
             if k in (n_requests // 2, n_requests - 1):
                 census[k] = len(waiting) + len(running)
             if not wake["ev"].triggered:
                 wake["ev"].succeed()
 
     def engine():
-        while len(done) < n_requests:
+        while state["done"] < n_requests:
             if not waiting and not running:
                 wake["ev"] = env.event()
                 yield wake["ev"]
@@ -144,27 +177,30 @@ def simulate(
                 and len(running) + len(new) < max_batch
                 and (not new or (len(new) + 1) * i <= max_tokens_per_step)
             ):
-                new.append(waiting.pop(0))
+                new.append(waiting.popleft())
             if new:
                 yield env.timeout(prefill_time(len(new)))
-                for r in new:
-                    r["first"] = env.now
-                    r["left"] -= 1  # the prefill yields the first token
-                running.extend(r for r in new if r["left"] > 0)
-                done.extend(r for r in new if r["left"] <= 0)
-                for r in new:
-                    if r["left"] <= 0:
-                        _finish(r, env.now)
+                for k, ev in new:
+                    first[k] = env.now
+                    if o > 1:  # the prefill yields the first token; o - 1 decode steps remain
+                        fin = state["step"] + o - 1
+                        state["admitted"] += 1  # ties leave in admission order
+                        heapq.heappush(running, (fin, state["admitted"], k, ev))
+                        state["finish_sum"] += fin
+                    else:
+                        _finish(k, ev, env.now)
             if running:
-                ctx = i + o - sum(r["left"] for r in running) // len(running)
-                batches.append(len(running))
-                yield env.timeout(decode_time(len(running), max(1, ctx)))
-                for r in running:
-                    r["left"] -= 1
-                    if r["left"] <= 0:
-                        _finish(r, env.now)
-                done.extend(r for r in running if r["left"] <= 0)
-                running[:] = [r for r in running if r["left"] > 0]
+                n, step = len(running), state["step"]
+                left_sum = state["finish_sum"] - n * step  # the tokens the running requests still owe
+                ctx = i + o - left_sum // n
+                state["batch_sum"] += n
+                state["iterations"] += 1
+                yield env.timeout(decode_time(n, max(1, ctx)))
+                state["step"] = step = step + 1
+                while running and running[0][0] <= step:
+                    fin, _, k, ev = heapq.heappop(running)
+                    state["finish_sum"] -= fin
+                    _finish(k, ev, env.now)
 
     # clients start staggered over one unloaded request time (a benchmark's ramp-up): clients that all
     # start at once stay in lock-step, every prefill waiting for all the others
@@ -175,7 +211,8 @@ def simulate(
         k = c
         while k < n_requests:
             ev = env.event()
-            waiting.append({"id": k, "t0": env.now, "left": o, "done": ev})
+            t0[k] = env.now
+            waiting.append((k, ev))
             if not wake["ev"].triggered:
                 wake["ev"].succeed()
             yield ev
@@ -189,23 +226,23 @@ def simulate(
     env.process(engine())
     env.run()
     # drop the first 10% (warm-up: the queue starts empty)
-    kept = sorted(done, key=lambda r: r["id"])[n_requests // 10 :]
-    lat = [r["t1"] - r["t0"] + non_gpu_s for r in kept]
-    ttft = [r["first"] - r["t0"] + non_gpu_s for r in kept]
-    itl = [(r["t1"] - r["first"]) / (o - 1) for r in kept] if o > 1 else [0.0]
-    span = max(r["t1"] for r in kept) - min(r["t0"] for r in kept)
+    kept = range(n_requests // 10, n_requests)
+    lat = [t1[k] - t0[k] + non_gpu_s for k in kept]
+    ttft = [first[k] - t0[k] + non_gpu_s for k in kept]
+    itl = [(t1[k] - first[k]) / (o - 1) for k in kept] if o > 1 else [0.0]
+    span = max(t1[k] for k in kept) - min(t0[k] for k in kept)
     mid, end = census.get(n_requests // 2, 0), census.get(n_requests - 1, 0)
     if concurrency is not None:
         rate = len(kept) / span
     return SimResult(
         rate=rate,
-        completed=len(done),
+        completed=state["done"],
         p50_latency_s=percentile(lat, 50),
         p99_latency_s=percentile(lat, 99),
         p50_ttft_s=percentile(ttft, 50),
         p99_ttft_s=percentile(ttft, 99),
         mean_itl_s=sum(itl) / len(itl),
-        mean_batch=sum(batches) / max(1, len(batches)),
+        mean_batch=state["batch_sum"] / max(1, state["iterations"]),
         throughput_req_per_s=len(kept) / span,
         in_system_mid=mid,
         in_system_end=end,

@@ -44,8 +44,10 @@ from gpukit.parallel.layout import (
     comm_volume,
 )
 from gpukit.parallel.layout_search import (
+    MAX_SEARCH_GPUS,
     Ranked,
     SearchResult,
+    check_search_gpus,
     enumerate_layouts,
     search,
 )
@@ -58,6 +60,8 @@ from gpukit.parallel.published import (
 )
 
 __all__ = [
+    "MAX_SEARCH_GPUS",
+    "check_search_gpus",
     "MATMUL_EFFICIENCY",
     "HBM_EFFICIENCY",
     "LINK_EFFICIENCY",

@@ -32,6 +32,20 @@ from gpukit.parallel.layout import (
 from gpukit.results import json_safe as _json_safe
 from gpukit.units import GiB
 
+# the largest cluster the search enumerates: 2^20 GPUs, about five times the largest built by 2025
+# (xAI's Colossus, 200,000 GPUs). Every count up to it searches in seconds (at most ~23,000 layouts
+# for the most composite counts, 720,720 GPUs); 10^12 GPUs used to run without end (a divisor loop
+# over every integer up to gpus)
+MAX_SEARCH_GPUS = 2**20
+
+
+def check_search_gpus(gpus) -> int:
+    """`gpus` for the layout search: a positive integer up to MAX_SEARCH_GPUS (one-line ValueError)."""
+    n = require_positive_int("gpus", gpus)
+    if n > MAX_SEARCH_GPUS:
+        raise ValueError(f"gpus must be <= {MAX_SEARCH_GPUS:,} for the layout search (2^20), got {n:,}")
+    return n
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -135,7 +149,9 @@ class SearchResult:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n in increasing order, in O(sqrt(n)) steps."""
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def enumerate_layouts(
@@ -143,7 +159,7 @@ def enumerate_layouts(
 ):
     """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
     model = as_model_spec(model)
-    n = require_positive_int("gpus", gpus)
+    n = check_search_gpus(gpus)
     G = require_positive_int("global_batch", global_batch)
     out = []
     for tp in _divisors(n):
@@ -248,7 +264,7 @@ def search(
     Speed: layouts sharing (tp, pp, v, zero, recompute, sp) are visited by increasing micro-batch and
     stop at the first that does not fit (memory grows with the micro-batch)."""
     model = as_model_spec(model)
-    n = require_positive_int("gpus", gpus)
+    n = check_search_gpus(gpus)
     cl = cluster or make_cluster(gpu, gpus_per_node, link, inter_link, ports_per_node)
     if n % cl.gpus_per_node and n > cl.gpus_per_node:
         raise ValueError(

@@ -5,10 +5,20 @@
   feasible ones filled, the Pareto set joined) and prints the recommendation. `plan_wizard()`.
 
 Bad values (a serve workload with rate 0, a negative deadline) show one error line (View).
-Used in: notebooks/09_decide.
+
+Callback time (issue 25: over 2 s in 4 of 28 changes under load): a plan over every priced GPU takes
+seconds for a training workload, so plan_for keeps the last PLAN_CACHE answers (PlanResult is frozen:
+sharing one is safe) and a control set back to a value seen before redraws without re-planning;
+sliders recompute on release only (gpukit.widgets.base.slider). `callback_timings()` times the
+wizard's callbacks over CALLBACK_CHANGES for `make bench` (gpukit/cli/benchreport.py, section 8).
+Used in: notebooks/09_decide, gpukit.cli.benchreport.
 """
 
 from __future__ import annotations
+
+import functools
+import statistics
+import time
 
 from gpukit.catalog import get_model
 from gpukit.plan import WORKLOADS, PlanResult, plan
@@ -34,6 +44,41 @@ GPU_SETS = {
 }
 
 
+PLAN_CACHE = 64  # plans kept (one per distinct set of the wizard's seven inputs)
+CALLBACK_BUDGET_S = 2.0  # a widget answers within this (issue 12's planner budget)
+# a session of 28 control changes: new values and values set back (undo, comparing two models)
+CALLBACK_CHANGES = (
+    {"tokens_b": 100.0},
+    {"tokens_b": 20.0},
+    {"model": "llama-2-13b"},
+    {"model": "llama-2-7b"},
+    {"deadline_hours": 500.0},
+    {"deadline_hours": 0.0},
+    {"budget_usd": 50_000.0},
+    {"budget_usd": 0.0},
+    {"gpu_set": "H100 only"},
+    {"gpu_set": "every priced GPU"},
+    {"workload": "lora"},
+    {"workload": "pretrain"},
+    {"workload": "serve"},
+    {"rate": 20.0},
+    {"rate": 5.0},
+    {"workload": "pretrain"},
+    {"model": "gpt2"},
+    {"model": "llama-2-7b"},
+    {"tokens_b": 1000.0},
+    {"tokens_b": 20.0},
+    {"workload": "finetune"},
+    {"workload": "pretrain"},
+    {"gpu_set": "H100 + A100"},
+    {"gpu_set": "every priced GPU"},
+    {"deadline_hours": 500.0},
+    {"deadline_hours": 0.0},
+    {"model": "llama-2-13b"},
+    {"model": "llama-2-7b"},
+)
+
+
 def plan_for(
     workload: str = "pretrain",
     model: str = "llama-2-7b",
@@ -43,7 +88,13 @@ def plan_for(
     budget_usd: float = 0.0,
     gpu_set: str = "every priced GPU",
 ) -> PlanResult:
-    """gpukit.plan.plan with widget-friendly inputs: tokens in billions, 0 for no deadline / budget."""
+    """gpukit.plan.plan with widget-friendly inputs: tokens in billions, 0 for no deadline / budget.
+    The last PLAN_CACHE answers are kept (module docstring); bad input raises every time."""
+    return _plan_cached(workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set)
+
+
+@functools.lru_cache(maxsize=PLAN_CACHE)
+def _plan_cached(workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set) -> PlanResult:
     if gpu_set not in GPU_SETS:
         raise ValueError(f"gpu_set must be one of {', '.join(GPU_SETS)}; got {gpu_set!r}")
     kw = {"rate": rate} if workload == "serve" else {"tokens": tokens_b * 1e9}
@@ -97,9 +148,11 @@ def draw_plans(result: PlanResult, ax=None):
         ax.set_xlabel("hours (log)")
         ax.set_ylabel("cost USD (log)")
         ax.legend(fontsize=8)
-    ax.set_title("\n".join(textwrap.wrap(result.recommendation, 95)[:3]), fontsize=8)
-    if fig is not None:
-        fig.tight_layout()
+    width = 80 if result.workload == "serve" else 95  # characters: the serve axes start further right
+    ax.set_title("\n".join(textwrap.wrap(result.recommendation, width)[:3]), fontsize=8)
+    if fig is not None:  # fixed margins: tight_layout measured every log tick, half of a redraw's time
+        left = 0.24 if result.workload == "serve" else 0.12  # room for the "8 x h100-sxm" bar labels
+        fig.subplots_adjust(left=left, right=0.97, bottom=0.12, top=0.84)
     return fig or ax.figure
 
 
@@ -158,3 +211,40 @@ def plan_wizard(**defaults) -> View:
         "gpu_set": dropdown("GPUs", list(GPU_SETS), d["gpu_set"]),
     }
     return View(plan_for, controls, draw_plans, title="The planner: one GPU, one node or many nodes?")
+
+
+def callback_timings(changes=CALLBACK_CHANGES, *, fresh: bool = True) -> list[dict]:
+    """Seconds of each wizard callback (plan and redraw, as View.update runs them) over `changes`,
+    applied in turn from the wizard's defaults: [{change, seconds, over_budget}]. fresh: start with
+    an empty plan cache (a new kernel). Wall clock on this machine: a `make bench` figure."""
+    import contextlib
+    import io
+
+    import matplotlib.pyplot as plt
+
+    if fresh:
+        _plan_cached.cache_clear()
+    sink = io.StringIO()  # outside a kernel an Output widget prints what it shows: keep the report clean
+    with contextlib.redirect_stdout(sink):
+        view = plan_wizard()
+    rows = []
+    for change in changes:
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(sink):
+            view.set(**change)
+        dt = time.perf_counter() - t0
+        plt.close("all")
+        rows.append({"change": change, "seconds": dt, "over_budget": dt > CALLBACK_BUDGET_S})
+    return rows
+
+
+def summarize_timings(rows: list[dict]) -> dict:
+    """Median, max and the number of callbacks over CALLBACK_BUDGET_S."""
+    secs = [r["seconds"] for r in rows]
+    return {
+        "changes": len(secs),
+        "median_s": statistics.median(secs),
+        "max_s": max(secs),
+        "over_budget": sum(r["over_budget"] for r in rows),
+        "budget_s": CALLBACK_BUDGET_S,
+    }
