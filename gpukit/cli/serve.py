@@ -10,13 +10,19 @@ from gpukit.inference import KV_DTYPES, PRECISIONS
 
 def _serve(args):
     from gpukit.catalog import get_gpu, get_interconnect
+    from gpukit.errors import named_field
     from gpukit.inference import Assumptions, default_tp, serve
 
     # the shared model flags (cli/model_args.py); a custom shape's window covers the request
     asked = max(args.context or 0, (args.input_tokens or 0) + (args.output_tokens or 0))
     model, gpu = model_from_args(args, longest_seq=asked).model, get_gpu(args.gpu)
-    link = get_interconnect(args.link) if args.link is not None else None
-    inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
+    # which of the two link flags holds a typo is named (named_field)
+    link = named_field("--link", get_interconnect, args.link) if args.link is not None else None
+    inter = (
+        named_field("--inter-link", get_interconnect, args.inter_link)
+        if args.inter_link is not None
+        else None
+    )
     # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
     gpus = args.gpus or args.tp or 1
     tp = args.tp if args.tp is not None else default_tp(model, gpus)  # the tp serve() will pick

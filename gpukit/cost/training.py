@@ -414,9 +414,10 @@ def training_cost(
         raise ValueError(
             "seq_len needs a model (its attention FLOPs and activations); with n_params alone give none"
         )
+
     # one GPU has no data parallelism to shard over: ZeRO 0, unless offload needs a stage (ZeRO-Offload)
-    setups = {
-        n: data_parallel_setup(
+    def setup_of(n):
+        return data_parallel_setup(
             model,
             n,
             zero_stage=zero_stage if n > 1 or offload != "none" else 0,
@@ -427,9 +428,9 @@ def training_cost(
             micro_batch=micro_batch,
             grad_accum=grad_accum,
         )
-        for n in counts
-    }
-    tokens_per_gpu = float(setups[counts[0]].seq_len * micro_batch * grad_accum)
+
+    # checked before the setups are built: this limit says why (a TrainSetup's own bound, 1e9 GPUs, does not)
+    tokens_per_gpu = float(setup_of(counts[0]).seq_len * micro_batch * grad_accum)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]
     if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
         raise ValueError(
@@ -437,6 +438,7 @@ def training_cost(
             f"step of {tokens_per_gpu:,.0f} tokens per GPU: seq_len x micro_batch x grad_accum), got "
             f"{too_many[0]:,}"
         )
+    setups = {n: setup_of(n) for n in counts}
     warnings: list[str] = []
     if price_per_node_hour is not None:
         node_usd = require_positive("price_per_node_hour", price_per_node_hour)

@@ -331,11 +331,13 @@ def serve(
             f"default max_num_seqs is {MAX_NUM_SEQS}), got {batch:,}"
         )
     gpn = require_positive_int("gpus_per_node", gpus_per_node)
+    # the field that is too long is named: context when given, else the request's own lengths
+    what = "context" if context is not None else f"input_tokens + output_tokens ({i:,} + {o:,})"
     context = i + o if context is None else require_positive_int("context", context)
     if context < i + o:
         raise ValueError(f"context must be >= input_tokens + output_tokens = {i + o}, got {context}")
     if context > model.max_seq:
-        raise ValueError(f"context must be <= {model.name}'s max_seq {model.max_seq}, got {context}")
+        raise ValueError(f"{what} must be <= {model.name}'s max_seq {model.max_seq}, got {context:,}")
     if gpus is None:
         gpus = tp or 1
     gpus = require_positive_int("gpus", gpus)
@@ -348,6 +350,11 @@ def serve(
             f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}"
         )
     pp = gpus // tp
+    if pp > model.n_layers:  # named here (gpus), not later as a pipeline depth the caller never gave
+        raise ValueError(
+            f"gpus must be <= tp x n_layers = {tp} x {model.n_layers} (a pipeline stage holds at least one "
+            f"layer), got {gpus:,}"
+        )
     if simulate_requests:  # checked before any work (the simulation is the slow part)
         simulate_requests = check_requests("simulate_requests", simulate_requests)
     if price_per_gpu_hour is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from gpukit.errors import require_choice, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive_int
 from gpukit.quant import LORA_TARGETS
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
@@ -136,7 +136,10 @@ class TrainSetup:
             "batch",
             "virtual_stages",
         ):
-            object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+            # counts of GPUs, sequences and steps: at most MAX_COUNT (1e9; larger is a typo); seq_len and
+            # lora_rank are sizes, bounded by the model (its window, its hidden size)
+            limit = None if name in ("seq_len", "lora_rank") else MAX_COUNT
+            object.__setattr__(self, name, require_positive_int(name, getattr(self, name), at_most=limit))
         self._check_conventions()
         for name in ("sp", "dropout", "inference"):
             if not isinstance(getattr(self, name), bool) and not (name == "dropout" and self.dropout is None):
