@@ -7,7 +7,6 @@ import difflib
 import math
 from collections.abc import Iterable
 
-
 # The largest count of things a machine or a run has (GPUs, sequences per micro-batch, micro-steps): a
 # larger one is a typo (1e20 sequences), and it would carry astronomically large numbers into every result.
 MAX_COUNT = 10**9
