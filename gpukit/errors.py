@@ -66,6 +66,13 @@ def check_finite(what: str, *values: float) -> None:
         raise overflow_error(what)
 
 
+def finite_result(what: str, value: float) -> float:
+    """`value` when finite, else the overflow ValueError (check_finite): a quotient of valid inputs that
+    leaves float range (1 / 1e-320) is an error, never an inf or nan in a result."""
+    check_finite(what, value)
+    return value
+
+
 def overflow_error(what: str) -> ValueError:
     """Inputs so large that a FLOP, byte or second count leaves float range (~1.8e308)."""
     return ValueError(f"inputs too large: {what} overflows a float (over 1e308); use smaller sizes")

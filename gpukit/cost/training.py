@@ -30,7 +30,7 @@ from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
@@ -632,7 +632,7 @@ def serving_cost_per_million(
 ) -> ServingCost:
     """usd / 1M tokens = gpus x price per GPU-hour / (tokens/s x 3600) x 1e6 (busy the whole hour)."""
     tps = require_positive("total_tokens_per_s", total_tokens_per_s)
-    n = require_positive_int("gpus", gpus)
+    n = require_positive_int("gpus", gpus, at_most=MAX_COUNT)
     p = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
     return ServingCost(
         gpus=n,
@@ -713,6 +713,8 @@ def article_table(
     """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
     scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
     fit one GPU without sharding) or given (number or {gpus: e})."""
+    hours_one_gpu = require_positive("hours_one_gpu", hours_one_gpu)  # validated before use (issue 25)
+    usd_per_gpu_hour = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
     out = []
     for n, h, c in ARTICLE_TABLE:
         if efficiency is None:
@@ -726,7 +728,8 @@ def article_table(
                 overlap=overlap,
             ).efficiency
         else:
-            eff = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else float(efficiency)
+            given = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else efficiency
+            eff = require_positive("efficiency", given)  # <= 0 gave negative hours and cost
         hours = hours_one_gpu / (n * eff)
         out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
     return tuple(out)
