@@ -1180,7 +1180,6 @@ API_OPEN = {
     "the contract wants a finite number or an error",
     "cost.spot_run": "expected_hours inf for a job that never finishes (expected_wall_s, above)",
     "memory.n_params_parts": "n_params near 1e308 overflows the byte counts (no bound on n_params yet)",
-    "inference.min_gpus_to_fit": "gpus_per_node 0 and float max_gpus reach a modulo / range (not validated yet)",
     "cost.article_table": "huge n_params or tokens_per_gpu overflow inside predicted_efficiency",
 }
 # slow even with valid inputs (a search, a simulation, a sweep): fewer examples

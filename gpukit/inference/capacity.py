@@ -645,7 +645,9 @@ def min_gpus_to_fit(
     `kv_dtype` (None: the GPU's 16-bit type): tp inside a node first (1, 2, 4, 8), then pipeline stages
     across nodes. ValueError if none."""
     model, gpu = as_model(model), as_gpu(gpu)
-    context = min(context, model.max_seq)
+    context = min(require_positive_int("context", context), model.max_seq)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node, at_most=4096)  # 0: gpus % 0
+    max_gpus = require_positive_int("max_gpus", max_gpus, at_most=MAX_COUNT)
     for gpus in range(1, max_gpus + 1):
         tp = min(gpus, gpus_per_node)
         if gpus % tp or not tp_splits_heads(model, tp):
