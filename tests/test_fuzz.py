@@ -1180,7 +1180,6 @@ API_OPEN = {
     "the contract wants a finite number or an error",
     "cost.spot_run": "expected_hours inf for a job that never finishes (expected_wall_s, above)",
     "memory.n_params_parts": "n_params near 1e308 overflows the byte counts (no bound on n_params yet)",
-    "cost.article_table": "huge n_params or tokens_per_gpu overflow inside predicted_efficiency",
 }
 # slow even with valid inputs (a search, a simulation, a sweep): fewer examples
 API_SLOW = {
@@ -1295,7 +1294,8 @@ def _param_strategy(fn_name: str, p, s) -> st.SearchStrategy:
         rows = [] if ann.startswith("str") else s.gpus  # a parameter typed str takes names only
         return mix(st.sampled_from(rows + ["h100-sxm", "a100-40gb"]), BAD_NAMES)
     if name in ("link", "inter", "intra", "inter_link", "intra_link", "pp_link", "link_1", "profile_link"):
-        return mix(st.sampled_from(s.links + ["nvlink4", "ib-ndr"]), BAD_NAMES)
+        rows = [] if ann.startswith("str") else s.links  # a parameter typed str takes names only
+        return mix(st.sampled_from(rows + ["nvlink4", "ib-ndr"]), BAD_NAMES)
     if "TrainSetup" in ann or (name == "setup" and "EagerSetup" not in ann):
         return mix(st.sampled_from(s.setups), st.sampled_from(s.setups))
     if "EagerSetup" in ann:

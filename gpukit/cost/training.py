@@ -30,7 +30,7 @@ from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
-from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
@@ -730,6 +730,6 @@ def article_table(
         else:
             given = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else efficiency
             eff = require_positive("efficiency", given)  # <= 0 gave negative hours and cost
-        hours = hours_one_gpu / (n * eff)
-        out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
+        hours = finite_result("hours", hours_one_gpu / (n * eff))
+        out.append(ArticleTableRow(n, h, c, eff, hours, finite_result("cost", hours * n * usd_per_gpu_hour)))
     return tuple(out)
