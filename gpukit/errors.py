@@ -7,9 +7,14 @@ import difflib
 import math
 from collections.abc import Iterable
 
+# The largest count of things a machine or a run has (GPUs, sequences per micro-batch, micro-steps): a
+# larger one is a typo (1e20 sequences), and it would carry astronomically large numbers into every result.
+MAX_COUNT = 10**9
 
-def require_positive_int(name: str, value, allow_zero: bool = False) -> int:
-    """Return `value` as int, or raise ValueError naming `name` (positive integer expected)."""
+
+def require_positive_int(name: str, value, allow_zero: bool = False, at_most: int | None = None) -> int:
+    """Return `value` as int, or raise ValueError naming `name` (positive integer expected; with
+    `at_most`, no larger than it)."""
     ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok and isinstance(value, float) and value.is_integer():
         value, ok = int(value), True
@@ -17,6 +22,8 @@ def require_positive_int(name: str, value, allow_zero: bool = False) -> int:
     if not ok or value < lo:
         what = "a non-negative integer" if allow_zero else "a positive integer"
         raise ValueError(f"{name} must be {what}, got {value!r}")
+    if at_most is not None and value > at_most:
+        raise ValueError(f"{name} must be at most {at_most:,}, got {value:,}")
     return value
 
 
@@ -59,6 +66,13 @@ def check_finite(what: str, *values: float) -> None:
         raise overflow_error(what)
 
 
+def finite_result(what: str, value: float) -> float:
+    """`value` when finite, else the overflow ValueError (check_finite): a quotient of valid inputs that
+    leaves float range (1 / 1e-320) is an error, never an inf or nan in a result."""
+    check_finite(what, value)
+    return value
+
+
 def overflow_error(what: str) -> ValueError:
     """Inputs so large that a FLOP, byte or second count leaves float range (~1.8e308)."""
     return ValueError(f"inputs too large: {what} overflows a float (over 1e308); use smaller sizes")
@@ -72,6 +86,16 @@ def require_choice(name: str, value, allowed: Iterable[str]) -> str:
     hint = difflib.get_close_matches(str(value), allowed, n=1)
     dym = f" (did you mean {hint[0]!r}?)" if hint else ""
     raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}{dym}")
+
+
+def named_field(name: str, fn, *args, **kwargs):
+    """fn(*args, **kwargs), its ValueError prefixed with `name` ("--inter-link: unknown link 'ibndr'; ..."):
+    which of two flags or fields that take the same kind of value (--link, --inter-link) holds the typo."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        msg = str(e).splitlines()[0] if str(e) else "invalid value"
+        raise ValueError(msg if msg.startswith(f"{name}:") else f"{name}: {msg}") from None
 
 
 def did_you_mean(kind: str, name: str, known: Iterable[str]) -> ValueError:

@@ -253,6 +253,8 @@ _CACHE: dict[tuple[str, int, int], PriceTable] = {}
 
 def load_prices(path=None) -> PriceTable:
     """gpukit/data/prices.csv (default) or `path`, cached by file stamp."""
+    if path is not None and not str(path).strip():  # '' would be the current folder, or the shipped table
+        raise ValueError("price file path is empty: give a price CSV, or no --prices")
     p = Path(path) if path is not None else data_dir() / "prices.csv"
     try:
         st = p.stat()

@@ -121,7 +121,7 @@ def run_suite(
     from gpukit.bench.envinfo import env_stamp
     from gpukit.bench.matmul import harness_check, matmul_bench
     from gpukit.bench.membw import memory_bandwidth
-    from gpukit.bench.timing import Deadline, progress_line, resolve_device, wall_clock_limit
+    from gpukit.bench.timing import Deadline, progress_line, resolve_device, run_with_watchdog
     from gpukit.errors import require_timeout
 
     t0 = time.monotonic()
@@ -139,9 +139,10 @@ def run_suite(
         dtypes, sizes, size_mib, n_gpus = ["fp32", "bf16"], (256, 512, 1024), 64, 0
     h_dtype, h_size = ("bf16", 8192) if device == "cuda" else ("fp32", 512)
 
-    def validation(left):  # in-process, no sweep loop to check a deadline: an alarm bounds it
-        with wall_clock_limit(left, "memory validation (the rest of bench all's timeout)"):
-            return _measure_validation(device)
+    def validation(left):  # in-process, no sweep loop to check a deadline: a watchdog bounds it
+        return run_with_watchdog(
+            lambda: _measure_validation(device), left, "memory validation (the rest of bench all's timeout)"
+        )
 
     def decode(left):  # issue 11: KV-cache prefill/decode against the roofline from the GPU's measured rates
         from gpukit.bench.decode import gpu_decode

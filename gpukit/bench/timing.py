@@ -235,36 +235,42 @@ def progress_line(message: str, *, disable: bool | None = None) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-@contextmanager
-def wall_clock_limit(timeout_s: float | None, what: str = "run"):
-    """Raise TimeoutError in the main thread once `timeout_s` seconds have passed (SIGALRM; for
-    in-process work such as `validate memory` that has no sweep loop to check a Deadline). Outside
-    the main thread, or where SIGALRM does not exist, the block runs without a limit."""
-    import signal
+# Work that a watchdog gave up on and that is still running in its thread (run_with_watchdog): the
+# command line exits without waiting for it, and without tearing down the interpreter under it
+# (gpukit.cli.main), so that a torch kernel in flight cannot abort the process at exit.
+_ABANDONED: list = []
+
+
+def abandoned_work() -> bool:
+    """True when a run_with_watchdog worker timed out and is still running."""
+    return any(t.is_alive() for t in _ABANDONED)
+
+
+def run_with_watchdog(fn: Callable[[], object], timeout_s: float | None, what: str = "run"):
+    """fn() with a wall-clock limit kept from outside the work: fn runs in a daemon thread and this
+    (the caller's) thread waits for it; after `timeout_s` seconds TimeoutError("<what> timed out after
+    N s (raise --timeout)") is raised here, and nothing is ever raised into fn. (An alarm signal that
+    raises in the main thread can land inside `import torch`, numpy or a pybind11 callback: a traceback
+    or a C++ abort instead of the timeout, issue 25.) fn's own exception is re-raised here as it is.
+    timeout_s None: fn() runs in the caller's thread, without a limit."""
     import threading
 
-    if (
-        timeout_s is None
-        or not hasattr(signal, "setitimer")
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        yield
-        return
+    if timeout_s is None:
+        return fn()
+    box: dict = {}
 
-    def _expired(signum, frame):
+    def work():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the waiting thread, as fn raised it
+            box["error"] = e
+
+    t = threading.Thread(target=work, name=f"gpukit {what}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        _ABANDONED.append(t)
         raise TimeoutError(f"{what} timed out after {timeout_s:g} s (raise --timeout)")
-
-    outer_left = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing alarm (a test's hang guard)
-    if 0 < outer_left <= timeout_s:  # it fires first anyway: leave it in charge
-        yield
-        return
-    start = time.monotonic()
-    old = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if outer_left > 0:  # re-arm the enclosing alarm with what it had left
-            signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer_left - (time.monotonic() - start)))
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -23,14 +23,16 @@ _bytes = arg_type(parse_bytes)
 _ranks = positive_int
 
 
-def resolve_link(name: str, profile=None):
-    """A link by name: the profile's measured fit if it has one, else the catalog row."""
+def resolve_link(name: str, profile=None, flag: str = "--link"):
+    """A link by name: the profile's measured fit if it has one, else the catalog row (an unknown name:
+    ValueError naming `flag`, so that a typo in --inter-link is not blamed on --link)."""
     if profile is not None and profile.has_link(name):
         fit = profile.link(name)
         return fit.alpha_s, fit.beta_gbps
     from gpukit.catalog import get_interconnect
+    from gpukit.errors import named_field
 
-    return get_interconnect(name)
+    return named_field(flag, get_interconnect, name)
 
 
 def link_source(name: str, profile=None) -> str:
@@ -146,7 +148,12 @@ def _comm(args):
         raise ValueError(f"--gpus {args.gpus} must be a multiple of --gpus-per-node {args.gpus_per_node}")
     nodes = args.gpus // args.gpus_per_node
     cost = hierarchical_all_reduce(
-        args.bytes, nodes, args.gpus_per_node, link, resolve_link(args.inter_link, profile), args.algorithm
+        args.bytes,
+        nodes,
+        args.gpus_per_node,
+        link,
+        resolve_link(args.inter_link, profile, "--inter-link"),
+        args.algorithm,
     )
     return comm_report(
         cost,

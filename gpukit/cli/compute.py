@@ -104,8 +104,9 @@ def _resolve_model(args):
     if args.model is None:
         return None
     from gpukit.catalog import get_model
+    from gpukit.errors import named_field
 
-    return get_model(args.model)
+    return named_field("--model", get_model, args.model)
 
 
 def _train_time(args):
@@ -132,7 +133,7 @@ def _train_time(args):
         profile=profile,
         efficiency=args.efficiency,
         recompute=args.recompute,
-        dtype=args.dtype or gpu.half_dtype,
+        dtype=args.dtype if args.dtype is not None else gpu.half_dtype,  # "" is an error, not the default
         seq_len=args.seq_len,
     )
     notes = (model.window_note(r.seq_len, "--seq-len"), model.sliding_window_note(r.seq_len)) if model else ()
@@ -212,17 +213,18 @@ def _roofline(args):
     from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
-    args.dtype = args.dtype or gpu.half_dtype
+    if args.dtype is None:  # '' is an error (the dtype check), not the default
+        args.dtype = gpu.half_dtype
     matrix = [
         f
         for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k))
         if v is not None
     ]
-    if args.model and matrix:  # one of them would be ignored without a word
+    if args.model is not None and matrix:  # one of them would be ignored without a word
         raise ValueError(
             f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one"
         )
-    if not args.model:
+    if args.model is None:
         layer_only = [
             f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None
         ]
@@ -238,18 +240,21 @@ def _roofline(args):
             )
     elif args.batch != 1:
         raise ValueError("--batch (identical matmuls) applies to --dims M,N,K; a layer takes --micro-batch")
-    if args.model:
+    if args.model is not None:
         from gpukit.catalog import get_model
 
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
         if args.mode != "decode" and args.context is not None:
             raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
-        window = get_model(args.model).window_note(args.seq_len, "--seq-len")
+        from gpukit.errors import named_field
+
+        model = named_field("--model", get_model, args.model)
+        window = model.window_note(args.seq_len, "--seq-len")
         if args.mode == "decode" and args.context is not None:
-            window = get_model(args.model).window_note(args.context, "--context") or window
+            window = model.window_note(args.context, "--context") or window
         r = roofline_layer(
-            get_model(args.model),
+            model,
             args.seq_len,
             args.micro_batch,
             args.dtype,

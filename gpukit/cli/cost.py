@@ -17,7 +17,7 @@ from gpukit.cli.report import Report
 
 
 def _prices(args):
-    if getattr(args, "prices", None):
+    if getattr(args, "prices", None) is not None:  # '' is an error (load_prices), not the shipped table
         from gpukit.prices import load_prices
 
         return load_prices(args.prices)
@@ -28,7 +28,7 @@ def _train(args):
     from gpukit.cost import training_cost
 
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)

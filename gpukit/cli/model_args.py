@@ -125,7 +125,9 @@ def model_from_args(args, *, longest_seq: int = 0) -> ModelChoice:
             + "or --layers L --hidden H --heads A"
         )
     if args.model is not None:
-        return ModelChoice(get_model(args.model))
+        from gpukit.errors import named_field
+
+        return ModelChoice(named_field("--model", get_model, args.model))
     if _given(args, "params") is not None:
         return ModelChoice(None, parse_param_count(args.params))
     missing = [f"--{f}" for f in ("layers", "hidden", "heads") if _given(args, f) is None]

@@ -116,7 +116,7 @@ def as_model_spec(args):
 def _cluster(args):
     from gpukit.profile import load_profile
 
-    prof = load_profile(args.profile) if args.profile else None
+    prof = load_profile(args.profile) if args.profile is not None else None
     return par.make_cluster(
         args.gpu, args.gpus_per_node, args.link, args.inter_link, args.ports_per_node, profile=prof
     )

@@ -44,25 +44,30 @@ def _plan(args):
     from gpukit.plan import plan
 
     model = as_model_spec(args)
+    if args.inter_link is not None:  # named here: the planner's own check says inter_link
+        from gpukit.catalog import get_interconnect
+        from gpukit.errors import named_field
+
+        named_field("--inter-link", get_interconnect, args.inter_link)
     gpus = None
-    if args.gpu:
+    if args.gpu is not None:  # '' is an error (_gpu_list), not "every GPU"
         names, priced = _gpu_list(args.gpu)
         if priced and len(priced) == len(names):
             gpus = priced
         elif priced:
             from gpukit.prices import load_prices, quote
 
-            table = load_prices(args.prices) if args.prices else load_prices()
+            table = load_prices(args.prices) if args.prices is not None else load_prices()
             gpus = {n: priced.get(n) or quote(n, table, policy="median").usd_per_gpu_hour for n in names}
         else:
             gpus = names
     prices = None
-    if args.prices:
+    if args.prices is not None:  # '' is an error (load_prices), not the shipped table
         from gpukit.prices import load_prices
 
         prices = load_prices(args.prices)
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
@@ -158,7 +163,7 @@ def register(subparsers) -> None:
         "--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)"
     )
     p.add_argument("--gpus", type=count_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--gpus-per-node", type=bounded_int, default=8, help="GPUs per node (default 8)")
     p.add_argument(
         "--inter-link",
         help="link between nodes (`gpukit links`; default: one InfiniBand port per GPU "

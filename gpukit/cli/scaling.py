@@ -31,7 +31,7 @@ def _scaling(args):
         if v is not None
     ]
     profile = None
-    if args.profile:
+    if args.profile is not None:  # '' is an error (load_profile), not "no profile"
         from gpukit.profile import load_profile
 
         profile = load_profile(args.profile)
@@ -39,7 +39,8 @@ def _scaling(args):
 
     gpu = get_gpu(args.gpu)
     args.link, args.inter_link = default_links(gpu, args.gpus_per_node, args.link, args.inter_link)
-    args.grad_dtype = args.grad_dtype or gpu.half_dtype
+    if args.grad_dtype is None:  # '' is an error (scaling's dtype check), not the default
+        args.grad_dtype = gpu.half_dtype
     inter = args.inter_link or args.link
     prof_net = profile if profile is not None and profile.has_link(inter) else None
     net = cluster_network(
@@ -57,13 +58,17 @@ def _scaling(args):
         )
     return scaling(
         args.model,
-        n_params=parse_count(args.params, "params") if args.params else None,
+        n_params=parse_count(args.params, "params") if args.params is not None else None,
         gpu=args.gpu,
         gpus=counts,
         network=net,
-        tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu") if args.tokens_per_gpu else None,
+        tokens_per_gpu=parse_count(args.tokens_per_gpu, "tokens-per-gpu")
+        if args.tokens_per_gpu is not None
+        else None,
         global_batch_tokens=(
-            parse_count(args.global_batch_tokens, "global-batch-tokens") if args.global_batch_tokens else None
+            parse_count(args.global_batch_tokens, "global-batch-tokens")
+            if args.global_batch_tokens is not None
+            else None
         ),
         grad_dtype=args.grad_dtype,
         hook=args.hook,

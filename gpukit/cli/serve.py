@@ -48,19 +48,32 @@ def wall_clock_limit(seconds: float | None):
 
 
 def _serve(args):
+    # everything the run imports is imported before the alarm is armed: the signal then lands only in
+    # the pure-Python simulation, never inside an import (issue 25; validate memory, which imports torch
+    # inside its work, uses gpukit.bench.timing.run_with_watchdog instead)
+    import simpy  # noqa: F401
+
+    import gpukit.inference  # noqa: F401
+
     with wall_clock_limit(args.timeout):
         return _serve_plan(args)
 
 
 def _serve_plan(args):
     from gpukit.catalog import get_gpu, get_interconnect
+    from gpukit.errors import named_field
     from gpukit.inference import Assumptions, default_tp, serve
 
     # the shared model flags (cli/model_args.py); a custom shape's window covers the request
     asked = max(args.context or 0, (args.input_tokens or 0) + (args.output_tokens or 0))
     model, gpu = model_from_args(args, longest_seq=asked).model, get_gpu(args.gpu)
-    link = get_interconnect(args.link) if args.link is not None else None
-    inter = get_interconnect(args.inter_link) if args.inter_link is not None else None
+    # which of the two link flags holds a typo is named (named_field)
+    link = named_field("--link", get_interconnect, args.link) if args.link is not None else None
+    inter = (
+        named_field("--inter-link", get_interconnect, args.inter_link)
+        if args.inter_link is not None
+        else None
+    )
     # a flag that would change nothing is an error (docs/CONTRACTS.md): the layout is gpus = tp x pp
     gpus = args.gpus or args.tp or 1
     tp = args.tp if args.tp is not None else default_tp(model, gpus)  # the tp serve() will pick

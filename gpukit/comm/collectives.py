@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.units import GB
@@ -187,7 +187,9 @@ def base_latency_of(
 ) -> float:
     """The fixed latency one collective pays before its per-hop terms: `base_latency_s` when given,
     else NCCL's baseLat for `algorithm` (NCCL_BASE_LATENCY_S); 0 for one rank and for send_recv."""
-    if n_ranks == 1 or op == "send_recv":
+    require_choice("op", op, OPS)
+    require_choice("algorithm", algorithm, ALGORITHMS)
+    if require_positive_int("n_ranks", n_ranks) == 1 or op == "send_recv":
         return 0.0
     if base_latency_s is not None:
         return require_positive("base_latency_s", base_latency_s, allow_zero=True)
@@ -343,8 +345,8 @@ def hierarchical_all_reduce(
     2005; NCCL's intra-node ring + inter-node ring/tree)."""
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     size = int(size) if size.is_integer() else size
-    nodes = require_positive_int("n_nodes", n_nodes)
-    k = require_positive_int("ranks_per_node", ranks_per_node)
+    nodes = require_positive_int("n_nodes", n_nodes, at_most=MAX_COUNT)
+    k = require_positive_int("ranks_per_node", ranks_per_node, at_most=MAX_COUNT)
     return HierarchicalCost(
         size_bytes=size,
         n_nodes=nodes,
@@ -359,6 +361,10 @@ def hierarchical_phases(
     """The three phases of a two-level all-reduce of S (validated): intra reduce-scatter of S over k,
     inter all-reduce of the S/k shard over n_nodes, intra all-gather of S; NCCL's base latency
     (`base_latency_s`, collective_time) once, on the first phase. Whole bytes make whole shards: with an integer S not a multiple of k the largest, ceil(S/k), sets the time."""
+    n_nodes, k = require_positive_int("n_nodes", n_nodes), require_positive_int("ranks_per_node", k)
+    size = require_positive("size_bytes", size, allow_zero=True) if not isinstance(size, int) else size
+    if isinstance(size, int) and size < 0:
+        raise ValueError(f"size_bytes must be >= 0, got {size}")
     shard = -(-size // k) if isinstance(size, int) else size / k
     # one collective for NCCL (one kernel launch): its base latency is paid once, on the first phase
     # that moves data (NCCL_BASE_LATENCY_S)

@@ -31,6 +31,7 @@ import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from gpukit.catalog import as_model
 from gpukit.comm.collectives import CollectiveCost, busbw_factor, collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
 from gpukit.errors import require_positive, require_positive_int
@@ -46,6 +47,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 def gpt_param_shapes(spec) -> list[tuple[str, tuple[int, ...]]]:
     """(name, shape) of every parameter of gpukit.bench.models.ReferenceGPT in registration order
     (nn.Linear weights are (out, in)); tied embeddings appear once (as wte)."""
+    spec = as_model(spec, "spec")  # a catalog name too
     h, f, q, v, s = spec.hidden, spec.ffn_hidden, spec.q_dim, spec.vocab, spec.max_seq
     out: list[tuple[str, tuple[int, ...]]] = [("wte.weight", (v, h)), ("wpe.weight", (s, h))]
     for i in range(spec.n_layers):
@@ -74,7 +76,8 @@ def uniform_param_shapes(n_params: float, n_layers: int = 32) -> list[tuple[str,
     """A model known only by its parameter count: n_layers equal square-ish matrices (for bucket
     timing of catalog models; PowerSGD on these is an approximation)."""
     n = int(require_positive("n_params", n_params))
-    layers = require_positive_int("n_layers", n_layers)
+    # one shape per layer: a list this long is built (1e5 is far above any model: GPT-3 has 96 layers)
+    layers = require_positive_int("n_layers", n_layers, at_most=100_000)
     per = n // layers
     side = max(1, int(math.isqrt(per)))
     return [(f"layer{i}", (side, max(1, per // side))) for i in range(layers)]
@@ -104,6 +107,7 @@ def ddp_buckets(
     reverse registration order, a bucket closes as soon as its bytes reach the limit; the first
     bucket's limit is `first_bucket_mb` (DDP: 1 MiB when bucket_cap_mb is left at its default, else
     the same cap; torch.nn.parallel.distributed BucketCapacityConfig). MiB = 2**20 bytes."""
+    require_positive_int("elem_bytes", elem_bytes, at_most=64)  # bytes per element: 0 never fills a bucket
     cap = require_positive("bucket_mb", bucket_mb) * MIB
     first = cap if first_bucket_mb is None else require_positive("first_bucket_mb", first_bucket_mb) * MIB
     out: list[Bucket]

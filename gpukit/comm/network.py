@@ -29,7 +29,7 @@ from gpukit.comm.collectives import (
     hierarchical_phases,
     link_params,
 )
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 
@@ -49,8 +49,8 @@ def port_share_of(ports_per_node: int, ranks_sending: int) -> float:
     through its `ports_per_node` ports: min(1, ports / ranks) (REFERENCE sec. 6: per-port rate x ports used)."""
     return min(
         1.0,
-        require_positive_int("ports_per_node", ports_per_node)
-        / require_positive_int("ranks_sending", ranks_sending),
+        require_positive_int("ports_per_node", ports_per_node, at_most=MAX_COUNT)
+        / require_positive_int("ranks_sending", ranks_sending, at_most=MAX_COUNT),
     )
 
 
@@ -409,7 +409,9 @@ class TokenBucket:
 
 def token_bucket_refill(tokens: float, idle_s: float, bucket: TokenBucket) -> float:
     """Tokens after `idle_s` of an idle link: they grow at the rate, capped at the burst."""
-    return min(bucket.burst_bytes, tokens + bucket.rate_bytes_per_s * max(0.0, idle_s))
+    tokens = require_positive("tokens", tokens, allow_zero=True)
+    idle_s = require_positive("idle_s", idle_s, allow_zero=True)
+    return finite_result("tokens", min(bucket.burst_bytes, tokens + bucket.rate_bytes_per_s * idle_s))
 
 
 def token_bucket_send(wire_bytes: float, tokens: float, bucket: TokenBucket) -> tuple[float, float]:
@@ -417,5 +419,8 @@ def token_bucket_send(wire_bytes: float, tokens: float, bucket: TokenBucket) -> 
     against sending every byte at the rate, tokens left). Covered bytes take 1 / line rate each
     instead of 1 / rate; while the bucket is empty the bytes go at the rate and the tokens that
     accrue are spent as they come."""
-    free = min(max(0.0, tokens), max(0.0, wire_bytes))
-    return free / bucket.rate_bytes_per_s - free / bucket.line_bytes_per_s, tokens - free
+    tokens = require_positive("tokens", tokens, allow_zero=True)
+    wire_bytes = require_positive("wire_bytes", wire_bytes, allow_zero=True)
+    free = min(tokens, wire_bytes)
+    saved = free / bucket.rate_bytes_per_s - free / bucket.line_bytes_per_s
+    return finite_result("time saved", saved), tokens - free

@@ -31,8 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from gpukit.catalog import as_model
 from gpukit.compute.flops import flops_per_token
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import finite_result, require_choice, require_positive, require_positive_int
 from gpukit.units import GB, dtype_bytes
 
 # Intel family 6 client cores with AVX-512 and a single (fused) 512-bit FMA: Ice Lake (125, 126),
@@ -373,16 +374,18 @@ def peak_check(measured_tflops: float, peak_tflops: float, peak_source: str = "e
 def ridge_point(peak_tflops: float, bandwidth_gbps: float) -> float:
     """Arithmetic intensity (FLOP/byte) where a roofline's slope meets its flat roof: peak / bandwidth
     (Williams, Waterman & Patterson 2009). Bandwidth in decimal GB/s."""
-    return (
+    return finite_result(
+        "ridge_point",
         require_positive("peak_tflops", peak_tflops)
         * 1e12
-        / (require_positive("bandwidth_gbps", bandwidth_gbps) * GB)
+        / (require_positive("bandwidth_gbps", bandwidth_gbps) * GB),
     )
 
 
 def attention_share(model, seq_lens) -> list[float]:
     """Share of training FLOPs per token spent in the attention products (scores and values, forward and
     backward: 3x the forward term) at each sequence length (gpukit.compute.flops_per_token; PaLM appendix B)."""
+    model = as_model(model, "model")  # a catalog name too
     out = []
     for s in seq_lens:
         f = flops_per_token(model, seq_len=s)

@@ -46,8 +46,8 @@ from dataclasses import asdict, dataclass
 
 from gpukit.catalog import as_model
 from gpukit.errors import check_finite as _require_finite
+from gpukit.errors import finite_result, require_choice, require_positive, require_positive_int
 from gpukit.errors import overflow_error as _overflow
-from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
@@ -301,6 +301,7 @@ def step_flops(
 ) -> StepFlops:
     """Training FLOPs of one step of `global_batch_tokens` tokens (Narayanan et al. 2021 eq. 3 with
     recompute='full', causal=False, include_embeddings=True)."""
+    model = as_model(model, "model", optional=True)  # a catalog name too
     tokens = require_positive("global_batch_tokens", global_batch_tokens)
     fpt = flops_per_token(
         model,
@@ -317,22 +318,27 @@ def step_flops(
 
 def mfu(model_flops_per_s: float, peak_flops_per_s: float) -> float:
     """Model FLOPs utilization: model FLOP/s (no recompute) / peak FLOP/s (PaLM sec. 4.1)."""
-    return require_positive("model_flops_per_s", model_flops_per_s) / require_positive(
-        "peak_flops_per_s", peak_flops_per_s
+    return finite_result(
+        "mfu",
+        require_positive("model_flops_per_s", model_flops_per_s)
+        / require_positive("peak_flops_per_s", peak_flops_per_s),
     )
 
 
 def hfu(hardware_flops_per_s: float, peak_flops_per_s: float) -> float:
     """Hardware FLOPs utilization: executed FLOP/s incl. recompute / peak (Korthikanti et al. 2022 sec. 6)."""
-    return require_positive("hardware_flops_per_s", hardware_flops_per_s) / require_positive(
-        "peak_flops_per_s", peak_flops_per_s
+    return finite_result(
+        "hfu",
+        require_positive("hardware_flops_per_s", hardware_flops_per_s)
+        / require_positive("peak_flops_per_s", peak_flops_per_s),
     )
 
 
 def achieved_tflops(flops: float, step_time_s: float, n_gpus: int = 1) -> float:
     """TFLOP/s per GPU: flops / (step_time_s * n_gpus) / 1e12."""
-    return (
+    return finite_result(
+        "achieved_tflops",
         require_positive("flops", flops)
         / (require_positive("step_time_s", step_time_s) * require_positive_int("n_gpus", n_gpus))
-        / 1e12
+        / 1e12,
     )

@@ -98,6 +98,7 @@ def roofline_matmul(
     = min(peak, intensity * bandwidth); ridge = peak / bandwidth (Williams et al. 2009). Each operand
     is assumed to cross HBM once (ideal tiling). `gpu` is a catalog GPU (peak for `dtype`, HBM GB/s);
     peak_tflops / bandwidth_gbps override it (e.g. measured values from a profile)."""
+    gpu = as_gpu(gpu, optional=True)  # a catalog name too
     m, n, k = (require_positive_int(x, v) for x, v in (("m", m), ("n", n), ("k", k)))
     batch = require_positive_int("batch", batch)
     size = dtype_bytes(dtype)
@@ -206,6 +207,7 @@ def roofline_layer(
     mode='decode': one new token per sequence against `context` cached keys (default seq_len; at most
     the sliding window, ModelSpec.kv_tokens); weight matmuls then have m = micro_batch, so their intensity is ~ micro_batch FLOP/byte
     in 16-bit: decode is memory-bound until the batch reaches the ridge point."""
+    gpu = as_gpu(gpu, optional=True)  # a catalog name too
     require_choice("mode", mode, ("prefill", "decode"))
     model = as_model(model)
     if mode == "decode" and model.arch == "encoder":

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 from gpukit.catalog import as_gpu, as_model
 from gpukit.compute.flops import flops_per_token
+from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
 from gpukit.errors import check_finite as _require_finite
 from gpukit.errors import overflow_error as _overflow
-from gpukit.errors import require_positive, require_positive_int
 from gpukit.results import frame as _frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.specs import ModelSpec
@@ -259,6 +259,6 @@ def tokens_for_time(
 ) -> float:
     """Tokens trainable in `seconds`: seconds x n_gpus x peak x MFU / (6N) (Kaplan et al. 2020: C = 6ND)."""
     seconds = require_positive("seconds", seconds)
-    n_gpus = require_positive_int("n_gpus", n_gpus)
+    n_gpus = require_positive_int("n_gpus", n_gpus, at_most=MAX_COUNT)
     per_token = require_positive("flops_per_param", flops_per_param) * require_positive("n_params", n_params)
-    return seconds * n_gpus * rate_flops(gpu, mfu) / per_token
+    return finite_result("tokens", seconds * n_gpus * rate_flops(gpu, mfu) / per_token)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from gpukit.catalog import default_links, get_gpu, intra_node_link
 from gpukit.comm import cluster_network, grad_sync
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import finite_result, require_positive, require_positive_int
 from gpukit.scaling import gpu_kernel_s
 from gpukit.units import dtype_bytes
 
@@ -87,6 +87,11 @@ def predicted_efficiency(
         * require_positive("tokens_per_gpu", tokens_per_gpu)
         / (g.peak_tflops(g.half_dtype) * 1e12 * require_positive("mfu", mfu))
     )
+    finite_result("compute time per step", compute_s)
+    if compute_s <= 0:  # n_params x tokens below float range (1e-320): the efficiency would be 0 / 0
+        raise ValueError(
+            f"n_params x tokens_per_gpu must be above float range, got {n_params!r} x {tokens_per_gpu!r}"
+        )
     sync = grad_sync(
         n_params,
         n,

@@ -31,7 +31,7 @@ from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
@@ -415,9 +415,10 @@ def training_cost(
         raise ValueError(
             "seq_len needs a model (its attention FLOPs and activations); with n_params alone give none"
         )
+
     # one GPU has no data parallelism to shard over: ZeRO 0, unless offload needs a stage (ZeRO-Offload)
-    setups = {
-        n: data_parallel_setup(
+    def setup_of(n):
+        return data_parallel_setup(
             model,
             n,
             zero_stage=zero_stage if n > 1 or offload != "none" else 0,
@@ -428,9 +429,9 @@ def training_cost(
             micro_batch=micro_batch,
             grad_accum=grad_accum,
         )
-        for n in counts
-    }
-    tokens_per_gpu = float(setups[counts[0]].seq_len * micro_batch * grad_accum)
+
+    # checked before the setups are built: this limit says why (a TrainSetup's own bound, 1e9 GPUs, does not)
+    tokens_per_gpu = float(setup_of(counts[0]).seq_len * micro_batch * grad_accum)
     too_many = [n for n in counts if n * tokens_per_gpu > tokens]
     if too_many:  # the efficiency is per optimizer step: a run shorter than one step has none
         raise ValueError(
@@ -438,6 +439,7 @@ def training_cost(
             f"step of {tokens_per_gpu:,.0f} tokens per GPU: seq_len x micro_batch x grad_accum), got "
             f"{too_many[0]:,}"
         )
+    setups = {n: setup_of(n) for n in counts}
     warnings: list[str] = []
     if price_per_node_hour is not None:
         node_usd = require_positive("price_per_node_hour", price_per_node_hour)
@@ -632,7 +634,7 @@ def serving_cost_per_million(
 ) -> ServingCost:
     """usd / 1M tokens = gpus x price per GPU-hour / (tokens/s x 3600) x 1e6 (busy the whole hour)."""
     tps = require_positive("total_tokens_per_s", total_tokens_per_s)
-    n = require_positive_int("gpus", gpus)
+    n = require_positive_int("gpus", gpus, at_most=MAX_COUNT)
     p = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
     return ServingCost(
         gpus=n,
@@ -713,6 +715,8 @@ def article_table(
     """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
     scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
     fit one GPU without sharding) or given (number or {gpus: e})."""
+    hours_one_gpu = require_positive("hours_one_gpu", hours_one_gpu)  # validated before use (issue 25)
+    usd_per_gpu_hour = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
     out = []
     for n, h, c in ARTICLE_TABLE:
         if efficiency is None:
@@ -726,7 +730,8 @@ def article_table(
                 overlap=overlap,
             ).efficiency
         else:
-            eff = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else float(efficiency)
-        hours = hours_one_gpu / (n * eff)
-        out.append(ArticleTableRow(n, h, c, eff, hours, hours * n * usd_per_gpu_hour))
+            given = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else efficiency
+            eff = require_positive("efficiency", given)  # <= 0 gave negative hours and cost
+        hours = finite_result("hours", hours_one_gpu / (n * eff))
+        out.append(ArticleTableRow(n, h, c, eff, hours, finite_result("cost", hours * n * usd_per_gpu_hour)))
     return tuple(out)

@@ -24,7 +24,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from gpukit.catalog import as_gpu, as_link, as_model, inter_node_link, intra_node_link
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
 from gpukit.inference.serving import (
     PRECISIONS,
     Assumptions,
@@ -59,9 +59,9 @@ QUANT_SCALES = {
 def serving_cost_per_million_tokens(price_per_gpu_hour: float, gpus: int, tokens_per_s: float) -> float:
     """USD per million tokens: (price per GPU-hour x GPUs) / (tokens per hour) x 1e6. Used by gpukit.cost."""
     price = require_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
-    gpus = require_positive_int("gpus", gpus)
+    gpus = require_positive_int("gpus", gpus, at_most=MAX_COUNT)
     rate = require_positive("tokens_per_s", tokens_per_s)
-    return price * gpus / (rate * 3600.0) * 1e6
+    return finite_result("cost per million tokens", price * gpus / (rate * 3600.0) * 1e6)
 
 
 @dataclass(frozen=True)
@@ -238,6 +238,7 @@ class ServePlan:
 
 def default_link(gpu, tp: int):
     """The link inside a node for a tp-way group of this GPU (catalog.intra_node_link); None for tp 1."""
+    gpu = as_gpu(gpu)  # a catalog name too
     return None if tp == 1 else intra_node_link(gpu, tp)
 
 
@@ -245,6 +246,7 @@ def default_pp_link(gpu, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE):
     """The link between pipeline stages: the node's own link (catalog.intra_node_link) when the whole
     replica sits in one node, else the network between nodes of this GPU's era (catalog.inter_node_link:
     one InfiniBand port per GPU, as gpukit.cost assumes)."""
+    gpu = as_gpu(gpu)  # a catalog name too
     return intra_node_link(gpu, gpus) if gpus <= gpus_per_node else inter_node_link(gpu)
 
 
@@ -253,6 +255,7 @@ DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS = 1000, 200
 
 def default_precision(gpu) -> str:
     """bf16, or fp16 on GPUs without bf16 units (V100, T4): what an engine loads 16-bit weights as."""
+    gpu = as_gpu(gpu)  # a catalog name too
     return default_kv_dtype(gpu)
 
 
@@ -264,6 +267,10 @@ def default_lengths(
 ) -> tuple[int, int]:
     """Prompt and output lengths when not given: 1000 and 200, shrunk to fit the model's context window
     (or `context`) when they would not (GPT-2's 1024 tokens: 824 + 200); a length the user gave is kept."""
+    model = as_model(model, "model")  # a catalog name too
+    for name, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens), ("context", context)):
+        if v is not None:
+            require_positive_int(name, v)
     limit = model.max_seq if context is None else context
     o = output_tokens if output_tokens is not None else min(DEFAULT_OUTPUT_TOKENS, max(1, limit // 5))
     i = input_tokens if input_tokens is not None else max(1, min(DEFAULT_INPUT_TOKENS, limit - o))
@@ -275,6 +282,10 @@ def default_tp(model: ModelSpec, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PE
     (tensor parallelism stays inside a node), dividing gpus (tp x pp = gpus) and the model's heads
     (Megatron-LM splits whole heads; KV heads divided or replicated), so 3 GPUs of a 32-head model
     give tp 1 x pp 3 rather than an impossible tp 3."""
+    model = as_model(model, "model")  # a catalog name too
+    # a node holds at most 4,096 GPUs (an NVLink domain is 72 to 576): the search runs up to it
+    gpus = require_positive_int("gpus", gpus, at_most=MAX_COUNT)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node, at_most=4096)
     return max(
         t for t in range(1, min(gpus, gpus_per_node) + 1) if gpus % t == 0 and tp_splits_heads(model, t)
     )
@@ -283,6 +294,7 @@ def default_tp(model: ModelSpec, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PE
 def tp_splits_heads(model: ModelSpec, tp: int) -> bool:
     """tp divides the attention heads and divides or is a multiple of the KV heads (gpukit.inference's
     check: Megatron-LM splits whole heads, GQA's KV heads are split or replicated)."""
+    model = as_model(model, "model")  # a catalog name too
     return model.tp_note(tp) is None
 
 
@@ -331,11 +343,13 @@ def serve(
             f"default max_num_seqs is {MAX_NUM_SEQS}), got {batch:,}"
         )
     gpn = require_positive_int("gpus_per_node", gpus_per_node)
+    # the field that is too long is named: context when given, else the request's own lengths
+    what = "context" if context is not None else f"input_tokens + output_tokens ({i:,} + {o:,})"
     context = i + o if context is None else require_positive_int("context", context)
     if context < i + o:
         raise ValueError(f"context must be >= input_tokens + output_tokens = {i + o}, got {context}")
     if context > model.max_seq:
-        raise ValueError(f"context must be <= {model.name}'s max_seq {model.max_seq}, got {context}")
+        raise ValueError(f"{what} must be <= {model.name}'s max_seq {model.max_seq}, got {context:,}")
     if gpus is None:
         gpus = tp or 1
     gpus = require_positive_int("gpus", gpus)
@@ -348,6 +362,11 @@ def serve(
             f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}"
         )
     pp = gpus // tp
+    if pp > model.n_layers:  # named here (gpus), not later as a pipeline depth the caller never gave
+        raise ValueError(
+            f"gpus must be <= tp x n_layers = {tp} x {model.n_layers} (a pipeline stage holds at least one "
+            f"layer), got {gpus:,}"
+        )
     if simulate_requests:  # checked before any work (the simulation is the slow part)
         simulate_requests = check_requests("simulate_requests", simulate_requests)
     if price_per_gpu_hour is not None:
@@ -500,8 +519,12 @@ def replica_capacity(
 ) -> float:
     """Requests/s of one replica under continuous batching: 1 / (prefill + O x step / batch).
     Prefill time is the single-prompt latency; with pp stages pipelined it occupies 1/pp of it."""
+    prefill_s = require_positive("prefill_s", prefill_s, allow_zero=True)
+    decode_step_s = require_positive("decode_step_s", decode_step_s)
+    batch, pp = require_positive_int("batch", batch, at_most=MAX_COUNT), require_positive_int("pp", pp)
+    output_tokens = require_positive_int("output_tokens", output_tokens, at_most=MAX_COUNT)
     per_request = prefill_s / pp + output_tokens * decode_step_s / batch
-    return 1.0 / per_request
+    return finite_result("replica capacity", 1.0 / finite_result("time per request", per_request))
 
 
 def replicas_for_rate(
@@ -516,22 +539,26 @@ def replicas_for_rate(
             f"rate must be <= the non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s "
             f"({a.non_gpu_workers} worker(s) x 1/{a.non_gpu_s:g} s): more GPUs cannot help (Amdahl)"
         )
-    if capacity_req_per_s <= 0:
+    if require_positive("capacity_req_per_s", capacity_req_per_s, allow_zero=True) <= 0:
         raise ValueError(
             "the model does not fit this layout: no replica has capacity (more GPUs or a smaller precision)"
         )
-    return max(1, math.ceil(rate / (capacity_req_per_s * a.target_utilization) - 1e-9))
+    need = finite_result("replicas", rate / (capacity_req_per_s * a.target_utilization))
+    return max(1, math.ceil(need - 1e-9))
 
 
 def system_capacity(
     replicas: int, capacity_req_per_s: float, non_gpu_s: float = 0.0, non_gpu_workers: int | None = None
 ) -> float:
     """Requests/s of the whole service: min(replicas x replica capacity, workers / non-GPU time)."""
-    replicas = require_positive_int("replicas", replicas)
+    replicas = require_positive_int("replicas", replicas, at_most=MAX_COUNT)
     gpu_cap = replicas * require_positive("capacity_req_per_s", capacity_req_per_s, allow_zero=True)
+    non_gpu_s = require_positive("non_gpu_s", non_gpu_s, allow_zero=True)
+    if non_gpu_workers is not None:
+        non_gpu_workers = require_positive_int("non_gpu_workers", non_gpu_workers, at_most=MAX_COUNT)
     if non_gpu_workers and non_gpu_s > 0:
-        return min(gpu_cap, non_gpu_workers / non_gpu_s)
-    return gpu_cap
+        return finite_result("system capacity", min(gpu_cap, non_gpu_workers / non_gpu_s))
+    return finite_result("system capacity", gpu_cap)
 
 
 # ------------------------------------------------------------------------------------ TP vs replicas
@@ -618,7 +645,9 @@ def min_gpus_to_fit(
     `kv_dtype` (None: the GPU's 16-bit type): tp inside a node first (1, 2, 4, 8), then pipeline stages
     across nodes. ValueError if none."""
     model, gpu = as_model(model), as_gpu(gpu)
-    context = min(context, model.max_seq)
+    context = min(require_positive_int("context", context), model.max_seq)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node, at_most=4096)  # 0: gpus % 0
+    max_gpus = require_positive_int("max_gpus", max_gpus, at_most=MAX_COUNT)
     for gpus in range(1, max_gpus + 1):
         tp = min(gpus, gpus_per_node)
         if gpus % tp or not tp_splits_heads(model, tp):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpukit.catalog import data_dir, get_gpu, get_model, read_csv
+from gpukit.catalog import as_gpu, as_model, data_dir, get_gpu, get_model, read_csv
 from gpukit.errors import require_choice
 from gpukit.inference.capacity import default_link, serve, tp_vs_replicas
 from gpukit.inference.serving import Assumptions, decode_step, prefill_step
@@ -179,6 +179,8 @@ def tp_ordering(
     """The published ordering (TP_ORDERING_SOURCE): the throughput variant is the layout with the most
     tokens/s per GPU (for a model that barely fits one GPU that is not tp=1: a full GPU leaves no room
     for the KV cache); every layout with more TP than it has lower latency and lower tokens/s per GPU."""
+    model = as_model(model, "model")  # a catalog name too
+    gpu = as_gpu(gpu)
     rows = [
         r
         for r in tp_vs_replicas(

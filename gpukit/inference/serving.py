@@ -150,6 +150,7 @@ class Assumptions:
 def compute_dtype(gpu, precision: str) -> str:
     """The dtype whose dense peak sets prefill speed: fp8 where the GPU has fp8 units (W8A8), else
     16-bit (weight-only int8/int4/fp8 dequantize to 16-bit before the matmul: W8A16, W4A16)."""
+    gpu = as_gpu(gpu)  # a catalog name too
     require_choice("precision", precision, PRECISIONS)
     if precision == "fp8" and gpu.has("fp8"):
         return "fp8"
@@ -160,11 +161,13 @@ def compute_dtype(gpu, precision: str) -> str:
 
 def default_kv_dtype(gpu) -> str:
     """bf16, or fp16 on GPUs without bf16 units (V100, T4); bf16 when no GPU is given (a CPU)."""
+    gpu = as_gpu(gpu)  # a catalog name too
     return "bf16" if gpu is None else gpu.half_dtype
 
 
 def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
     """Bytes of one transformer block's weights in `precision` (linear layers quantized, rest 16-bit)."""
+    model = as_model(model, "model")  # a catalog name too
     require_choice("precision", precision, PRECISIONS)
     n_lin, rows = model.linear_weights
     n_mats = len(model.linear_shapes)
@@ -253,6 +256,7 @@ class ServingMemory:
 
 def weights_per_gpu(model: ModelSpec, precision: str = "bf16", tp: int = 1, pp: int = 1) -> float:
     """Weight bytes on the fullest GPU of a tp x pp instance (module docstring)."""
+    model = as_model(model, "model")  # a catalog name too
     _split(model, tp, pp)
     layers = math.ceil(model.n_layers / pp)
     emb = 2.0 * model.embedding_params()
@@ -264,6 +268,7 @@ def weights_per_gpu(model: ModelSpec, precision: str = "bf16", tp: int = 1, pp: 
 def weight_bytes_read_per_step(model: ModelSpec, precision: str = "bf16", tp: int = 1, pp: int = 1) -> float:
     """Weight bytes one GPU reads per decode step: its layers and the LM head; the embedding table is
     a lookup (b rows), unless tied to the head. Per pipeline stage when pp > 1 (the larger stage)."""
+    model = as_model(model, "model")  # a catalog name too
     _split(model, tp, pp)
     layers = math.ceil(model.n_layers / pp)
     head = 2.0 * (model.vocab * model.hidden + model.norm_params())
@@ -543,6 +548,8 @@ def ridge_batch(
     bandwidth_gbps: float | None = None,
 ) -> float:
     """Decode batch at which the dense part turns compute-bound: weight bytes / bw = batch x 2N / flops."""
+    model = as_model(model, "model")  # a catalog name too
+    gpu = as_gpu(gpu)
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
     n = layer_matmul_params(model) + model.vocab * model.hidden
     return weight_bytes_read_per_step(model, precision) / bw * flops_rate / (2.0 * n)

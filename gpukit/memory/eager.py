@@ -83,6 +83,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from gpukit.catalog import as_model
 from gpukit.errors import require_choice
 from gpukit.memory.parts import layer_activation_bytes
 from gpukit.memory.replay import CATEGORIES, RECOMPUTE_KINDS, EagerSetup, ReplayStep, ReplayTape, param_shapes
@@ -256,6 +257,7 @@ def _run_step(spec, setup, tape, first_step):
 def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) -> EagerPrediction:
     """Predict params, grads, optimizer states, forward-end activations and the peak (bytes) of a
     training step of gpukit.bench.models.ReferenceGPT(spec), replaying what each op allocates and frees."""
+    spec = as_model(spec, "spec")  # a catalog name too
     setup = setup or EagerSetup()
     _check_spec(spec, setup)
     tape = ReplayTape(setup.device == "cuda")
@@ -297,6 +299,7 @@ def predict_training_memory(spec: ModelSpec, setup: EagerSetup | None = None) ->
 def replay_timeline(spec: ModelSpec, setup: EagerSetup | None = None) -> tuple:
     """((phase, bytes), ...): the replay's total after every allocation and free of one steady-state
     step (the second: optimizer states exist), for a plot of memory over one training step."""
+    spec = as_model(spec, "spec")  # a catalog name too
     setup = setup or EagerSetup()
     _check_spec(spec, setup)
     tape = ReplayTape(setup.device == "cuda")
@@ -314,6 +317,7 @@ def replay_timeline(spec: ModelSpec, setup: EagerSetup | None = None) -> tuple:
 def eager_layer_activation_bytes(spec: ModelSpec, setup: EagerSetup) -> int:
     """Closed form: bytes one layer keeps from forward to backward in eager PyTorch (CPU allocator,
     no rounding). Derivation: the per-op table in the module docstring."""
+    spec = as_model(spec, "spec")  # a catalog name too
     s, b, h, f, a = setup.seq_len, setup.micro_batch, spec.hidden, spec.ffn_hidden, spec.n_heads
     T, q, sc = s * b, spec.q_dim, b * a * s * s
     if setup.recompute == "full":
@@ -330,6 +334,7 @@ def eager_layer_activation_bytes(spec: ModelSpec, setup: EagerSetup) -> int:
 
 def eager_activation_bytes(spec: ModelSpec, setup: EagerSetup) -> int:
     """Closed form of all bytes alive at the end of forward, layers + embedding + head + loss."""
+    spec = as_model(spec, "spec")  # a catalog name too
     s, b, h, V = setup.seq_len, setup.micro_batch, spec.hidden, spec.vocab
     T = s * b
     head = 4 * T * h + 2 * T * 4 + T * V * 4 + 8  # final LN input + stats, log_softmax out, loss
@@ -345,6 +350,7 @@ def megatron_activation_bytes(
     removes the masks and the dropout output: sbh(32 + 2as/h). Table 2 is coded once, in
     gpukit.memory.layer_activation_bytes: here it is evaluated for Table 2's GPT layer (q = kv = h,
     f = 4h, GeLU, eager attention, 16-bit) with this spec's h, a and layers."""
+    spec = as_model(spec, "spec")  # a catalog name too
     require_choice("recompute", recompute, RECOMPUTE_KINDS)
     # head_dim None: __post_init__ derives hidden // n_heads (the field is int once built, ModelSpec)
     gpt = replace(spec, n_kv_heads=spec.n_heads, head_dim=None, ffn_hidden=4 * spec.hidden, mlp="gelu")  # type: ignore[arg-type]
@@ -363,6 +369,7 @@ def reconcile_megatron(spec: ModelSpec, setup: EagerSetup) -> tuple:
     """From the Megatron convention to eager PyTorch, one layer, in bytes: ((step, delta), ...) whose
     running sum starts at Korthikanti et al. 2022 Table 2 and ends at eager_layer_activation_bytes.
     The last step ('other layout') is 0 for the reference layout (ffn_hidden = 4h, head_dim*heads = h)."""
+    spec = as_model(spec, "spec")  # a catalog name too
     s, b, h, a = setup.seq_len, setup.micro_batch, spec.hidden, spec.n_heads
     sbh, as2b = s * b * h, a * s * s * b
 

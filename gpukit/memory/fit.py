@@ -26,6 +26,8 @@ def fits(
     n_params=None,
 ) -> bool:
     """Does `setup` fit on `gpu` (overhead included)?"""
+    model = as_model(model, "model", optional=True)  # a catalog name too
+    gpu = as_gpu(gpu, optional=True)
     if gpu is None:
         raise ValueError("fits needs a gpu (catalog.get_gpu(name))")
     return bool(estimate_memory(model, n_params=n_params, setup=setup, gpu=gpu).fits)
@@ -51,6 +53,8 @@ def max_micro_batch(
     """Largest micro_batch (inference: batch) that fits on `gpu`; 0 if even 1 does not (binary search).
     A result equal to `limit` means "at least limit" (the search stopped there). A bare n_params has
     no activations or KV cache, so every batch would "fit": that is a ValueError, not an answer."""
+    model = as_model(model, "model", optional=True)  # a catalog name too
+    gpu = as_gpu(gpu)
     limit = require_positive_int("limit", limit)
     if model is None:
         raise ValueError(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from gpukit.catalog import as_model
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
@@ -33,12 +34,15 @@ KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp32")
 
 def kv_heads_per_gpu(model: ModelSpec, tp: int = 1) -> int:
     """KV heads one GPU caches: n_kv_heads / tp, or 1 (a replica) when tp > n_kv_heads."""
+    model = as_model(model, "model")  # a catalog name too
     return math.ceil(model.n_kv_heads / require_positive_int("tp", tp))  # replicated past n_kv_heads
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16", tp: int = 1, pp: int = 1) -> float:
     """KV-cache bytes per cached token on one GPU: 2 x layers x kv_heads x head_dim x bytes (module
     docstring: GQA-aware, kv heads split over tp and replicated past n_kv_heads, layers split over pp)."""
+    model = as_model(model, "model")  # a catalog name too
+    model = as_model(model, "model")  # a catalog name too
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
     layers = math.ceil(model.n_layers / require_positive_int("pp", pp))  # the fuller pipeline stage
     # K and V (factor 2), n_kv_heads heads of head_dim each (Ainslie et al. 2023 sec. 2)
@@ -50,5 +54,6 @@ def kv_cache_bytes(
 ) -> float:
     """KV-cache bytes on one GPU for `batch` sequences of `context` tokens: kv_bytes_per_token x batch x
     min(context, sliding_window) (ModelSpec.kv_tokens; Jiang et al. 2023 sec. 2)."""
+    model = as_model(model, "model")  # a catalog name too
     batch = require_positive_int("batch", batch)
     return kv_bytes_per_token(model, kv_dtype, tp, pp) * batch * model.kv_tokens(context)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
+from gpukit.errors import require_positive
 from gpukit.memory.kv_cache import kv_cache_bytes
 from gpukit.memory.train_setup import TrainSetup, state_bytes_per_param, uses_dropout
 from gpukit.quant import QUANT_DTYPES, lora_layer_params, quantized_bytes
@@ -70,6 +71,7 @@ def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str |
 
 def stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[int, int]:
     """Layers on a pipeline stage and its non-layer parameters (elements, before TP)."""
+    model = as_model(model, "model")  # a catalog name too
     layers = math.ceil(model.n_layers / setup.pp)
     if stage == "only":
         return layers, model.embedding_params() + model.head_params()
@@ -92,6 +94,7 @@ def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: 
 
 def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     """Float bytes of every component on one pipeline stage (see module docstring)."""
+    model = as_model(model, "model")  # a catalog name too
     layers, extra = stage_layers_and_extra(model, setup, stage)
     t, dp, z = setup.tp, setup.dp, setup.zero_stage
     ce = dtype_bytes(setup.compute_dtype)
@@ -165,6 +168,7 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
 def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[str, float], ...]:
     """Named terms of the issue-10 conventions on one stage (bytes, or counts where named so); each is
     already inside the components of `stage_parts`, listed so that none hides in a sum."""
+    model = as_model(model, "model")  # a catalog name too
     if setup.inference:
         return ()
     layers, _ = stage_layers_and_extra(model, setup, stage)
@@ -194,6 +198,7 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
 
 def n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
+    require_positive("n_params", n_params)  # checked, kept as given (an int keeps whole bytes)
     if setup.finetune != "full":
         raise ValueError(
             f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)"

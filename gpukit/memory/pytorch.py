@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+from gpukit.catalog import as_model
+from gpukit.errors import finite_result, require_positive
 from gpukit.memory.parts import stage_layers_and_extra
 from gpukit.memory.train_setup import STATE_BYTES_BF16, STATE_BYTES_FP32, TrainSetup, uses_dropout
 from gpukit.specs import ModelSpec
@@ -61,6 +63,7 @@ def pytorch_layer_activation_bytes(
     Full recompute (torch.utils.checkpoint) keeps the block input only, r*sbh.
     With tp the Linear inputs and norms stay whole (split by sp), the rest is split by tp (Megatron).
     """
+    model = as_model(model, "model")  # a catalog name too
     recompute = recompute or setup.recompute
     if recompute == "full":
         r = 2 if setup.precision in ("bf16", "fp16") else 4
@@ -120,6 +123,7 @@ def autocast_weight_copy_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     """One layer's bf16 weight copies that torch.autocast caches and the Linears save (2 bytes per
     Linear weight, split by tp). With ZeRO-3/FSDP the gathered 16-bit layer is the copy (counted with
     the parameters as the working set), so none here."""
+    model = as_model(model, "model")  # a catalog name too
     if not _amp(setup) or setup.zero_stage >= 3:
         return 0.0
     return 2 * model.linear_weights[0] / setup.tp
@@ -134,6 +138,9 @@ def optimizer_temp_bytes(
     size); the for-loop (_single_tensor_adam) holds sqrt(v) and the denominator of one tensor, 2 x
     the largest tensor (the previous tensor's denominator, smaller in these layouts, is not counted);
     fused kernels and SGD (in place) allocate none."""
+    require_positive("n_elem", n_elem, allow_zero=True)
+    require_positive("state_bytes", state_bytes, allow_zero=True)
+    model = as_model(model, "model", optional=True)  # a catalog name too
     if setup.optimizer != "adamw":
         return 0.0
     impl = setup.optimizer_impl
@@ -141,7 +148,7 @@ def optimizer_temp_bytes(
         impl = "foreach" if setup.device == "cuda" else "for-loop"
     per_elem = state_bytes / 2  # one state's bytes per element (v)
     if impl == "foreach":
-        return per_elem * n_elem
+        return finite_result("optimizer temporaries", per_elem * n_elem)
     if impl == "for-loop":
         if model is None:
             return 0.0
@@ -170,6 +177,7 @@ def _pytorch_head_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float, flo
 def pytorch_forward_end_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     """Activations alive at the end of the forward (after the loss) in eager PyTorch, one GPU without
     pipeline parallelism: every layer's saved tensors, the head's, and the log_softmax output."""
+    model = as_model(model, "model")  # a catalog name too
     head, _, logits_bwd = _pytorch_head_bytes(model, setup)
     return model.n_layers * pytorch_layer_activation_bytes(model, setup) + head + logits_bwd / 3
 
@@ -211,6 +219,7 @@ def pytorch_step_parts(model: ModelSpec, setup: TrainSetup, stage: str, p: dict)
     replay checks both steps). tp, pp, sp and ZeRO scale the terms as in the megatron convention
     (offload is not modelled here: see pytorch_step_applies); only single-GPU steps were measured.
     """
+    model = as_model(model, "model")  # a catalog name too
     layers, _ = stage_layers_and_extra(model, setup, stage)
     t = setup.tp
     s, b, h = setup.seq_len, setup.micro_batch, model.hidden

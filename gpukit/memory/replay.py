@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpukit.catalog import as_model
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.specs import ModelSpec
 
@@ -55,6 +56,7 @@ class EagerSetup:
 
 def param_shapes(spec: ModelSpec) -> list[tuple[str, int]]:
     """(name, numel) of every parameter tensor in ReferenceGPT.parameters() order (tied: once)."""
+    spec = as_model(spec, "spec")  # a catalog name too
     h, f, q = spec.hidden, spec.ffn_hidden, spec.q_dim
     out = [("wte.weight", spec.vocab * h), ("wpe.weight", spec.max_seq * h)]
     for i in range(spec.n_layers):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from gpukit.errors import require_choice, require_positive_int
+from gpukit.catalog import as_model
+from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.quant import LORA_TARGETS
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
@@ -136,7 +137,10 @@ class TrainSetup:
             "batch",
             "virtual_stages",
         ):
-            object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
+            # counts of GPUs, sequences and steps: at most MAX_COUNT (1e9; larger is a typo); seq_len and
+            # lora_rank are sizes, bounded by the model (its window, its hidden size)
+            limit = None if name in ("seq_len", "lora_rank") else MAX_COUNT
+            object.__setattr__(self, name, require_positive_int(name, getattr(self, name), at_most=limit))
         self._check_conventions()
         for name in ("sp", "dropout", "inference"):
             if not isinstance(getattr(self, name), bool) and not (name == "dropout" and self.dropout is None):
@@ -313,6 +317,7 @@ def grad_bytes_per_param(setup: TrainSetup, default: float) -> float:
     """Gradient bytes per trainable parameter under the named convention: the precision's `default`
     (ZeRO sec. 3.1: 2), Megatron's fp32 main grads (grad_dtype='fp32': 4; 2 + 4 + 12 = 18 B/param),
     plus an fp32 accumulation buffer (grad_accum_buffer='fp32': + 4; 20 B/param, Ultra-Scale Playbook)."""
+    default = require_positive("default", default)
     g = default if setup.grad_dtype is None else float(dtype_bytes(setup.grad_dtype))
     return g + (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
 
@@ -320,4 +325,5 @@ def grad_bytes_per_param(setup: TrainSetup, default: float) -> float:
 def uses_dropout(model: ModelSpec, setup: TrainSetup) -> bool:
     """Dropout masks are stored: setup.dropout if given, else the model row's `dropout` (gpukit/data/models.csv:
     Llama, Mistral, Qwen, Falcon train without dropout, GPT-2/OPT/Megatron with 0.1)."""
+    model = as_model(model, "model")  # a catalog name too
     return model.dropout if setup.dropout is None else setup.dropout

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from gpukit.catalog import as_gpu, as_model
 from gpukit.compute import flops_per_token
-from gpukit.errors import require_choice, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive_int
 from gpukit.memory.analytic import MemoryBreakdown, estimate_memory
 from gpukit.memory.train_setup import TrainSetup
 from gpukit.specs import ModelSpec
@@ -152,6 +152,8 @@ def step_time_estimate(model: ModelSpec, gpu, setup: TrainSetup, *, mfu: float =
     (peak x MFU) (Narayanan et al. 2021 eq. 4). Leaves out what is not compute: dp all-reduces
     (notebook 04) and offload's PCIe traffic and CPU optimizer step, which ZeRO-Offload overlaps
     (Ren et al. 2021 sec. 5) and ZeRO-Infinity often cannot."""
+    model = as_model(model, "model")  # a catalog name too
+    gpu = as_gpu(gpu)
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     fpt = flops_per_token(model, seq_len=setup.seq_len, recompute=setup.recompute)
@@ -172,6 +174,8 @@ def step_time_estimate(model: ModelSpec, gpu, setup: TrainSetup, *, mfu: float =
 def lora_trainable_params(spec: ModelSpec, rank: int, targets=LORA_TARGET_MODULES) -> int:
     """r (d_in + d_out) per adapted matrix (Hu et al. 2021), for the reference model's layout: one
     fused QKV Linear h -> 3q (as GPT-2's c_attn with PEFT), proj q -> h, fc1 h -> f, fc2 f -> h."""
+    rank = require_positive_int("rank", rank, at_most=MAX_COUNT)
+    spec = as_model(spec, "spec")  # a catalog name too
     h, q, f = spec.hidden, spec.q_dim, spec.ffn_hidden
     dims = {"qkv": h + 3 * q, "proj": q + h, "fc1": h + f, "fc2": f + h}
     return spec.n_layers * sum(rank * dims[t] for t in targets)

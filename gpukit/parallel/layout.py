@@ -56,10 +56,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpukit import memory as mem
-from gpukit.catalog import get_model
+from gpukit.catalog import as_model, get_model
 from gpukit.comm import collective_time, dp_group_layout, grad_sync, hierarchical_all_reduce
 from gpukit.compute import flops_per_token
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
     LINK_EFFICIENCY,
@@ -302,6 +302,7 @@ def as_model_spec(model) -> ModelSpec:
 
 def default_seq_len_note(model: ModelSpec) -> str:
     """What a layout question assumes when no seq_len is given (ModelSpec.default_seq_len's note)."""
+    model = as_model(model, "model")  # a catalog name too
     return model.default_seq_len()[1]
 
 
@@ -529,7 +530,7 @@ def comm_volume(
     micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
     defaults to model.train_seq_len, as in estimate."""
     model = as_model_spec(model)
-    global_batch = require_positive_int("global_batch", global_batch)
+    global_batch = require_positive_int("global_batch", global_batch, at_most=MAX_COUNT)
     seq_len = require_positive_int("seq_len", model.default_seq_len()[0] if seq_len is None else seq_len)
     model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
     grad_bytes = require_positive("grad_bytes", grad_bytes)

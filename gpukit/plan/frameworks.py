@@ -13,6 +13,7 @@ Used in: notebooks/09_decide, tests/test_plan.py (both through gpukit.plan).
 from __future__ import annotations
 
 from gpukit.catalog import get_model
+from gpukit.errors import require_choice
 from gpukit.plan.planner import plan
 
 
@@ -42,7 +43,10 @@ def strategy_table(fits_one_gpu: bool, nodes: str) -> str:
         ("many nodes", True): "DDP/ZeRO across nodes (fast interconnect)",
         ("many nodes", False): "ZeRO-3/FSDP or TP inside nodes + PP/DP across",
     }
-    return table[(nodes, bool(fits_one_gpu))]
+    require_choice("nodes", nodes, ("one GPU", "one node", "many nodes"))
+    if not isinstance(fits_one_gpu, bool):
+        raise ValueError(f"fits_one_gpu must be True or False, got {fits_one_gpu!r}")
+    return table[(nodes, fits_one_gpu)]
 
 
 def frameworks_grid(cases=None, *, gpu: str = "h100-sxm") -> list[dict]:

@@ -28,10 +28,10 @@ import math
 from dataclasses import replace
 
 from gpukit import inference
-from gpukit.catalog import as_model, get_gpu
+from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import pareto_front, rail_ports
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
 from gpukit.plan.plans import (
     DEFAULT_COUNTS,
     MAX_GLOBAL_BATCH_TOKENS,
@@ -313,6 +313,10 @@ def plan(
         loader_tokens_per_s = require_positive("loader_tokens_per_s", loader_tokens_per_s)
     if seq_len is not None:  # 0 is an error, not "the default"
         seq_len = require_positive_int("seq_len", seq_len)
+    micro_batch = require_positive_int("micro_batch", micro_batch)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node)  # 0: nodes = n / 0
+    if inter_link is not None:  # checked even when no count leaves a node (else a typo passes unseen)
+        named_field("inter_link", get_interconnect, inter_link)
     if ports_per_node is not None:
         ports_per_node = require_positive_int("ports_per_node", ports_per_node)
         if workload == "serve":  # it would change nothing: a serving replica's TP stays inside one node

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpukit import parallel
-from gpukit.catalog import get_gpu
+from gpukit.catalog import as_model, get_gpu
 from gpukit.compute import time_to_train
 from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, training_run
 from gpukit.memory import TrainSetup, estimate_memory
@@ -102,6 +102,7 @@ def train_plans(
     gpukit.cost.training_run (the price loop of `gpukit cost train`), as a Plan; "does not fit" when none does.
     zero_stages: only the layouts with these ZeRO stages (None: every stage), to fix a layout as cost train
     prices it."""
+    model = as_model(model, "model")  # a catalog name too
     plans = []
     kw = dict(
         mfu=mfu,
@@ -197,6 +198,7 @@ def refine_with_parallel(
     and the whole plan must stay under the 2 s a widget allows) with gpukit.parallel's layout search
     (data x tensor x pipeline parallelism); a searched layout replaces the data-parallel one when it
     is faster. Returns (plans, description of what was refined)."""
+    model = as_model(model, "model")  # a catalog name too
     cands = sorted(
         (
             i

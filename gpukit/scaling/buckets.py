@@ -50,6 +50,7 @@ def powersgd_split(shapes, rank: int = 1, min_compression_rate: float = PSGD_MIN
 
 def hook_bytes(bucket: Bucket, hook: str = "none", powersgd_rank: int = 1, grad_bytes: int = 4) -> int:
     """Bytes the hook hands to all-reduce for one bucket (per rank, the all-reduce buffer S)."""
+    grad_bytes = require_positive_int("grad_bytes", grad_bytes, at_most=64)  # bytes per element
     require_choice("hook", hook, HOOKS)
     if hook == "none":
         return bucket.numel * grad_bytes
@@ -64,6 +65,7 @@ def hook_collectives(
 ) -> tuple[int, ...]:
     """Sizes (bytes) of the all-reduces one bucket costs, in order: one for none/fp16/bf16; three for
     PowerSGD (uncompressed tensors, then P, then Q; torch powerSGD_hook)."""
+    grad_bytes = require_positive_int("grad_bytes", grad_bytes, at_most=64)  # bytes per element
     if hook != "powersgd":
         return (hook_bytes(bucket, hook, powersgd_rank, grad_bytes),)
     unc, p, q, _ = powersgd_split(bucket.shapes, powersgd_rank)

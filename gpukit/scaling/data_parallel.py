@@ -56,7 +56,7 @@ from gpukit.comm import (
     uniform_param_shapes,
 )
 from gpukit.compute import rate_flops
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import finite_result, require_choice, require_positive, require_positive_int
 from gpukit.results import frame
 from gpukit.results import json_safe as _json_safe
 from gpukit.scaling.buckets import (
@@ -165,10 +165,11 @@ def _rate(gpu, mfu, dtype, profile):
 def overlap_threshold_tokens(n_params: float, rate_flops: float, allreduce_s: float) -> float:
     """Tokens per GPU per step above which the gradient all-reduce (allreduce_s) hides behind the
     backward (4 N FLOPs per token, Kaplan et al. 2020): T* = allreduce_s x rate / (4 N)."""
-    return (
+    return finite_result(
+        "overlap threshold",
         require_positive("allreduce_s", allreduce_s, allow_zero=True)
         * require_positive("rate_flops", rate_flops)
-        / (4 * require_positive("n_params", n_params))
+        / (4 * require_positive("n_params", n_params)),
     )
 
 
@@ -379,7 +380,7 @@ def _catalog_shapes(spec):
 # ---------------------------------------------------------------------------------------------------
 def ddp_allreduce_bytes(n_params: float, grad_dtype: str = "fp32") -> float:
     """Bytes DDP all-reduces per step: one gradient per parameter (the per-rank buffer S)."""
-    return require_positive("n_params", n_params) * dtype_bytes(grad_dtype)
+    return finite_result("allreduce bytes", require_positive("n_params", n_params) * dtype_bytes(grad_dtype))
 
 
 @dataclass(frozen=True)
