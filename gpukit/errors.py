@@ -10,6 +10,9 @@ from collections.abc import Iterable
 # The largest count of things a machine or a run has (GPUs, sequences per micro-batch, micro-steps): a
 # larger one is a typo (1e20 sequences), and it would carry astronomically large numbers into every result.
 MAX_COUNT = 10**9
+# The largest parameter count a calculator takes: 10^15, about 500x the largest published models (a larger one
+# is a typo, and its byte counts would leave float range).
+MAX_N_PARAMS = 10**15
 
 
 def require_positive_int(name: str, value, allow_zero: bool = False, at_most: int | None = None) -> int:
@@ -166,3 +169,11 @@ positive_int_arg = _arg_type(lambda t: _count(t, 1))
 nonnegative_int_arg = _arg_type(lambda t: _count(t, 0))
 nonnegative_float_arg = _arg_type(_finite)
 positive_float_arg = _arg_type(lambda t: require_positive("value", t))
+
+
+def require_n_params(value, name: str = "n_params") -> float:
+    """A parameter count: finite, > 0 and at most MAX_N_PARAMS (one line naming the field otherwise)."""
+    x = require_positive(name, value)
+    if x > MAX_N_PARAMS:
+        raise ValueError(f"{name} must be at most {MAX_N_PARAMS:.0e} (10^15 parameters), got {value!r}")
+    return x

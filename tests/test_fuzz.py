@@ -1175,12 +1175,7 @@ API_SKIP = {
 }
 # Open findings of this fuzzer, each with its reason: the test is xfail(strict), so it fails the day the
 # function is fixed (and the entry must go).
-API_OPEN = {
-    "cost.expected_wall_s": "returns inf by design for a job that never finishes (spot_run reads it); "
-    "the contract wants a finite number or an error",
-    "cost.spot_run": "expected_hours inf for a job that never finishes (expected_wall_s, above)",
-    "memory.n_params_parts": "n_params near 1e308 overflows the byte counts (no bound on n_params yet)",
-}
+API_OPEN = {}
 # slow even with valid inputs (a search, a simulation, a sweep): fewer examples
 API_SLOW = {
     "plan.plan",

@@ -29,13 +29,23 @@ def expected_wall_s(
     solve_s: float, interval_s: float, checkpoint_s: float, restart_s: float, mtbi_s: float
 ) -> float:
     """Daly (2006, eq. 13): expected wall time with exponential interruptions of mean M,
-    T_w = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau."""
+    T_w = M e^{R/M} (e^{(tau + delta)/M} - 1) T_s / tau. A job whose expected time leaves float range
+    never finishes in practice (it restarts before it can checkpoint): ValueError saying so, never inf."""
     m = require_positive("mtbi_s", mtbi_s)
     tau = require_positive("interval_s", interval_s)
+    solve = require_positive("solve_s", solve_s)
+    delta = require_positive("checkpoint_s", checkpoint_s, allow_zero=True)
+    restart = require_positive("restart_s", restart_s, allow_zero=True)
     try:
-        return m * math.exp(restart_s / m) * math.expm1((tau + checkpoint_s) / m) * solve_s / tau
+        wall = m * math.exp(restart / m) * math.expm1((tau + delta) / m) * solve / tau
     except OverflowError:
-        return math.inf
+        wall = math.inf
+    if not math.isfinite(wall):
+        raise ValueError(
+            f"the job never finishes: interruptions every {m:.3g} s against a checkpoint cycle of "
+            f"{tau + delta:.3g} s and a {restart:.3g} s restart (expected wall time beyond float range)"
+        )
+    return wall
 
 
 @dataclass(frozen=True)
@@ -49,11 +59,11 @@ class SpotEstimate:
     restart_minutes: float
     young_interval_hours: float
     daly_interval_hours: float
-    expected_hours: float
+    expected_hours: float | None  # None: the job never finishes in practice (expected_wall_s)
     on_demand_cost_usd: float
-    spot_cost_usd: float
-    savings: float  # 1 - spot / on-demand (negative: spot costs more)
-    time_overhead: float  # expected_hours / work_hours - 1
+    spot_cost_usd: float | None
+    savings: float | None  # 1 - spot / on-demand (negative: spot costs more)
+    time_overhead: float | None  # expected_hours / work_hours - 1
 
     def to_json_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
@@ -83,9 +93,14 @@ def spot_run(
     mtbi = 86400 / rate
     tau_y = young_interval_s(d, mtbi)
     tau = daly_interval_s(d, mtbi)
-    wall = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
+    try:
+        wall: float | None = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
+    except ValueError:  # never finishes: no time, no spot cost (the CLI says "never finishes in practice")
+        wall = None
     od_cost = w * n * od
-    sp_cost = wall * n * sp
+    sp_cost = None if wall is None else wall * n * sp
+    if sp_cost is not None and not math.isfinite(sp_cost):
+        wall = sp_cost = None
     return SpotEstimate(
         gpus=n,
         work_hours=w,
@@ -97,6 +112,6 @@ def spot_run(
         expected_hours=wall,
         on_demand_cost_usd=od_cost,
         spot_cost_usd=sp_cost,
-        savings=1 - sp_cost / od_cost,
-        time_overhead=wall / w - 1,
+        savings=None if sp_cost is None else 1 - sp_cost / od_cost,
+        time_overhead=None if wall is None else wall / w - 1,
     )

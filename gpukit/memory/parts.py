@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
-from gpukit.errors import require_positive
+from gpukit.errors import require_n_params
 from gpukit.memory.kv_cache import kv_cache_bytes
 from gpukit.memory.train_setup import TrainSetup, state_bytes_per_param, uses_dropout
 from gpukit.quant import QUANT_DTYPES, lora_layer_params, quantized_bytes
@@ -198,7 +198,7 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
 
 def n_params_parts(n_params: int, setup: TrainSetup) -> dict:
     """Model states only, for a bare parameter count: split evenly by tp*pp; no activations."""
-    require_positive("n_params", n_params)  # checked, kept as given (an int keeps whole bytes)
+    require_n_params(n_params)  # checked (<= errors.MAX_N_PARAMS), kept as given (an int keeps whole bytes)
     if setup.finetune != "full":
         raise ValueError(
             f"finetune={setup.finetune!r} needs the model's shape; pass model= (CLI: --model or --layers/--hidden/--heads)"

@@ -233,11 +233,19 @@ def draw_spot(s: cost.SpotEstimate, ax=None):
     m = 86400 / s.preemptions_per_day
     d, r = s.checkpoint_minutes * 60, s.restart_minutes * 60
     taus = np.geomspace(d / 4, 20 * s.daly_interval_hours * 3600, 120)
-    ax.plot(
-        taus / 3600,
-        [cost.expected_wall_s(s.work_hours * 3600, t, d, r, m) / 3600 for t in taus],
-        label="expected hours on spot",
-    )
+    if s.expected_hours is None:  # never finishes in practice: say so in place of the plot
+        raise ValueError(
+            f"the job never finishes on spot: {s.preemptions_per_day:g} interruptions a day against "
+            f"{s.checkpoint_minutes:g}-min checkpoints; run on demand"
+        )
+
+    def hours(tau_s: float) -> float:  # a checkpoint interval whose job never finishes: not drawn
+        try:
+            return cost.expected_wall_s(s.work_hours * 3600, tau_s, d, r, m) / 3600
+        except ValueError:
+            return float("nan")
+
+    ax.plot(taus / 3600, [hours(t) for t in taus], label="expected hours on spot")
     ax.axhline(s.work_hours, color="tab:green", ls="--", label="on demand (no interruptions)")
     ax.plot(
         [s.daly_interval_hours],
