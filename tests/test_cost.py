@@ -890,3 +890,24 @@ def test_cost_train_network_flags_on_one_node_are_an_error(capsys):
         assert main(argv + ["--gpus", "1,8", flag, value]) == 2
         assert flag in capsys.readouterr().err
         assert main(argv + ["--gpus", "8,16", flag, value]) == 0
+
+
+def test_a_node_price_buys_whole_nodes():
+    """--price-per-node-hour rents whole nodes (issue 23 sec. 5): 1 GPU of an 8-GPU node pays the whole
+    node, 12 GPUs pay 2 nodes; a full node pays its price, as before."""
+    t = cost.training_cost(
+        "llama-2-7b",
+        1e11,
+        "h100-sxm",
+        [1, 8, 12, 16],
+        zero_stage=3,
+        price_per_node_hour=80.0,
+        gpus_per_node=8,
+    )
+    by = {r.gpus: r for r in t.rows}
+    assert by[1].usd_per_gpu_hour == pytest.approx(80.0)
+    assert by[8].usd_per_gpu_hour == pytest.approx(10.0) and by[16].usd_per_gpu_hour == pytest.approx(10.0)
+    assert by[12].usd_per_gpu_hour == pytest.approx(2 * 80.0 / 12)
+    for r in t.rows:
+        assert r.cost_usd == pytest.approx(r.hours * math.ceil(r.gpus / 8) * 80.0)
+    assert "2 whole node(s)" in by[12].price_source

@@ -386,7 +386,8 @@ def training_cost(
     efficiency: None = predicted (predicted_efficiency, data-parallel model with `ports_per_node`
     inter-node ports per node, default one per GPU; say so in the output), a number in (0, 1] for every
     count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour, a given USD per node-hour
-    (price_per_node_hour / gpus_per_node), or the median market row of `gpu` in `prices`
+    (whole nodes: n GPUs rent ceil(n / gpus_per_node) nodes, so a row's USD per GPU-hour is
+    nodes x price_per_node_hour / n), or the median market row of `gpu` in `prices`
     (gpukit/data/prices.csv by default); a given price that looks like the other kind gets a warning
     (gpukit.prices.price_warning). spot: optional {"preemptions_per_day", "checkpoint_minutes",
     "restart_minutes", "spot_price_per_gpu_hour"} adds the expected spot time and cost per row (spot_run).
@@ -483,12 +484,22 @@ def training_cost(
                 eff_given = efficiency.get(n) if isinstance(efficiency, dict) else efficiency
                 if eff_given is None:
                     raise ValueError(f"efficiency has no entry for {n} GPUs (keys: {sorted(efficiency)})")
+            usd_n, src_n = usd, src
+            if (
+                price_per_node_hour is not None
+            ):  # a node price buys whole nodes: 12 GPUs of 8-GPU nodes rent 2
+                nodes_rented = math.ceil(n / k)
+                usd_n = nodes_rented * node_usd / n
+                src_n = (
+                    f"given per node-hour: ${price_per_node_hour:g} x {nodes_rented} whole node(s) of {k} GPUs "
+                    f"for {n} GPU(s)"
+                )
             run = training_run(
                 model,
                 tokens,
                 name,
                 setups[n],
-                usd_per_gpu_hour=usd,
+                usd_per_gpu_hour=usd_n,
                 mfu=mfu,
                 profile=profile,
                 efficiency=eff_given,
@@ -517,7 +528,7 @@ def training_cost(
                     )
                     if w and w not in warnings:
                         warnings.append(w)
-                spot_est = spot_run(run.hours, n, usd, sp_price, **sp).to_json_dict()
+                spot_est = spot_run(run.hours, n, usd_n, sp_price, **sp).to_json_dict()
                 spot_est.update(spot_usd_per_gpu_hour=sp_price, spot_price_source=sp_src)
             if not run.fits:
                 no_fit.append((n, run.memory_per_gpu_bytes))
@@ -530,8 +541,8 @@ def training_cost(
                     gpu_hours=run.gpu_hours,
                     cost_usd=run.cost_usd,
                     efficiency=run.efficiency,
-                    usd_per_gpu_hour=usd,
-                    price_source=src,
+                    usd_per_gpu_hour=usd_n,
+                    price_source=src_n,
                     spot=spot_est,
                     fits=run.fits,
                     memory_per_gpu_bytes=run.memory_per_gpu_bytes,
