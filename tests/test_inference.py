@@ -86,7 +86,10 @@ def test_sliding_window_kv_cache_is_an_eighth_at_32k(b):
         assert w.kv_cache_bytes == f.kv_cache_bytes and w.max_batch == f.max_batch
     # max_context: the KV cache stops growing at W, so once W fits the model's context window is the limit
     assert win.max_context == MISTRAL.max_seq
-    assert full.max_context == int(full.kv_budget_bytes // (inf.kv_bytes_per_token(MISTRAL) * b))
+    # full attention: the tokens the budget holds, capped at the model's window (issue 23 sec. 5: it was
+    # reported past max_seq, 477,402 tokens against 32,768)
+    fit = int(full.kv_budget_bytes // (inf.kv_bytes_per_token(MISTRAL) * b))
+    assert full.max_context == min(fit, full_m.max_seq)
     crowded = [inf.serving_memory(m, H100, context=32768, batch=200) for m in (MISTRAL, full_m)]
     assert (
         crowded[0].max_context == crowded[1].max_context < 4096
@@ -817,3 +820,13 @@ def test_context_alone_is_said_not_to_be_the_prompt():
     assert not any("sizes the KV cache" in n for n in long_prompt.notes)
     assert long_prompt.ttft_s > 5 * p.ttft_s  # prefill grows with the prompt, not with the context
     assert not any("sizes the KV cache" in n for n in inf.serve(m, H100).notes)
+
+
+def test_max_context_never_exceeds_the_models_window():
+    """serve's max_context is the tokens the KV budget holds, capped at the model's context window
+    (issue 23 sec. 5: llama-2-7b on an H100 at batch 1 reported ~100k tokens against a 4,096 window)."""
+    m = get_model("llama-2-7b")
+    mem = inf.serving_memory(m, H100, precision="bf16", batch=1, context=1000)
+    assert mem.max_context == m.max_seq
+    big = inf.serving_memory(m, H100, precision="bf16", batch=256, context=1000)
+    assert 0 < big.max_context < m.max_seq  # the budget binds first at a large batch

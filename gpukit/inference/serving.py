@@ -225,11 +225,13 @@ class ServingMemory:
         """Tokens one sequence may hold at batch `batch` (0 if the weights do not fit). With a sliding
         window W the cache of a sequence stops growing at W tokens (Jiang et al. 2023 sec. 2): once the
         budget holds W per sequence, the KV cache no longer bounds the context and this is the model's
-        context window max_seq (its position limit), else the tokens that fit (< W)."""
+        context window max_seq (its position limit), else the tokens that fit (< W). Full attention: the
+        tokens that fit, capped at max_seq."""
         fit = int(self.kv_budget_bytes // (self.kv_bytes_per_token * self.batch))
         if self.sliding_window is not None and fit >= self.sliding_window and self.max_seq is not None:
             return self.max_seq
-        return fit
+        # never past the model's own window: its positions end there whatever memory is left (issue 23 sec. 5)
+        return fit if self.max_seq is None else min(fit, self.max_seq)
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
