@@ -37,6 +37,7 @@ from gpukit.inference.serving import (
 )
 from gpukit.inference.simulate import SimResult, check_rate, check_requests, simulate
 from gpukit.memory import KV_DTYPES
+from gpukit.prices import price_warning
 from gpukit.results import json_safe as _json_safe
 from gpukit.results import whole_bytes
 from gpukit.specs import ModelSpec
@@ -377,6 +378,12 @@ def serve(
     if pp > 1 and pp_link is None:
         pp_link = default_pp_link(gpu, gpus, gpn)
     notes = []
+    if price_per_gpu_hour:  # a node's price typed per GPU-hour is said, as cost train and plan say it
+        w = price_warning(
+            gpu.name, price_per_gpu_hour, gpus_per_node=gpn, field="price_per_gpu_hour (--price-per-gpu-hour)"
+        )
+        if w:
+            notes.append(f"WARNING: {w}")
     if not tp_given and tp < min(gpus, gpn):
         notes.append(
             f"tp {tp} (default): the largest degree that divides {gpus} GPUs and {model.name}'s "

@@ -42,7 +42,7 @@ from gpukit.plan.plans import (
     PlanResult,
 )
 from gpukit.plan.train import refine_with_parallel, train_plans
-from gpukit.prices import load_prices, quote
+from gpukit.prices import load_prices, price_warning, quote
 from gpukit.specs import ModelSpec
 
 
@@ -341,11 +341,23 @@ def plan(
         tokens = require_positive("tokens", tokens)
     # prices
     skipped = []
+    price_notes: list[str] = []
     if isinstance(gpus, dict):
         prices_of = {}
         for k, v in gpus.items():
             get_gpu(k)
             prices_of[k] = require_positive(f"price of {k}", v)
+            # a node's price typed per GPU-hour is said, as cost train and serve say it (gpukit.prices)
+            w = price_warning(
+                k,
+                prices_of[k],
+                prices,
+                gpus_per_node=gpus_per_node,
+                field=f"the price of {k} (--gpu {k}:PRICE, USD per GPU-hour)",
+                fix="divide it by the node's GPU count",
+            )
+            if w:
+                price_notes.append(f"WARNING: {w}")
     else:
         table = prices if prices is not None else load_prices()
         names = list(gpus) if gpus else list(catalog_gpus())
@@ -500,6 +512,7 @@ def plan(
             f"per hour; the serving engine pre-allocates "
             f"{inference.Assumptions().reserve_fraction:.0%} of GPU memory (gpukit.inference)"
         )
+    assumptions = price_notes + assumptions
     return PlanResult(
         workload=workload,
         model=model.name,
