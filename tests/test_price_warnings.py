@@ -3,8 +3,8 @@ a price (issue 23 sec. 5: cost train warned, plan and serve did not); a market-l
 
 from __future__ import annotations
 
-from gpukit.catalog import gpus as catalog_gpus
 from gpukit.catalog import get_model
+from gpukit.catalog import gpus as catalog_gpus
 from gpukit.inference import serve
 from gpukit.plan import plan
 
