@@ -911,3 +911,19 @@ def test_a_node_price_buys_whole_nodes():
     for r in t.rows:
         assert r.cost_usd == pytest.approx(r.hours * math.ceil(r.gpus / 8) * 80.0)
     assert "2 whole node(s)" in by[12].price_source
+
+
+def test_an_offload_dominated_run_is_offload_bound():
+    """A run whose optimizer offload (PCIe transfers, CPU Adam) takes most of each step is labelled
+    offload-bound, not compute-bound (issue 23 sec. 5), in cost train and in the planner alike."""
+    from gpukit.memory import TrainSetup
+
+    m = get_model("llama-2-7b")
+    setup = TrainSetup(offload="optimizer", zero_stage=1, recompute="selective", seq_len=4096, dp=1)
+    run = cost.training_run(m, 1e11, "h100-sxm", setup, usd_per_gpu_hour=3.0)
+    offload_s = run.step_s - run.compute_s / run.network_efficiency
+    assert offload_s > 0.5 * run.step_s and run.binding == "offload-bound"
+    plain = cost.training_run(
+        m, 1e11, "h100-sxm", TrainSetup(zero_stage=3, dp=8, seq_len=4096), usd_per_gpu_hour=3.0
+    )
+    assert plain.binding in ("compute-bound", "network-bound", "does not fit")

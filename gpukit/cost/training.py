@@ -82,11 +82,16 @@ class TrainingRun:
     @property
     def binding(self) -> str:
         """What limits the run as laid out: does not fit, input-bound (the loader caps the step),
-        network-bound (data-parallel efficiency below NETWORK_BOUND_BELOW) or compute-bound."""
+        offload-bound (the optimizer offload's PCIe transfers and CPU Adam take most of the step:
+        offload_slowdown_s), network-bound (data-parallel efficiency below NETWORK_BOUND_BELOW) or
+        compute-bound."""
         if not self.fits:
             return "does not fit"
         if self.input_bound:
             return "input-bound"
+        offload_s = self.step_s - self.compute_s / self.network_efficiency  # the step's offload seconds
+        if offload_s > 0.5 * self.step_s:
+            return "offload-bound"
         return "network-bound" if self.network_efficiency < NETWORK_BOUND_BELOW else "compute-bound"
 
     def to_json_dict(self) -> dict:

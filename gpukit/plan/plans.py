@@ -20,6 +20,7 @@ BINDINGS = (
     "over budget",
     "network-bound",
     "input-bound",
+    "offload-bound",
     "compute-bound",
     "memory-bandwidth-bound",
 )
