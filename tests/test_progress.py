@@ -176,3 +176,14 @@ def test_make_run_says_which_notebook_starts(monkeypatch, tmp_path):
     seen.clear()
     runbook.run_all(books, tmp_path / "out")
     assert "01_a" not in terminal.getvalue() and seen == [False, False]
+
+
+def test_an_imported_ipykernel_is_not_a_running_kernel(monkeypatch):
+    """Progress on a pipe stays off in a process that merely imported ipykernel (the full suite's
+    widget and notebook tests do): only a running kernel's shell turns it on."""
+    import ipykernel  # noqa: F401
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not progress_enabled()

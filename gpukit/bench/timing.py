@@ -217,7 +217,15 @@ def progress_enabled(disable: bool | None = None) -> bool:
     if any(os.environ.get(v, "") not in ("", "0") for v in ("CI", "TQDM_DISABLE")):
         return False
     err = sys.stderr
-    return bool(getattr(err, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+    return bool(getattr(err, "isatty", lambda: False)()) or _in_jupyter_kernel()
+
+
+def _in_jupyter_kernel() -> bool:
+    """True inside a running Jupyter kernel (its shell is IPython's ZMQInteractiveShell), not merely
+    when ipykernel was imported (a test process that imported it has a plain stderr)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def progress(iterable, *, desc: str, total: int | None = None, disable: bool | None = None):
