@@ -120,6 +120,12 @@ def data_dir() -> Path:
     env = os.environ.get("GPUKIT_DATA")
     if env:
         return Path(env)
+    return _package_data_dir()
+
+
+@lru_cache(maxsize=1)
+def _package_data_dir() -> Path:
+    """The package's own data/ (resolved once: a plan asks for a catalog thousands of times)."""
     # files() is a pathlib.Path for a package on disk (a checkout, an editable or a wheel install); a
     # zipped import would give another Traversable, which the CSV readers (open, stat) cannot use.
     return Path(str(resources.files("gpukit") / "data"))

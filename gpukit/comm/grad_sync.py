@@ -297,6 +297,14 @@ class GradSync:
         return _json_safe(asdict(self))
 
 
+@lru_cache(maxsize=256)
+def _uniform_buckets(
+    n_params: float, n_layers: int, bucket_mb: float, first_bucket_mb: float | None
+) -> tuple[Bucket, ...]:
+    """ddp_buckets over uniform_param_shapes(n_params, n_layers), cached (a tuple: nothing can change it)."""
+    return ddp_buckets(uniform_param_shapes(n_params, n_layers), bucket_mb, first_bucket_mb)
+
+
 def grad_sync(
     n_params: float,
     dp: int,
@@ -366,8 +374,10 @@ def grad_sync(
                 + ("; prefetch hides them behind the micro-batch's compute" if overlap else ""),
             ),
         )
-    shapes = param_shapes if param_shapes is not None else uniform_param_shapes(n, n_layers)
-    buckets = ddp_buckets(shapes, bucket_mb, first_bucket_mb)
+    if param_shapes is not None:
+        buckets = ddp_buckets(param_shapes, bucket_mb, first_bucket_mb)
+    else:  # the uniform layout's buckets depend on these numbers only: built once (a search asks thousands)
+        buckets = _uniform_buckets(n, n_layers, bucket_mb, first_bucket_mb)
     sizes = [(b.numel * gb,) for b in buckets]
     ready = bucket_ready_times(buckets, 0.0, backward_s)
     free, timings, comm, _ = bucket_schedule(
