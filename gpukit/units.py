@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from gpukit.errors import require_finite as _finite
+from gpukit.errors import require_finite
 
 GB = 10**9  # decimal gigabyte (bandwidth, spec-sheet capacities)
 GiB = 2**30  # binary gibibyte (memory actually allocatable)
@@ -38,19 +38,19 @@ def dtype_bytes(dtype: str) -> float:
 
 
 def bytes_to_gib(n_bytes: float) -> float:
-    return _finite("n_bytes", n_bytes) / GiB
+    return require_finite("n_bytes", n_bytes) / GiB
 
 
 def bytes_to_gb(n_bytes: float) -> float:
-    return _finite("n_bytes", n_bytes) / GB
+    return require_finite("n_bytes", n_bytes) / GB
 
 
 def gib_to_bytes(gib: float) -> int:
-    return int(round(_finite("gib", _finite("gib", gib) * GiB)))
+    return int(round(require_finite("gib", require_finite("gib", gib) * GiB)))
 
 
 def gb_to_bytes(gb: float) -> int:
-    return int(round(_finite("gb", _finite("gb", gb) * GB)))
+    return int(round(require_finite("gb", require_finite("gb", gb) * GB)))
 
 
 def _shown(x) -> float | None:

@@ -39,8 +39,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import frame, json_safe
 from gpukit.units import GB
 
 # NCCL's fixed base latency per collective, on top of the per-hop alpha: NCCL src/graph/tuning.cc,
@@ -176,10 +175,10 @@ class CollectiveCost:
             algbw_gbps=self.algbw_gbps,
             busbw_gbps=self.busbw_gbps if math.isfinite(self.algbw_gbps) else None,
         )  # one rank: null
-        return _json_safe(d)
+        return json_safe(d)
 
     def to_frame(self):
-        return _frame(self.breakdown, ("term", "seconds"))
+        return frame(self.breakdown, ("term", "seconds"))
 
 
 def base_latency_of(
@@ -252,7 +251,7 @@ class CollectiveSweep:
 
     def to_frame(self):
         rows = [c.to_json_dict() for c in self.costs]
-        return _frame(rows, list(rows[0]) if rows else [])
+        return frame(rows, list(rows[0]) if rows else [])
 
 
 def collective_sweep(op: str, sizes_bytes, n_ranks: int, link, algorithm: str = "ring") -> CollectiveSweep:
@@ -303,7 +302,7 @@ class HierarchicalCost:
         return tuple((n, p.time_s) for n, p in zip(names, self.phases, strict=True))
 
     def to_json_dict(self) -> dict:
-        return _json_safe(
+        return json_safe(
             {
                 "op": "all_reduce",
                 "algorithm": "hierarchical",
@@ -325,7 +324,7 @@ class HierarchicalCost:
         rows = [
             dict(phase=n, **p.to_json_dict()) for (n, _), p in zip(self.breakdown, self.phases, strict=True)
         ]
-        return _frame(rows, list(rows[0]))
+        return frame(rows, list(rows[0]))
 
 
 def hierarchical_all_reduce(
@@ -415,10 +414,10 @@ class AlphaBetaFit:
         return self.alpha_us * 1e-6, self.beta_gbps
 
     def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
     def to_frame(self):
-        return _frame(self.to_json_dict().items(), ("quantity", "value"))
+        return frame(self.to_json_dict().items(), ("quantity", "value"))
 
 
 def fit_alpha_beta(

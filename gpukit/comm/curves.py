@@ -27,8 +27,7 @@ from gpukit.comm.collectives import (
     link_params,
 )
 from gpukit.errors import require_choice, require_positive, require_positive_int
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import frame, json_safe
 from gpukit.units import GB
 
 SWEEP_SIZES = tuple(2**k for k in range(10, 35))  # 1 KiB .. 16 GiB
@@ -63,7 +62,7 @@ class CollectiveCurves:
         return self.n_ranks // self.gpus_per_node
 
     def to_frame(self):
-        return _frame([dict(r) for r in self.rows], ["size_bytes", "time_s", "algbw_gbps", "busbw_gbps"])
+        return frame([dict(r) for r in self.rows], ["size_bytes", "time_s", "algbw_gbps", "busbw_gbps"])
 
     def to_json_dict(self) -> dict:
         d = {
@@ -86,7 +85,7 @@ class CollectiveCurves:
             )
         }
         d["rows"] = [dict(r) for r in self.rows]
-        return _json_safe(d)
+        return json_safe(d)
 
 
 def collective_curves(

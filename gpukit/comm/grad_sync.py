@@ -35,7 +35,7 @@ from gpukit.catalog import as_model
 from gpukit.comm.collectives import CollectiveCost, busbw_factor, collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
 from gpukit.errors import require_positive, require_positive_int
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import json_safe
 
 MIB = 1024 * 1024
 ZERO_STAGES = (0, 1, 2, 3)
@@ -294,7 +294,7 @@ class GradSync:
     assumptions: tuple[str, ...] = ()
 
     def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 @lru_cache(maxsize=256)

@@ -30,8 +30,7 @@ from gpukit.comm.collectives import (
     link_params,
 )
 from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import frame, json_safe
 
 IDEAL_SOURCE = "ideal bound: line rate, not calibrated (pass efficiency= or a profile)"
 # The one default share of a link's line rate that a collective reaches, for every command (scaling,
@@ -164,7 +163,7 @@ class ClusterNetwork:
     def to_json_dict(self) -> dict:
         d = asdict(self)
         d.update(rail=self.rail, port_share=self.port_share, is_ideal=self.is_ideal)
-        return _json_safe(d)
+        return json_safe(d)
 
 
 DEFAULT_INTER_LINK = "ib-ndr"
@@ -272,7 +271,7 @@ class NetworkCost:
         return tuple((n, p.time_s) for n, p in self.phases)
 
     def to_json_dict(self) -> dict:
-        return _json_safe(
+        return json_safe(
             {
                 "op": self.op,
                 "size_bytes": self.size_bytes,
@@ -289,7 +288,7 @@ class NetworkCost:
         )
 
     def to_frame(self):
-        return _frame(self.breakdown, ("phase", "seconds"))
+        return frame(self.breakdown, ("phase", "seconds"))
 
 
 def _net_cost(op, size, n, net: ClusterNetwork, phases) -> NetworkCost:

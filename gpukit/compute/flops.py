@@ -45,11 +45,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from gpukit.catalog import as_model
-from gpukit.errors import check_finite as _require_finite
-from gpukit.errors import finite_result, require_choice, require_positive, require_positive_int
-from gpukit.errors import overflow_error as _overflow
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.errors import (
+    check_finite,
+    finite_result,
+    overflow_error,
+    require_choice,
+    require_positive,
+    require_positive_int,
+)
+from gpukit.results import frame, json_safe
 from gpukit.specs import ModelSpec
 
 RECOMPUTE = ("none", "selective", "full")
@@ -102,7 +106,7 @@ class FlopsPerToken:
         return dict(self.breakdown).get(name, 0.0)
 
     def to_frame(self):
-        df = _frame(self.breakdown, ("part", "flops_per_token"))
+        df = frame(self.breakdown, ("part", "flops_per_token"))
         df["share"] = df["flops_per_token"] / self.hardware_flops
         return df
 
@@ -114,7 +118,7 @@ class FlopsPerToken:
             model_flops=self.model_flops,
             hardware_flops=self.hardware_flops,
         )
-        return _json_safe(d)
+        return json_safe(d)
 
 
 def _attention_width(model, n_layers, hidden):
@@ -193,7 +197,7 @@ def flops_per_token(
             n = float(layer_matmul_params(model))
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0
         except OverflowError:
-            raise _overflow("the model's parameter count") from None
+            raise overflow_error("the model's parameter count") from None
     else:
         n = require_positive("n_params", n_params)
         if include_embeddings:
@@ -222,7 +226,7 @@ def flops_per_token(
             attn_fwd = 4.0 * layers * width * keys if layers else 0.0
             span = seq_len if causal else 0
     except OverflowError:
-        raise _overflow("the attention FLOPs (n_layers x hidden x seq_len/context)") from None
+        raise overflow_error("the attention FLOPs (n_layers x hidden x seq_len/context)") from None
 
     rows = [("dense_forward", 2 * n)]
     if mode == "train":
@@ -241,7 +245,7 @@ def flops_per_token(
             rows.append(("recompute_attention_forward", attn_fwd))
     elif recompute == "selective" and layers:
         rows.append(("recompute_attention_forward", attn_fwd))
-    _require_finite("FLOPs per token", *(v for _, v in rows))
+    check_finite("FLOPs per token", *(v for _, v in rows))
     capped = model.sliding_window_note(span) if model is not None and layers and span else None
     if capped:
         note = f"{note}; {capped}" if note else capped

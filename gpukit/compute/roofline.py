@@ -20,11 +20,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from gpukit.catalog import as_gpu, as_model
-from gpukit.errors import check_finite as _require_finite
-from gpukit.errors import overflow_error as _overflow
-from gpukit.errors import require_choice, require_positive, require_positive_int
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.errors import check_finite, overflow_error, require_choice, require_positive, require_positive_int
+from gpukit.results import frame, json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, dtype_bytes
 
@@ -62,12 +59,12 @@ class Roofline:
         return (("compute_time_s", self.compute_time_s), ("memory_time_s", self.memory_time_s))
 
     def to_frame(self):
-        return _frame([self.to_json_dict()], list(self.to_json_dict()))
+        return frame([self.to_json_dict()], list(self.to_json_dict()))
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
         d["time_s"] = self.time_s
-        return _json_safe(d)
+        return json_safe(d)
 
 
 def _peak_and_bw(dtype, gpu, peak_tflops, bandwidth_gbps):
@@ -107,8 +104,8 @@ def roofline_matmul(
         flops = 2.0 * m * n * k * batch
         moved = (m * k + k * n + m * n) * size * batch
     except OverflowError:
-        raise _overflow("the matmul's FLOPs or bytes (m x n x k)") from None
-    _require_finite("the matmul's FLOPs or bytes (m x n x k)", flops, moved)
+        raise overflow_error("the matmul's FLOPs or bytes (m x n x k)") from None
+    check_finite("the matmul's FLOPs or bytes (m x n x k)", flops, moved)
     ai = flops / moved
     ridge = peak * 1e12 / (bw * GB)
     attainable = min(peak, ai * bw * GB / 1e12)
@@ -169,10 +166,10 @@ class LayerRoofline:
 
     def to_frame(self):
         rows = [o.to_json_dict() for o in self.ops]
-        return _frame(rows, list(rows[0]))
+        return frame(rows, list(rows[0]))
 
     def to_json_dict(self) -> dict:
-        return _json_safe(
+        return json_safe(
             {
                 "mode": self.mode,
                 "seq_len": self.seq_len,
@@ -242,7 +239,7 @@ def roofline_layer(
         roofline_matmul(tokens, up, h, name="mlp_up", **kw),
         roofline_matmul(tokens, h, f, name="mlp_down", **kw),
     )
-    _require_finite(
+    check_finite(
         "the layer's FLOPs, bytes or time",
         math.fsum(o.flops for o in ops),
         math.fsum(o.bytes for o in ops),

@@ -19,11 +19,15 @@ from dataclasses import asdict, dataclass
 
 from gpukit.catalog import as_gpu, as_model
 from gpukit.compute.flops import flops_per_token
-from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
-from gpukit.errors import check_finite as _require_finite
-from gpukit.errors import overflow_error as _overflow
-from gpukit.results import frame as _frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.errors import (
+    MAX_COUNT,
+    check_finite,
+    finite_result,
+    overflow_error,
+    require_positive,
+    require_positive_int,
+)
+from gpukit.results import frame, json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import fmt_seconds
 
@@ -87,11 +91,11 @@ class TrainTime:
             mfu=self.mfu,
             hfu=self.hfu,
         )
-        return _json_safe(d)
+        return json_safe(d)
 
     def to_frame(self):
         d = self.to_json_dict()
-        return _frame(d.items(), ("quantity", "value"))
+        return frame(d.items(), ("quantity", "value"))
 
     def to_text(self) -> str:
         seq = f", seq_len {self.seq_len}" if self.seq_len else ""
@@ -218,8 +222,8 @@ def time_to_train(
         flops = tokens * fpt.hardware_flops
         seconds = flops / (n_gpus * peak * 1e12 * util)
     except OverflowError:
-        raise _overflow("tokens x FLOPs per token") from None
-    _require_finite("tokens x FLOPs per token", flops, tokens * fpt.model_flops, seconds)
+        raise overflow_error("tokens x FLOPs per token") from None
+    check_finite("tokens x FLOPs per token", flops, tokens * fpt.model_flops, seconds)
     if seconds <= 0:  # n_gpus beyond float range makes the time underflow to 0
         raise ValueError(f"n_gpus is too large for a meaningful time, got {n_gpus}")
     return TrainTime(

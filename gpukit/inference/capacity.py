@@ -38,8 +38,7 @@ from gpukit.inference.serving import (
 from gpukit.inference.simulate import SimResult, check_rate, check_requests, simulate
 from gpukit.memory import KV_DTYPES
 from gpukit.prices import price_warning
-from gpukit.results import json_safe as _json_safe
-from gpukit.results import whole_bytes
+from gpukit.results import json_safe, whole_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -187,7 +186,7 @@ class ServePlan:
         )
         d["assumptions"] = list(self.assumptions.lines())
         d["notes"] = list(self.notes)
-        return whole_bytes(_json_safe(d))  # bytes are whole: ints in JSON (issue 25)
+        return whole_bytes(json_safe(d))  # bytes are whole: ints in JSON (issue 25)
 
     def _decode_bound_text(self) -> str:
         """'memory-bound', or, when the weight matmuls and the step disagree (a large batch: the matmuls

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 
 from gpukit.errors import require_positive, require_positive_int
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import json_safe
 from gpukit.timing_stats import percentile
 
 MAX_TOKENS_PER_STEP = 8192  # tokens one iteration may prefill: TensorRT-LLM's default max_num_tokens
@@ -85,7 +85,7 @@ class SimResult:
     )
 
     def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 def simulate(

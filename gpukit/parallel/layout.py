@@ -73,7 +73,7 @@ from gpukit.parallel.pipeline_schedule import (  # noqa: F401 (public here too)
     bubble,
     schedule,
 )
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import json_safe
 from gpukit.specs import ModelSpec
 from gpukit.units import GB, GiB
 
@@ -217,7 +217,7 @@ class Estimate:
 
     def to_json_dict(self) -> dict:
         c = self.config
-        return _json_safe(
+        return json_safe(
             {
                 "dp": c.dp,
                 "tp": c.tp,

@@ -29,7 +29,7 @@ from gpukit.parallel.layout import (
     estimate,
     layout_train_setup,
 )
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import json_safe
 from gpukit.units import GiB
 
 # the largest cluster the search enumerates: 2^20 GPUs, about five times the largest built by 2025
@@ -56,7 +56,7 @@ class Ranked:
     def to_json_dict(self) -> dict:
         e = self.estimate
         c = e.config
-        return _json_safe(
+        return json_safe(
             {
                 "dp": c.dp,
                 "tp": c.tp,

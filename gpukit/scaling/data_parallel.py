@@ -57,8 +57,7 @@ from gpukit.comm import (
 )
 from gpukit.compute import rate_flops
 from gpukit.errors import finite_result, require_choice, require_positive, require_positive_int
-from gpukit.results import frame
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import frame, json_safe
 from gpukit.scaling.buckets import (
     HOOKS,
     gpu_kernel_s,
@@ -85,7 +84,7 @@ class ScalingRow:
     tokens_per_gpu: float
 
     def to_json_dict(self) -> dict:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class ScalingResult:
     notes: tuple[str, ...] = field(default_factory=tuple)  # warnings about the question itself (memory)
 
     def to_json_dict(self) -> dict:
-        return _json_safe(
+        return json_safe(
             {
                 "model": self.model,
                 "n_params": self.n_params,

@@ -35,7 +35,7 @@ from gpukit.comm import (
     token_bucket_refill,
 )
 from gpukit.errors import require_choice, require_positive, require_positive_int
-from gpukit.results import json_safe as _json_safe
+from gpukit.results import json_safe
 from gpukit.scaling.buckets import HOOKS, hook_collectives, hook_compute_s
 
 
@@ -70,7 +70,7 @@ class StepPrediction:
     def to_json_dict(self) -> dict:
         d = asdict(self)
         d.update(compute_s=self.compute_s, step_s=self.step_s)
-        return _json_safe(d)
+        return json_safe(d)
 
     def to_frame(self):
         import pandas as pd
