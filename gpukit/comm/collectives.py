@@ -103,6 +103,12 @@ def coefficients(op: str, n_ranks: int, algorithm: str = "ring") -> tuple[float,
     return float(n - 1), 1.0  # broadcast, reduce: pipelined chain
 
 
+def is_measured_fit(link) -> bool:
+    """True for a measured alpha-beta fit (a profile LinkFit, an AlphaBetaFit): its alpha already holds
+    NCCL's base latency and its rate is what a collective reached, so neither is applied again."""
+    return hasattr(link, "alpha_us") and hasattr(link, "beta_gbps")
+
+
 def link_params(link) -> tuple[float, float, str]:
     """(alpha_s, bandwidth_gbps, name) from a catalog Interconnect (or its name), a profile LinkFit or a tuple."""
     if isinstance(link, str):
@@ -115,7 +121,7 @@ def link_params(link) -> tuple[float, float, str]:
             require_positive("bandwidth_gbps", link.bandwidth_gbps),
             link.name,
         )
-    if hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):
+    if is_measured_fit(link):
         return (
             require_positive("alpha_us", link.alpha_us, allow_zero=True) * 1e-6,
             require_positive("beta_gbps", link.beta_gbps),
@@ -210,7 +216,7 @@ def collective_time(
     size = require_positive("size_bytes", size_bytes, allow_zero=True)
     size = int(size) if size.is_integer() else size  # whole bytes stay ints (JSON: 1000000000, not 1e9)
     alpha, bw, name = link_params(link)
-    if base_latency_s is None and hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):
+    if base_latency_s is None and is_measured_fit(link):
         base_latency_s = (
             0.0  # a measured fit (profile LinkFit, AlphaBetaFit): its alpha already holds the base
         )

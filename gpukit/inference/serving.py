@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, replace
 
 from gpukit import quant
 from gpukit.catalog import as_gpu, as_model
-from gpukit.comm import cluster_network, collective_time, network_all_reduce
+from gpukit.comm import cluster_network, collective_time, is_measured_fit, network_all_reduce
 from gpukit.compute import flops_per_token, layer_matmul_params
 from gpukit.errors import require_choice, require_positive, require_positive_int
 from gpukit.inference.simulate import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
@@ -389,7 +389,7 @@ def _tp_comm(model: ModelSpec, tokens: int, tp: int, pp: int, link) -> float:
     if link is None:
         raise ValueError("link is required when tp > 1 (e.g. catalog nvlink4)")
     size = tokens * model.hidden * ACT_BYTES
-    if hasattr(link, "alpha_us") and hasattr(link, "beta_gbps"):  # a measured fit: its own alpha and rate
+    if is_measured_fit(link):  # its own alpha and rate
         per = collective_time("all_reduce", size, tp, link).time_s
     else:  # a catalog link: the one network model (gpukit.comm.ClusterNetwork: its link efficiency, base latency)
         per = network_all_reduce(size, tp, cluster_network(link, gpus_per_node=tp, ports_per_node=tp)).time_s
@@ -401,9 +401,7 @@ def _pp_comm(model: ModelSpec, tokens: int, pp: int, link) -> float:
         return 0.0
     if link is None:
         raise ValueError("pp_link is required when pp > 1 (e.g. catalog ib-ndr)")
-    if not (
-        hasattr(link, "alpha_us") and hasattr(link, "beta_gbps")
-    ):  # a catalog link: at the network's efficiency
+    if not is_measured_fit(link):  # a catalog link: at the network's efficiency
         link = cluster_network(link, gpus_per_node=2, ports_per_node=2).intra_link
     return (pp - 1) * collective_time("send_recv", tokens * model.hidden * ACT_BYTES, 2, link).time_s
 
