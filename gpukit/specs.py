@@ -53,6 +53,30 @@ class ModelSpec:
     # 4096, Jiang et al. 2023 "Mistral 7B", arXiv:2310.06825, sec. 2; config.json "sliding_window").
     # None: full causal attention. See kv_tokens and mean_attended_keys.
     sliding_window: int | None = None
+    # With sliding_window set: 0 -> every layer uses the window (Mistral 7B v0.1); k -> every k-th layer
+    # (layer index i with (i + 1) % k == 0) attends over the full context, the others over the window
+    # (gpt-oss: alternating, k = 2, OpenAI gpt-oss model card 2025 sec. 2; Gemma 3: 5 local : 1 global, k = 6).
+    full_attention_every: int = 0
+    # ---- mixture of experts (0 experts: a dense model). Fedus et al. 2021 (Switch), Jiang et al. 2024
+    # (Mixtral, arXiv:2401.04088 sec. 2), DeepSeek-AI 2024 (DeepSeek-V3, arXiv:2412.19437 sec. 2.1.2).
+    n_experts: int = 0  # routed experts per MoE layer (config.json num_local_experts / n_routed_experts)
+    experts_per_token: int = 0  # top-k routed experts per token (num_experts_per_tok)
+    n_shared_experts: int = 0  # always-active shared experts per MoE layer (DeepSeek-V3: 1)
+    moe_ffn_hidden: int = None  # type: ignore[assignment]  # one expert's intermediate size; None -> ffn_hidden
+    shared_ffn_hidden: int = None  # type: ignore[assignment]  # one shared expert's; None -> moe_ffn_hidden
+    first_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek-V3 first_k_dense_replace 3)
+    moe_every: int = 1  # after those, layer i is MoE when (i + 1) % moe_every == 0 (Llama 4 Maverick: 2)
+    # ---- multi-head latent attention (DeepSeek-V2/V3, arXiv:2405.04434 sec. 2.1): kv_lora_rank 0 -> standard
+    # attention. With MLA, head_dim is the per-head non-rotary q/k dim (qk_nope_head_dim), qk_rope_head_dim the
+    # decoupled rotary dim, v_head_dim the value dim; the KV cache holds kv_lora_rank + qk_rope_head_dim per token
+    # per layer.
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0  # 0 -> q projected directly from hidden (DeepSeek-V2-Lite)
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = None  # type: ignore[assignment]  # None -> head_dim
+    # multi-token prediction modules (DeepSeek-V3 sec. 2.2: 1 module, 14B of the 685B checkpoint): noted,
+    # not counted in n_params (the report's 671B excludes them)
+    mtp_layers: int = 0
 
     if TYPE_CHECKING:  # the constructor as callers see it: None asks __post_init__ for the default
 
@@ -77,6 +101,19 @@ class ModelSpec:
             train_seq_len: int | None = None,
             dropout: bool = True,
             sliding_window: int | None = None,
+            full_attention_every: int = 0,
+            n_experts: int = 0,
+            experts_per_token: int = 0,
+            n_shared_experts: int = 0,
+            moe_ffn_hidden: int | None = None,
+            shared_ffn_hidden: int | None = None,
+            first_dense_layers: int = 0,
+            moe_every: int = 1,
+            kv_lora_rank: int = 0,
+            q_lora_rank: int = 0,
+            qk_rope_head_dim: int = 0,
+            v_head_dim: int | None = None,
+            mtp_layers: int = 0,
         ) -> None: ...
 
     def __post_init__(self):
@@ -124,6 +161,127 @@ class ModelSpec:
                     f"got {self.sliding_window!r}"
                 )
             object.__setattr__(self, "sliding_window", w)
+        self._check_moe_mla()
+
+    def _check_moe_mla(self) -> None:
+        """Validate and resolve the MoE, MLA and attention-pattern fields (defaults: a dense model)."""
+        for f in (
+            "full_attention_every",
+            "n_experts",
+            "experts_per_token",
+            "n_shared_experts",
+            "first_dense_layers",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "mtp_layers",
+        ):
+            v = getattr(self, f)
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{f} must be a whole number >= 0, got {v!r}")
+            object.__setattr__(self, f, v)
+        object.__setattr__(self, "moe_every", require_positive_int("moe_every", self.moe_every))
+        if self.full_attention_every and self.sliding_window is None:
+            raise ValueError(
+                f"full_attention_every {self.full_attention_every} needs sliding_window (the other layers' span)"
+            )
+        if self.n_experts:
+            if not 1 <= self.experts_per_token <= self.n_experts:
+                raise ValueError(
+                    f"experts_per_token must be in [1, n_experts {self.n_experts}], got {self.experts_per_token}"
+                )
+            if self.first_dense_layers >= self.n_layers:
+                raise ValueError(
+                    f"first_dense_layers must be < n_layers {self.n_layers}, got {self.first_dense_layers}"
+                )
+        elif self.experts_per_token or self.n_shared_experts:
+            raise ValueError(
+                "experts_per_token and n_shared_experts need n_experts > 0 (a mixture of experts), "
+                f"got n_experts 0, experts_per_token {self.experts_per_token}, n_shared_experts {self.n_shared_experts}"
+            )
+        moe_f = self.ffn_hidden if self.moe_ffn_hidden is None else self.moe_ffn_hidden
+        object.__setattr__(self, "moe_ffn_hidden", require_positive_int("moe_ffn_hidden", moe_f))
+        sh = self.moe_ffn_hidden if self.shared_ffn_hidden is None else self.shared_ffn_hidden
+        object.__setattr__(self, "shared_ffn_hidden", require_positive_int("shared_ffn_hidden", sh))
+        v_dim = self.head_dim if self.v_head_dim is None else self.v_head_dim
+        object.__setattr__(self, "v_head_dim", require_positive_int("v_head_dim", v_dim))
+        if self.kv_lora_rank == 0 and (self.q_lora_rank or self.qk_rope_head_dim):
+            raise ValueError(
+                "q_lora_rank and qk_rope_head_dim describe multi-head latent attention: they need kv_lora_rank > 0"
+            )
+
+    # ---- mixture of experts and latent attention ----
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Layer i (0-based) has a routed-expert MLP: after first_dense_layers, every moe_every-th layer."""
+        return self.is_moe and i >= self.first_dense_layers and (i + 1) % self.moe_every == 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return sum(1 for i in range(self.n_layers) if self.is_moe_layer(i))
+
+    def is_full_attention_layer(self, i: int) -> bool:
+        """Layer i attends over the whole context (no sliding window, or the pattern's global layer)."""
+        if self.sliding_window is None:
+            return True
+        return bool(self.full_attention_every) and (i + 1) % self.full_attention_every == 0
+
+    def expert_params(self, ffn: int | None = None) -> int:
+        """One expert's MLP (the model's mlp kind and bias) with intermediate `ffn` (default moe_ffn_hidden)."""
+        h, f = self.hidden, self.moe_ffn_hidden if ffn is None else ffn
+        n = (2 if self.mlp == "gelu" else 3) * h * f
+        if self.bias:
+            n += f + h if self.mlp == "gelu" else 2 * f + h
+        return n
+
+    def router_params(self) -> int:
+        """The gate of one MoE layer: hidden x n_experts (+ a bias per expert when the model has biases)."""
+        return self.hidden * self.n_experts + (self.n_experts if self.bias else 0) if self.is_moe else 0
+
+    def moe_mlp_params(self, active: bool = False) -> int:
+        """The MLP of one MoE layer: router, routed experts (all, or experts_per_token when `active`) and
+        shared experts."""
+        routed = self.experts_per_token if active else self.n_experts
+        return (
+            self.router_params()
+            + routed * self.expert_params()
+            + self.n_shared_experts * self.expert_params(self.shared_ffn_hidden)
+        )
+
+    def layer_params_at(self, i: int, active: bool = False) -> int:
+        """Parameters of block i: attention, its MLP (dense, or MoE: all experts, or the active ones), norms."""
+        mlp = self.moe_mlp_params(active) if self.is_moe_layer(i) else self.mlp_params()
+        return self.attention_params() + mlp + 2 * self.norm_params()
+
+    def blocks_params(self, active: bool = False) -> int:
+        """All transformer blocks (exact over mixed dense and MoE layers)."""
+        if not self.is_moe:
+            return self.n_layers * self.layer_params_at(0)
+        n_moe = self.n_moe_layers
+        return n_moe * self.layer_params_at(self.n_layers - 1, active) + (self.n_layers - n_moe) * (
+            self.attention_params() + self.mlp_params() + 2 * self.norm_params()
+        )
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token passes through: every block with its top-k routed and shared experts only,
+        plus embeddings and head (n_params for a dense model). MoE reports count it this way (Mixtral
+        12.9B of 46.7B, Jiang et al. 2024 sec. 2; DeepSeek-V3 37B of 671B)."""
+        return self.blocks_params(active=True) + self.embedding_params() + self.head_params()
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head q/k width: head_dim (+ the decoupled rotary dim with MLA)."""
+        return self.head_dim + self.qk_rope_head_dim
 
     @property
     def train_seq_len_source(self) -> str:
@@ -243,6 +401,17 @@ class ModelSpec:
 
     def attention_params(self) -> int:
         h = self.hidden
+        if (
+            self.is_mla
+        ):  # DeepSeek-V2 sec. 2.1.2-2.1.3 (W^DQ, W^UQ, W^QR, W^DKV, W^UK, W^UV, W^KR, W^O + 2 norms)
+            nh, qk, r, c = self.n_heads, self.qk_head_dim, self.qk_rope_head_dim, self.kv_lora_rank
+            q = (
+                (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * nh * qk)
+                if self.q_lora_rank
+                else h * nh * qk
+            )
+            kv = h * (c + r) + c + c * nh * (self.head_dim + self.v_head_dim)
+            return q + kv + nh * self.v_head_dim * h
         n = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
         if self.bias:
             n += self.q_dim + 2 * self.kv_dim + h
@@ -260,6 +429,10 @@ class ModelSpec:
         return 2 * self.hidden if self.norm == "layernorm" else self.hidden
 
     def layer_params(self) -> int:
+        """One block's parameters; for a mixture of experts with mixed layers, the mean block (rounded):
+        blocks_params() is exact."""
+        if self.is_moe:
+            return round(self.blocks_params() / self.n_layers)
         return self.attention_params() + self.mlp_params() + 2 * self.norm_params()
 
     def embedding_params(self) -> int:
@@ -282,7 +455,7 @@ class ModelSpec:
 
     @property
     def n_params(self) -> int:
-        return self.n_layers * self.layer_params() + self.embedding_params() + self.head_params()
+        return self.blocks_params() + self.embedding_params() + self.head_params()
 
     @property
     def n_params_non_embedding(self) -> int:
