@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpukit import parallel as par
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
+from gpukit.errors import positive_int_arg
 
 
 def _cluster_args(p, search: bool) -> None:
@@ -53,6 +54,21 @@ def _cluster_args(p, search: bool) -> None:
     c.add_argument(
         "--attention", choices=("flash", "eager"), default="flash", help="attention kernels (default flash)"
     )
+    # ---- EP / CP (helper G)
+    c.add_argument(
+        "--ep",
+        type=positive_int_arg,
+        default=1 if not search else None,
+        help="expert-parallel size (MoE; carved from dp*cp, divides n_experts)"
+        + ("" if not search else "; default: the search tries every valid one"),
+    )
+    c.add_argument(
+        "--cp",
+        type=positive_int_arg,
+        default=1 if not search else None,
+        help="context-parallel size (ring attention; dp*tp*pp*cp = GPUs)"
+        + ("" if not search else f"; default: tried from seq_len {par.LONG_CONTEXT_SEQ_LEN}"),
+    )
 
 
 def register(subparsers) -> None:
@@ -77,7 +93,7 @@ def register(subparsers) -> None:
     add_model_args(e)
     _cluster_args(e, search=False)
     for flag in ("--dp", "--tp", "--pp"):
-        e.add_argument(flag, type=int, required=True, help=f"{flag[2:]} size (dp*tp*pp = GPUs)")
+        e.add_argument(flag, type=int, required=True, help=f"{flag[2:]} size (dp*tp*pp*cp = GPUs)")
     e.add_argument(
         "--virtual-stages",
         dest="virtual_stages",
@@ -143,6 +159,8 @@ def handle_search(args):
         seq_len=args.seq_len,
         top_k=args.top,
         attention=args.attention,
+        ep=args.ep,
+        cp=args.cp,
     )
     return ranked_report(r)
 
@@ -158,6 +176,8 @@ def handle_estimate(args):
         micro_batch=args.micro_batch,
         recompute=args.recompute,
         sp=args.sp,
+        ep=args.ep,
+        cp=args.cp,
     )
     return par.estimate(
         model,

@@ -8,6 +8,7 @@ The face of gpukit.comm: what other families, layers, notebooks and tests import
 - curves: Curves of a collective over a size sweep: time, algbw and busbw, with the link and bandwidth bound.
 - network: The cluster network: an intra-node link, an inter-node link, ports per node, and collectives over it.
 - grad_sync: The one gradient-sync model of data parallelism: DDP's buckets, the DP group's all-reduce over a ClusterNetwork (hierarchical across nodes, a partial node paced by its own ports), ZeRO stages, ...
+- ep_cp: Traffic of expert parallelism (EP all-to-all dispatch and combine) and context parallelism (the ring KV exchange of ring attention, and its all-gather alternative), timed over the one ClusterNetwork.
 """
 
 # isort: skip_file
@@ -54,6 +55,7 @@ from gpukit.comm.network import (
     network_all_reduce,
     network_all_gather,
     network_reduce_scatter,
+    network_all_to_all,
     TokenBucket,
     token_bucket_refill,
     token_bucket_send,
@@ -74,6 +76,19 @@ from gpukit.comm.grad_sync import (
     dp_all_reduce_s,
     GradSync,
     grad_sync,
+)
+from gpukit.comm.ep_cp import (
+    EP_ALL_TO_ALLS_FORWARD,
+    EP_OVERLAP_SOURCE,
+    CP_ALGORITHMS,
+    FLASH_BACKWARD_FACTOR,
+    ep_dispatch_bytes,
+    ep_leaving_bytes,
+    EPTraffic,
+    ep_traffic,
+    cp_kv_block_bytes,
+    CPExchange,
+    cp_exchange,
 )
 
 __all__ = [
@@ -114,6 +129,7 @@ __all__ = [
     "network_all_reduce",
     "network_all_gather",
     "network_reduce_scatter",
+    "network_all_to_all",
     "TokenBucket",
     "token_bucket_refill",
     "token_bucket_send",
@@ -132,4 +148,15 @@ __all__ = [
     "dp_all_reduce_s",
     "GradSync",
     "grad_sync",
+    "EP_ALL_TO_ALLS_FORWARD",
+    "EP_OVERLAP_SOURCE",
+    "CP_ALGORITHMS",
+    "FLASH_BACKWARD_FACTOR",
+    "ep_dispatch_bytes",
+    "ep_leaving_bytes",
+    "EPTraffic",
+    "ep_traffic",
+    "cp_kv_block_bytes",
+    "CPExchange",
+    "cp_exchange",
 ]

@@ -3,7 +3,7 @@
 Holds ClusterNetwork (links, GPUs and inter-node ports per node, the share of line rate a collective
 reaches, with where that share comes from), `cluster_network` (one from catalog names, a calibrated
 profile or an assumed efficiency) and the collectives over it: `network_all_reduce`,
-`network_all_gather`, `network_reduce_scatter` -> NetworkCost (phases intra / inter, seconds, bytes
+`network_all_gather`, `network_reduce_scatter`, `network_all_to_all` -> NetworkCost (phases intra / inter, seconds, bytes
 per rank). Times are gpukit.comm's alpha-beta model (s); bandwidth is decimal GB/s per direction.
 
 Hierarchical collectives (Thakur, Rabenseifner & Gropp 2005, "Optimization of collective
@@ -378,6 +378,54 @@ def network_reduce_scatter(size_bytes: float, n_gpus: int, net: ClusterNetwork) 
                 collective_time("reduce_scatter", size / k, nodes, net.inter_link(k), base_latency_s=0.0),
             ),
         ],
+    )
+
+
+def network_all_to_all(
+    size_bytes: float, n_gpus: int, net: ClusterNetwork, ranks_per_node: int | None = None
+) -> NetworkCost:
+    """All-to-all of a per-rank send buffer S (S/n to every rank; nccl-tests alltoall convention) on
+    n_gpus ranks over `net`, `ranks_per_node` k of them per node (default: min(n, gpus_per_node)).
+    One node: the pairwise exchange over the intra link, (n-1)/n S leaves each rank (Thakur et al.
+    2005 sec. 4.5). Across n/k nodes each rank sends S(k-1)/n to its node's peers over the intra link
+    and S(n-k)/n = (nodes-1)/nodes S to the other nodes over its share of the ports while every GPU of
+    the node sends at once (the EP groups of a node run together): the inter phase is
+    collective_time("all_to_all", S, nodes, inter_link(gpus_per_node)), the intra one
+    collective_time("all_to_all", S / nodes, k, intra). The phases are summed (NVLink and NIC traffic
+    not assumed concurrent: an upper bound; the inter phase dominates), NCCL's base latency once."""
+    size = require_positive("size_bytes", size_bytes, allow_zero=True)
+    n = require_positive_int("n_gpus", n_gpus, at_most=MAX_COUNT)
+    k = (
+        min(n, net.gpus_per_node)
+        if ranks_per_node is None
+        else require_positive_int("ranks_per_node", ranks_per_node)
+    )
+    if n % k or k > net.gpus_per_node:
+        raise ValueError(
+            f"ranks_per_node must divide n_gpus {n} and be at most gpus_per_node {net.gpus_per_node}, got {k}"
+        )
+    nodes = n // k
+    if nodes == 1:
+        phases = [("intra_all_to_all", collective_time("all_to_all", size, n, net.intra_link))]
+    else:
+        phases = [
+            (
+                "inter_all_to_all",
+                collective_time("all_to_all", size, nodes, net.inter_link(net.gpus_per_node)),
+            ),
+            (
+                "intra_all_to_all",
+                collective_time("all_to_all", size / nodes, k, net.intra_link, base_latency_s=0.0),
+            ),
+        ]
+    return NetworkCost(
+        op="all_to_all",
+        size_bytes=size,
+        n_gpus=n,
+        n_nodes=nodes,
+        gpus_per_node=k,
+        phases=tuple(phases),
+        assumptions=net.assumptions(),
     )
 
 

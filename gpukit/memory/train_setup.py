@@ -103,6 +103,8 @@ class TrainSetup:
         1  # interleaved 1F1B model chunks per pipeline stage (Narayanan et al. 2021 sec. 2.2.2)
     )
     zero3_prefetch_layers: int = 0  # ZeRO-3/FSDP layers gathered ahead of the working one
+    ep: int = 1
+    cp: int = 1
 
     def __post_init__(self):
         for name, allowed in (

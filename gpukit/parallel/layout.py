@@ -52,12 +52,19 @@ Used in: notebooks/06_beyond_data_parallel, gpukit.cli.parallel, gpukit.audits.p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpukit import memory as mem
 from gpukit.catalog import as_model, get_model
-from gpukit.comm import collective_time, dp_group_layout, grad_sync, hierarchical_all_reduce
+from gpukit.comm import (
+    collective_time,
+    cp_exchange,
+    dp_group_layout,
+    ep_traffic,
+    grad_sync,
+    hierarchical_all_reduce,
+)
 from gpukit.compute import flops_per_token
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
@@ -103,9 +110,12 @@ class ParallelConfig:
     micro_batch: int = 1
     recompute: str = "none"
     sp: bool = False
+    # ---- EP / CP (issue 24; helper G): ep carved from dp x cp for the expert layers, cp splits the sequence
+    ep: int = 1
+    cp: int = 1
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp", "virtual_stages", "micro_batch"):
+        for name in ("dp", "tp", "pp", "virtual_stages", "micro_batch", "ep", "cp"):
             object.__setattr__(self, name, require_positive_int(name, getattr(self, name)))
         if self.zero_stage not in ZERO_STAGES or isinstance(self.zero_stage, bool):
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
@@ -126,17 +136,27 @@ class ParallelConfig:
 
     @property
     def world_size(self) -> int:
-        return self.dp * self.tp * self.pp
+        """dp x tp x pp x cp (Megatron-Core: world = tp x cp x pp x dp; ep is carved from dp x cp for the
+        expert layers and adds no GPUs)."""
+        return self.dp * self.tp * self.pp * self.cp
 
     def validate(
-        self, model: ModelSpec, gpus: int | None = None, global_batch: int | None = None
+        self,
+        model: ModelSpec,
+        gpus: int | None = None,
+        global_batch: int | None = None,
+        *,
+        seq_len: int | None = None,
     ) -> list[str]:
         """Raise ValueError when the layout cannot run; return notes (e.g. uneven stages)."""
         notes = []
         if gpus is not None and self.world_size != gpus:
+            cp = f"*{self.cp}" if self.cp > 1 else ""
             raise ValueError(
-                f"dp*tp*pp must equal the {gpus} GPUs, got {self.dp}*{self.tp}*{self.pp}={self.world_size}"
+                f"dp*tp*pp{'*cp' if cp else ''} must equal the {gpus} GPUs, got "
+                f"{self.dp}*{self.tp}*{self.pp}{cp}={self.world_size}"
             )
+        notes += self.validate_ep_cp(model, seq_len)
         model.check_tp(
             self.tp
         )  # the model's own rule (ModelSpec.tp_note): whole heads, KV heads split or replicated
@@ -175,12 +195,48 @@ class ParallelConfig:
                 )
         return notes
 
+    def validate_ep_cp(self, model: ModelSpec, seq_len: int | None = None) -> list[str]:
+        """The EP and CP rules (Megatron-Core MoE docs, megatron/core/transformer/moe/README.md, and its
+        context-parallel docs), each a one-line ValueError naming the field:
+        - ep > 1 needs a mixture of experts, n_experts divisible by ep (NeMo/Megatron
+          expert_model_parallel_size), and ep dividing dp x cp (the expert layers' EP group is carved
+          from the data- and context-parallel ranks; the expert tensor-parallel size is tp);
+        - ep > 1 with tp > 1 needs sp (Megatron-Core: sequence parallelism is required when MoE
+          layers run with tensor parallelism);
+        - cp > 1: seq_len divisible by 2 x cp (causal load balancing: two chunks of s / 2cp per rank)."""
+        notes = []
+        if self.ep > 1:
+            if not model.is_moe:
+                raise ValueError(
+                    f"ep must be 1 for {model.name}: expert parallelism needs a mixture of experts, got ep {self.ep}"
+                )
+            if model.n_experts % self.ep:
+                raise ValueError(f"ep must divide n_experts {model.n_experts}, got {self.ep}")
+            if (self.dp * self.cp) % self.ep:
+                raise ValueError(
+                    f"ep must divide dp*cp = {self.dp * self.cp} (EP is carved from the data- and "
+                    f"context-parallel ranks, Megatron-Core), got {self.ep}"
+                )
+            if self.tp > 1 and not self.sp:
+                raise ValueError(
+                    f"sp must be on with ep {self.ep} and tp {self.tp}: Megatron-Core needs sequence "
+                    "parallelism for MoE layers under tensor parallelism"
+                )
+        if self.cp > 1 and seq_len is not None and seq_len % (2 * self.cp):
+            raise ValueError(
+                f"seq_len must be a multiple of 2*cp = {2 * self.cp} (two chunks per rank for causal load "
+                f"balancing), got {seq_len}"
+            )
+        return notes
+
     def label(self) -> str:
         v = f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""
         sp = "+SP" if self.sp else ""
+        cp = f" x CP{self.cp}" if self.cp > 1 else ""
+        ep = f" (EP{self.ep})" if self.ep > 1 else ""
         return (
-            f"DP{self.dp} x TP{self.tp}{sp} x PP{self.pp}{v}, ZeRO-{self.zero_stage}, b={self.micro_batch}, "
-            f"recompute {self.recompute}"
+            f"DP{self.dp}{ep} x TP{self.tp}{sp} x PP{self.pp}{v}{cp}, ZeRO-{self.zero_stage}, "
+            f"b={self.micro_batch}, recompute {self.recompute}"
         )
 
 
@@ -227,6 +283,8 @@ class Estimate:
                 "micro_batch": c.micro_batch,
                 "recompute": c.recompute,
                 "sp": c.sp,
+                "ep": c.ep,
+                "cp": c.cp,
                 "model": self.model_name,
                 "gpus": self.gpus,
                 "seq_len": self.seq_len,
@@ -335,6 +393,82 @@ def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
     return f.model_flops, f.hardware_flops
 
 
+# ------------------------------------------------------------------------------------ EP / CP (helper G)
+def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
+    """Ranks of a group of `size` ranks, `stride` apart in Megatron's rank order (tp innermost, then cp,
+    then ep/dp), that share one node: gcd(size, gpus_per_node / stride) when stride divides the node,
+    else 1 (every member on its own node)."""
+    if stride >= gpus_per_node or gpus_per_node % stride:
+        return 1
+    return math.gcd(size, gpus_per_node // stride)
+
+
+def expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) -> float:
+    """Routed-expert parameters on the heaviest pipeline stage, per TP rank (all ep shards together):
+    its MoE layers x n_experts x one expert's MLP / tp (expert tensor parallelism = tp, Megatron-Core's
+    default). 0 for a dense model."""
+    if not model.is_moe:
+        return 0.0
+    moe_layers = (
+        model.n_moe_layers if config.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
+    )
+    return moe_layers * model.n_experts * model.expert_params() / config.tp
+
+
+def ep_cp_traffic(
+    model: ModelSpec,
+    c: ParallelConfig,
+    net,
+    tokens_mb: int,
+    seq_len: int,
+    layers: int,
+    rate: float,
+    ep_overlap: float = 0.0,
+):
+    """(EPTraffic or None, CPExchange per layer or None) of one micro-batch on one GPU of the heaviest stage.
+
+    EP (gpukit.comm.ep_traffic): the stage's MoE layers, each GPU dispatching its tokens (b s / (cp tp):
+    sequence parallelism splits them over the tp ranks) to top_k experts; the ep group sits tp apart in
+    the rank order (group_ranks_per_node). CP (gpukit.comm.cp_exchange, ring): K and V of the rank's
+    kv heads (n_kv_heads / tp, at least one: GQA heads are replicated beyond that), width the mean of
+    the K and V head dims; overlapped with the rank's forward attention on its b s / cp queries against
+    the causal half of s keys: 2 x (b s / cp) x s x (n_heads / tp) x (qk_head_dim + v_head_dim) / 2
+    FLOPs (QK^T and PV, 2 FLOPs per multiply-add) at the matmul rate `rate`."""
+    ep_t = cp_x = None
+    k = net.gpus_per_node
+    if model.is_moe and c.ep > 1:
+        tokens_ep = tokens_mb // c.tp  # sp: each TP rank holds and dispatches its s/tp share
+        moe_layers = (
+            model.n_moe_layers if c.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
+        )
+        ep_t = ep_traffic(
+            tokens_ep,
+            model.hidden,
+            model.experts_per_token,
+            c.ep,
+            net,
+            moe_layers=moe_layers,
+            ranks_per_node=group_ranks_per_node(c.ep, c.tp, k),
+            recompute=c.recompute,
+            overlap=ep_overlap,
+        )
+    if c.cp > 1:
+        kv_heads = max(1, model.n_kv_heads // c.tp)
+        kv_dim = kv_heads * (model.qk_head_dim + model.v_head_dim) // 2
+        attn_flops = (
+            2 * tokens_mb * seq_len * (model.n_heads / c.tp) * (model.qk_head_dim + model.v_head_dim) / 2
+        )
+        cp_x = cp_exchange(
+            tokens_mb,
+            kv_dim,
+            c.cp,
+            net,
+            attention_forward_s=attn_flops / rate,
+            ranks_per_node=group_ranks_per_node(c.cp, c.tp, k),
+        )
+    return ep_t, cp_x
+
+
 def layout_train_setup(
     config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions
 ):
@@ -354,6 +488,8 @@ def layout_train_setup(
         dropout=dropout,
         virtual_stages=config.virtual_stages,
         zero3_prefetch_layers=z3,
+        ep=config.ep,  # helper F's TrainSetup fields: the memory effect of EP and CP
+        cp=config.cp,
         **conventions,
     )
 
@@ -368,6 +504,7 @@ def estimate(
     attention: str = "flash",
     dropout: bool | None = None,
     dp_overlap: float = 0.0,
+    ep_overlap: float = 0.0,
     _memory=None,
     **conventions,
 ) -> Estimate:
@@ -377,7 +514,9 @@ def estimate(
     s x s scores stored and computed). dropout defaults to the model row's `dropout` (GPT-style True,
     Llama- and Falcon-style False). seq_len defaults to model.train_seq_len (the pretraining length,
     not the context window max_seq), said in `notes`. conventions: gpukit.memory.TrainSetup options
-    (grad_dtype, grad_accum_buffer, precision, optimizer).
+    (grad_dtype, grad_accum_buffer, precision, optimizer). ep_overlap (0..1): the share of the EP
+    all-to-alls a schedule hides behind compute (0, none, by default; DeepSeek-V3's DualPipe hides
+    most of it: gpukit.comm.EP_OVERLAP_SOURCE).
     """
     model = as_model_spec(model)
     if not isinstance(config, ParallelConfig):
@@ -389,7 +528,7 @@ def estimate(
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
     dropout = model.dropout if dropout is None else dropout  # the model row's recipe (gpukit/data/models.csv)
-    notes = list(config.validate(model, global_batch=G))
+    notes = list(config.validate(model, global_batch=G, seq_len=s))
     if seq_len is None:
         notes.append(default_seq_len_note(model))
     if window:
@@ -400,6 +539,14 @@ def estimate(
             "the network"
         )
     c = config
+    # ---- EP / CP checks (helper G)
+    if not 0 <= require_positive("ep_overlap", ep_overlap, allow_zero=True) <= 1:
+        raise ValueError(f"ep_overlap must be in [0, 1], got {ep_overlap}")
+    if c.cp > 1 and attention != "flash":
+        raise ValueError(
+            f"attention must be flash with cp {c.cp}: ring attention is blockwise (flash-style) attention"
+        )
+    # ---- end EP / CP checks
     m = G // (c.dp * c.micro_batch)
     setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
@@ -407,12 +554,16 @@ def estimate(
     # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
     model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
-    tokens_mb = c.micro_batch * s
+    tokens_mb = (
+        c.micro_batch * s // c.cp
+    )  # CP: each rank of the cp group holds b*s/cp tokens (Megatron-Core CP)
     layers = math.ceil(model.n_layers / c.pp)
     stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
     rate = cluster.peak_flops * cluster.matmul_efficiency
     compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
-    act = mem.layer_activation_bytes(model, setup, recompute="none") * layers
+    # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
+    act_setup = setup if c.cp == 1 else replace(setup, cp=1)
+    act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
     hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
     passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
     elem_all = passes * act / hbm
@@ -433,7 +584,26 @@ def estimate(
     pp_s = (
         2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
     )
-    t_mb = compute_all + elem_all + tp_s + pp_s
+    # ---- EP / CP communication (helper G; gpukit.comm.ep_traffic / cp_exchange, formulas cited there)
+    ep_t, cp_x = ep_cp_traffic(model, c, net, tokens_mb, s, layers, rate, ep_overlap)
+    ep_s = ep_t.exposed_s if ep_t is not None else 0.0  # on the critical path unless overlapped
+    cp_s = layers * cp_x.exposed_s if cp_x is not None else 0.0  # beyond the attention it overlaps
+    if cp_x is not None and c.recompute != "none":  # the recomputed attention replays the forward ring
+        cp_s += layers * cp_x.forward_exposed_s
+    # ---- end EP / CP communication
+    if ep_t is not None:
+        notes.append(
+            f"EP{c.ep}: {ep_t.n_all_to_alls} all-to-alls per micro-batch of {ep_t.buffer_bytes / 2**20:.1f} MiB "
+            f"per GPU ({(c.ep - 1)}/{c.ep} leaves it, balanced routing), overlap {ep_overlap:g} "
+            "(none by default; DeepSeek-V3's DualPipe hides most of it)"
+        )
+    if cp_x is not None:
+        notes.append(
+            f"CP{c.cp}: ring attention, {c.cp - 1} KV steps of {cp_x.block_bytes / 2**20:.2f} MiB per layer "
+            f"(backward 2x), overlapped with the attention; exposed {layers * cp_x.exposed_s * 1e3:.2f} ms per "
+            "micro-batch; causal load balancing (two chunks per rank)"
+        )
+    t_mb = compute_all + elem_all + tp_s + pp_s + ep_s + cp_s
     slots = m + (c.pp - 1) / c.virtual_stages
     # DP / ZeRO: gradients of the stage's parameters
     # one stage (pp 1) holds the whole model: its gradients are all n_params (the untied LM head and the final
@@ -444,11 +614,20 @@ def estimate(
         else layers * model.layer_params() + max(model.embedding_params(), model.head_params())
     ) / c.tp
     gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    # ---- EP / CP in the gradient sync (helper G): the CP ranks hold the same weights, so gradients reduce
+    # over dp x cp (Megatron-Core's data-parallel-with-CP group); routed experts are sharded by ep and
+    # reduce over the expert-data-parallel group dp x cp / ep (Megatron-Core MoE README, parallel folding)
+    expert_stage = expert_stage_params(model, c, layers)  # the stage's routed experts / tp (all ep shards)
+    dense_stage = stage_params - expert_stage if c.ep > 1 else stage_params
+    dp_sync = c.dp * c.cp
+    ranks, groups = dp_group_shape(
+        c if c.cp == 1 else ParallelConfig(dp=dp_sync, tp=c.tp, pp=c.pp), net.gpus_per_node
+    )
+    # ---- end EP / CP in the gradient sync
     # the one gradient-sync model (gpukit.comm.grad_sync): DDP buckets over the DP group, once per step
-    ranks, groups = dp_group_shape(c, net.gpus_per_node)
     sync = grad_sync(
-        stage_params,
-        c.dp,
+        dense_stage,
+        dp_sync,
         net,
         grad_bytes_per_param=gbytes,
         zero_stage=c.zero_stage,
@@ -462,13 +641,38 @@ def estimate(
     if c.zero_stage == 3:
         zero3_exposed = sync.exposed_s  # prefetch hides each micro-batch's gathers behind its compute
         dp_s = 0.0
-        comm_dp = ("zero3_gather_reduce", 3 * m * stage_params * 2 * (c.dp - 1) / c.dp)
+        comm_dp = ("zero3_gather_reduce", 3 * m * dense_stage * 2 * (dp_sync - 1) / dp_sync)
     else:
         zero3_exposed = 0.0
         dp_s = (
             1 - dp_overlap
         ) * sync.comm_s  # after the pipeline flush (Megatron 2021); dp_overlap hides a share
-        comm_dp = ("dp_grad_reduce", 2 * stage_params * gbytes * (c.dp - 1) / c.dp)
+        comm_dp = ("dp_grad_reduce", 2 * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
+    # ---- EP: the experts' own gradient sync over dp x cp / ep ranks (helper G)
+    if c.ep > 1 and expert_stage > 0:
+        edp = dp_sync // c.ep
+        e_ranks, e_groups = dp_group_shape(ParallelConfig(dp=edp, tp=c.tp * c.ep, pp=c.pp), net.gpus_per_node)
+        e_sync = grad_sync(
+            expert_stage / c.ep,
+            edp,
+            net,
+            grad_bytes_per_param=gbytes,
+            zero_stage=c.zero_stage,
+            ranks_per_node=e_ranks,
+            groups_per_node=e_groups,
+            n_layers=layers,
+            grad_accum=m,
+            overlap=c.zero_stage == 3,
+            micro_step_s=compute_all + elem_all,
+        )
+        f = (edp - 1) / edp
+        if c.zero_stage == 3:
+            zero3_exposed += e_sync.exposed_s
+            comm_dp = (comm_dp[0], comm_dp[1] + 3 * m * expert_stage / c.ep * 2 * f)
+        else:
+            dp_s += (1 - dp_overlap) * e_sync.comm_s
+            comm_dp = (comm_dp[0], comm_dp[1] + 2 * expert_stage / c.ep * gbytes * f)
+    # ---- end EP gradient sync
     opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
     # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
     # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
@@ -477,6 +681,8 @@ def estimate(
         ("elementwise", m * elem_all),
         ("tp_comm", m * tp_s),
         ("pp_comm", m * pp_s),
+        ("ep_comm", m * ep_s),  # EP all-to-alls (helper G)
+        ("cp_comm", m * cp_s),  # CP KV exchange beyond the attention it overlaps (helper G)
         ("bubble", (slots - m) * t_mb),
         ("dp_comm", dp_s),
         ("zero3_comm", zero3_exposed),
@@ -494,6 +700,13 @@ def estimate(
         comm_dp,
         ("tp_activations", tp_bytes),
         ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0),
+        ("ep_all_to_all", m * ep_t.bytes_per_microbatch if ep_t is not None else 0.0),  # helper G
+        (
+            "cp_kv_exchange",
+            m * layers * (cp_x.bytes_per_layer + (cp_x.forward_bytes if c.recompute != "none" else 0.0))
+            if cp_x is not None
+            else 0.0,
+        ),
     )
     b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
     assert b is not None  # config.validate above rejects m % pp with virtual stages

@@ -66,6 +66,8 @@ class Ranked:
                 "micro_batch": c.micro_batch,
                 "recompute": c.recompute,
                 "sp": c.sp,
+                "ep": c.ep,
+                "cp": c.cp,
                 "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
                 "step_time_s": e.step_time_s,
                 "tokens_per_s": e.tokens_per_s,
@@ -154,10 +156,52 @@ def _divisors(n: int) -> list[int]:
     return small + [n // d for d in reversed(small) if d * d != n]
 
 
+# ---- EP / CP in the search (helper G)
+LONG_CONTEXT_SEQ_LEN = 32768  # from here the search also tries context parallelism (Llama 3: CP 16 at 131k)
+
+
+def cp_candidates(n: int, seq_len: int | None, cp: int | None = None) -> list[int]:
+    """Context-parallel sizes the search tries: `cp` when given; else 1, and for seq_len >=
+    LONG_CONTEXT_SEQ_LEN the powers of two up to n that leave at least 1024 tokens per rank and split
+    the sequence into 2 x cp chunks (causal load balancing)."""
+    if cp is not None:
+        return [require_positive_int("cp", cp)]
+    if seq_len is None or seq_len < LONG_CONTEXT_SEQ_LEN:
+        return [1]
+    out, c = [1], 2
+    while c <= n and seq_len % (2 * c) == 0 and seq_len // c >= 1024:
+        out.append(c)
+        c *= 2
+    return out
+
+
+def ep_candidates(model, dp_cp: int, ep: int | None = None) -> list[int]:
+    """Expert-parallel sizes the search tries: `ep` when given; 1 for a dense model; else every divisor
+    of dp x cp that divides n_experts (Megatron-Core: EP carved from the data- and context-parallel ranks)."""
+    if ep is not None:
+        return [require_positive_int("ep", ep)]
+    if not model.is_moe:
+        return [1]
+    return [e for e in _divisors(dp_cp) if model.n_experts % e == 0]
+
+
+# ---- end EP / CP in the search
+
+
 def enumerate_layouts(
-    model, gpus: int, global_batch: int, *, max_micro_batch: int = 16, max_virtual_stages: int = 8
+    model,
+    gpus: int,
+    global_batch: int,
+    *,
+    max_micro_batch: int = 16,
+    max_virtual_stages: int = 8,
+    seq_len: int | None = None,
+    ep: int | None = None,
+    cp: int | None = None,
 ):
-    """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two."""
+    """Every ParallelConfig that can run (validate passes) on `gpus` GPUs, micro-batches powers of two.
+    EP sizes for a mixture of experts and CP sizes for seq_len >= LONG_CONTEXT_SEQ_LEN (ep_candidates,
+    cp_candidates; `ep` / `cp` fix them)."""
     model = as_model_spec(model)
     n = check_search_gpus(gpus)
     G = require_positive_int("global_batch", global_batch)
@@ -165,12 +209,16 @@ def enumerate_layouts(
     for tp in _divisors(n):
         if model.tp_note(tp) is not None:  # ModelSpec's rule: whole heads, KV heads split or replicated
             continue
-        for pp in _divisors(n // tp):
+        for pp, c_p in (
+            (p, c) for p in _divisors(n // tp) for c in cp_candidates(n // (tp * p), seq_len, cp)
+        ):
             if (
                 pp > model.n_layers
             ):  # uneven stages allowed (validate notes them); interleaving needs even ones
                 continue
-            dp = n // (tp * pp)
+            if (n // (tp * pp)) % c_p:  # cp splits what tp x pp leave (world = dp x tp x pp x cp)
+                continue
+            dp = n // (tp * pp * c_p)
             vs = [1] + [
                 v
                 for v in (2, 3, 4, 6, 8)
@@ -186,7 +234,12 @@ def enumerate_layouts(
                     for z in zs:
                         for rc in RECOMPUTE:
                             for sp in (False, True) if tp > 1 else (False,):
-                                out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp))
+                                for e in ep_candidates(model, dp * c_p, ep):
+                                    if e > 1 and tp > 1 and not sp:  # Megatron-Core: EP with TP needs SP
+                                        continue
+                                    if (dp * c_p) % e or (e > 1 and model.n_experts % e):
+                                        continue
+                                    out.append(ParallelConfig(dp, tp, pp, v, z, b, rc, sp, ep=e, cp=c_p))
                 b *= 2
     return out
 
@@ -220,7 +273,9 @@ def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
         "zero3_comm": f"ZeRO-3 gathers not hidden: {share:.0%} of the step",
         "pp_comm": f"PP traffic: {share:.0%} of the step",
         "optimizer": f"optimizer step: {share:.0%} of the step",
-    }[worst]
+        "ep_comm": f"EP all-to-all (dispatch and combine): {share:.0%} of the step",  # helper G
+        "cp_comm": f"CP KV exchange beyond the attention it overlaps: {share:.0%} of the step",
+    }.get(worst, f"{worst}: {share:.0%} of the step")
     if c.pp > 1 and e.microbatches < 4 * c.pp:
         reasons.append(f"global batch: only {e.microbatches} micro-batches for {c.pp} stages")
     if share >= 0.02:
@@ -257,6 +312,8 @@ def search(
     attention: str = "flash",
     max_micro_batch: int = 16,
     cluster: Cluster | None = None,
+    ep: int | None = None,
+    cp: int | None = None,
     **conventions,
 ) -> SearchResult:
     """Enumerate every valid layout, keep those that fit, rank by predicted tokens/s, explain the top.
@@ -274,7 +331,7 @@ def search(
     window = model.window_note(s, "seq_len")  # learned positions: a ValueError beyond max_seq
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
-    configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch)
+    configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch, seq_len=s, ep=ep, cp=cp)
     cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
     too_big: set[tuple] = set()
     cap = cl.gpu.memory_bytes
@@ -289,14 +346,16 @@ def search(
         )
     )
     layer_elems = model.layer_params() * model.n_layers
+    expert_elems = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
     dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
 
     def est_of(c: ParallelConfig):
         """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
         if c not in cache:
             # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
-            n = layer_elems / (c.tp * c.pp)
-            z, d = c.zero_stage, c.dp
+            # (EP: the routed experts are split ep ways, helper G)
+            n = (layer_elems - expert_elems * (1 - 1 / c.ep)) / (c.tp * c.pp)
+            z, d = c.zero_stage, c.dp * c.cp  # ZeRO shards over the dp x cp ranks at most (a lower bound)
             states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
             if states > cap:
                 cache[c] = _NoFit(int(states), "states")
@@ -326,7 +385,7 @@ def search(
 
     fitting = []
     for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
-        fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp)
+        fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp, c.ep, c.cp)
         if fam in too_big:
             continue
         e = est_of(c)
