@@ -241,3 +241,21 @@ def test_cli_ep_cp_flags():
     )  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: ep must be 1")
     assert "Traceback" not in bad.stderr
+
+
+def test_comm_volume_ep_cp_bytes_are_estimates(h100):
+    cases = (
+        (MIXTRAL, par.ParallelConfig(dp=8, ep=8, zero_stage=1), dict(global_batch=256, seq_len=4096)),
+        (
+            get_model("llama-3.1-70b"),
+            par.ParallelConfig(dp=1, tp=8, pp=4, cp=16, sp=True, recompute="full"),
+            dict(global_batch=16, seq_len=131072),
+        ),
+    )
+    for model, cfg, kw in cases:
+        v = par.comm_volume(model, cfg, **kw)
+        cb = dict(par.estimate(model, cfg, h100, **kw).comm_bytes)
+        assert v["ep_bytes"] == cb["ep_all_to_all"] and v["cp_bytes"] == cb["cp_kv_exchange"]
+        assert v["tp_bytes"] == cb["tp_activations"] and v["ep_bytes"] + v["cp_bytes"] > 0
+    plain = par.comm_volume("llama-2-7b", par.ParallelConfig(dp=8), global_batch=64, seq_len=4096)
+    assert plain["ep_bytes"] == plain["cp_bytes"] == 0

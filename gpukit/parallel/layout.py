@@ -58,6 +58,7 @@ from functools import lru_cache
 from gpukit import memory as mem
 from gpukit.catalog import as_model, get_model
 from gpukit.comm import (
+    cluster_network,
     collective_time,
     cp_exchange,
     dp_group_layout,
@@ -741,25 +742,42 @@ def comm_volume(
     """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
     traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
     micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
-    defaults to model.train_seq_len, as in estimate."""
+    defaults to model.train_seq_len, as in estimate. EP and CP (gpukit.comm.ep_traffic / cp_exchange,
+    the same terms as estimate): ep_bytes the all-to-alls of the stage's MoE layers, cp_bytes the ring
+    KV exchange; with cp the TP and PP messages carry the rank's b s / cp tokens and the gradients reduce
+    over dp x cp (the routed experts over dp x cp / ep)."""
     model = as_model_spec(model)
     global_batch = require_positive_int("global_batch", global_batch, at_most=MAX_COUNT)
     seq_len = require_positive_int("seq_len", model.default_seq_len()[0] if seq_len is None else seq_len)
     model.window_note(seq_len, "seq_len")  # learned positions: a ValueError beyond max_seq
     grad_bytes = require_positive("grad_bytes", grad_bytes)
-    config.validate(model, global_batch=global_batch)
+    config.validate(model, global_batch=global_batch, seq_len=seq_len)
     c = config
     m = global_batch // (c.dp * c.micro_batch)
     n = model.n_params / (c.tp * c.pp)
-    d = (c.dp - 1) / c.dp
-    h_bytes = c.micro_batch * seq_len * model.hidden * 2
+    # ---- EP / CP (helper G): gradients over dp x cp, routed experts over dp x cp / ep
     layers = math.ceil(model.n_layers / c.pp)
+    experts = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
+    n_exp = experts / (c.tp * c.pp) if c.ep > 1 else 0.0  # the routed experts, all ep shards
+    n_dense, D, E = n - n_exp, c.dp * c.cp, c.dp * c.cp // c.ep
+    d, de = (D - 1) / D, (E - 1) / E
+    h_bytes = c.micro_batch * seq_len // c.cp * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
     out = {
-        "dp_bytes": 2 * d * n * grad_bytes if c.zero_stage < 3 else 0.0,
-        "zero3_bytes": 3 * d * n * 2 * m if c.zero_stage == 3 else 0.0,
+        "dp_bytes": 2 * (d * n_dense + de * n_exp / c.ep) * grad_bytes if c.zero_stage < 3 else 0.0,
+        "zero3_bytes": 3 * (d * n_dense + de * n_exp / c.ep) * 2 * m if c.zero_stage == 3 else 0.0,
         "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
         "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0,
+        "ep_bytes": 0.0,
+        "cp_bytes": 0.0,
     }
+    if c.ep > 1 or c.cp > 1:  # the bytes only: any network will do (the times are estimate's)
+        ep_t, cp_x = ep_cp_traffic(
+            model, c, cluster_network("nvlink4"), c.micro_batch * seq_len // c.cp, seq_len, layers, 1.0
+        )
+        out["ep_bytes"] = m * ep_t.bytes_per_microbatch if ep_t is not None else 0.0
+        if cp_x is not None:
+            replay = cp_x.forward_bytes if c.recompute != "none" else 0.0
+            out["cp_bytes"] = m * layers * (cp_x.bytes_per_layer + replay)
     out["total_bytes"] = sum(out.values())
     return out
