@@ -259,3 +259,21 @@ def test_comm_volume_ep_cp_bytes_are_estimates(h100):
         assert v["tp_bytes"] == cb["tp_activations"] and v["ep_bytes"] + v["cp_bytes"] > 0
     plain = par.comm_volume("llama-2-7b", par.ParallelConfig(dp=8), global_batch=64, seq_len=4096)
     assert plain["ep_bytes"] == plain["cp_bytes"] == 0
+
+
+def test_all_to_all_rate_against_deepeps_published_h800_figures():
+    """Out-of-sample check of the all-to-all rate (no factor set from it): DeepEP's README
+    (github.com/deepseek-ai/DeepEP, "Normal kernels", accessed 2026-12-04) measures dispatch on H800
+    (NVLink 400 GB/s bidirectional = 200 per direction, NVIDIA H800 datasheet; ~160 GB/s reachable per
+    DeepEP) at 153 GB/s intranode with EP 8, and 43 GB/s per CX7 400 Gb/s NIC internode with EP 16
+    (4096 tokens, hidden 7168, top-8, FP8 dispatch). The model: the stated LINK_EFFICIENCY (0.8) of
+    each link's line rate, NCCL's base latency, per-hop alpha."""
+    net = cluster_network((0.6e-6, 200.0), "ib-ndr", gpus_per_node=8)
+    S = 4096 * 8 * 7168 * 1  # one rank's dispatch buffer, fp8
+    intra = network_all_to_all(S, 8, net)
+    rate = intra.phases[0][1].bytes_sent_per_rank / intra.time_s / 1e9
+    assert rate == pytest.approx(153, rel=0.10)  # model 158.7 GB/s: +3.7%
+    inter = network_all_to_all(S, 16, net)
+    p = dict(inter.phases)["inter_all_to_all"]
+    rate_ib = p.bytes_sent_per_rank / p.time_s / 1e9
+    assert rate_ib == pytest.approx(43, rel=0.10)  # model 39.9 GB/s: -7.3%

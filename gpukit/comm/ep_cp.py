@@ -9,7 +9,9 @@ Pure calculator (no torch, no I/O): bytes per GPU, seconds. Sources, formula by 
   dispatch sends a buffer of tokens x top_k x hidden x dtype bytes per GPU and the combine returns
   the same amount; with ep ranks holding n_experts / ep experts each, the (ep-1)/ep share of the
   buffer leaves the GPU under balanced routing (the aux-loss / bias balancing the reports train with,
-  DeepSeek-V3 sec. 2.1.2). Backward runs the two all-to-alls again on the gradients (the transpose of
+  DeepSeek-V3 sec. 2.1.2). Every one of the top_k copies is counted, as Megatron-Core's alltoall
+  dispatcher sends them (permute, then all-to-all); DeepEP and node-limited routing send a token once
+  per destination rank or node, so for them this is an upper bound. Backward runs the two all-to-alls again on the gradients (the transpose of
   an all-to-all is an all-to-all): 4 per MoE layer per micro-batch, 6 with full recompute (the
   forward is replayed). Overlap: none by default (Megatron-Core runs them on the critical path unless
   --overlap-moe-expert-parallel-comm); DeepSeek-V3's DualPipe (sec. 3.2.1) overlaps forward and
