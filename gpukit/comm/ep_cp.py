@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from gpukit.comm.collectives import collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, network_all_to_all
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
 from gpukit.results import json_safe
 
 EP_ALL_TO_ALLS_FORWARD = 2  # dispatch + combine per MoE layer (GShard sec. 2.2)
@@ -59,18 +59,19 @@ def _fraction(name: str, value) -> float:
 def ep_dispatch_bytes(tokens: int, hidden: int, top_k: int, dtype_bytes: float = 2.0) -> float:
     """One all-to-all's send buffer per GPU: tokens x top_k x hidden x dtype bytes (GShard sec. 2.2:
     every token is sent to each of its top_k experts; the combine returns the same amount)."""
-    return (
-        require_positive_int("tokens", tokens, allow_zero=True)
-        * require_positive_int("top_k", top_k)
-        * require_positive_int("hidden", hidden)
-        * require_positive("dtype_bytes", dtype_bytes)
+    return finite_result(
+        "ep_dispatch_bytes",
+        float(require_positive_int("tokens", tokens, allow_zero=True, at_most=MAX_COUNT))
+        * require_positive_int("top_k", top_k, at_most=MAX_COUNT)
+        * require_positive_int("hidden", hidden, at_most=MAX_COUNT)
+        * require_positive("dtype_bytes", dtype_bytes),
     )
 
 
 def ep_leaving_bytes(buffer_bytes: float, ep: int) -> float:
     """The share of an all-to-all buffer that leaves the GPU under balanced routing: (ep-1)/ep (the
     1/ep routed to the GPU's own experts stays; nccl-tests alltoall convention, gpukit.comm.collectives)."""
-    ep = require_positive_int("ep", ep)
+    ep = require_positive_int("ep", ep, at_most=MAX_COUNT)
     return require_positive("buffer_bytes", buffer_bytes, allow_zero=True) * (ep - 1) / ep
 
 
@@ -151,8 +152,8 @@ def ep_traffic(
     tokens x top_k x hidden x dtype bytes, timed by network_all_to_all over the ep group
     (`ranks_per_node` of it per node; default: as many as fit in one node). `overlap` (0..1) is the
     share a schedule hides behind compute (EP_OVERLAP_SOURCE)."""
-    ep = require_positive_int("ep", ep)
-    moe_layers = require_positive_int("moe_layers", moe_layers, allow_zero=True)
+    ep = require_positive_int("ep", ep, at_most=MAX_COUNT)
+    moe_layers = require_positive_int("moe_layers", moe_layers, allow_zero=True, at_most=MAX_COUNT)
     overlap = _fraction("overlap", overlap)
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute must be one of none, selective, full; got {recompute!r}")
@@ -178,11 +179,12 @@ def ep_traffic(
 def cp_kv_block_bytes(tokens: int, kv_dim: int, dtype_bytes: float = 2.0) -> float:
     """One ring step's message: K and V of the rank's tokens, 2 x tokens x kv_dim x dtype bytes
     (tokens = b s / cp; Liu et al. 2023 sec. 3; Megatron-Core CP)."""
-    return (
-        2
-        * require_positive_int("tokens", tokens, allow_zero=True)
-        * require_positive_int("kv_dim", kv_dim)
-        * require_positive("dtype_bytes", dtype_bytes)
+    return finite_result(
+        "cp_kv_block_bytes",
+        2.0
+        * require_positive_int("tokens", tokens, allow_zero=True, at_most=MAX_COUNT)
+        * require_positive_int("kv_dim", kv_dim, at_most=MAX_COUNT)
+        * require_positive("dtype_bytes", dtype_bytes),
     )
 
 
@@ -245,8 +247,8 @@ def cp_exchange(
     ranks_per_node of them share its ports).
     all_gather: one all-gather of the layer's K and V (total 2 x cp x tokens_per_rank x kv_dim x
     dtype) in forward, a reduce-scatter of dK, dV in backward, not overlapped (Llama 3 sec. 3.3.2)."""
-    cp = require_positive_int("cp", cp)
-    kv_dim = require_positive_int("kv_dim", kv_dim)
+    cp = require_positive_int("cp", cp, at_most=MAX_COUNT)
+    kv_dim = require_positive_int("kv_dim", kv_dim, at_most=MAX_COUNT)
     if algorithm not in CP_ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(CP_ALGORITHMS)}; got {algorithm!r}")
     t_attn = require_positive("attention_forward_s", attention_forward_s, allow_zero=True)

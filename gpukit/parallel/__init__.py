@@ -42,9 +42,6 @@ from gpukit.parallel.layout import (
     layout_train_setup,
     estimate,
     comm_volume,
-    group_ranks_per_node,
-    expert_stage_params,
-    ep_cp_traffic,
 )
 from gpukit.parallel.layout_search import (
     MAX_SEARCH_GPUS,
@@ -93,9 +90,6 @@ __all__ = [
     "layout_train_setup",
     "estimate",
     "comm_volume",
-    "group_ranks_per_node",
-    "expert_stage_params",
-    "ep_cp_traffic",
     "LONG_CONTEXT_SEQ_LEN",
     "cp_candidates",
     "ep_candidates",

@@ -205,7 +205,7 @@ class ParallelConfig:
         - ep > 1 with tp > 1 needs sp (Megatron-Core: sequence parallelism is required when MoE
           layers run with tensor parallelism);
         - cp > 1: seq_len divisible by 2 x cp (causal load balancing: two chunks of s / 2cp per rank)."""
-        notes = []
+        notes: list[str] = []
         if self.ep > 1:
             if not model.is_moe:
                 raise ValueError(
@@ -395,7 +395,7 @@ def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
 
 
 # ------------------------------------------------------------------------------------ EP / CP (helper G)
-def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
+def _group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
     """Ranks of a group of `size` ranks, `stride` apart in Megatron's rank order (tp innermost, then cp,
     then ep/dp), that share one node: gcd(size, gpus_per_node / stride) when stride divides the node,
     else 1 (every member on its own node)."""
@@ -404,7 +404,7 @@ def group_ranks_per_node(size: int, stride: int, gpus_per_node: int) -> int:
     return math.gcd(size, gpus_per_node // stride)
 
 
-def expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) -> float:
+def _expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) -> float:
     """Routed-expert parameters on the heaviest pipeline stage, per TP rank (all ep shards together):
     its MoE layers x n_experts x one expert's MLP / tp (expert tensor parallelism = tp, Megatron-Core's
     default). 0 for a dense model."""
@@ -416,7 +416,7 @@ def expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) -
     return moe_layers * model.n_experts * model.expert_params() / config.tp
 
 
-def ep_cp_traffic(
+def _ep_cp_traffic(
     model: ModelSpec,
     c: ParallelConfig,
     net,
@@ -430,7 +430,7 @@ def ep_cp_traffic(
 
     EP (gpukit.comm.ep_traffic): the stage's MoE layers, each GPU dispatching its tokens (b s / (cp tp):
     sequence parallelism splits them over the tp ranks) to top_k experts; the ep group sits tp apart in
-    the rank order (group_ranks_per_node). CP (gpukit.comm.cp_exchange, ring): K and V of the rank's
+    the rank order (_group_ranks_per_node). CP (gpukit.comm.cp_exchange, ring): K and V of the rank's
     kv heads (n_kv_heads / tp, at least one: GQA heads are replicated beyond that), width the mean of
     the K and V head dims; overlapped with the rank's forward attention on its b s / cp queries against
     the causal half of s keys: 2 x (b s / cp) x s x (n_heads / tp) x (qk_head_dim + v_head_dim) / 2
@@ -449,7 +449,7 @@ def ep_cp_traffic(
             c.ep,
             net,
             moe_layers=moe_layers,
-            ranks_per_node=group_ranks_per_node(c.ep, c.tp, k),
+            ranks_per_node=_group_ranks_per_node(c.ep, c.tp, k),
             recompute=c.recompute,
             overlap=ep_overlap,
         )
@@ -465,7 +465,7 @@ def ep_cp_traffic(
             c.cp,
             net,
             attention_forward_s=attn_flops / rate,
-            ranks_per_node=group_ranks_per_node(c.cp, c.tp, k),
+            ranks_per_node=_group_ranks_per_node(c.cp, c.tp, k),
         )
     return ep_t, cp_x
 
@@ -555,9 +555,8 @@ def estimate(
     # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
     model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
-    tokens_mb = (
-        c.micro_batch * s // c.cp
-    )  # CP: each rank of the cp group holds b*s/cp tokens (Megatron-Core CP)
+    # CP: each rank of the cp group holds b*s/cp tokens of the micro-batch (Megatron-Core CP)
+    tokens_mb = c.micro_batch * s // c.cp
     layers = math.ceil(model.n_layers / c.pp)
     stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
     rate = cluster.peak_flops * cluster.matmul_efficiency
@@ -586,7 +585,7 @@ def estimate(
         2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
     )
     # ---- EP / CP communication (helper G; gpukit.comm.ep_traffic / cp_exchange, formulas cited there)
-    ep_t, cp_x = ep_cp_traffic(model, c, net, tokens_mb, s, layers, rate, ep_overlap)
+    ep_t, cp_x = _ep_cp_traffic(model, c, net, tokens_mb, s, layers, rate, ep_overlap)
     ep_s = ep_t.exposed_s if ep_t is not None else 0.0  # on the critical path unless overlapped
     cp_s = layers * cp_x.exposed_s if cp_x is not None else 0.0  # beyond the attention it overlaps
     if cp_x is not None and c.recompute != "none":  # the recomputed attention replays the forward ring
@@ -618,7 +617,7 @@ def estimate(
     # ---- EP / CP in the gradient sync (helper G): the CP ranks hold the same weights, so gradients reduce
     # over dp x cp (Megatron-Core's data-parallel-with-CP group); routed experts are sharded by ep and
     # reduce over the expert-data-parallel group dp x cp / ep (Megatron-Core MoE README, parallel folding)
-    expert_stage = expert_stage_params(model, c, layers)  # the stage's routed experts / tp (all ep shards)
+    expert_stage = _expert_stage_params(model, c, layers)  # the stage's routed experts / tp (all ep shards)
     dense_stage = stage_params - expert_stage if c.ep > 1 else stage_params
     dp_sync = c.dp * c.cp
     ranks, groups = dp_group_shape(
@@ -772,7 +771,7 @@ def comm_volume(
         "cp_bytes": 0.0,
     }
     if c.ep > 1 or c.cp > 1:  # the bytes only: any network will do (the times are estimate's)
-        ep_t, cp_x = ep_cp_traffic(
+        ep_t, cp_x = _ep_cp_traffic(
             model, c, cluster_network("nvlink4"), c.micro_batch * seq_len // c.cp, seq_len, layers, 1.0
         )
         out["ep_bytes"] = m * ep_t.bytes_per_microbatch if ep_t is not None else 0.0

@@ -164,8 +164,11 @@ def cp_candidates(n: int, seq_len: int | None, cp: int | None = None) -> list[in
     """Context-parallel sizes the search tries: `cp` when given; else 1, and for seq_len >=
     LONG_CONTEXT_SEQ_LEN the powers of two up to n that leave at least 1024 tokens per rank and split
     the sequence into 2 x cp chunks (causal load balancing)."""
+    n = require_positive_int("n", n, at_most=MAX_SEARCH_GPUS)
     if cp is not None:
-        return [require_positive_int("cp", cp)]
+        return [require_positive_int("cp", cp, at_most=MAX_SEARCH_GPUS)]
+    if seq_len is not None:
+        seq_len = require_positive_int("seq_len", seq_len)
     if seq_len is None or seq_len < LONG_CONTEXT_SEQ_LEN:
         return [1]
     out, c = [1], 2
@@ -178,8 +181,10 @@ def cp_candidates(n: int, seq_len: int | None, cp: int | None = None) -> list[in
 def ep_candidates(model, dp_cp: int, ep: int | None = None) -> list[int]:
     """Expert-parallel sizes the search tries: `ep` when given; 1 for a dense model; else every divisor
     of dp x cp that divides n_experts (Megatron-Core: EP carved from the data- and context-parallel ranks)."""
+    model = as_model_spec(model)
+    dp_cp = require_positive_int("dp_cp", dp_cp, at_most=MAX_SEARCH_GPUS)
     if ep is not None:
-        return [require_positive_int("ep", ep)]
+        return [require_positive_int("ep", ep, at_most=MAX_SEARCH_GPUS)]
     if not model.is_moe:
         return [1]
     return [e for e in _divisors(dp_cp) if model.n_experts % e == 0]
