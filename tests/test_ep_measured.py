@@ -9,7 +9,7 @@ sizes of the same op. A model that miscounted the bytes by the ep or cp factor, 
 buffer instead of the (n-1)/n share, would leave the band only at larger group sizes, so the bytes are
 checked exactly and separately. Measured here (2026-12-04, load average 5-6 from other jobs): the
 all-to-all at 0.84-1.70 x its prediction, the ring step at 1.27-1.90 x (gloo's send/recv runs slower
-than the all_reduce-calibrated rate); one ring-step run before the timed steps reused a receive buffer
+than the all_reduce-calibrated rate); one earlier run, which allocated a receive buffer per timed step,
 reached 3.09.
 """
 
