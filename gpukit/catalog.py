@@ -54,6 +54,29 @@ MODEL_COLUMNS = (
 # Optional model columns: a catalog without them still loads; an empty cell is None.
 # sliding_window: attention window in tokens (Mistral 7B: 4096), empty for full attention.
 OPTIONAL_MODEL_COLUMNS = ("sliding_window",)
+# Optional ModelSpec fields of mixtures of experts, latent attention and attention patterns (gpukit.specs
+# documents each); an empty cell leaves ModelSpec's default (a dense model, standard attention).
+SPEC_DEFAULTED_COLUMNS = (
+    "head_dim",
+    "full_attention_every",
+    "n_experts",
+    "experts_per_token",
+    "n_shared_experts",
+    "moe_ffn_hidden",
+    "shared_ffn_hidden",
+    "first_dense_layers",
+    "moe_every",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "mtp_layers",
+)
+# Published-figure columns (not ModelSpec fields): the active parameters a mixture of experts' report gives,
+# whether that figure leaves the input embedding out (gpt-oss's model card does: true; empty: false), and the tolerance within
+# which n_params and active_params must meet the published figures (empty: 1 percent).
+PUBLISHED_COLUMNS = ("published_active_params", "active_excludes_embedding", "published_tolerance_pct")
+DEFAULT_TOLERANCE_PCT = 1.0
 INTERCONNECT_COLUMNS = ("name", "kind", "scope", "bandwidth_gbps", "latency_us")
 _REQUIRED = {"gpus": GPU_COLUMNS, "models": MODEL_COLUMNS, "interconnects": INTERCONNECT_COLUMNS}
 
@@ -84,6 +107,9 @@ NUMERIC_COLUMNS = {
         "train_seq_len",
         "published_params",
         "sliding_window",
+        *SPEC_DEFAULTED_COLUMNS,
+        "published_active_params",
+        "published_tolerance_pct",
     ),
     "interconnects": ("bandwidth_gbps", "latency_us"),
 }
@@ -108,10 +134,30 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "train_seq_len": (1, 1e9, True),
     "published_params": (1, 1e15, True),
     "sliding_window": (1, 1e9, True),
+    "head_dim": (1, 1e5, True),
+    "full_attention_every": (0, 1e4, True),
+    "n_experts": (0, 1e5, True),
+    "experts_per_token": (0, 1e5, True),
+    "n_shared_experts": (0, 1e5, True),
+    "moe_ffn_hidden": (1, 1e7, True),
+    "shared_ffn_hidden": (1, 1e7, True),
+    "first_dense_layers": (0, 1e4, True),
+    "moe_every": (1, 1e4, True),
+    "kv_lora_rank": (0, 1e6, True),
+    "q_lora_rank": (0, 1e6, True),
+    "qk_rope_head_dim": (0, 1e5, True),
+    "v_head_dim": (1, 1e5, True),
+    "mtp_layers": (0, 1e4, True),
+    "published_active_params": (1, 1e15, True),
+    "published_tolerance_pct": (0, 100, False),
     "bandwidth_gbps": (0, 1e5, False),
     "latency_us": (0, 1e7, True),
 }
-BOOL_COLUMNS = {"gpus": (), "models": ("tied_embeddings", "bias", "dropout"), "interconnects": ()}
+BOOL_COLUMNS = {
+    "gpus": (),
+    "models": ("tied_embeddings", "bias", "dropout", "active_excludes_embedding"),
+    "interconnects": (),
+}
 
 
 def data_dir() -> Path:
@@ -336,7 +382,11 @@ def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
         where = f"{path}:{line}"
         ints = {c: _num(where, r, c, int) for c in MODEL_COLUMNS if c in NUMERIC_COLUMNS["models"]}
         ints |= {c: _num(where, r, c, int, optional=True) for c in OPTIONAL_MODEL_COLUMNS}
-        bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"]}
+        ints |= {
+            c: v for c in SPEC_DEFAULTED_COLUMNS if (v := _num(where, r, c, int, optional=True)) is not None
+        }
+        bools = {c: _bool(where, r, c) for c in BOOL_COLUMNS["models"] if c in MODEL_COLUMNS}
+        _published(where, r)  # validated here, read by published_counts
         if not r["train_source"]:
             raise ValueError(
                 f"{where}: empty 'train_source' (cite where train_seq_len and dropout come from)"
@@ -354,6 +404,52 @@ def _models(path: str, _stamp_key: tuple[int, int]) -> dict[str, ModelSpec]:
         except ValueError as e:  # ModelSpec's one-line message, placed in the file
             raise ValueError(f"{where}: {e}") from None
     return out
+
+
+@dataclass(frozen=True)
+class PublishedCounts:
+    """A model row's published parameter figures and the tolerance its computed counts must meet."""
+
+    name: str
+    total: int  # published_params
+    active: int | None  # published_active_params (None: a dense model, or no figure published)
+    active_excludes_embedding: bool  # the active figure leaves out the input embedding (a lookup, no matmul)
+    tolerance_pct: float  # |computed - published| <= tolerance_pct percent of published
+
+    def comparable_active(self, spec: ModelSpec) -> int:
+        """spec.active_params in the published figure's convention (less the input embedding when it is
+        left out: gpt-oss model card, OpenAI 2025, Table 1 counts the unembedding but not the embedding)."""
+        return spec.active_params - (spec.embedding_params() if self.active_excludes_embedding else 0)
+
+    def off_pct(self, computed: int, published: int) -> float:
+        return 100.0 * (computed - published) / published
+
+
+def _published(where: str, r: dict) -> PublishedCounts:
+    active = _num(where, r, "published_active_params", int, optional=True)
+    tol = _num(where, r, "published_tolerance_pct", optional=True)
+    excl = r.get("active_excludes_embedding", "") or "false"
+    if excl.lower() not in ("true", "false"):
+        raise ValueError(f"{where}: 'active_excludes_embedding' must be true, false or empty, got {excl!r}")
+    return PublishedCounts(
+        name=r["name"],
+        total=_num(where, r, "published_params", int),
+        active=active,
+        active_excludes_embedding=excl.lower() == "true",
+        tolerance_pct=DEFAULT_TOLERANCE_PCT if tol is None else tol,
+    )
+
+
+@lru_cache(maxsize=16)
+def _published_all(path: str, _stamp_key: tuple[int, int]) -> dict[str, PublishedCounts]:
+    return {r["name"]: _published(f"{path}:{line}", r) for line, r in _read(Path(path), MODEL_COLUMNS)}
+
+
+def published_counts(name: str) -> PublishedCounts:
+    """The published total (and active) parameter figures of catalog model `name`, with the row's tolerance
+    (published_tolerance_pct, default 1 percent) and the active figure's embedding convention."""
+    table = _published_all(*_stamp("models"))
+    return _lookup("model", name, table)
 
 
 @lru_cache(maxsize=16)

@@ -96,6 +96,10 @@ def raw(kind: str) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def raw_row(name: str, kind: str = "models") -> dict[str, str]:
+    return next(r for r in raw(kind) if r["name"] == name)
+
+
 def num(row: dict, col: str) -> float | None:
     return float(row[col]) if row[col].strip() else None
 
@@ -295,10 +299,103 @@ def test_interconnect_orderings():
 
 # ---------------------------------------------------------------- models
 @pytest.mark.parametrize("name", sorted(r["name"] for r in raw("models")))
-def test_model_params_match_published_within_1pct(name):
+def test_model_params_match_published_within_the_rows_tolerance(name):
+    """n_params meets published_params, and a mixture of experts' active_params meets published_active_params
+    (in the figure's embedding convention), within published_tolerance_pct: 1% unless the row states why not."""
+    m, pub = get_model(name), catalog.published_counts(name)
+    assert m.published_params == pub.total > 0
+    assert pub.tolerance_pct <= 2, "a tolerance over 2% hides a wrong shape: fix the row instead"
+    if pub.tolerance_pct != catalog.DEFAULT_TOLERANCE_PCT:
+        assert "olerance" in raw_row(name)["notes"], (
+            f"{name}: say in notes why the tolerance is {pub.tolerance_pct}%"
+        )
+    assert abs(pub.off_pct(m.n_params, pub.total)) <= pub.tolerance_pct, (m.n_params, pub.total)
+    if m.is_moe:
+        assert pub.active is not None, f"{name}: a mixture of experts needs published_active_params"
+        got = pub.comparable_active(m)
+        assert abs(pub.off_pct(got, pub.active)) <= pub.tolerance_pct, (got, pub.active)
+        assert m.active_params < m.n_params
+    else:
+        assert pub.active is None and m.active_params == m.n_params
+
+
+# Published figures (model cards and reports): total and active parameters of today's mixtures of experts.
+# Each is the rounded figure its source prints, so the check is within the row's tolerance, not exact.
+MOE_PUBLISHED = {
+    "mixtral-8x7b": (46.7e9, 12.9e9),  # Mistral AI, Mixtral of experts (2023)
+    "mixtral-8x22b": (141e9, 39e9),  # Mistral AI, Mixtral 8x22B announcement (2024)
+    "deepseek-v3": (671e9, 37e9),  # DeepSeek-V3 report, abstract
+    "qwen3-30b-a3b": (30.5e9, 3.3e9),  # Qwen3-30B-A3B model card
+    "qwen3-235b-a22b": (235e9, 22e9),  # Qwen3-235B-A22B model card
+    "gpt-oss-20b": (20.91e9, 3.61e9),  # gpt-oss model card Table 1 (active without the input embedding)
+    "gpt-oss-120b": (116.83e9, 5.13e9),
+    "llama-4-scout": (109e9, 17e9),  # Meta, The Llama 4 herd (total includes the vision encoder)
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOE_PUBLISHED))
+def test_moe_rows_carry_the_published_total_and_active_figures(name):
+    pub = catalog.published_counts(name)
+    assert (pub.total, pub.active) == MOE_PUBLISHED[name]
     m = get_model(name)
-    assert m.published_params > 0
-    assert abs(m.n_params - m.published_params) <= 0.01 * m.published_params, (m.n_params, m.published_params)
+    assert m.is_moe and m.n_experts >= 8 and 1 <= m.experts_per_token <= 8
+
+
+def test_moe_mla_rows_have_the_published_shapes():
+    """The config.json fields that make each count: DeepSeek-V3 MLA, 256 routed + 1 shared, top-8, 3 dense
+    layers, one MTP module; gpt-oss alternating windows of 128; Llama 4 Scout top-1 + shared."""
+    ds = get_model("deepseek-v3")
+    assert (ds.n_experts, ds.n_shared_experts, ds.experts_per_token, ds.first_dense_layers) == (256, 1, 8, 3)
+    assert (ds.kv_lora_rank, ds.q_lora_rank, ds.qk_rope_head_dim, ds.v_head_dim, ds.mtp_layers) == (
+        512,
+        1536,
+        64,
+        128,
+        1,
+    )
+    assert ds.n_moe_layers == 58 and ds.is_mla
+    oss = get_model("gpt-oss-120b")
+    assert (oss.sliding_window, oss.full_attention_every, oss.n_experts, oss.experts_per_token) == (
+        128,
+        2,
+        128,
+        4,
+    )
+    assert [oss.is_full_attention_layer(i) for i in range(4)] == [False, True, False, True]
+    scout = get_model("llama-4-scout")
+    assert (scout.n_experts, scout.experts_per_token, scout.n_shared_experts, scout.moe_ffn_hidden) == (
+        16,
+        1,
+        1,
+        8192,
+    )
+    # the dense rows that differ from hidden / n_heads
+    assert get_model("qwen3-32b").head_dim == 128 and get_model("gemma-2-9b").head_dim == 256
+
+
+def test_bad_moe_column_names_the_column_and_line(tmp_path, monkeypatch):
+    _copy_data(tmp_path)
+    _edit(
+        tmp_path / "models.csv",
+        lambda r: _set(r, [x[0] for x in r].index("mixtral-8x7b"), "experts_per_token", "9"),
+    )
+    monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+    with pytest.raises(
+        ValueError, match=r"models\.csv:\d+: experts_per_token must be in \[1, n_experts 8\]"
+    ) as e:
+        catalog.models()
+    assert "\n" not in str(e.value)
+
+
+def test_bad_active_excludes_embedding_is_rejected(tmp_path, monkeypatch):
+    _copy_data(tmp_path)
+    _edit(
+        tmp_path / "models.csv",
+        lambda r: _set(r, [x[0] for x in r].index("gpt-oss-20b"), "active_excludes_embedding", "yes"),
+    )
+    monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
+    with pytest.raises(ValueError, match=r"models\.csv:\d+: 'active_excludes_embedding' must be true, false"):
+        catalog.models()
 
 
 def test_model_layouts():
@@ -434,7 +531,10 @@ def test_sliding_window_column():
     2023 sec. 2); every other row is full attention (an empty cell)."""
     assert get_model("mistral-7b").sliding_window == 4096
     assert get_model("llama-2-7b").sliding_window is None
-    assert {n for n, m in catalog.models().items() if m.sliding_window is not None} == {"mistral-7b"}
+    windowed = {n for n, m in catalog.models().items() if m.sliding_window is not None}
+    assert windowed == {"mistral-7b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout", "gemma-2-9b"}
+    # only Mistral's window covers every layer; the others alternate with global layers
+    assert {n for n in windowed if get_model(n).full_attention_every == 0} == {"mistral-7b"}
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "2.5", "x"])
@@ -451,16 +551,20 @@ def test_bad_sliding_window_names_the_column(tmp_path, monkeypatch, bad):
 
 
 def test_sliding_window_column_is_optional(tmp_path, monkeypatch):
-    """A models.csv written before the column existed still loads: full attention everywhere."""
+    """A models.csv written before the optional columns existed still loads: full attention everywhere,
+    dense models, published counts without an active figure."""
+    optional = (*catalog.OPTIONAL_MODEL_COLUMNS, *catalog.SPEC_DEFAULTED_COLUMNS, *catalog.PUBLISHED_COLUMNS)
+
+    def drop(r):
+        keep = [i for i, c in enumerate(r[0]) if c not in optional]
+        return [[row[i] for i in keep] for row in r]
+
     _copy_data(tmp_path)
-    _edit(
-        tmp_path / "models.csv",
-        lambda r: [
-            row[: r[0].index("sliding_window")] + row[r[0].index("sliding_window") + 1 :] for row in r
-        ],
-    )
+    _edit(tmp_path / "models.csv", drop)
     monkeypatch.setenv("GPUKIT_DATA", str(tmp_path))
     assert get_model("mistral-7b").sliding_window is None
+    assert not get_model("mixtral-8x7b").is_moe
+    assert catalog.published_counts("mixtral-8x7b").active is None
 
 
 def test_line_numbers_count_comment_and_blank_lines(tmp_path, monkeypatch):
@@ -587,6 +691,20 @@ def test_cli_models_json_has_computed_params(capsys):
     (row,) = json.loads(capsys.readouterr().out)
     assert row["n_params"] == get_model("llama-2-7b").n_params
     assert abs(row["params_diff_pct"]) < 1
+    assert row["active_params"] == row["n_params"] and row["published_active_params"] is None
+
+
+def test_cli_models_json_and_table_show_active_params(capsys):
+    assert main(["models", "gpt-oss-120b", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    m = get_model("gpt-oss-120b")
+    assert row["active_params"] == m.active_params < row["n_params"]
+    assert row["published_active_params"] == 5_130_000_000 and row["active_excludes_embedding"] is True
+    assert abs(row["active_diff_pct"]) < row["published_tolerance_pct"]
+    assert main(["models", "mixtral-8x7b"]) == 0
+    header, line = capsys.readouterr().out.splitlines()[1:3]
+    assert line.split()[header.split().index("active")] == "12.88B"
+    assert line.split()[header.split().index("experts")] == "2/8"
 
 
 def test_cli_models_title_states_diff_pct_as_printed(capsys):

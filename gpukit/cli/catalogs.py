@@ -94,9 +94,18 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
         r = raw[m.name]
         pub = m.published_params
         diff = 100.0 * (m.n_params - pub) / pub if pub else None
+        counts = catalog.published_counts(m.name)
+        act_diff = (
+            None if counts.active is None else counts.off_pct(counts.comparable_active(m), counts.active)
+        )
         full = {
             **m.to_dict(),
             "params_diff_pct": diff,
+            "active_params": m.active_params,
+            "published_active_params": counts.active,
+            "active_excludes_embedding": counts.active_excludes_embedding,
+            "active_diff_pct": act_diff,
+            "published_tolerance_pct": counts.tolerance_pct,
             "source": r["source"],
             "source_url": r["source_url"],
             "accessed": r["accessed"],
@@ -120,6 +129,8 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
             "n_params": fmt_count(m.n_params),
             "published": fmt_count(pub) if pub else None,
             "diff_pct": None if diff is None else round(diff, 3),
+            "experts": f"{m.experts_per_token}/{m.n_experts}" if m.is_moe else None,
+            "active": fmt_count(m.active_params) if m.is_moe else None,
         }
         text.append(_provenance(full, short, with_sources))
     return catalog_table(
@@ -128,7 +139,8 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
         "Models (gpukit/data/models.csv): n_params from gpukit.specs.ModelSpec, "
         "published = the source's count, diff_pct = 100 x (n_params - published) / published, in percent; "
         "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
-        "attention span ('-': full attention)",
+        "attention span ('-': full attention), experts = top-k / routed experts, active = parameters per token "
+        "(ModelSpec.active_params, embeddings included)",
     )
 
 
