@@ -11,7 +11,7 @@ from gpukit.cli.argtypes import (
     parse_count,  # noqa: F401 (its old home: `from gpukit.cli.compute import parse_count`)
     positive_int,
 )
-from gpukit.cli.model_args import add_model_args, model_from_args
+from gpukit.cli.model_args import add_hf_config_arg, add_model_args, model_flag, model_from_args
 from gpukit.cli.report import Report
 from gpukit.compute import MODES, RECOMPUTE, flops_per_token, roofline_layer, roofline_matmul, time_to_train
 from gpukit.results import format_table, stable_keys
@@ -97,16 +97,12 @@ def _dims(text):
 def _model_or_params(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", help="a model from `gpukit models` (gpukit/data/models.csv)")
+    add_hf_config_arg(g)
     g.add_argument("--params", type=count, help="n_params, e.g. 175B or 7e9 (no attention term)")
 
 
 def _resolve_model(args):
-    if args.model is None:
-        return None
-    from gpukit.catalog import get_model
-    from gpukit.errors import named_field
-
-    return named_field("--model", get_model, args.model)
+    return model_flag(args)  # --model or --hf-config (cli/model_args.py), None for --params
 
 
 def _train_time(args):
@@ -213,6 +209,7 @@ def _roofline(args):
     from gpukit.catalog import get_gpu
 
     gpu = get_gpu(args.gpu)
+    layer_model = model_flag(args)  # --model or --hf-config (cli/model_args.py)
     if args.dtype is None:  # '' is an error (the dtype check), not the default
         args.dtype = gpu.half_dtype
     matrix = [
@@ -220,11 +217,11 @@ def _roofline(args):
         for f, v in (("--dims", args.dims), ("--m", args.m), ("--n", args.n), ("--k", args.k))
         if v is not None
     ]
-    if args.model is not None and matrix:  # one of them would be ignored without a word
+    if layer_model is not None and matrix:  # one of them would be ignored without a word
         raise ValueError(
             f"--model and {matrix[0]} are two different questions (a layer, or one matmul): give one"
         )
-    if args.model is None:
+    if layer_model is None:
         layer_only = [
             f for f, v in (("--seq-len", args.seq_len), ("--context", args.context)) if v is not None
         ]
@@ -240,16 +237,12 @@ def _roofline(args):
             )
     elif args.batch != 1:
         raise ValueError("--batch (identical matmuls) applies to --dims M,N,K; a layer takes --micro-batch")
-    if args.model is not None:
-        from gpukit.catalog import get_model
-
+    if layer_model is not None:
         if args.seq_len is None:
             raise ValueError("--seq-len is required with --model")
         if args.mode != "decode" and args.context is not None:
             raise ValueError(f"--context applies to --mode decode; --mode {args.mode} uses --seq-len")
-        from gpukit.errors import named_field
-
-        model = named_field("--model", get_model, args.model)
+        model = layer_model
         window = model.window_note(args.seq_len, "--seq-len")
         if args.mode == "decode" and args.context is not None:
             window = model.window_note(args.context, "--context") or window
@@ -388,6 +381,7 @@ def register(subparsers) -> None:
     p.add_argument("--k", type=positive_int, help="inner dimension (columns of A, rows of B)")
     p.add_argument("--batch", type=positive_int, default=1, help="number of identical matmuls")
     p.add_argument("--model", help="instead of m/n/k: one layer of this model")
+    add_hf_config_arg(p)
     p.add_argument(
         "--seq-len", "--seq", dest="seq_len", type=positive_int, help="with --model: tokens per sequence"
     )

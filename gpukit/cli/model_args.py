@@ -1,7 +1,7 @@
 """The model flags of every model-taking subcommand, and the one builder of a custom shape.
 
-`add_model_args(parser)` adds --model (a catalog row), optionally --params (a bare count), and the
-custom shape: --layers/--hidden/--heads (old spellings --n-layers, --n-heads), --kv-heads,
+`add_model_args(parser)` adds --model (a catalog row), --hf-config (a local Hugging Face config.json,
+read by gpukit.hf_config: no network), optionally --params (a bare count), and the custom shape: --layers/--hidden/--heads (old spellings --n-layers, --n-heads), --kv-heads,
 --ffn-hidden, --vocab, --mlp, --norm, --position, --sliding-window. `model_from_args(args)` turns
 them into a ModelSpec (or a count), the same block for the same flags under every subcommand:
 
@@ -51,12 +51,13 @@ class ModelChoice:
 def add_model_args(p, *, params: bool = False):
     """Add the model flags to parser `p` (a group); with `params`, --params N too."""
     what = (
-        "--model, --params, or --layers/--hidden/--heads"
+        "--model, --hf-config, --params, or --layers/--hidden/--heads"
         if params
-        else "--model, or --layers/--hidden/--heads"
+        else "--model, --hf-config, or --layers/--hidden/--heads"
     )
     g = p.add_argument_group(f"model (one of: {what})")
     g.add_argument("--model", help="catalog model name (`gpukit models`)")
+    add_hf_config_arg(g)
     if params:
         g.add_argument(
             "--params", help="bare parameter count (7e9, 7B, 125M): model states only, no activations"
@@ -96,6 +97,41 @@ def add_model_args(p, *, params: bool = False):
     return g
 
 
+def add_hf_config_arg(g) -> None:
+    """--hf-config PATH on parser or group `g` (every model-taking command has it beside --model)."""
+    g.add_argument(
+        "--hf-config",
+        dest="hf_config",
+        metavar="PATH",
+        help="a local Hugging Face config.json (Llama, Mistral, Mixtral, Qwen2/3 and their MoE, DeepSeek-V3, "
+        "gpt-oss, Llama 4, Gemma 2, GPT-2, OPT): the model from its fields, offline",
+    )
+
+
+def hf_config_model(path: str) -> ModelSpec:
+    """The ModelSpec of --hf-config PATH; ValueError naming --hf-config and the problem in one line."""
+    from gpukit.hf_config import load_hf_config
+
+    try:
+        return load_hf_config(path)
+    except ValueError as e:
+        raise ValueError(f"--hf-config {e}") from None
+
+
+def model_flag(args) -> ModelSpec | None:
+    """The model of --model or --hf-config (None when neither is given), for commands with their own
+    --model; ValueError when both are given."""
+    from gpukit.catalog import get_model
+    from gpukit.errors import named_field
+
+    name, path = _given(args, "model"), _given(args, "hf_config")
+    if name is not None and path is not None:
+        raise ValueError("--model and --hf-config are mutually exclusive: give the model one way")
+    if path is not None:
+        return hf_config_model(path)
+    return None if name is None else named_field("--model", get_model, name)
+
+
 def _given(args, name: str):
     return getattr(args, name, None)
 
@@ -111,6 +147,7 @@ def model_from_args(args, *, longest_seq: int = 0) -> ModelChoice:
         x
         for x, on in (
             ("--model", _given(args, "model") is not None),
+            ("--hf-config", _given(args, "hf_config") is not None),
             ("--params", _given(args, "params") is not None),
             (flag_list, bool(dims)),
         )
@@ -120,7 +157,7 @@ def model_from_args(args, *, longest_seq: int = 0) -> ModelChoice:
         raise ValueError(f"{' and '.join(given)} are mutually exclusive: give the model one way")
     if not given:
         raise ValueError(
-            "give the model: --model NAME, "
+            "give the model: --model NAME, --hf-config PATH, "
             + ("--params N, " if _given(args, "_takes_params") else "")
             + "or --layers L --hidden H --heads A"
         )
@@ -128,6 +165,8 @@ def model_from_args(args, *, longest_seq: int = 0) -> ModelChoice:
         from gpukit.errors import named_field
 
         return ModelChoice(named_field("--model", get_model, args.model))
+    if _given(args, "hf_config") is not None:
+        return ModelChoice(hf_config_model(args.hf_config))
     if _given(args, "params") is not None:
         return ModelChoice(None, parse_param_count(args.params))
     missing = [f"--{f}" for f in ("layers", "hidden", "heads") if _given(args, f) is None]

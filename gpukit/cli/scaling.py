@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import int_list, positive_float, positive_int
+from gpukit.cli.model_args import add_hf_config_arg, model_flag
 
 
 def _scaling(args):
@@ -12,8 +13,9 @@ def _scaling(args):
     from gpukit.scaling import scaling
     from gpukit.units import parse_count
 
-    if (args.model is None) == (args.params is None):
-        raise ValueError("give exactly one of --model NAME or --params N")
+    model = model_flag(args)  # --model or --hf-config (cli/model_args.py)
+    if (model is None) == (args.params is None):
+        raise ValueError("give exactly one of --model NAME, --hf-config PATH or --params N")
     if (args.tokens_per_gpu is None) == (args.global_batch_tokens is None):
         raise ValueError(
             "give exactly one of --tokens-per-gpu T (weak scaling) or --global-batch-tokens G (strong)"
@@ -57,7 +59,7 @@ def _scaling(args):
             f"one node of --gpus-per-node {args.gpus_per_node}: give a count above it"
         )
     return scaling(
-        args.model,
+        model,
         n_params=parse_count(args.params, "params") if args.params is not None else None,
         gpu=args.gpu,
         gpus=counts,
@@ -86,6 +88,7 @@ def register(subparsers) -> None:
         "scaling", help="DDP step, speedup and efficiency per GPU count; overlap threshold"
     )
     p.add_argument("--model", help="catalog model (gpukit models)")
+    add_hf_config_arg(p)
     p.add_argument("--params", help="parameter count instead of a model, e.g. 7e9 or 7B")
     p.add_argument("--gpu", default="h100-sxm", help="catalog GPU (gpukit gpus)")
     p.add_argument("--gpus", default="1,2,4,8", help="GPU counts N[,N...] (<= gpus-per-node or whole nodes)")
