@@ -22,7 +22,18 @@ OUT = ROOT / "docs" / "API.md"
 
 # the calculator families (a face with __all__ each), in the layer order, and the ground floor
 FAMILIES = ("memory", "compute", "comm", "scaling", "parallel", "inference", "cost", "plan")
-GROUND = ("catalog", "specs", "units", "errors", "results", "timing_stats", "prices", "profile", "quant")
+GROUND = (
+    "catalog",
+    "specs",
+    "hf_config",
+    "units",
+    "errors",
+    "results",
+    "timing_stats",
+    "prices",
+    "profile",
+    "quant",
+)
 MAX_DEFAULT = 40  # a default whose repr is longer is shown as `Name(...)`
 MAX_CONSTANT = 100  # a constant's repr is cut after this many characters
 DOC_LINES = 3  # docstring lines shown per name (its first paragraph, at most this many lines)
