@@ -24,7 +24,7 @@ from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
 PROVENANCE = ("source", "source_url", "accessed")
-PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 KINDS = ("gpus", "models", "interconnects")
 SCOPES = ("intra-node", "inter-node")
 # Names are looked up lower-cased, so a catalog name must already be lower case (no spaces).
@@ -93,6 +93,7 @@ NUMERIC_COLUMNS = {
         "hbm_bandwidth_gbps",
         *(peak_column(d) for d in PEAK_DTYPES),
         "nvlink_gbps",
+        "nvlink_domain_gpus",
         "pcie_gen",
         "tdp_w",
     ),
@@ -122,6 +123,7 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "hbm_bandwidth_gbps": (0, 1e5, False),
     **{peak_column(d): (0, 1e5, False) for d in PEAK_DTYPES},
     "nvlink_gbps": (0, 1e5, True),
+    "nvlink_domain_gpus": (1, 1e5, True),
     "pcie_gen": (1, 8, True),
     "tdp_w": (0, 1e5, False),
     "n_layers": (1, 1e4, True),
@@ -195,6 +197,9 @@ class GPU:
     arch: str = ""
     form_factor: str = ""
     notes: str = ""
+    # GPUs one NVLink domain joins at nvlink_gbps each (an HGX/DGX board: 8; GB200 NVL72: 72); None where the
+    # row does not state one (PCIe cards: a bridge pair at most). Optional column nvlink_domain_gpus.
+    nvlink_domain_gpus: int | None = None
 
     @property
     def memory_bytes(self) -> int:
@@ -371,6 +376,7 @@ def _gpus(path: str, _stamp_key: tuple[int, int]) -> dict[str, GPU]:
             arch=r.get("arch", ""),
             form_factor=r.get("form_factor", ""),
             notes=r.get("notes", ""),
+            nvlink_domain_gpus=_num(where, r, "nvlink_domain_gpus", int, optional=True),
         )
     return out
 
@@ -523,7 +529,10 @@ _INTER_NODE = {
     "a100-80gb": "ib-hdr",
     "h100-sxm": "ib-ndr",
     "h200": "ib-ndr",
+    "h800": "ib-ndr",  # DeepSeek-V3 report sec. 3.1: InfiniBand, 50 GB/s per GPU
+    "gh200": "ib-ndr",  # NVIDIA GH200 datasheet: ConnectX-7 / BlueField-3 at 400 Gb/s
     "b200": "ib-ndr",
+    "gb200": "ib-ndr",  # DGX GB200: one ConnectX-7 400 Gb/s port per GPU beyond the NVL72 domain
     "v100-32gb": "ib-hdr",
 }
 

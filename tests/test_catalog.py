@@ -26,7 +26,7 @@ from gpukit.units import GiB
 
 DATA = Path(__file__).resolve().parent.parent / "gpukit" / "data"  # the catalogs ship inside the package
 KINDS = ("gpus", "models", "interconnects")
-PEAKS = ("fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops")
+PEAKS = tuple(catalog.peak_column(d) for d in catalog.PEAK_DTYPES)
 
 REQUIRED_ROWS = {
     "gpus": {
@@ -158,9 +158,16 @@ def test_gpu_units_sane(row):
     assert all(v is None or v > 0 for v in peaks.values())
     half = peaks["bf16_tflops"] or peaks["fp16_tflops"]
     chain = [
-        v for v in (peaks["fp8_tflops"], half, peaks["tf32_tflops"], peaks["fp32_tflops"]) if v is not None
+        v
+        for v in (peaks["fp4_tflops"], peaks["fp8_tflops"], half, peaks["tf32_tflops"], peaks["fp32_tflops"])
+        if v is not None
     ]
-    assert chain == sorted(chain, reverse=True), f"expected fp8 >= bf16 >= tf32 >= fp32, got {chain}"
+    assert chain == sorted(chain, reverse=True), f"expected fp4 >= fp8 >= bf16 >= tf32 >= fp32, got {chain}"
+    if peaks["fp4_tflops"]:
+        assert peaks["fp8_tflops"] and row["arch"] == "blackwell"  # FP4 tensor cores arrive with Blackwell
+        assert peaks["fp4_tflops"] == 2 * peaks["fp8_tflops"]
+    if row["nvlink_domain_gpus"]:
+        assert int(row["nvlink_domain_gpus"]) in (1, 2, 4, 8, 72) and float(row["nvlink_gbps"]) > 0
     if peaks["bf16_tflops"] and peaks["fp16_tflops"]:
         assert peaks["bf16_tflops"] == peaks["fp16_tflops"]  # same tensor rate with FP32 accumulate
 
@@ -191,6 +198,27 @@ def test_gpu_units_sane(row):
         ("mi300x", "fp8_tflops", 2614.9),
         ("mi300x", "nvlink_gbps", 448),
         ("rtx-3090", "nvlink_gbps", 56.25),
+        # issue 24's rows (datasheets cited in each row; sparse figures halved)
+        ("h100-nvl", "memory_gib", 94),
+        ("h100-nvl", "hbm_bandwidth_gbps", 3900),
+        ("h100-nvl", "bf16_tflops", 835.5),
+        ("h100-nvl", "fp8_tflops", 1670.5),
+        ("h100-nvl", "nvlink_domain_gpus", 2),
+        ("gh200", "memory_gib", 96),
+        ("gh200", "hbm_bandwidth_gbps", 4000),
+        ("gh200", "fp8_tflops", 1978.9),
+        ("h800", "nvlink_gbps", 200),  # 400 GB/s both directions: the export variant's NVLink
+        ("h800", "fp8_tflops", 1978.9),
+        ("b200", "fp4_tflops", 9000),
+        ("gb200", "bf16_tflops", 2500),
+        ("gb200", "fp8_tflops", 5000),
+        ("gb200", "fp4_tflops", 10000),
+        ("gb200", "memory_gib", 186),
+        ("gb200", "hbm_bandwidth_gbps", 8000),
+        ("gb200", "nvlink_domain_gpus", 72),
+        ("mi325x", "memory_gib", 256),
+        ("mi325x", "hbm_bandwidth_gbps", 6000),
+        ("mi325x", "fp8_tflops", 2614.9),
     ],
 )
 def test_gpu_spot_values(name, col, value):
@@ -228,6 +256,24 @@ def test_notes_say_what_peak_tflops_does():
             assert g.half_dtype == "fp16"
 
 
+def test_fp4_peak_and_nvlink_domain():
+    """FP4 is a peak like the others (Blackwell only); GB200 NVL72 is one NVLink domain of 72 GPUs."""
+    assert get_gpu("gb200").peak_tflops("fp4") == 10000 and get_gpu("b200").has("fp4")
+    with pytest.raises(ValueError, match="has no peak"):
+        get_gpu("h100-sxm").peak_tflops("fp4")
+    assert get_gpu("gb200").nvlink_domain_gpus == 72 and get_gpu("h100-sxm").nvlink_domain_gpus == 8
+    assert get_gpu("l4").nvlink_domain_gpus is None and get_gpu("gh200").nvlink_domain_gpus is None
+    assert get_gpu("h800").peaks_tflops == get_gpu("h100-sxm").peaks_tflops  # same GH100 tensor peaks
+    assert get_gpu("mi325x").peaks_tflops == get_gpu("mi300x").peaks_tflops  # same CDNA3 compute
+
+
+def test_cli_gpus_json_has_fp4_and_domain(capsys):
+    assert main(["gpus", "gb200", "t4", "--json"]) == 0
+    gb, t4 = json.loads(capsys.readouterr().out)
+    assert (gb["fp4_tflops"], gb["nvlink_domain_gpus"]) == (10000, 72)
+    assert (t4["fp4_tflops"], t4["nvlink_domain_gpus"]) == (None, None)
+
+
 def test_gpu_object_units():
     h100 = get_gpu("h100-sxm")
     assert h100.memory_bytes == 80 * GiB  # "80GB" HBM is 80 GiB
@@ -245,6 +291,9 @@ def test_gpu_object_units():
         ("h100-sxm", "nvlink4"),
         ("h200", "nvlink4"),
         ("b200", "nvlink5"),
+        ("gb200", "nvlink5"),
+        ("gh200", "nvlink4"),
+        ("h800", "nvlink4-h800"),
     ],
 )
 def test_gpu_nvlink_matches_interconnect_catalog(gpu, link):
@@ -763,6 +812,11 @@ def test_cli_malformed_catalog_exits_2(tmp_path, monkeypatch, capsys):
         ("h100-sxm", 8, "nvlink4"),
         ("b200", 8, "nvlink5"),
         ("mi300x", 8, "nvlink4"),  # Infinity Fabric 448 GB/s, within 1% of NVLink 4's 450
+        ("mi325x", 8, "nvlink4"),
+        ("h800", 8, "nvlink4-h800"),  # the cut NVLink (200 GB/s one way), not NVLink 2's 150
+        ("gb200", 8, "nvlink5"),
+        ("h100-nvl", 2, "nvlink3"),  # a 300 GB/s bridge pair
+        ("h100-nvl", 8, "pcie5"),
         ("h100-pcie", 2, "nvlink3"),
         ("h100-pcie", 8, "pcie5"),  # a bridge joins a pair, not eight cards
         ("rtx-3090", 2, "pcie4"),  # a 56 GB/s bridge is slower than any catalog NVLink: the card's PCIe
@@ -787,6 +841,9 @@ def test_intra_node_link_bad_peers():
         ("h100-sxm", "ib-ndr"),
         ("h200", "ib-ndr"),
         ("b200", "ib-ndr"),
+        ("h800", "ib-ndr"),
+        ("gh200", "ib-ndr"),
+        ("gb200", "ib-ndr"),
         ("l4", "eth-100g"),
     ],
 )

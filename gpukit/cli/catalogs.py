@@ -59,6 +59,7 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
             "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
             **{catalog.peak_column(d): peaks.get(d) for d in catalog.PEAK_DTYPES},
             "nvlink_gbps": g.nvlink_gbps,
+            "nvlink_domain_gpus": g.nvlink_domain_gpus,
             "pcie_gen": g.pcie_gen,
             "tdp_w": g.tdp_w,
             "source": g.source,
@@ -74,6 +75,7 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
             "hbm_gbps": g.hbm_bandwidth_gbps,
             **{d: peaks.get(d) for d in catalog.PEAK_DTYPES},
             "nvlink_gbps": g.nvlink_gbps,
+            "domain": g.nvlink_domain_gpus,
             "pcie": g.pcie_gen,
             "tdp_w": g.tdp_w,
         }
@@ -82,7 +84,8 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
         rows,
         text,
         "GPUs (gpukit/data/gpus.csv): memory GiB, HBM GB/s, dense peak TFLOPS "
-        "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, TDP W",
+        "(int8: TOPS, '-' = unsupported), NVLink GB/s one way, domain = GPUs one NVLink domain joins "
+        "('-': not stated), TDP W",
     )
 
 
