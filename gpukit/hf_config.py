@@ -121,6 +121,17 @@ def _name(d: dict, path: str) -> str:
 
 def spec_from_hf_dict(d: dict, where: str = "config.json", name: str | None = None) -> HFConfig:
     """HFConfig from a config.json already parsed into `d` (`where` names it in errors)."""
+    try:
+        return _spec_from_hf_dict(d, where, name)
+    except (TypeError, AttributeError, KeyError) as e:  # a field of the wrong JSON type ("4096", a list, ...)
+        raise ValueError(
+            f"{where}: a field has the wrong type for its architecture ({type(e).__name__}: {e})"
+        ) from None
+
+
+def _spec_from_hf_dict(d: dict, where: str, name: str | None) -> HFConfig:
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: not a config.json (a JSON object), got a {type(d).__name__}")
     archs = d.get("architectures")
     if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
         raise ValueError(
@@ -228,6 +239,10 @@ def _llama_family(f: _Fields, arch: str, notes: list[str]) -> dict:
     )
     if f.opt("attention_bias") or f.opt("mlp_bias"):
         kw["bias"] = True
+        if arch != "GptOssForCausalLM" and not (f.opt("attention_bias") and f.opt("mlp_bias")):
+            notes.append(
+                "attention_bias/mlp_bias: ModelSpec has one bias flag, so biases are counted on both"
+            )
     if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM"):
         notes.append("Qwen2: q/k/v biases not counted (bias=false; under 0.01% of the parameters)")
     if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"):

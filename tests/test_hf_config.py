@@ -207,3 +207,27 @@ def test_hf_config_moe_through_the_cli(capsys):
     assert rc == 0, err
     d = json.loads(out)
     assert d["n_params"] == catalog.get_model("gpt-oss-120b").n_params
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"max_position_embeddings": "4096"},
+        {"hidden_size": [4096]},
+        {"num_hidden_layers": None},
+        {"num_key_value_heads": 7},
+        {"architectures": "LlamaForCausalLM"},
+    ],
+)
+def test_wrong_field_types_are_one_line_value_errors(tmp_path, patch):
+    d = json.loads((FIXTURES / "llama-3.3-70b.json").read_text()) | patch
+    path = _write(tmp_path, json.dumps(d))
+    with pytest.raises(ValueError) as e:
+        load_hf_config(path)
+    assert "\n" not in str(e.value) and str(path) in str(e.value)
+
+
+def test_llama4_text_config_must_be_an_object(tmp_path):
+    d = json.loads((FIXTURES / "llama-4-scout.json").read_text()) | {"text_config": 3}
+    with pytest.raises(ValueError, match="'text_config' must be an object"):
+        load_hf_config(_write(tmp_path, json.dumps(d)))
