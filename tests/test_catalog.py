@@ -379,6 +379,7 @@ MOE_PUBLISHED = {
     "gpt-oss-20b": (20.91e9, 3.61e9),  # gpt-oss model card Table 1 (active without the input embedding)
     "gpt-oss-120b": (116.83e9, 5.13e9),
     "llama-4-scout": (109e9, 17e9),  # Meta, The Llama 4 herd (total includes the vision encoder)
+    "llama-4-maverick": (400e9, 17e9),
 }
 
 
@@ -418,6 +419,9 @@ def test_moe_mla_rows_have_the_published_shapes():
         1,
         8192,
     )
+    mav = get_model("llama-4-maverick")
+    assert (mav.n_experts, mav.moe_every, mav.n_moe_layers) == (128, 2, 24)
+    assert [mav.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
     # the dense rows that differ from hidden / n_heads
     assert get_model("qwen3-32b").head_dim == 128 and get_model("gemma-2-9b").head_dim == 256
 
@@ -581,7 +585,14 @@ def test_sliding_window_column():
     assert get_model("mistral-7b").sliding_window == 4096
     assert get_model("llama-2-7b").sliding_window is None
     windowed = {n for n, m in catalog.models().items() if m.sliding_window is not None}
-    assert windowed == {"mistral-7b", "gpt-oss-20b", "gpt-oss-120b", "llama-4-scout", "gemma-2-9b"}
+    assert windowed == {
+        "mistral-7b",
+        "gpt-oss-20b",
+        "gpt-oss-120b",
+        "llama-4-scout",
+        "llama-4-maverick",
+        "gemma-2-9b",
+    }
     # only Mistral's window covers every layer; the others alternate with global layers
     assert {n for n in windowed if get_model(n).full_attention_every == 0} == {"mistral-7b"}
 
