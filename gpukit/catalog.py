@@ -73,8 +73,8 @@ SPEC_DEFAULTED_COLUMNS = (
     "mtp_layers",
 )
 # Published-figure columns (not ModelSpec fields): the active parameters a mixture of experts' report gives,
-# whether that figure leaves the input embedding out (gpt-oss's model card does: true; empty: false), and the tolerance within
-# which n_params and active_params must meet the published figures (empty: 1 percent).
+# whether that figure leaves the input embedding out (gpt-oss's model card does: true; empty: false), and
+# the tolerance within which n_params and active_params must meet the published figures (empty: 1 percent).
 PUBLISHED_COLUMNS = ("published_active_params", "active_excludes_embedding", "published_tolerance_pct")
 DEFAULT_TOLERANCE_PCT = 1.0
 INTERCONNECT_COLUMNS = ("name", "kind", "scope", "bandwidth_gbps", "latency_us")
