@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from gpukit.errors import did_you_mean, require_positive_int
+from gpukit.hf_config import load_hf_config
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
@@ -619,15 +620,22 @@ def as_model(model, name: str = ..., optional: Literal[False] = ...) -> ModelSpe
 @overload
 def as_model(model, name: str = ..., optional: bool = ...) -> ModelSpec | None: ...
 def as_model(model, name: str = "model", optional: bool = False) -> ModelSpec | None:
-    """A ModelSpec from a catalog name ('llama-2-7b') or a ModelSpec; ValueError otherwise."""
+    """A ModelSpec from a catalog name ('llama-2-7b'), the path of a local Hugging Face config.json (a str
+    ending in .json or a pathlib.Path: gpukit.hf_config.load_hf_config, offline) or a ModelSpec; ValueError
+    otherwise."""
     if model is None and optional:
         return None
+    if isinstance(model, Path) or (isinstance(model, str) and model.strip().lower().endswith(".json")):
+        try:
+            return load_hf_config(model)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
     if isinstance(model, str):
         return get_model(model)
     if isinstance(model, ModelSpec):
         return model
     raise ValueError(
-        f"{name} must be a catalog model name (`gpukit models`) or a gpukit.specs.ModelSpec, "
+        f"{name} must be a catalog model name (`gpukit models`), a config.json path or a gpukit.specs.ModelSpec, "
         f"got {type(model).__name__} {model!r}"
     )
 

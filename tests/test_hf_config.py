@@ -231,3 +231,18 @@ def test_llama4_text_config_must_be_an_object(tmp_path):
     d = json.loads((FIXTURES / "llama-4-scout.json").read_text()) | {"text_config": 3}
     with pytest.raises(ValueError, match="'text_config' must be an object"):
         load_hf_config(_write(tmp_path, json.dumps(d)))
+
+
+def test_the_api_takes_a_config_path_wherever_it_takes_a_model():
+    """catalog.as_model (what every calculator calls on model=) reads a .json path or a Path: the same
+    spec as load_hf_config; a bad path is one line naming the argument."""
+    from gpukit.memory import estimate_memory
+
+    path = FIXTURES / "qwen3-8b.json"
+    assert catalog.as_model(path) == catalog.as_model(str(path)) == load_hf_config(path)
+    by_path = estimate_memory(str(FIXTURES / "gpt2.json"))
+    assert by_path.total_bytes == estimate_memory("gpt2").total_bytes
+    with pytest.raises(ValueError, match=r"^model: .*absent\.json: no such file$"):
+        catalog.as_model(str(FIXTURES / "absent.json"))
+    with pytest.raises(ValueError, match="did you mean|unknown"):
+        catalog.as_model("qwen3-8b-typo")
