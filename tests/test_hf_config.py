@@ -246,3 +246,22 @@ def test_the_api_takes_a_config_path_wherever_it_takes_a_model():
         catalog.as_model(str(FIXTURES / "absent.json"))
     with pytest.raises(ValueError, match="did you mean|unknown"):
         catalog.as_model("qwen3-8b-typo")
+
+
+def test_models_hf_config_shows_the_row_and_its_assumptions(capsys):
+    """`gpukit models --hf-config PATH`: the spec a config gives, nothing published, the assumptions said."""
+    path = str(FIXTURES / "qwen3-30b-a3b.json")
+    rc, out, err = run_cli(capsys, "models", "--hf-config", path, "--json")
+    assert rc == 0, err
+    (row,) = json.loads(out)
+    m = catalog.get_model("qwen3-30b-a3b")
+    assert (row["n_params"], row["active_params"]) == (m.n_params, m.active_params)
+    assert row["published_params"] is None and row["published_active_params"] is None
+    assert (
+        "Qwen3MoeForCausalLM" in row["source"]
+        and "train_seq_len = max_position_embeddings" in row["train_source"]
+    )
+    rc, out, _ = run_cli(capsys, "models", "--hf-config", path)
+    assert rc == 0 and "note: train_seq_len = max_position_embeddings 40960" in out
+    rc, out, err = run_cli(capsys, "models", "gpt2", "--hf-config", path)
+    assert rc == 2 and out == "" and "not both" in err

@@ -206,7 +206,14 @@ CASES = {
         ["--workload", "lora", "--model", "llama-2-7b", "--tokens", "100M", "--deadline-hours", "10"],
     ],
     "gpus": [[], ["h100-sxm"]],
-    "models": [[], ["gpt2", "mistral-7b"]],
+    "models": [
+        [],
+        ["gpt2", "mistral-7b"],
+        [
+            "--hf-config",
+            str(Path(__file__).resolve().parent / "fixtures" / "hf_configs" / "gpt-oss-20b.json"),
+        ],
+    ],
     "links": [[], ["nvlink4"]],
     "netlab status": [[]],
 }

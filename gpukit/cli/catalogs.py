@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from gpukit import catalog
 from gpukit.cli import add_json_flag
+from gpukit.cli.model_args import add_hf_config_arg
 from gpukit.cli.report import Report
 from gpukit.units import fmt_count
 
 
-def catalog_table(rows: list[dict], text_rows: list[dict], title: str = "") -> Report:
-    """Rows for --json (all fields) and the narrower rows printed as a table (drawn when asked for)."""
+def catalog_table(rows: list[dict], text_rows: list[dict], title: str = "", footer: str = "") -> Report:
+    """Rows for --json (all fields) and the narrower rows printed as a table (drawn when asked for), and
+    `footer` lines under the table."""
 
     def draw() -> str:
         import pandas as pd
@@ -27,7 +29,7 @@ def catalog_table(rows: list[dict], text_rows: list[dict], title: str = "") -> R
         for c in df.columns:  # a column that is None in every row shown is object-typed: na_rep misses it
             if df[c].dtype == object:
                 df[c] = df[c].where(df[c].notna(), "-")
-        table = df.to_string(index=False, na_rep="-")
+        table = df.to_string(index=False, na_rep="-") + (f"\n{footer}" if footer else "")
         return f"{title}\n{table}" if title else table
 
     return Report([dict(r) for r in rows], draw)
@@ -89,26 +91,56 @@ def gpu_rows(names=(), with_sources: bool = False) -> Report:
     )
 
 
-def model_rows(names=(), with_sources: bool = False) -> Report:
-    """Model rows with n_params (computed), published_params and their difference in percent."""
+def _hf_row(path: str) -> tuple:
+    """(spec, provenance, no published counts) of `gpukit models --hf-config PATH`: the spec a config.json
+    gives, with the assumptions gpukit.hf_config made in notes and train_source."""
+    from gpukit.hf_config import read_hf_config
+
+    try:
+        hf = read_hf_config(path)
+    except ValueError as e:
+        raise ValueError(f"--hf-config {e}") from None
+    train = [n for n in hf.notes if n.startswith("train_seq_len")]
+    prov = {
+        "source": f"config.json at {hf.path} read as {hf.architecture} (gpukit.hf_config)",
+        "source_url": "",
+        "accessed": "",
+        "notes": "; ".join(n for n in hf.notes if n not in train),
+        "train_source": "; ".join(train),
+    }
+    return hf.spec, prov, None
+
+
+def model_rows(names=(), with_sources: bool = False, hf_config: str | None = None) -> Report:
+    """Model rows with n_params (computed), published_params and their difference in percent; with
+    `hf_config`, the one row a local config.json gives (its assumptions in notes, nothing published)."""
+    if hf_config is not None and names:
+        raise ValueError("give catalog NAMEs or --hf-config PATH, not both")
     raw = {r["name"]: r for r in catalog.read_csv(catalog.data_dir() / "models.csv")}
+    if hf_config is not None:
+        entries = [_hf_row(hf_config)]
+    else:
+        entries = [
+            (m, raw[m.name], catalog.published_counts(m.name))
+            for m in _select(catalog.models(), names, catalog.get_model)
+        ]
     rows, text = [], []
-    for m in _select(catalog.models(), names, catalog.get_model):
-        r = raw[m.name]
+    for m, r, counts in entries:
         pub = m.published_params
         diff = 100.0 * (m.n_params - pub) / pub if pub else None
-        counts = catalog.published_counts(m.name)
         act_diff = (
-            None if counts.active is None else counts.off_pct(counts.comparable_active(m), counts.active)
+            None
+            if counts is None or counts.active is None
+            else counts.off_pct(counts.comparable_active(m), counts.active)
         )
         full = {
             **m.to_dict(),
             "params_diff_pct": diff,
             "active_params": m.active_params,
-            "published_active_params": counts.active,
-            "active_excludes_embedding": counts.active_excludes_embedding,
+            "published_active_params": None if counts is None else counts.active,
+            "active_excludes_embedding": counts is not None and counts.active_excludes_embedding,
             "active_diff_pct": act_diff,
-            "published_tolerance_pct": counts.tolerance_pct,
+            "published_tolerance_pct": None if counts is None else counts.tolerance_pct,
             "source": r["source"],
             "source_url": r["source_url"],
             "accessed": r["accessed"],
@@ -136,6 +168,9 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
             "active": fmt_count(m.active_params) if m.is_moe else None,
         }
         text.append(_provenance(full, short, with_sources))
+    footer = ""
+    if hf_config is not None:  # the assumptions the config could not settle, said under the table
+        footer = "\n".join(f"note: {n}" for n in (entries[0][1]["train_source"], entries[0][1]["notes"]) if n)
     return catalog_table(
         rows,
         text,
@@ -144,6 +179,7 @@ def model_rows(names=(), with_sources: bool = False) -> Report:
         "max_seq = context window, train_seq = pretraining sequence length, window = sliding-window "
         "attention span ('-': full attention), experts = top-k / routed experts, active = parameters per token "
         "(ModelSpec.active_params, embeddings included)",
+        footer,
     )
 
 
@@ -190,4 +226,8 @@ def register(sub) -> None:
         p.add_argument("names", nargs="*", metavar="NAME", help="rows to show (default: all)")
         p.add_argument("--sources", action="store_true", help="add source and access date to the table")
         add_json_flag(p)
-        p.set_defaults(func=lambda args, fn=fn: fn(tuple(args.names), args.sources))
+        if cmd == "models":
+            add_hf_config_arg(p)
+            p.set_defaults(func=lambda args: model_rows(tuple(args.names), args.sources, args.hf_config))
+        else:
+            p.set_defaults(func=lambda args, fn=fn: fn(tuple(args.names), args.sources))
