@@ -116,7 +116,13 @@ def _name(d: dict, path: str) -> str:
     if isinstance(n, str) and n.strip("/"):
         return n.strip("/").split("/")[-1].lower()
     p = Path(path)
-    return (p.stem if p.stem != "config" else p.resolve().parent.name).lower() or "hf-config"
+    if p.stem != "config":
+        return p.stem.lower()
+    parts = p.resolve().parts
+    for part in reversed(parts[:-1]):  # the hub cache: models--Org--Name/snapshots/<commit>/config.json
+        if part.startswith("models--"):
+            return part.split("--")[-1].lower()
+    return parts[-2].lower() if len(parts) > 1 else "hf-config"
 
 
 def spec_from_hf_dict(d: dict, where: str = "config.json", name: str | None = None) -> HFConfig:

@@ -265,3 +265,14 @@ def test_models_hf_config_shows_the_row_and_its_assumptions(capsys):
     assert rc == 0 and "note: train_seq_len = max_position_embeddings 40960" in out
     rc, out, err = run_cli(capsys, "models", "gpt2", "--hf-config", path)
     assert rc == 2 and out == "" and "not both" in err
+
+
+def test_the_name_comes_from_the_file_or_the_hub_cache_folder(tmp_path):
+    text = (FIXTURES / "qwen3-8b.json").read_text()
+    snap = tmp_path / "models--Qwen--Qwen3-8B" / "snapshots" / ("a" * 40)
+    snap.mkdir(parents=True)
+    assert load_hf_config(_write(snap, text)).name == "qwen3-8b"
+    (tmp_path / "my-model").mkdir()
+    assert load_hf_config(_write(tmp_path / "my-model", text)).name == "my-model"
+    assert load_hf_config(_write(tmp_path, text, "other.json")).name == "other"
+    assert load_hf_config(FIXTURES / "qwen3-8b.json", name="mine").name == "mine"
