@@ -180,7 +180,8 @@ def test_decode_never_faster_than_bandwidth_over_bytes(name, prec, b, ctx, gpu, 
     m, g = get_model(name), get_gpu(gpu)
     a = inf.Assumptions(hbm_share=share)
     st_ = inf.decode_step(m, g, batch=b, context=ctx, precision=prec, assumptions=a)
-    bytes_read = inf.weight_bytes_read_per_step(m, prec) + b * ctx * inf.kv_bytes_per_token(m, "bf16")
+    kv = inf.default_kv_dtype(g, prec)  # fp8 beside fp8 weights on fp8 GPUs (the engine default)
+    bytes_read = inf.weight_bytes_read_per_step(m, prec) + b * ctx * inf.kv_bytes_per_token(m, kv)
     ceiling = b * g.hbm_bandwidth_gbps * GB / bytes_read  # tokens/s at 100% of HBM bandwidth
     assert b / st_.time_s <= ceiling * (1 + 1e-9)
 
