@@ -101,6 +101,12 @@ class Assumptions:
     non_gpu_s: per-request time outside the GPUs (network, tokenization, a database): added to the
       latency; with non_gpu_workers it also caps throughput (Amdahl).
     target_utilization: replicas are sized so that each runs at most this share of its capacity.
+    chunked_prefill: prompts are split into chunks that ride on the batched decode steps (vLLM V1's
+      default scheduler; Sarathi-Serve, Agrawal et al. 2024, arXiv:2403.02310 sec. 4): a replica's
+      capacity comes from the steady-state step of B decode tokens + B x I / O prompt tokens, one weight
+      read for both, instead of a full weight read per prompt. False: one prefill per request (Orca).
+    request_overhead_s: engine time per request that no step hides (0 by default: vLLM V1 runs
+      tokenization and detokenization in a separate process, overlapped with the GPU).
     gqa_kv_reuse: decode attention reads each KV head once per step for all the query heads of its
       group (FlashDecoding, vLLM's paged attention, TensorRT-LLM's XQA kernel from v0.8). False: once
       per query head, n_heads / n_kv_heads times (TensorRT-LLM's masked MHA before XQA; NVIDIA's XQA
@@ -117,6 +123,8 @@ class Assumptions:
     target_utilization: float = 0.8
     step_overhead_s: float = 0.0  # fixed time per forward pass (kernel launches, framework dispatch)
     gqa_kv_reuse: bool = True
+    chunked_prefill: bool = True
+    request_overhead_s: float = 0.0  # engine time per request outside the steps (scheduling, detokenizing)
 
     def __post_init__(self):
         for f in ("hbm_share", "flops_share", "reserve_fraction", "target_utilization"):
@@ -126,6 +134,9 @@ class Assumptions:
         require_positive_int("prefill_chunk_tokens", self.prefill_chunk_tokens)
         require_positive("non_gpu_s", self.non_gpu_s, allow_zero=True)
         require_positive("step_overhead_s", self.step_overhead_s, allow_zero=True)
+        require_positive("request_overhead_s", self.request_overhead_s, allow_zero=True)
+        if not isinstance(self.chunked_prefill, bool):
+            raise ValueError(f"chunked_prefill must be True or False, got {self.chunked_prefill!r}")
         if self.non_gpu_workers is not None:
             require_positive_int("non_gpu_workers", self.non_gpu_workers)
 
@@ -142,8 +153,15 @@ class Assumptions:
                 "decode attention reads each KV head once per query head (no GQA reuse: TensorRT-LLM "
                 "masked MHA before the XQA kernel)"
             )
+        if self.chunked_prefill:
+            out.append(
+                "chunked prefill: prompts enter the batched decode steps in chunks, one weight read per step "
+                "(vLLM V1 default; Sarathi-Serve, Agrawal et al. 2024)"
+            )
         if self.step_overhead_s:
             out.append(f"fixed {self.step_overhead_s * 1e3:.3g} ms per forward pass (dispatch/launch)")
+        if self.request_overhead_s:
+            out.append(f"{self.request_overhead_s * 1e3:.3g} ms of engine time per request (scheduling, detokenizing)")
         if self.non_gpu_s:
             cap = (
                 f", on {self.non_gpu_workers} shared worker(s): at most {self.non_gpu_workers / self.non_gpu_s:.4g} "
