@@ -49,6 +49,8 @@ from gpukit.inference.serving import (
 from gpukit.inference.capacity import (
     MAX_NUM_SEQS,
     MAX_NUM_SEQS_LARGE_GPU,
+    TRTLLM_MAX_BATCH_SIZE,
+    TRTLLM_MAX_NUM_TOKENS,
     MAX_BATCHED_TOKENS,
     MAX_BATCHED_TOKENS_LARGE_GPU,
     LARGE_GPU_GIB,
@@ -123,6 +125,8 @@ __all__ = [
     "with_assumptions",
     "MAX_NUM_SEQS",
     "MAX_NUM_SEQS_LARGE_GPU",
+    "TRTLLM_MAX_BATCH_SIZE",
+    "TRTLLM_MAX_NUM_TOKENS",
     "MAX_BATCHED_TOKENS",
     "MAX_BATCHED_TOKENS_LARGE_GPU",
     "LARGE_GPU_GIB",

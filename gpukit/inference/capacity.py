@@ -48,6 +48,7 @@ MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs below 70 GiB and on A100 (engi
 # and 2048 (the LLM class, offline: 16384 / 8192 tokens). TensorRT-LLM's LLM API: max_batch_size 2048,
 # max_num_tokens 8192 (tensorrt_llm/llmapi/llm_args.py).
 MAX_NUM_SEQS_LARGE_GPU = 1024
+TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS = 2048, 8192  # TensorRT-LLM LLM API defaults (llm_args.py)
 MAX_BATCHED_TOKENS, MAX_BATCHED_TOKENS_LARGE_GPU = 2048, 8192
 LARGE_GPU_GIB = 70
 # the largest batch `serve` prices: 100x the largest static batches published (TensorRT-LLM's 1,024);
