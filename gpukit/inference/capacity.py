@@ -32,6 +32,7 @@ from gpukit.inference.serving import (
     StepTime,
     decode_step,
     default_kv_dtype,
+    check_ep,
     prefill_step,
     serving_memory,
 )
@@ -414,6 +415,7 @@ def serve(
             f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}"
         )
     pp = gpus // tp
+    check_ep(model, ep, tp)  # ep divides the stage's tp GPUs and the experts
     if pp > model.n_layers:  # named here (gpus), not later as a pipeline depth the caller never gave
         raise ValueError(
             f"gpus must be <= tp x n_layers = {tp} x {model.n_layers} (a pipeline stage holds at least one "

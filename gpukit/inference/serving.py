@@ -597,7 +597,7 @@ def decode_step(
     )  # catalog names or specs; no GPU with rates given
     batch, context = require_positive_int("batch", batch), require_positive_int("context", context)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
-    ep = _check_ep(model, ep, tp)
+    ep = check_ep(model, ep, tp)
     prefill_tokens = require_positive_int("prefill_tokens", prefill_tokens, allow_zero=True)
     prompt = require_positive_int("prompt_tokens", prompt_tokens if prompt_tokens is not None else context)
     kv_dtype = default_kv_dtype(gpu, precision) if kv_dtype is None else kv_dtype
@@ -610,6 +610,10 @@ def decode_step(
     dense_per_token = 2.0 * active_matmul_params(model)  # 2N, N the active matmul weights (Kaplan table 1)
     dense_flops = (mb * (dense_per_token + f.get("lm_head_forward")) + pf * dense_per_token) * share
     attn_flops = mb * f.get("attention_forward") * share
+    if model.is_mla:  # absorbed MLA decode (DeepSeek-V2 sec. 2.1.3: W^UK into W^Q, W^UV into W^O): per head and
+        # cached key, scores over kv_lora_rank + rope dims and values over kv_lora_rank, 2 FLOPs a product
+        per_key = 2.0 * model.n_heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
+        attn_flops = mb * per_key * kv_cached_token_layers(model, context, pp) / tp
     attn_bytes = kv_cache_bytes(
         model, context, mb, kv_dtype, tp, pp
     )  # the cache read (gpukit.memory.kv_cache)
@@ -646,7 +650,7 @@ def decode_step(
     )
 
 
-def _check_ep(model: ModelSpec, ep: int, tp: int) -> int:
+def check_ep(model: ModelSpec, ep: int, tp: int) -> int:
     """ep divides the GPUs of a stage (tp) and the routed experts; 1 for a dense model."""
     ep = require_positive_int("ep", ep)
     if ep == 1:
@@ -690,7 +694,7 @@ def prefill_step(
     )  # catalog names or specs; no GPU with rates given
     s, batch = require_positive_int("prompt_tokens", prompt_tokens), require_positive_int("batch", batch)
     tp, pp = require_positive_int("tp", tp), require_positive_int("pp", pp)
-    ep = _check_ep(model, ep, tp)
+    ep = check_ep(model, ep, tp)
     kv_dtype = default_kv_dtype(gpu, precision) if kv_dtype is None else kv_dtype
     _split(model, tp, pp)
     flops_rate, bw = _rates(gpu, precision, assumptions, peak_tflops, bandwidth_gbps)
