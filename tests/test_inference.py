@@ -667,10 +667,14 @@ def test_cli_serve_defaults_for_a_short_context(capsys):
 
 def test_serve_text_names_the_engine_cap_when_it_binds():
     """max_batch is min(memory's, vLLM max_num_seqs); the text says which one binds (notebook 07's prose)."""
-    small = inf.serve(get_model("llama-3-8b"), H100, max_batch=inf.MAX_NUM_SEQS)  # memory holds more than the cap
+    small = inf.serve(
+        get_model("llama-3-8b"), H100, max_batch=inf.MAX_NUM_SEQS
+    )  # memory holds more than the cap
     assert small.memory.max_batch > small.max_batch == inf.MAX_NUM_SEQS
     assert f"memory holds {small.memory.max_batch}" in small.to_text()
-    big = inf.serve(get_model("llama-3.1-70b"), H100, gpus=2, precision="fp8", kv_dtype="bf16")  # memory binds
+    big = inf.serve(
+        get_model("llama-3.1-70b"), H100, gpus=2, precision="fp8", kv_dtype="bf16"
+    )  # memory binds
     assert big.max_batch == big.memory.max_batch < inf.MAX_NUM_SEQS
     assert "max_num_seqs" not in big.to_text()
 

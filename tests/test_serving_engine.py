@@ -94,5 +94,7 @@ def test_offline_throughput_median_error():
     assert abs(statistics.median(new)) <= 0.10
     assert max(abs(e) for e in new) <= 0.50
     legacy = replace(inf.Assumptions(), chunked_prefill=False)
-    old = [inf.predict_published(r, legacy, max_batch=256, kv_dtype="bf16") / float(r["value"]) - 1 for r in rows]
+    old = [
+        inf.predict_published(r, legacy, max_batch=256, kv_dtype="bf16") / float(r["value"]) - 1 for r in rows
+    ]
     assert statistics.median(old) <= -0.25, old

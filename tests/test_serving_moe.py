@@ -182,13 +182,17 @@ def test_ep_swaps_the_moe_all_reduce_for_all_to_alls():
 
 def test_mla_decode_attention_flops_are_the_absorbed_form():
     """Absorbed MLA decode: per head and cached key 2 x (512 + 64) + 2 x 512 FLOPs, heads split over tp."""
-    st = inf.decode_step(DEEPSEEK_V3, H200, batch=4, context=1000, precision="fp8", tp=8, link=get_interconnect("nvlink4"))
+    st = inf.decode_step(
+        DEEPSEEK_V3, H200, batch=4, context=1000, precision="fp8", tp=8, link=get_interconnect("nvlink4")
+    )
     assert st.attn_flops == pytest.approx(4 * 2 * 128 * (2 * 512 + 64) * 61 * 1000 / 8)
 
 
 def test_cli_serve_ep_and_mxfp4_flags(capsys):
     assert main(["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--ep", "2"]) == 2
     assert "ep must be 1" in capsys.readouterr().err
-    assert main(["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "mxfp4", "--json"]) == 0
+    assert (
+        main(["serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--precision", "mxfp4", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["precision"] == "mxfp4" and out["ep"] == 1

@@ -30,9 +30,9 @@ from gpukit.inference.serving import (
     Assumptions,
     ServingMemory,
     StepTime,
+    check_ep,
     decode_step,
     default_kv_dtype,
-    check_ep,
     prefill_step,
     serving_memory,
 )
@@ -261,7 +261,11 @@ def engine_batched_tokens(gpu) -> int:
     max_num_batched_tokens for the OpenAI server, 8192 on a GPU of >= 70 GiB that is not an A100, else
     2048 (EngineArgs.get_batch_defaults); TensorRT-LLM's max_num_tokens default is 8192 as well."""
     gpu = as_gpu(gpu)  # a catalog name too
-    return MAX_BATCHED_TOKENS_LARGE_GPU if engine_max_batch(gpu) == MAX_NUM_SEQS_LARGE_GPU else MAX_BATCHED_TOKENS
+    return (
+        MAX_BATCHED_TOKENS_LARGE_GPU
+        if engine_max_batch(gpu) == MAX_NUM_SEQS_LARGE_GPU
+        else MAX_BATCHED_TOKENS
+    )
 
 
 def chunked_batch(max_batch: int, batched_tokens: int, input_tokens: int, output_tokens: int) -> int:
@@ -271,7 +275,10 @@ def chunked_batch(max_batch: int, batched_tokens: int, input_tokens: int, output
     Agrawal et al. 2024 sec. 4: a token budget per hybrid batch). At least 1."""
     max_batch = require_positive_int("max_batch", max_batch, allow_zero=True)
     budget = require_positive_int("batched_tokens", batched_tokens)
-    i, o = require_positive_int("input_tokens", input_tokens), require_positive_int("output_tokens", output_tokens)
+    i, o = (
+        require_positive_int("input_tokens", input_tokens),
+        require_positive_int("output_tokens", output_tokens),
+    )
     return min(max_batch, max(1, budget * o // (i + o)))
 
 
@@ -378,7 +385,11 @@ def serve(
     kv_dtype = default_kv_dtype(gpu, precision) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
     cap_given = max_batch is not None
-    cap = engine_max_batch(gpu) if max_batch is None else require_positive_int("max_batch", max_batch, at_most=MAX_BATCH)
+    cap = (
+        engine_max_batch(gpu)
+        if max_batch is None
+        else require_positive_int("max_batch", max_batch, at_most=MAX_BATCH)
+    )
     budget = (
         engine_batched_tokens(gpu)
         if batched_tokens is None

@@ -161,7 +161,9 @@ class Assumptions:
         if self.step_overhead_s:
             out.append(f"fixed {self.step_overhead_s * 1e3:.3g} ms per forward pass (dispatch/launch)")
         if self.request_overhead_s:
-            out.append(f"{self.request_overhead_s * 1e3:.3g} ms of engine time per request (scheduling, detokenizing)")
+            out.append(
+                f"{self.request_overhead_s * 1e3:.3g} ms of engine time per request (scheduling, detokenizing)"
+            )
         if self.non_gpu_s:
             cap = (
                 f", on {self.non_gpu_workers} shared worker(s): at most {self.non_gpu_workers / self.non_gpu_s:.4g} "
@@ -235,14 +237,18 @@ def _mlp_linear(model: ModelSpec, ffn: int) -> tuple[int, int, int]:
 def _attention_linear(model: ModelSpec) -> tuple[int, int, int]:
     """(weights, matrices, output rows) of one block's attention projections. MLA: all of
     attention_params (its two small norms, kv_lora_rank + q_lora_rank elements, counted with them)."""
-    if model.is_mla:  # DeepSeek-V2 sec. 2.1: W^DQ, W^UQ, W^DKV, W^UK, W^UV, W^KR, W^O (output rows ~ hidden each)
+    if (
+        model.is_mla
+    ):  # DeepSeek-V2 sec. 2.1: W^DQ, W^UQ, W^DKV, W^UK, W^UV, W^KR, W^O (output rows ~ hidden each)
         n = model.attention_params()
         return n, 7, 7 * model.hidden
     shapes = model.linear_shapes[:4]  # q, k, v, o
     return sum(i * o for _, i, o in shapes), 4, sum(o for _, _, o in shapes)
 
 
-def block_weight_bytes(model: ModelSpec, precision: str, i: int, routed_experts: float | None = None) -> float:
+def block_weight_bytes(
+    model: ModelSpec, precision: str, i: int, routed_experts: float | None = None
+) -> float:
     """Bytes of block i's weights in `precision` with `routed_experts` of its routed experts (None: all;
     a fraction: the expected experts a step reads). Linear layers in `precision` (mxfp4: the MLP's,
     every expert's, the attention in bf16, as the gpt-oss checkpoint), router, norms and biases 16-bit."""
@@ -257,7 +263,9 @@ def block_weight_bytes(model: ModelSpec, precision: str, i: int, routed_experts:
     e_w, e_m, e_r = _mlp_linear(model, model.moe_ffn_hidden)
     expert = _linear_bytes(e_w, e_m, e_r, precision) + 2.0 * (model.expert_params() - e_w)
     s_w, s_m, s_r = _mlp_linear(model, model.shared_ffn_hidden)
-    shared = _linear_bytes(s_w, s_m, s_r, precision) + 2.0 * (model.expert_params(model.shared_ffn_hidden) - s_w)
+    shared = _linear_bytes(s_w, s_m, s_r, precision) + 2.0 * (
+        model.expert_params(model.shared_ffn_hidden) - s_w
+    )
     # the router (gate) stays 16-bit: engines keep it unquantized (ModelOpt/vLLM exclude the gate)
     return total + n * expert + model.n_shared_experts * shared + 2.0 * model.router_params()
 
@@ -272,9 +280,7 @@ def layer_weight_bytes(model: ModelSpec, precision: str) -> float:
     return sum(block_weight_bytes(model, precision, i) for i in range(model.n_layers)) / model.n_layers
 
 
-def stage_weight_bytes(
-    model: ModelSpec, precision: str, pp: int = 1, tokens: float | None = None
-) -> float:
+def stage_weight_bytes(model: ModelSpec, precision: str, pp: int = 1, tokens: float | None = None) -> float:
     """Block bytes of the fullest pipeline stage (contiguous ceil(L/pp) layers), all experts (tokens None)
     or the experts `tokens` tokens touch in expectation (expected_experts_touched)."""
     model = as_model(model, "model")  # a catalog name too
@@ -286,7 +292,10 @@ def stage_weight_bytes(
     if tokens is not None:
         routed = expected_experts_touched(model.n_experts, model.experts_per_token, tokens)
     return max(
-        sum(block_weight_bytes(model, precision, i, routed) for i in range(start, min(start + per, model.n_layers)))
+        sum(
+            block_weight_bytes(model, precision, i, routed)
+            for i in range(start, min(start + per, model.n_layers))
+        )
         for start in range(0, model.n_layers, per)
     )
 
@@ -610,7 +619,9 @@ def decode_step(
     dense_per_token = 2.0 * active_matmul_params(model)  # 2N, N the active matmul weights (Kaplan table 1)
     dense_flops = (mb * (dense_per_token + f.get("lm_head_forward")) + pf * dense_per_token) * share
     attn_flops = mb * f.get("attention_forward") * share
-    if model.is_mla:  # absorbed MLA decode (DeepSeek-V2 sec. 2.1.3: W^UK into W^Q, W^UV into W^O): per head and
+    if (
+        model.is_mla
+    ):  # absorbed MLA decode (DeepSeek-V2 sec. 2.1.3: W^UK into W^Q, W^UV into W^O): per head and
         # cached key, scores over kv_lora_rank + rope dims and values over kv_lora_rank, 2 FLOPs a product
         per_key = 2.0 * model.n_heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
         attn_flops = mb * per_key * kv_cached_token_layers(model, context, pp) / tp
@@ -656,7 +667,9 @@ def check_ep(model: ModelSpec, ep: int, tp: int) -> int:
     if ep == 1:
         return ep
     if not model.is_moe:
-        raise ValueError(f"ep must be 1 for {model.name}: expert parallelism needs a mixture of experts, got {ep}")
+        raise ValueError(
+            f"ep must be 1 for {model.name}: expert parallelism needs a mixture of experts, got {ep}"
+        )
     if tp % ep or model.n_experts % ep:
         raise ValueError(
             f"ep must divide the GPUs of a stage (tp {tp}) and n_experts {model.n_experts}, got {ep} "
