@@ -65,7 +65,7 @@ from gpukit.comm import (
     network_all_to_all,
 )
 from gpukit.compute import flops_per_token, layer_matmul_params
-from gpukit.errors import require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.inference.simulate import MAX_TOKENS_PER_STEP, SimResult, simulate  # noqa: F401 (public here too)
 from gpukit.memory import (  # noqa: F401 (public here too)
     KV_DTYPES,
@@ -207,7 +207,7 @@ def expected_experts_touched(n_experts: int, experts_per_token: int, tokens: flo
     ch. II.11; load-balanced routers aim at it: Switch, Fedus et al. 2021 sec. 2.2; DeepSeek-V3 sec.
     2.1.2). An expert misses one token with probability 1 - k/E, so B tokens leave E (1 - k/E)^B
     untouched; at batch 1 exactly k are read, at large B all E (real routing is skewed: fewer)."""
-    e = require_positive_int("n_experts", n_experts)
+    e = require_positive_int("n_experts", n_experts, at_most=MAX_COUNT)
     k = require_positive_int("experts_per_token", experts_per_token, at_most=e)
     b = require_positive("tokens", tokens, allow_zero=True)
     return e * (1.0 - (1.0 - k / e) ** b)
@@ -252,6 +252,15 @@ def block_weight_bytes(
     """Bytes of block i's weights in `precision` with `routed_experts` of its routed experts (None: all;
     a fraction: the expected experts a step reads). Linear layers in `precision` (mxfp4: the MLP's,
     every expert's, the attention in bf16, as the gpt-oss checkpoint), router, norms and biases 16-bit."""
+    model = as_model(model, "model")  # a catalog name too
+    require_choice("precision", precision, PRECISIONS)
+    i = require_positive_int("i", i, allow_zero=True)
+    if i >= model.n_layers:
+        raise ValueError(f"i must be a layer index in [0, n_layers {model.n_layers}), got {i}")
+    if routed_experts is not None:
+        routed_experts = require_positive("routed_experts", routed_experts, allow_zero=True)
+        if routed_experts > model.n_experts:
+            raise ValueError(f"routed_experts must be <= n_experts {model.n_experts}, got {routed_experts}")
     a_w, a_m, a_r = _attention_linear(model)
     attn_prec = "bf16" if precision == "mxfp4" else precision  # gpt-oss: attention bf16 (model card sec. 2)
     total = _linear_bytes(a_w, a_m, a_r, attn_prec) + 2.0 * (model.attention_params() - a_w)
@@ -663,7 +672,8 @@ def decode_step(
 
 def check_ep(model: ModelSpec, ep: int, tp: int) -> int:
     """ep divides the GPUs of a stage (tp) and the routed experts; 1 for a dense model."""
-    ep = require_positive_int("ep", ep)
+    model = as_model(model, "model")  # a catalog name too
+    ep, tp = require_positive_int("ep", ep), require_positive_int("tp", tp)
     if ep == 1:
         return ep
     if not model.is_moe:
