@@ -105,8 +105,14 @@ class Assumptions:
       default scheduler; Sarathi-Serve, Agrawal et al. 2024, arXiv:2403.02310 sec. 4): a replica's
       capacity comes from the steady-state step of B decode tokens + B x I / O prompt tokens, one weight
       read for both, instead of a full weight read per prompt. False: one prefill per request (Orca).
-    request_overhead_s: engine time per request that no step hides (0 by default: vLLM V1 runs
-      tokenization and detokenization in a separate process, overlapped with the GPU).
+    request_overhead_s: engine time per request that no step hides. Default 0: vLLM V1 runs the
+      API server (tokenization, detokenization) in a process apart from the engine core, overlapped with
+      the GPU (vLLM blog, "vLLM V1: A Major Upgrade to vLLM's Core Architecture", 2025-01-27,
+      https://blog.vllm.ai/2025/01/27/v1-alpha-release.html); TensorRT-LLM's executor likewise.
+    step_overhead_s: fixed time per forward pass. Default 0: both engines replay decode steps as CUDA
+      graphs (vLLM V1's piecewise CUDA graphs, same blog; TensorRT-LLM perf-overview's cuda_graph_config),
+      which removes most launch cost; the 60 offline rows of serving_published.csv leave no positive
+      residual for an overhead to explain (the 8B rows, where it would weigh most, come out 5-14% low).
     gqa_kv_reuse: decode attention reads each KV head once per step for all the query heads of its
       group (FlashDecoding, vLLM's paged attention, TensorRT-LLM's XQA kernel from v0.8). False: once
       per query head, n_heads / n_kv_heads times (TensorRT-LLM's masked MHA before XQA; NVIDIA's XQA
