@@ -11,6 +11,9 @@ Quantization formats, in bytes per weight plus the constants needed to dequantiz
   absmax per block of 64 weights. Stored in fp32 that costs 32/64 = 0.5 bit per weight; with double
   quantization (the QLoRA default, sec. 3 "Double Quantization") the absmax is stored in 8 bits with
   one fp32 second-level constant per 256 blocks: 8/64 + 32/(64*256) = 0.127 bit per weight.
+- mxfp4: OCP Microscaling Formats (MX) Specification v1.0 (2023), sec. 5-6: blocks of 32 FP4 (E2M1)
+  elements share one 8-bit E8M0 scale: (32 x 4 + 8) / 32 = 4.25 bits per weight. gpt-oss ships its MoE
+  expert weights in MXFP4 and the rest in bf16 (OpenAI gpt-oss model card 2025, sec. 2).
 
 As in bitsandbytes/transformers, only the linear layers inside transformer blocks are quantized;
 embeddings, the LM head, norms and biases stay in the 16-bit compute dtype.
@@ -25,7 +28,10 @@ from __future__ import annotations
 from gpukit.errors import require_choice, require_positive_int
 from gpukit.specs import ModelSpec
 
-QUANT_DTYPES = ("int8", "nf4")
+QUANT_DTYPES = ("int8", "nf4", "mxfp4")
+MXFP4_BLOCK = 32  # OCP MX spec v1.0: k = 32 elements per shared scale
+MXFP4_ELEMENT_BITS = 4  # FP4 E2M1
+MXFP4_SCALE_BITS = 8  # E8M0 shared scale
 NF4_BLOCK = 64  # QLoRA sec. 3: blocksize 64 for the weights
 NF4_DQ_BLOCK = 256  # QLoRA sec. 3: blocksize 256 for the second-level (double) quantization
 LORA_TARGETS = ("qv", "attention", "all")
@@ -38,14 +44,21 @@ def nf4_constant_bits(double_quant: bool = True) -> float:
     return 32 / NF4_BLOCK
 
 
+def mxfp4_bits_per_weight() -> float:
+    """Bits per weight of MXFP4 (OCP MX spec v1.0): 4-bit E2M1 elements + one 8-bit E8M0 scale per 32 = 4.25."""
+    return MXFP4_ELEMENT_BITS + MXFP4_SCALE_BITS / MXFP4_BLOCK
+
+
 def quantized_bytes(n_weights: float, dtype: str, n_rows: float = 0, double_quant: bool = True) -> float:
-    """Bytes to store `n_weights` in `dtype` (int8 | nf4), constants included.
+    """Bytes to store `n_weights` in `dtype` (int8 | nf4 | mxfp4), constants included.
 
     `n_rows` is the number of output rows (int8 keeps one fp32 scale per row, LLM.int8() sec. 3.1).
     """
     require_choice("dtype", dtype, QUANT_DTYPES)
     if dtype == "int8":
         return n_weights * 1.0 + 4.0 * n_rows
+    if dtype == "mxfp4":  # OCP MX spec v1.0: 4.25 bits per weight
+        return n_weights * mxfp4_bits_per_weight() / 8
     return n_weights * 0.5 + n_weights * nf4_constant_bits(double_quant) / 8
 
 

@@ -180,7 +180,8 @@ def test_decode_never_faster_than_bandwidth_over_bytes(name, prec, b, ctx, gpu, 
     m, g = get_model(name), get_gpu(gpu)
     a = inf.Assumptions(hbm_share=share)
     st_ = inf.decode_step(m, g, batch=b, context=ctx, precision=prec, assumptions=a)
-    bytes_read = inf.weight_bytes_read_per_step(m, prec) + b * ctx * inf.kv_bytes_per_token(m, "bf16")
+    kv = inf.default_kv_dtype(g, prec)  # fp8 beside fp8 weights on fp8 GPUs (the engine default)
+    bytes_read = inf.weight_bytes_read_per_step(m, prec) + b * ctx * inf.kv_bytes_per_token(m, kv)
     ceiling = b * g.hbm_bandwidth_gbps * GB / bytes_read  # tokens/s at 100% of HBM bandwidth
     assert b / st_.time_s <= ceiling * (1 + 1e-9)
 
@@ -666,10 +667,14 @@ def test_cli_serve_defaults_for_a_short_context(capsys):
 
 def test_serve_text_names_the_engine_cap_when_it_binds():
     """max_batch is min(memory's, vLLM max_num_seqs); the text says which one binds (notebook 07's prose)."""
-    small = inf.serve(get_model("llama-3-8b"), H100)  # memory holds more than the cap
+    small = inf.serve(
+        get_model("llama-3-8b"), H100, max_batch=inf.MAX_NUM_SEQS
+    )  # memory holds more than the cap
     assert small.memory.max_batch > small.max_batch == inf.MAX_NUM_SEQS
     assert f"memory holds {small.memory.max_batch}" in small.to_text()
-    big = inf.serve(get_model("llama-3.1-70b"), H100, gpus=2, precision="fp8")  # memory binds
+    big = inf.serve(
+        get_model("llama-3.1-70b"), H100, gpus=2, precision="fp8", kv_dtype="bf16"
+    )  # memory binds
     assert big.max_batch == big.memory.max_batch < inf.MAX_NUM_SEQS
     assert "max_num_seqs" not in big.to_text()
 

@@ -111,6 +111,8 @@ def _serve_plan(args):
         pp_link=inter,
         assumptions=a,
         simulate_requests=400 if args.simulate_requests is None else args.simulate_requests,
+        max_batch=args.max_batch,
+        ep=args.ep,
     )
 
 
@@ -140,10 +142,27 @@ def register(subparsers) -> None:
         "--precision",
         choices=PRECISIONS,
         default=None,
-        help="weight precision (default bf16, fp16 on GPUs without bf16)",
+        help="weight precision (default bf16, fp16 on GPUs without bf16; mxfp4: the MLP/experts in MXFP4, "
+        "the rest bf16, as gpt-oss ships)",
     )
-    p.add_argument("--kv-dtype", choices=KV_DTYPES, help="KV-cache dtype (default bf16, fp16 without bf16)")
+    p.add_argument(
+        "--kv-dtype",
+        choices=KV_DTYPES,
+        help="KV-cache dtype (default: fp8 beside fp8 weights on a GPU with fp8, else bf16; fp16 without bf16)",
+    )
     p.add_argument("--batch", type=positive_int, default=1, help="sequences decoded together (default 1)")
+    p.add_argument(
+        "--max-batch",
+        type=positive_int,
+        help="the engine's batch cap, vLLM max_num_seqs (default: vLLM's for the GPU, 1024 on >= 70 GiB "
+        "parts other than the A100, else 256)",
+    )
+    p.add_argument(
+        "--ep",
+        type=positive_int,
+        default=1,
+        help="expert parallelism of a mixture of experts: divides tp and the experts (default 1)",
+    )
     p.add_argument("--context", type=positive_int, help="KV tokens per sequence (default input + output)")
     p.add_argument(
         "--input-tokens",

@@ -30,6 +30,7 @@ from gpukit.inference.serving import (
     Assumptions,
     ServingMemory,
     StepTime,
+    check_ep,
     decode_step,
     default_kv_dtype,
     prefill_step,
@@ -42,7 +43,15 @@ from gpukit.results import json_safe, whole_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
-MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs (engine arguments): the batch cap of a replica
+MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs below 70 GiB and on A100 (engine_max_batch)
+# vLLM V1 EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py): on a GPU of >= 70 GiB that is not an
+# A100, the OpenAI server's defaults are max_num_seqs 1024 and max_num_batched_tokens 8192; otherwise 256
+# and 2048 (the LLM class, offline: 16384 / 8192 tokens). TensorRT-LLM's LLM API: max_batch_size 2048,
+# max_num_tokens 8192 (tensorrt_llm/llmapi/llm_args.py).
+MAX_NUM_SEQS_LARGE_GPU = 1024
+TRTLLM_MAX_BATCH_SIZE, TRTLLM_MAX_NUM_TOKENS = 2048, 8192  # TensorRT-LLM LLM API defaults (llm_args.py)
+MAX_BATCHED_TOKENS, MAX_BATCHED_TOKENS_LARGE_GPU = 2048, 8192
+LARGE_GPU_GIB = 70
 # the largest batch `serve` prices: 100x the largest static batches published (TensorRT-LLM's 1,024);
 # 10**20 once printed a KV cache of 1.5e19 GiB and an ITL of 1e19 ms as a plan
 MAX_BATCH = 100_000
@@ -96,6 +105,7 @@ class ServePlan:
     notes: tuple[str, ...] = field(default=())
     link: object = None  # the TP link the steps were priced over (an Interconnect or a (alpha_s, GB/s) pair)
     pp_link: object = None  # between pipeline stages (pp > 1)
+    ep: int = 1  # expert parallelism inside a stage (MoE)
 
     @property
     def step_kwargs(self) -> dict:
@@ -109,6 +119,7 @@ class ServePlan:
             link=self.link,
             pp_link=self.pp_link,
             assumptions=self.assumptions,
+            ep=self.ep,
         )
 
     @property
@@ -150,6 +161,7 @@ class ServePlan:
             "kv_dtype": self.kv_dtype,
             "tp": self.tp,
             "pp": self.pp,
+            "ep": self.ep,
             "gpus_per_replica": self.gpus_per_replica,
             "batch": self.batch,
             "input_tokens": self.input_tokens,
@@ -209,7 +221,7 @@ class ServePlan:
             f"{m.usable_bytes / GiB:.1f} usable -> {'fits' if self.fits else 'DOES NOT FIT'}; max batch "
             f"{self.max_batch} at {self.context} tokens"
             + (
-                f" (the engine's cap, vLLM max_num_seqs; memory holds {m.max_batch})"
+                f" (the engine's cap: vLLM max_num_seqs, and chunked prefill's token budget; memory holds {m.max_batch})"
                 if m.max_batch > self.max_batch
                 else ""
             ),
@@ -234,6 +246,40 @@ class ServePlan:
             lines.append("  cost: n/a (no replica has capacity: the model does not fit this layout)")
         lines += [f"  assumes: {x}" for x in self.assumptions.lines()] + [f"  note: {x}" for x in self.notes]
         return "\n".join(lines)
+
+
+def engine_max_batch(gpu) -> int:
+    """The batch cap a serving engine takes by default on this GPU: vLLM V1's max_num_seqs, 1024 on a GPU
+    of at least 70 GiB that is not an A100, else 256 (EngineArgs.get_batch_defaults, OpenAI server)."""
+    gpu = as_gpu(gpu)  # a catalog name too
+    large = gpu.memory_bytes >= LARGE_GPU_GIB * GiB and "a100" not in gpu.name.lower()
+    return MAX_NUM_SEQS_LARGE_GPU if large else MAX_NUM_SEQS
+
+
+def engine_batched_tokens(gpu) -> int:
+    """Tokens one engine step may process by default (prefill chunks + decode tokens): vLLM V1's
+    max_num_batched_tokens for the OpenAI server, 8192 on a GPU of >= 70 GiB that is not an A100, else
+    2048 (EngineArgs.get_batch_defaults); TensorRT-LLM's max_num_tokens default is 8192 as well."""
+    gpu = as_gpu(gpu)  # a catalog name too
+    return (
+        MAX_BATCHED_TOKENS_LARGE_GPU
+        if engine_max_batch(gpu) == MAX_NUM_SEQS_LARGE_GPU
+        else MAX_BATCHED_TOKENS
+    )
+
+
+def chunked_batch(max_batch: int, batched_tokens: int, input_tokens: int, output_tokens: int) -> int:
+    """The largest steady-state decode batch B under chunked prefill: each step carries B decode tokens
+    and, to admit requests as fast as they finish (Little's law: B / O requests a step), B x I / O prompt
+    tokens; the step's token budget caps B (1 + I/O) (vLLM max_num_batched_tokens; Sarathi-Serve,
+    Agrawal et al. 2024 sec. 4: a token budget per hybrid batch). At least 1."""
+    max_batch = require_positive_int("max_batch", max_batch, allow_zero=True)
+    budget = require_positive_int("batched_tokens", batched_tokens)
+    i, o = (
+        require_positive_int("input_tokens", input_tokens),
+        require_positive_int("output_tokens", output_tokens),
+    )
+    return min(max_batch, max(1, budget * o // (i + o)))
 
 
 def default_link(gpu, tp: int):
@@ -318,8 +364,13 @@ def serve(
     assumptions: Assumptions = Assumptions(),
     simulate_requests: int = 400,
     seed: int = 0,
+    max_batch: int | None = None,
+    ep: int = 1,
+    batched_tokens: int | None = None,
 ) -> ServePlan:
-    """Plan serving `model` on `gpu` (module docstring). gpus = GPUs per replica (tp x pp); tp defaults
+    """Plan serving `model` on `gpu` (module docstring). max_batch: the engine's batch cap (None:
+    engine_max_batch, vLLM's default for the GPU); batched_tokens: the step's token budget for chunked
+    prefill (None: engine_batched_tokens); ep: expert parallelism inside a stage (divides tp). gpus = GPUs per replica (tp x pp); tp defaults
     to default_tp (the largest that divides gpus and the heads within a node); pp = gpus / tp. With `rate` (requests/s): replicas and a simulated
     p50/p99 latency at rate / replicas per replica. precision None: default_precision(gpu); input and
     output tokens None: default_lengths (fitted to the model's context window). model, gpu, link and
@@ -330,8 +381,21 @@ def serve(
     precision = require_choice(
         "precision", default_precision(gpu) if precision is None else precision, PRECISIONS
     )
-    kv_dtype = default_kv_dtype(gpu) if kv_dtype is None else kv_dtype
+    kv_default = kv_dtype is None
+    kv_dtype = default_kv_dtype(gpu, precision) if kv_dtype is None else kv_dtype
     require_choice("kv_dtype", kv_dtype, KV_DTYPES)
+    cap_given = max_batch is not None
+    cap = (
+        engine_max_batch(gpu)
+        if max_batch is None
+        else require_positive_int("max_batch", max_batch, at_most=MAX_BATCH)
+    )
+    budget = (
+        engine_batched_tokens(gpu)
+        if batched_tokens is None
+        else require_positive_int("batched_tokens", batched_tokens, at_most=MAX_COUNT)
+    )
+    ep = require_positive_int("ep", ep)
     if context is not None:
         context = require_positive_int("context", context)
     i, o = default_lengths(model, input_tokens, output_tokens, context)
@@ -362,6 +426,7 @@ def serve(
             f"tp must be <= gpus_per_node {gpn} (tensor parallelism stays inside a node), got {tp}"
         )
     pp = gpus // tp
+    check_ep(model, ep, tp)  # ep divides the stage's tp GPUs and the experts
     if pp > model.n_layers:  # named here (gpus), not later as a pipeline depth the caller never gave
         raise ValueError(
             f"gpus must be <= tp x n_layers = {tp} x {model.n_layers} (a pipeline stage holds at least one "
@@ -426,7 +491,9 @@ def serve(
             "embeddings, LM head and norms stay 16-bit, as vLLM and TensorRT-LLM keep them"
         )
     a = assumptions
-    kw = dict(precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, link=link, pp_link=pp_link, assumptions=a)
+    kw = dict(
+        precision=precision, kv_dtype=kv_dtype, tp=tp, pp=pp, link=link, pp_link=pp_link, assumptions=a, ep=ep
+    )
     mem = serving_memory(
         model,
         gpu,
@@ -438,11 +505,25 @@ def serve(
         context=context,
         assumptions=a,
     )
-    max_batch = min(mem.max_batch, MAX_NUM_SEQS)
-    if batch > MAX_NUM_SEQS:
+    steady = chunked_batch(cap, budget, i, o) if a.chunked_prefill else cap
+    max_batch = min(mem.max_batch, steady)
+    if batch > cap:
         notes.append(
-            f"batch {batch} is above the engine's default cap of {MAX_NUM_SEQS} sequences (vLLM max_num_seqs): "
-            "the batch line needs it raised; capacity is at the cap"
+            f"batch {batch} is above the engine's {'' if cap_given else 'default '}cap of {cap} sequences "
+            "(vLLM max_num_seqs, --max-batch): the batch line needs it raised; capacity is at the cap"
+        )
+    if a.chunked_prefill and steady < min(cap, mem.max_batch):
+        notes.append(
+            f"chunked prefill: a step's budget of {budget} tokens (vLLM max_num_batched_tokens) holds {steady} "
+            f"decode sequences beside the {i}/{o} prompt tokens each needs per output token"
+        )
+    if kv_default and kv_dtype == "fp8":
+        notes.append("fp8 KV cache beside fp8 weights (the engine default for FP8 checkpoints; --kv-dtype)")
+    if model.is_moe:
+        notes.append(
+            f"MoE: all {model.n_experts} experts resident; a step reads the experts its tokens touch, "
+            f"E(1-(1-k/E)^B) under uniform routing (k={model.experts_per_token}; skewed routing reads fewer)"
+            + (f"; experts split over ep={ep}, all-to-all dispatch and combine" if ep > 1 else "")
         )
     if not mem.fits:
         try:
@@ -466,9 +547,16 @@ def serve(
     ttft = a.non_gpu_s + pre.time_s
     itl = dec.time_s
     dec_max, capacity = None, 0.0
-    if max_batch >= 1:
+    if max_batch >= 1 and a.chunked_prefill:  # prompt chunks ride on the decode steps (Sarathi-Serve sec. 4)
+        chunk = -(-max_batch * i // o)  # prompt tokens per step in the steady state (chunked_batch)
+        dec_max = decode_step(
+            model, gpu, batch=max_batch, context=mean_ctx, prefill_tokens=chunk, prompt_tokens=i, **kw
+        )
+        capacity = replica_capacity(0.0, dec_max.time_s, max_batch, o, pp)
+        capacity = 1.0 / (1.0 / capacity + a.request_overhead_s) if a.request_overhead_s else capacity
+    elif max_batch >= 1:
         dec_max = decode_step(model, gpu, batch=max_batch, context=mean_ctx, **kw)
-        capacity = replica_capacity(pre.time_s, dec_max.time_s, max_batch, o, pp)
+        capacity = replica_capacity(pre.time_s + a.request_overhead_s * pp, dec_max.time_s, max_batch, o, pp)
     if a.non_gpu_workers:
         notes.append(
             f"non-GPU cap {a.non_gpu_workers / a.non_gpu_s:.4g} req/s for all replicas together (Amdahl)"
@@ -517,6 +605,7 @@ def serve(
         notes=tuple(notes),
         link=link,
         pp_link=pp_link,
+        ep=ep,
     )
 
 

@@ -12,7 +12,13 @@ from dataclasses import replace
 
 from gpukit.catalog import as_gpu, as_model, data_dir, get_gpu, get_model, read_csv
 from gpukit.errors import require_choice
-from gpukit.inference.capacity import default_link, serve, tp_vs_replicas
+from gpukit.inference.capacity import (
+    TRTLLM_MAX_BATCH_SIZE,
+    TRTLLM_MAX_NUM_TOKENS,
+    default_link,
+    serve,
+    tp_vs_replicas,
+)
 from gpukit.inference.serving import Assumptions, decode_step, prefill_step
 from gpukit.inference.simulate import simulate
 from gpukit.specs import ModelSpec
@@ -50,17 +56,25 @@ def predict_published(
     assumptions: Assumptions = Assumptions(),
     n_requests: int | None = None,
     engine_notes: bool = True,
+    max_batch: int | None = None,
+    kv_dtype: str | None = None,
 ) -> float:
     """gpukit's prediction of one published row, in the row's unit (ms or tokens/s). Concurrency 1:
     the analytic TTFT/ITL; more clients: the closed-loop simulation (`simulate(concurrency=...)`);
     throughput_static: a static batch of `concurrency` sequences (prefill, then O decode steps), per GPU.
     engine_notes: apply what the row's notes say of its engine version (gqa_kv_reuse=false); False
-    predicts the row as a current engine would run it (`assumptions` as given)."""
+    predicts the row as a current engine would run it (`assumptions` as given).
+    throughput_offline: an offline benchmark (every request queued at once: trtllm-bench throughput,
+    vLLM benchmark_throughput): total output tokens/s of the replica at capacity (`serve`), under the
+    engine's limits, TensorRT-LLM's max_batch_size 2048 and max_num_tokens 8192 (llm_args.py defaults)
+    unless `max_batch` is given. kv_dtype: None, the row's notes or the engine default (fp8 beside fp8)."""
     m, g = get_model(row["model"]), get_gpu(row["gpu"])
     tp, n = int(row["tp"]), int(row["n_gpus"])
     i, o, c = int(row["input_tokens"]), int(row["output_tokens"]), int(row["concurrency"])
-    metric = require_choice("metric", row["metric"], ("ttft", "itl", "throughput", "throughput_static"))
-    kv = "fp8" if "fp8_kv_cache" in row.get("notes", "") else None
+    metric = require_choice(
+        "metric", row["metric"], ("ttft", "itl", "throughput", "throughput_static", "throughput_offline")
+    )
+    kv = "fp8" if "fp8_kv_cache" in row.get("notes", "") else kv_dtype
     if engine_notes and "gqa_kv_reuse=false" in row.get("notes", ""):  # predates GQA-aware decode kernels
         assumptions = replace(assumptions, gqa_kv_reuse=False)
     if metric == "throughput_static":  # c sequences prefilled together, then decoded together; per GPU
@@ -72,6 +86,21 @@ def predict_published(
             + o * decode_step(m, g, batch=c, context=i + (o + 1) // 2, **kw).time_s
         )  # linear in the context
         return c * o / t / n
+    if metric == "throughput_offline":  # every request queued at once: the replica at capacity
+        p = serve(
+            m,
+            g,
+            gpus=n,
+            tp=tp,
+            precision=row["precision"],
+            kv_dtype=kv,
+            input_tokens=i,
+            output_tokens=o,
+            assumptions=assumptions,
+            max_batch=TRTLLM_MAX_BATCH_SIZE if max_batch is None else max_batch,
+            batched_tokens=TRTLLM_MAX_NUM_TOKENS,
+        )
+        return p.max_total_tokens_per_s
     p = serve(
         m,
         g,

@@ -42,6 +42,9 @@ from gpukit.memory.kv_cache import (
     KV_DTYPES,
     kv_heads_per_gpu,
     kv_bytes_per_token,
+    kv_bytes_per_token_layer,
+    stage_layer_kinds,
+    kv_cached_token_layers,
     kv_cache_bytes,
 )
 from gpukit.memory.parts import (
@@ -141,6 +144,9 @@ __all__ = [
     "KV_DTYPES",
     "kv_heads_per_gpu",
     "kv_bytes_per_token",
+    "kv_bytes_per_token_layer",
+    "stage_layer_kinds",
+    "kv_cached_token_layers",
     "kv_cache_bytes",
     "layer_activation_bytes",
     "stage_layers_and_extra",
