@@ -109,6 +109,14 @@ def register(subparsers) -> None:
         "--recompute", choices=par.RECOMPUTE, default="none", help="activation recompute (default none)"
     )
     e.add_argument("--sp", action="store_true", help="Megatron sequence parallelism (tp > 1)")
+    e.add_argument(
+        "--grad-dtype",
+        dest="grad_dtype",
+        choices=("bf16", "fp32"),
+        default=None,
+        help="gradient dtype, for memory and for the gradient sync alike (default: the Megatron convention's "
+        "16-bit gradients; fp32: main grads, as `cost train` and `plan` price PyTorch AMP's fp32 gradients)",
+    )
     add_json_flag(e)
     e.set_defaults(func=handle_estimate)
     b = sub.add_parser(
@@ -186,6 +194,7 @@ def handle_estimate(args):
         global_batch=args.global_batch,
         seq_len=args.seq_len,
         attention=args.attention,
+        **({"grad_dtype": "fp32"} if args.grad_dtype == "fp32" else {}),
     )
 
 
