@@ -339,9 +339,10 @@ def offload_grad_accum(
     max_tokens_per_gpu: float | None = None,
     **run_kw,
 ) -> int:
-    """The gradient accumulation a real offload run would use: the smallest grad_accum that brings the
+    """The gradient accumulation a real offload run would use: the smallest power of two that brings the
     offload's once-per-step cost (PCIe transfer and CPU Adam, offload_step_s) under `max_share` of the optimizer
-    step, capped so that one GPU's step stays within `max_tokens_per_gpu` tokens (the global batch / gpus).
+    step, capped at the largest power of two that keeps one GPU's step within `max_tokens_per_gpu` tokens (the
+    global batch / gpus).
     offload / (offload + grad_accum x micro-step) <= max_share  <=>  grad_accum >= offload (1 - max_share) /
     (max_share x micro-step), with the micro-step from gpukit.parallel.estimate (training_run at grad_accum 1).
     1 without offload."""
@@ -351,9 +352,11 @@ def offload_grad_accum(
         return 1
     one = training_run(model, 1e12, gpu, replace(setup, grad_accum=1), usd_per_gpu_hour=0.0, **run_kw)
     micro_s = one.step_s - one.offload_s
-    ga = max(1, math.ceil(one.offload_s * (1 - max_share) / (max_share * micro_s)))
+    need = max(1, math.ceil(one.offload_s * (1 - max_share) / (max_share * micro_s)))
+    ga = 1 << (need - 1).bit_length()  # a power of two, as batch sizes are chosen
     if max_tokens_per_gpu is not None:
-        ga = min(ga, max(1, int(max_tokens_per_gpu // (setup.seq_len * setup.micro_batch))))
+        cap = max(1, int(max_tokens_per_gpu // (setup.seq_len * setup.micro_batch)))
+        ga = min(ga, 1 << (cap.bit_length() - 1))  # the largest power of two within the global batch
     return min(ga, MAX_COUNT)
 
 
