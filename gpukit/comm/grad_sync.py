@@ -324,6 +324,7 @@ def grad_sync(
     overlap: bool = False,
     grad_accum: int = 1,
     micro_step_s: float = 0.0,
+    param_bytes_per_param: float = 2.0,
 ) -> GradSync:
     """The DP gradient sync of one optimizer step (module docstring for the sources).
 
@@ -355,7 +356,10 @@ def grad_sync(
         return dp_all_reduce_s(float(size), n_ranks, net, r, groups_per_node)
 
     if zero_stage == 3:
-        size = n * 2.0  # 16-bit parameters per rank, gathered
+        pb = require_positive("param_bytes_per_param", param_bytes_per_param)
+        size = (
+            n * pb
+        )  # the parameters gathered (16-bit; fp32 when the model keeps fp32 parameters, PyTorch AMP)
         layers = require_positive_int("n_layers", n_layers, at_most=100_000)
         g_size = n * gb  # the gradients reduce-scattered, in the one gradient dtype (grad_bytes_per_param)
         # per layer (FSDP unit): an all-gather of its parameters and a reduce-scatter of its gradients, each
@@ -387,9 +391,8 @@ def grad_sync(
             exposed_s=k * exposed_mb,
             bytes_sent_per_rank=k * (2 * size + g_size) * (d - 1) / d,
             assumptions=(
-                words
-                + f": ZeRO-3, per micro-batch and layer (FSDP unit, {layers}) an all-gather of the 16-bit "
-                "parameters in forward, another in backward and a reduce-scatter of the gradients "
+                words + f": ZeRO-3, per micro-batch and layer (FSDP unit, {layers}) an all-gather of the "
+                f"parameters ({pb:g} B/param) in forward, another in backward and a reduce-scatter of the gradients "
                 f"({gb:g} B/param) (Rajbhandari et al. 2019 sec. 7)"
                 + (
                     "; prefetch depth 1 hides each layer's collectives behind the previous layer's compute "

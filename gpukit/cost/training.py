@@ -181,15 +181,17 @@ def _config(setup: TrainSetup, n: int):
     )
 
 
-def _grad_wire(setup: TrainSetup) -> dict:
-    """The one gradient dtype of a run, for the step model: the memory model's gradient bytes per parameter
-    (gpukit.memory.state_bytes_per_param: fp32 under PyTorch AMP, whose parameters are fp32; TrainSetup.grad_dtype
-    when given) are the bytes the gradient sync moves too. As estimate's named option grad_dtype="fp32" when
-    they are 4 (so `parallel.estimate(..., grad_dtype="fp32")` is the same run), else the bytes themselves."""
-    g = state_bytes_per_param(setup)[1]
-    if setup.grad_accum_buffer == "none" and g == 4.0:
-        return {"grad_dtype": "fp32"}
-    return {"grad_bytes_per_param": g}
+def _conventions(setup: TrainSetup) -> dict:
+    """The memory convention of a run, for the step model too: the gradients it keeps (fp32 under PyTorch AMP,
+    whose parameters are fp32; TrainSetup.grad_dtype when given) are the bytes the gradient sync moves and the
+    parameters ZeRO-3 gathers are its parameters (one gradient dtype, named by the convention). So
+    `parallel.estimate(..., convention="pytorch")` is the same run."""
+    out: dict = {"convention": setup.convention}
+    if setup.grad_dtype is not None:
+        out["grad_dtype"] = setup.grad_dtype
+    if setup.grad_accum_buffer != "none":
+        out["grad_accum_buffer"] = setup.grad_accum_buffer
+    return out
 
 
 def training_run(
@@ -265,7 +267,7 @@ def training_run(
         offload=setup.offload,
         finetune=setup.finetune,
         _memory=m,
-        **_grad_wire(setup),
+        **_conventions(setup),
     )
     parts = dict(e.breakdown)
     useful = parts["compute"] + parts["elementwise"]

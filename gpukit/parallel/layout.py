@@ -501,8 +501,10 @@ def layout_train_setup(
     config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions
 ):
     z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
+    conventions = dict(conventions)
+    convention = conventions.pop("convention", "megatron")  # the papers' sum of parts unless named
     return mem.TrainSetup(
-        convention="megatron",
+        convention=convention,
         dp=config.dp,
         tp=config.tp,
         pp=config.pp,
@@ -557,7 +559,9 @@ def estimate(
     forward and backward of every micro-batch, prefetched behind its compute). finetune: "lora"/"qlora" run
     ADAPTER_BACKWARD_SHARE of the step's compute and all-reduce only the adapters' gradients (negligible:
     not charged). grad_bytes_per_param: the gradient bytes on the wire (default the memory convention's,
-    gpukit.memory.grad_bytes_per_param): pass the memory model's own so that memory and time use one dtype.
+    gpukit.memory.state_bytes_per_param: one dtype for memory and time; conventions may name
+    convention="pytorch", whose AMP keeps fp32 parameters and gradients, or grad_dtype="fp32", Megatron's main
+    grads); ZeRO-3 gathers the convention's parameter bytes.
     The overlap of every term is stated in Estimate.overlap.
     """
     model = as_model_spec(model)
@@ -596,6 +600,10 @@ def estimate(
         )
     # ---- end EP / CP checks
     m = G // (c.dp * c.micro_batch)
+    if (
+        offload != "none"
+    ):  # the memory and bytes of the offloaded run (DeepSpeed's engine: 16-bit model on the GPU)
+        conventions = {**conventions, "offload": offload}
     setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
 
@@ -670,8 +678,9 @@ def estimate(
     gbytes = (
         grad_bytes_per_param
         if grad_bytes_per_param is not None
-        else mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
-    )
+        else mem.state_bytes_per_param(setup)[1] - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    )  # the memory convention's gradients are what is synced (one dtype: 16-bit, fp32 under PyTorch AMP)
+    pbytes = mem.state_bytes_per_param(setup)[0]  # the parameters ZeRO-3 gathers, in the convention's dtype
     # the backward of one micro-batch: 4N of 6N FLOPs, 6N of 8N with full recompute (its forward replay)
     micro_s = compute_all + elem_all
     backward_s = micro_s * (6 / 8 if c.recompute == "full" else 4 / 6)
@@ -702,11 +711,12 @@ def estimate(
         overlap=c.zero_stage == 3 or bucket_overlap,
         backward_s=backward_s,
         micro_step_s=micro_s,
+        param_bytes_per_param=pbytes,
     )
     if c.zero_stage == 3:
         zero3_exposed = sync.exposed_s  # prefetch hides each micro-batch's gathers behind its compute
         dp_s = 0.0
-        comm_dp = ("zero3_gather_reduce", m * dense_stage * (4 + gbytes) * (dp_sync - 1) / dp_sync)
+        comm_dp = ("zero3_gather_reduce", m * dense_stage * (2 * pbytes + gbytes) * (dp_sync - 1) / dp_sync)
     else:
         zero3_exposed = 0.0
         # pp 1: the buckets the backward has not hidden (DDP); pp > 1: after the pipeline flush (Megatron
@@ -732,11 +742,12 @@ def estimate(
             overlap=c.zero_stage == 3 or bucket_overlap,
             backward_s=backward_s,
             micro_step_s=micro_s,
+            param_bytes_per_param=pbytes,
         )
         f = (edp - 1) / edp
         if c.zero_stage == 3:
             zero3_exposed += e_sync.exposed_s
-            comm_dp = (comm_dp[0], comm_dp[1] + m * expert_stage / c.ep * (4 + gbytes) * f)
+            comm_dp = (comm_dp[0], comm_dp[1] + m * expert_stage / c.ep * (2 * pbytes + gbytes) * f)
         else:
             dp_s += (1 - dp_overlap) * (e_sync.exposed_s if bucket_overlap else e_sync.comm_s)
             comm_dp = (comm_dp[0], comm_dp[1] + 2 * expert_stage / c.ep * gbytes * f)
