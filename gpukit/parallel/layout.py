@@ -293,6 +293,8 @@ class Estimate:
     assumptions: tuple[str, ...] = ()
     # per breakdown term: which compute it hides behind (or that it cannot), with the mechanism cited
     overlap: tuple[tuple[str, str], ...] = ()
+    # per communication term: its seconds per step before overlap (breakdown holds what is exposed)
+    comm_total_s: tuple[tuple[str, float], ...] = ()
 
     def share(self, name: str) -> float:
         return dict(self.breakdown).get(name, 0.0) / self.step_time_s
@@ -335,6 +337,7 @@ class Estimate:
                 ),
                 "notes": list(self.notes),
                 "overlap": dict(self.overlap),
+                "comm_total_s": dict(self.comm_total_s),
                 "assumptions": list(self.assumptions or ASSUMPTIONS),
             }
         )
@@ -725,6 +728,7 @@ def estimate(
         comm_dp = ("dp_grad_reduce", 2 * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
     if adapters and c.zero_stage < 3:  # only the adapters' gradients are all-reduced: negligible traffic
         dp_s, comm_dp = 0.0, (comm_dp[0], 0.0)
+    dp_total_s = sync.comm_s
     # ---- EP: the experts' own gradient sync over dp x cp / ep ranks (helper G)
     if c.ep > 1 and expert_stage > 0:
         edp = dp_sync // c.ep
@@ -745,6 +749,7 @@ def estimate(
             param_bytes_per_param=pbytes,
         )
         f = (edp - 1) / edp
+        dp_total_s += e_sync.comm_s
         if c.zero_stage == 3:
             zero3_exposed += e_sync.exposed_s
             comm_dp = (comm_dp[0], comm_dp[1] + m * expert_stage / c.ep * (2 * pbytes + gbytes) * f)
@@ -758,6 +763,8 @@ def estimate(
     w_b, g_b, o_b = mem.state_bytes_per_param(setup)
     opt_params = stage_params / dp_sync if c.zero_stage >= 1 else stage_params
     opt_s = 2 * (w_b + g_b + o_b) * opt_params / hbm
+    if adapters:  # only the adapters are updated: their gradients and AdamW states (the memory terms hold them)
+        opt_s = 2 * (mb.grads_bytes + mb.optimizer_bytes) / hbm
     # offload (ZeRO-Offload / ZeRO-Infinity, Ren et al. 2021 sec. 4): the CPU runs Adam, once per optimizer step
     off_s = 0.0
     if offload != "none":
@@ -831,6 +838,12 @@ def estimate(
         memory=mb,
         assumptions=cluster_assumptions(cluster),
         overlap=overlap_words,
+        comm_total_s=(
+            ("tp_comm", m * tp_s),
+            ("pp_comm", m * pp_s),
+            ("dp_comm", 0.0 if c.zero_stage == 3 or (adapters and c.zero_stage < 3) else dp_total_s),
+            ("zero3_comm", dp_total_s if c.zero_stage == 3 else 0.0),
+        ),
     )
 
 
