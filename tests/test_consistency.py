@@ -71,7 +71,12 @@ def test_cost_and_scaling_give_one_efficiency(name, gpu, n):
     row = _cost_row(m, gpu, n, 0)
     s = m.default_seq_len()[0]
     e = parallel.estimate(
-        m, parallel.ParallelConfig(dp=n), parallel.make_cluster(gpu), global_batch=n, seq_len=s, convention="pytorch"
+        m,
+        parallel.ParallelConfig(dp=n),
+        parallel.make_cluster(gpu),
+        global_batch=n,
+        seq_len=s,
+        convention="pytorch",
     )
     assert row.hours == pytest.approx(TOKENS / e.tokens_per_s / 3600, rel=1e-9)
     assert row.efficiency == pytest.approx(e.share("compute") + e.share("elementwise"), rel=1e-9)

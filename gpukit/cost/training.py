@@ -290,6 +290,12 @@ def training_run(
             f"step, gradients {state_bytes_per_param(setup)[1]:g} B/param on the wire (the memory model's "
             f"gradient dtype); {cluster.describe()}" + (f"; overlap: {sync}" if sync and n > 1 else "")
         )
+        nodes, last = math.ceil(n / k), n - (math.ceil(n / k) - 1) * k
+        if nodes > 1 and last < k:  # a partial node: its own ports carry its shards (gpukit.comm.grad_sync)
+            eff_model += (
+                f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's ports carry the "
+                "gradient across"
+            )
         if n == 1:
             eff_model = f"{g.name}: 1 GPU: no communication; gpukit.parallel.estimate's step" + (
                 f" (offload: {sync})" if off_s else ""

@@ -763,7 +763,9 @@ def estimate(
     w_b, g_b, o_b = mem.state_bytes_per_param(setup)
     opt_params = stage_params / dp_sync if c.zero_stage >= 1 else stage_params
     opt_s = 2 * (w_b + g_b + o_b) * opt_params / hbm
-    if adapters:  # only the adapters are updated: their gradients and AdamW states (the memory terms hold them)
+    if (
+        adapters
+    ):  # only the adapters are updated: their gradients and AdamW states (the memory terms hold them)
         opt_s = 2 * (mb.grads_bytes + mb.optimizer_bytes) / hbm
     # offload (ZeRO-Offload / ZeRO-Infinity, Ren et al. 2021 sec. 4): the CPU runs Adam, once per optimizer step
     off_s = 0.0
