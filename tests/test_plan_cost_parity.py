@@ -17,6 +17,7 @@ from gpukit import cost
 from gpukit.catalog import get_model
 from gpukit.cli import main
 from gpukit.plan import plan, train_plans
+from gpukit.plan.train import planner_grad_accum
 
 MODELS = ("opt-1.3b", "llama-2-7b", "llama-3-8b")
 GPUS = ("h100-sxm", "a100-80gb")
@@ -90,8 +91,9 @@ def test_planner_candidates_and_cost_train_price_the_same_run(name):
         if p.binding == "does not fit":  # no recompute makes ZeRO-z fit: cost train says so at each of them
             for rc in ("none", "selective", "full"):
                 t = cost.training_cost(
-                    m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE
-                )
+                    m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE,
+                    grad_accum=planner_grad_accum(n, m.train_seq_len, 1, TOKENS),
+                )  # fmt: skip
                 assert t.rows[0].fits is False, f"{what}; cost train fits with {rc} recompute"
             seen.add("does not fit")
             continue

@@ -31,6 +31,23 @@ from gpukit.specs import ModelSpec
 
 
 # ------------------------------------------------------------------------------- training layouts
+GLOBAL_BATCH_SEQUENCES = (
+    512  # the global batch the planner prices every layout at, in sequences (GPT-3 small's
+)
+# 0.5M tokens at 1,024; 2M at 4,096; Brown et al. 2020 table 2.1), unless the GPUs x micro_batch exceed it
+
+
+def planner_grad_accum(n: int, seq_len: int, micro_batch: int, tokens: float) -> int:
+    """The gradient accumulation that brings n GPUs x micro_batch sequences to the planner's global batch,
+    GLOBAL_BATCH_SEQUENCES (the same for the data-parallel plans and the 3D search), within the caps that limit
+    the GPU count (MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS): the optimizer step (and an offload's CPU Adam)
+    is paid once per that many tokens, as a real run pays it."""
+    ga = max(1, GLOBAL_BATCH_SEQUENCES // (n * micro_batch))
+    cap = int(min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) // (n * micro_batch * seq_len))
+    ga = max(1, min(ga, cap))
+    return 1 << (ga.bit_length() - 1)  # a power of two, as batch sizes are chosen
+
+
 def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False):
     """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
     (gpukit/data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
@@ -121,22 +138,27 @@ def train_plans(
                 continue  # the global batch would exceed what one run can use
             best = None
             cap_tokens = min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) / n  # one GPU's share of the batch
+            base_ga = planner_grad_accum(n, seq_len, micro_batch, tokens)
             for tricks, s in _train_setups(workload, n, seq_len, micro_batch, model.dropout):
                 if zero_stages is not None and s.zero_stage not in zero_stages:
                     continue
                 try:
+                    ga = base_ga
                     if (
                         s.offload != "none"
                     ):  # the accumulation a real offload run uses (once-per-step CPU Adam)
-                        ga = offload_grad_accum(
-                            model,
-                            name,
-                            s,
-                            max_tokens_per_gpu=cap_tokens,
-                            **{k: v for k, v in kw.items() if k != "loader_tokens_per_s"},
+                        ga = max(
+                            ga,
+                            offload_grad_accum(
+                                model,
+                                name,
+                                s,
+                                max_tokens_per_gpu=cap_tokens,
+                                **{k: v for k, v in kw.items() if k != "loader_tokens_per_s"},
+                            ),
                         )
-                        if ga > 1:
-                            s, tricks = replace(s, grad_accum=ga), (*tricks, f"grad_accum {ga}")
+                    if ga > 1:
+                        s, tricks = replace(s, grad_accum=ga), (*tricks, f"grad_accum {ga}")
                     run = training_run(model, tokens, name, s, usd_per_gpu_hour=usd, **kw)
                 except ValueError:
                     continue
@@ -236,7 +258,7 @@ def refine_with_parallel(
                 seq_len=seq_len,
                 inter_link=inter_link,
                 ports_per_node=ports_per_node,
-                global_batch=max(p.gpus, 512),
+                global_batch=p.gpus * planner_grad_accum(p.gpus, seq_len, 1, tokens),
                 top_k=1,
             )
         except ValueError:
@@ -245,7 +267,9 @@ def refine_with_parallel(
             continue
         c = r.best.estimate.config
         # the one step model: gpukit.parallel.estimate of the layout found, priced as training_run prices the
-        # data-parallel plans (the planner's mfu or profile, fp32 gradients on the wire: PyTorch AMP's)
+        # data-parallel plans (the planner's mfu or profile, fp32 gradients on the wire, Megatron's main grads:
+        # bf16 runs accumulate and all-reduce gradients in fp32); a 3D layout runs in Megatron, so its memory is
+        # the megatron convention's with those fp32 gradients, and a layout that does not fit by it is dropped
         cluster = parallel.make_cluster(
             p.gpu, gpus_per_node, inter_link=inter_link, ports_per_node=ports_per_node, profile=profile
         )
@@ -260,6 +284,8 @@ def refine_with_parallel(
                 grad_dtype="fp32",
             )
         except ValueError:
+            continue
+        if not e.fits:
             continue
         useful = e.share("compute") + e.share("elementwise")
         hours = tokens / e.tokens_per_s / 3600
