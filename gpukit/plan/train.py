@@ -29,7 +29,6 @@ from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.plan.plans import MAX_GLOBAL_BATCH_TOKENS, MIN_STEPS, Plan
 from gpukit.specs import ModelSpec
 
-
 # ------------------------------------------------------------------------------- training layouts
 GLOBAL_BATCH_SEQUENCES = (
     512  # the global batch the planner prices every layout at, in sequences (GPT-3 small's
