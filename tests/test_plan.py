@@ -91,7 +91,8 @@ def test_models_lines_say_what_the_plan_used():
     the scaling line does not say 3D layouts go unsearched next to a 'layout' line saying they were searched."""
     from gpukit.memory import TrainSetup
 
-    r = plan("pretrain", get_model("llama-2-7b"), tokens=20e9, deadline_hours=72, gpus=["h100-sxm"])
+    # issue 23: a 70B model, where a 3D layout beats data parallelism under the one step model
+    r = plan("pretrain", get_model("llama-2-70b"), tokens=100e9, gpus=["h100-sxm"], counts=(64,))
     assert any(m.startswith("layout: gpukit.parallel search") for m in r.models)
     assert not any("not searched" in m for m in r.models)
     assert f'"{TrainSetup().convention}"' in r.models[0] and "ZeRO paper bytes" not in r.models[0]
@@ -529,7 +530,8 @@ def test_plan_takes_ports_per_node_too(capsys):
     kw = dict(tokens=100e9, gpus={"h100-sxm": 3.0}, counts=(16,), inter_link="eth-100g", refine=False)
     rail = plan("pretrain", get_model("llama-2-7b"), **kw)
     one = plan("pretrain", get_model("llama-2-7b"), ports_per_node=1, **kw)
-    assert one.plans[0].hours > 1.3 * rail.plans[0].hours
+    # once per optimizer step of the planner's global batch (grad_accum 32 here): the shared port still costs
+    assert one.plans[0].hours > 1.15 * rail.plans[0].hours
     assert any("1 eth-100g port(s) per node" in a for a in one.assumptions)
     with pytest.raises(ValueError, match="ports_per_node applies to training workloads"):
         plan(
