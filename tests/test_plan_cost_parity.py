@@ -16,8 +16,7 @@ import pytest
 from gpukit import cost
 from gpukit.catalog import get_model
 from gpukit.cli import main
-from gpukit.plan import plan, train_plans
-from gpukit.plan.train import planner_grad_accum
+from gpukit.plan import plan, planner_grad_accum, train_plans
 
 MODELS = ("opt-1.3b", "llama-2-7b", "llama-3-8b")
 GPUS = ("h100-sxm", "a100-80gb")

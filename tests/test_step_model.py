@@ -18,7 +18,7 @@ import pytest
 from gpukit import cost, parallel
 from gpukit.catalog import get_model
 from gpukit.cli import main
-from gpukit.plan.train import train_plans
+from gpukit.plan import train_plans
 
 TOKENS = 100e9
 PRICE = 3.0
