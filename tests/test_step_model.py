@@ -116,10 +116,12 @@ def test_zero3_is_never_faster_than_ddp_at_equal_layout(name, dp, link, grad_acc
             m, TOKENS, "h100-sxm", cost.data_parallel_setup(m, dp, zero_stage=z, grad_accum=grad_accum),
             usd_per_gpu_hour=PRICE, inter_link=link,
         )
-        for z in (1, 2, 3)
+        for z in (0, 1, 2, 3)
     }  # fmt: skip
     assert runs[3].hours >= max(runs[1].hours, runs[2].hours) * (1 - 1e-12)
-    assert runs[3].network_efficiency <= max(runs[1].network_efficiency, runs[2].network_efficiency) + 1e-12
+    # against plain DDP the communication decides (DDP's unsharded optimizer step is not communication): ZeRO-3's
+    # share of the step lost to the network is never smaller
+    assert runs[3].network_efficiency <= min(r.network_efficiency for r in runs.values()) + 1e-12
 
 
 def test_zero3_gathers_are_exposed_at_small_micro_batch_and_large_dp():

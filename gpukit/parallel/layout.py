@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpukit import memory as mem
-from gpukit.catalog import as_model, get_model
+from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.comm import (
     cluster_network,
     collective_time,
@@ -97,6 +97,7 @@ ADAPTER_BACKWARD_SHARE = (
     4 / 6
 )  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
 OFFLOADS = ("none", "optimizer", "all")
+MAX_PARAMS = 1e15  # a bound on parameter counts for validation (far above any model)
 FINETUNES = ("full", "lora", "qlora")
 
 
@@ -106,8 +107,14 @@ def offload_step_s(params_per_gpu: float, gpu) -> float:
     GPU's PCIe generation, PCIE_GBPS) plus a CPU Adam pass reading and writing 16 bytes/param of fp32 master
     weights and moments (32 bytes/param) at OFFLOAD_CPU_GBPS (an assumption). Once per optimizer step,
     whatever its micro-batches: gradient accumulation amortises it."""
+    gpu = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    if not hasattr(gpu, "pcie_gen"):
+        raise ValueError(f"gpu must be a catalog GPU or its name, got {type(gpu).__name__}")
+    n = require_positive("params_per_gpu", params_per_gpu, allow_zero=True)
+    if n > MAX_PARAMS:
+        raise ValueError(f"params_per_gpu must be at most {MAX_PARAMS:.0e}, got {n:g}")
     pcie = PCIE_GBPS.get(gpu.pcie_gen, 32.0) * 1e9
-    return 4 * params_per_gpu / pcie + 32 * params_per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
+    return 4 * n / pcie + 32 * n / (OFFLOAD_CPU_GBPS * 1e9)
 
 
 ASSUMPTIONS = (

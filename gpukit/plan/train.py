@@ -25,6 +25,7 @@ from typing import Any
 from gpukit import parallel
 from gpukit.catalog import as_model, get_gpu
 from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, offload_grad_accum, training_run
+from gpukit.errors import MAX_COUNT, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.plan.plans import MAX_GLOBAL_BATCH_TOKENS, MIN_STEPS, Plan
 from gpukit.specs import ModelSpec
@@ -41,6 +42,12 @@ def planner_grad_accum(n: int, seq_len: int, micro_batch: int, tokens: float) ->
     GLOBAL_BATCH_SEQUENCES (the same for the data-parallel plans and the 3D search), within the caps that limit
     the GPU count (MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS): the optimizer step (and an offload's CPU Adam)
     is paid once per that many tokens, as a real run pays it."""
+    n = require_positive_int("n", n, at_most=MAX_COUNT)
+    seq_len = require_positive_int("seq_len", seq_len, at_most=MAX_COUNT)
+    micro_batch = require_positive_int("micro_batch", micro_batch, at_most=MAX_COUNT)
+    tokens = require_positive("tokens", tokens)
+    if not math.isfinite(tokens):
+        raise ValueError(f"tokens must be finite, got {tokens}")
     ga = max(1, GLOBAL_BATCH_SEQUENCES // (n * micro_batch))
     cap = int(min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) // (n * micro_batch * seq_len))
     ga = max(1, min(ga, cap))
