@@ -320,7 +320,9 @@ def scaling(
             if hook == "powersgd"
             else ""
         ),
-        "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
+        "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out: this is the DDP "
+        "bucket model of one step (notebooks 04-05); `gpukit cost train`, `plan` and `parallel estimate` price a "
+        "run with the one step model, gpukit.parallel.estimate (its gradient sync is this one, gpukit.comm.grad_sync)",
         "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
         if kernels
         else "DDP's bucket copies and hook kernels left out",
