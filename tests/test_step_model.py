@@ -264,3 +264,14 @@ def test_one_gpu_warning_names_the_stage_it_priced():
     assert "at 1 GPU" in w and "(data parallel, ZeRO-0," in w and "(data parallel, ZeRO-3" not in w
     assert any("ZeRO-0 on 1 GPU" in a for a in t.assumptions)
     assert math.isfinite(t.rows[0].hours)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
+def test_the_planner_never_rates_a_partial_second_node_above_one_node(name):
+    """The planner's efficiency column, through the same step model: 9-15 GPUs (one node of 8 and part of another)
+    never above 8 on NVLink."""
+    from gpukit.plan import plan
+
+    r = plan("pretrain", get_model(name), tokens=20e9, gpus={"h100-sxm": 3.0}, counts=tuple(range(8, 16)))
+    eff = {p.gpus: p.efficiency for p in r.plans if p.binding != "does not fit"}
+    assert 8 in eff and all(eff[n] <= eff[8] + 1e-12 for n in eff), eff
