@@ -11,11 +11,12 @@ direction the models say:
 - `parallel estimate` sizes memory in the Megatron convention (the papers' sum of parts, with which
   its published runs are reproduced); memory/cost/plan size "does it fit" in the PyTorch convention
   (the peak of an eager step). Both come from gpukit.memory.estimate_memory with the same layout.
-- `parallel estimate` times compute at the stated matmul efficiency on the executed FLOPs, plus
-  elementwise and optimizer kernels; cost/plan/scaling at an assumed MFU on 6N + attention. The data-
-  parallel gradient sync they charge is the same number (gpukit.comm.grad_sync).
-- ZeRO-3: `parallel estimate` hides the parameter gathers behind compute (FSDP prefetch), cost/plan
-  charge them with no overlap (a lower bound on efficiency).
+- Time (issue 23): cost train and plan price every run with gpukit.parallel.estimate, the one step model
+  (compute at the stated matmul efficiency plus elementwise kernels, the gradient sync of gpukit.comm.grad_sync
+  with its overlap stated per term, the optimizer, offload), so their hours are `parallel estimate`'s with the
+  same memory convention (convention="pytorch": fp32 parameters and gradients on the wire too). `scaling` is
+  the DDP bucket model of notebooks 04-05 (6N at an MFU, hooks, no optimizer), which predicted_efficiency
+  shares: their gradient sync is the estimate's (gpukit.comm.grad_sync), bucket by bucket.
 """
 
 from __future__ import annotations
@@ -63,15 +64,24 @@ def test_memory_cost_and_plan_size_the_same_gpu(name, gpu, n, z):
 
 @pytest.mark.parametrize("name, gpu, n", list(itertools.product(MODELS, GPUS, COUNTS)))
 def test_cost_and_scaling_give_one_efficiency(name, gpu, n):
-    """Plain data parallel (DDP): cost train's efficiency, gpukit.cost.predicted_efficiency and
-    gpukit.scaling's row at the same tokens per GPU, MFU and overlap (none) are one number: one compute
-    model (6N at MFU) and one gradient sync (gpukit.comm.grad_sync) over one network."""
+    """Plain data parallel (DDP): cost train's hours and efficiency are gpukit.parallel.estimate's for the same
+    run (the one step model, convention pytorch); gpukit.scaling's row and predicted_efficiency at the same
+    tokens per GPU, MFU and overlap (none) are one number (the DDP bucket model over the same grad_sync)."""
     m = get_model(name)
     row = _cost_row(m, gpu, n, 0)
     s = m.default_seq_len()[0]
+    e = parallel.estimate(
+        m,
+        parallel.ParallelConfig(dp=n),
+        parallel.make_cluster(gpu),
+        global_batch=n,
+        seq_len=s,
+        convention="pytorch",
+    )
+    assert row.hours == pytest.approx(TOKENS / e.tokens_per_s / 3600, rel=1e-9)
+    assert row.efficiency == pytest.approx(e.share("compute") + e.share("elementwise"), rel=1e-9)
     eff = cost.predicted_efficiency(m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, n_layers=m.n_layers)
     sc = scaling.scaling(m, gpu=gpu, gpus=(1, n), tokens_per_gpu=s, mfu=0.4, overlap=False).rows[-1]
-    assert row.efficiency == pytest.approx(eff.efficiency, rel=1e-9)
     assert sc.efficiency == pytest.approx(eff.efficiency, rel=1e-9)
     assert sc.exposed_comm_s == pytest.approx(eff.exposed_comm_s, rel=1e-9)
 
@@ -93,7 +103,7 @@ def test_parallel_estimate_charges_the_same_sync_and_sizes_memory_from_the_same_
     eff = cost.predicted_efficiency(
         m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, zero_stage=z, n_layers=m.n_layers
     )
-    assert dict(est.breakdown)["dp_comm"] == pytest.approx(eff.comm_s, rel=1e-9)
+    assert dict(est.comm_total_s)["dp_comm"] == pytest.approx(eff.comm_s, rel=1e-9)
     megatron = est.memory
     assert megatron.setup.convention == "megatron"
     again = memory.estimate_memory(m, setup=megatron.setup, gpu=get_gpu(gpu))
@@ -109,8 +119,9 @@ def test_parallel_estimate_charges_the_same_sync_and_sizes_memory_from_the_same_
     [("llama-2-7b", "h100-sxm", 16, 1), ("opt-1.3b", "a100-80gb", 8, 0), ("llama-3-8b", "h100-sxm", 64, 3)],
 )
 def test_the_cli_commands_agree(capsys, name, gpu, n, z):
-    """Through the command line: `memory`, `cost train` and `scaling` (--json) give the same memory per GPU
-    and the same efficiency for one run, with the sequence length left to the model's default."""
+    """Through the command line: `memory` and `cost train` (--json) give the same memory per GPU, and `cost train`
+    and `parallel estimate --convention pytorch` the same hours for one run, with the sequence length left to the
+    model's default."""
     mem = _cli(capsys, "memory", "--model", name, "--gpu", gpu, "--dp", str(n), "--zero", str(z))
     ct = _cli(
         capsys,
@@ -131,20 +142,29 @@ def test_the_cli_commands_agree(capsys, name, gpu, n, z):
     )
     row = ct["rows"][0]
     assert mem["total_bytes"] == row["memory_per_gpu_bytes"]
-    if z == 0:
-        m = get_model(name)
-        sc = _cli(
-            capsys,
-            "scaling",
-            "--model",
-            name,
-            "--gpu",
-            gpu,
-            "--gpus",
-            f"1,{n}",
-            "--overlap",
-            "off",
-            "--tokens-per-gpu",
-            str(m.default_seq_len()[0]),
-        )
-        assert sc["rows"][-1]["efficiency"] == pytest.approx(row["efficiency"], rel=1e-9)
+    pe = _cli(
+        capsys,
+        "parallel",
+        "estimate",
+        "--model",
+        name,
+        "--gpu",
+        gpu,
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        str(n),
+        "--dp",
+        str(n),
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--zero",
+        str(z),
+        "--micro-batch",
+        "1",
+        "--convention",
+        "pytorch",
+    )
+    assert row["hours"] == pytest.approx(100e9 / pe["tokens_per_s"] / 3600, rel=1e-9)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpukit import cost
+from gpukit import cost, parallel
 from gpukit.catalog import get_model
 from gpukit.cli import main
 from gpukit.prices import load_prices, quote, read_prices
@@ -111,7 +111,7 @@ def test_more_gpus_never_fewer_gpu_hours(n_params, gpu, counts, link):
         n_params, 1e10, gpu, sorted(set(counts) | {1}), price_per_gpu_hour=2.0, inter_link=link
     )
     one = t.rows[0]
-    assert one.gpus == 1 and one.efficiency == 1.0
+    assert one.gpus == 1 and 0 < one.efficiency <= 1  # the optimizer step is not useful compute (issue 23)
     for r in t.rows:
         assert 0 < r.efficiency <= 1
         assert r.gpu_hours >= one.gpu_hours * (1 - 1e-12)
@@ -132,11 +132,14 @@ def test_pareto_set_is_non_dominated_and_covers(points):
 
 def test_efficiency_given_or_predicted_and_named():
     t = cost.training_cost(get_model("llama-2-7b"), 1e11, "h100-sxm", [1, 8, 64], price_per_gpu_hour=3.0)
-    # the model behind the 8- and 64-GPU rows: since issue 22 the one gradient-sync model in gpukit.comm (which
-    # gpukit.scaling uses too), no longer a call into gpukit.scaling
-    assert "gpukit.comm.grad_sync DDP bucket model" in t.efficiency_model
+    # the model behind every row: since issue 23 the one step model, gpukit.parallel.estimate (its gradient sync is
+    # gpukit.comm.grad_sync's DDP buckets, overlapped with the backward: Li et al. 2020)
     assert (
-        "1 GPU: efficiency 1" in t.efficiency_model and "alpha-beta" not in t.efficiency_model
+        "gpukit.parallel.estimate (the one step model)" in t.efficiency_model
+        and "Li et al. 2020" in t.efficiency_model
+    )
+    assert (
+        "1 GPU: no communication" in t.efficiency_model and "alpha-beta" not in t.efficiency_model
     )  # one model per row kind
     assert t.rows[2].efficiency < 1
     g = cost.training_cost(7e9, 1e11, "h100-sxm", [1, 8], price_per_gpu_hour=3.0, efficiency={1: 1.0, 8: 0.5})
@@ -428,7 +431,13 @@ def test_cost_train_states_the_flops_it_used():
         f"{t1.flops / 1e9:.3g} FLOPs per token" in line and "seq_len 4096" in line and "train_seq_len" in line
     )
     assert f"LM head {t1.lm_head_params / 1e9:.3g}B" in line and t1.lm_head_params == 32000 * 4096
-    assert t.rows[0].hours == pytest.approx(t1.flops / (989.4e12 * 0.4) / 3600, rel=1e-9)
+    # the step model's compute at a given MFU is time_to_train's (the optimizer step comes on top, issue 23)
+    run = cost.training_run(m, 1e9, "h100-sxm", cost.data_parallel_setup(m, 1), usd_per_gpu_hour=3.0, mfu=0.4)
+    steps = 1e9 / run.tokens_per_gpu
+    assert run.compute_s * steps == pytest.approx(t1.flops / (989.4e12 * 0.4), rel=1e-9)
+    assert run.hours == pytest.approx(steps * run.step_s / 3600, rel=1e-12) and run.step_s > run.compute_s
+    default = cost.training_run(m, 1e9, "h100-sxm", cost.data_parallel_setup(m, 1), usd_per_gpu_hour=3.0)
+    assert t.rows[0].hours == pytest.approx(default.hours, rel=1e-12)
     assert (
         "no attention term"
         in cost.training_cost(7e9, 1e9, "h100-sxm", 1, price_per_gpu_hour=3.0).assumptions[0]
@@ -741,23 +750,27 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
     assert main(argv + ["--ports-per-node", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     # issue 22: cost train prices a step of seq_len x micro_batch x grad_accum = 4096 x 1 x 1 tokens per GPU for
-    # llama-2-7b (the planner's step, one price loop), no longer predicted_efficiency's default 8,192
-    step = (
-        scaling(
-            n_params=n,
-            gpu="h100-sxm",
-            gpus=(1, 16),
-            inter_link="eth-100g",
-            ports_per_node=1,
-            tokens_per_gpu=4096,
-            overlap=False,
-        )
-        .rows[-1]
-        .efficiency
+    # llama-2-7b (the planner's step, one price loop); issue 23: with the one step model, gpukit.parallel.estimate
+    # over the same ports (convention pytorch: the fp32 gradients cost train's memory keeps)
+    e = parallel.estimate(
+        get_model("llama-2-7b"),
+        parallel.ParallelConfig(dp=16),
+        parallel.make_cluster("h100-sxm", 8, inter_link="eth-100g", ports_per_node=1),
+        global_batch=16,
+        convention="pytorch",
     )
+    rail = parallel.estimate(
+        get_model("llama-2-7b"),
+        parallel.ParallelConfig(dp=16),
+        parallel.make_cluster("h100-sxm", 8, inter_link="eth-100g"),
+        global_batch=16,
+        convention="pytorch",
+    )
+    step = e.share("compute") + e.share("elementwise")
     assert d["rows"][0]["tokens_per_gpu"] == 4096 and d["rows"][0]["efficiency"] == pytest.approx(
         step, rel=1e-9
     )
+    assert step < 0.75 * (rail.share("compute") + rail.share("elementwise"))  # one shared port paces the sync
     assert any(
         "1 eth-100g port(s) per node shared by its 8 GPUs" in a and "--ports-per-node 1" in a
         for a in d["assumptions"]

@@ -59,7 +59,7 @@ def _three(spec, dp, k, ports, grad_dtype, zero):
         seq_len=512,
         grad_dtype=grad_dtype,
     )
-    return s.comm_s, c.comm_s, dict(e.breakdown)["dp_comm"]
+    return s.comm_s, c.comm_s, dict(e.comm_total_s)["dp_comm"]
 
 
 @pytest.mark.parametrize("model", ["gpt2", "llama-2-7b"])

@@ -16,7 +16,7 @@ import pytest
 from gpukit import cost
 from gpukit.catalog import get_model
 from gpukit.cli import main
-from gpukit.plan import plan, train_plans
+from gpukit.plan import plan, planner_grad_accum, train_plans
 
 MODELS = ("opt-1.3b", "llama-2-7b", "llama-3-8b")
 GPUS = ("h100-sxm", "a100-80gb")
@@ -38,7 +38,8 @@ def _layout_of(tricks) -> dict:
         if "optimizer offload" in tricks
         else "none"
     )
-    return dict(recompute=recompute, offload=offload)
+    grad_accum = next((int(t.split()[1]) for t in tricks if t.startswith("grad_accum ")), 1)
+    return dict(recompute=recompute, offload=offload, grad_accum=grad_accum)
 
 
 def _zero_of(tricks, n: int) -> int:
@@ -89,8 +90,9 @@ def test_planner_candidates_and_cost_train_price_the_same_run(name):
         if p.binding == "does not fit":  # no recompute makes ZeRO-z fit: cost train says so at each of them
             for rc in ("none", "selective", "full"):
                 t = cost.training_cost(
-                    m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE
-                )
+                    m, TOKENS, gpu, [n], zero_stage=z, recompute=rc, price_per_gpu_hour=PRICE,
+                    grad_accum=planner_grad_accum(n, m.train_seq_len, 1, TOKENS),
+                )  # fmt: skip
                 assert t.rows[0].fits is False, f"{what}; cost train fits with {rc} recompute"
             seen.add("does not fit")
             continue
@@ -194,11 +196,10 @@ def test_tokens_per_gpu_per_step_is_the_layouts():
     ],
 )
 def test_the_two_commands_json(name, gpu, n, searched, capsys):
-    """`gpukit plan --json` and `gpukit cost train --json` at the layout the planner chose. One difference remains
-    and is named: for more than one GPU the planner re-prices its cheapest plans with gpukit.parallel's 3D layout
-    search, whose step model overlaps the gradient communication with the backward, while the data-parallel price
-    loop (training_run, predicted_efficiency with overlap 0) does not; the planner keeps the search's layout
-    only when that estimate is faster."""
+    """`gpukit plan --json` and `gpukit cost train --json` at the layout the planner chose (its ZeRO stage,
+    recompute, offload and grad_accum). Both price with gpukit.parallel.estimate (the one step model); for more
+    than one GPU the planner also prices its cheapest plans' 3D layouts found by gpukit.parallel's search, a
+    different layout (and global batch), and keeps one only when faster than the data-parallel plan."""
     assert (
         main(
             [
@@ -236,6 +237,10 @@ def test_the_two_commands_json(name, gpu, n, searched, capsys):
         str(z),
         "--recompute",
         layout["recompute"],
+        "--offload",
+        layout["offload"],
+        "--grad-accum",
+        str(layout["grad_accum"]),
         "--price-per-gpu-hour",
         str(PRICE),
         "--json",
@@ -249,7 +254,6 @@ def test_the_two_commands_json(name, gpu, n, searched, capsys):
             "backward), which it does only when faster than the data-parallel price loop that cost train uses"
         )
         return
-    assert layout["offload"] == "none", "cost train has no --offload flag: the API test covers offload"
     assert p["memory_per_gpu_bytes"] == row["memory_per_gpu_bytes"] and p["binding"] == row["binding"]
     for key in ("hours", "cost_usd", "efficiency"):
         assert p[key] == pytest.approx(row[key], rel=1e-12), key
@@ -283,4 +287,4 @@ def test_adapters_are_priced_by_the_same_loop(workload):
             m, 1e9, gpu, [n], finetune=workload, price_per_gpu_hour=PRICE, **_layout_of(p.tricks)
         ).rows[0]
         _same(p, row, f"{workload} {name} on {n} x {gpu}: plan {p.layout!r}")
-        assert row.efficiency == 1.0  # only the adapters' gradients cross the network
+        assert row.efficiency > 0.99  # only the adapters' gradients cross the network, only they are updated

@@ -166,8 +166,8 @@ def go_big_over_20b(model: str = "opt-30b") -> Claim:
         unit="GPUs",
         verdict="plausible" if need >= 16 else "doubtful",
         check=(
-            f"{m.name}: the training state fits {fit} H100s (one node) with ZeRO-3, so memory alone does not force "
-            f"nodes; a compute-optimal run ({CHINCHILLA * m.n_params / 1e9:,.0f}B tokens) within 30 days needs {need} "
+            f"{m.name}: the fastest plan without offload fits {fit} H100s ({-(-fit // 8)} node(s) of 8); "
+            f"a compute-optimal run ({CHINCHILLA * m.n_params / 1e9:,.0f}B tokens) within 30 days needs {need} "
             "GPUs: time, not memory, makes it multi-node."
         ),
         assumptions=("30-day deadline", "no optimizer offload"),

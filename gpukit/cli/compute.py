@@ -41,6 +41,7 @@ TRAIN_TIME_KEYS = (
     "mfu",
     "hfu",
     "note",
+    "bound",
 )
 FLOPS_KEYS = (
     "mode",

@@ -90,6 +90,7 @@ def _train(args):
         inter_link=args.inter_link,
         zero_stage=args.zero,
         recompute=args.recompute,
+        offload=args.offload,
         spot=spot,
         seq_len=args.seq_len,
         micro_batch=args.micro_batch,
@@ -223,6 +224,13 @@ def register(subparsers) -> None:
         choices=("none", "selective", "full"),
         default="none",
         help="activation recompute of the priced layout (default none; full adds a forward: 8N FLOPs)",
+    )
+    t.add_argument(
+        "--offload",
+        choices=("none", "optimizer", "all"),
+        default="none",
+        help="ZeRO-Offload of the optimizer (or ZeRO-Infinity: all) to CPU memory; its PCIe transfer and CPU Adam "
+        "are charged once per optimizer step, so --grad-accum amortises them (default none)",
     )
     t.add_argument(
         "--inter-link",

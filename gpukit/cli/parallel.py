@@ -109,6 +109,22 @@ def register(subparsers) -> None:
         "--recompute", choices=par.RECOMPUTE, default="none", help="activation recompute (default none)"
     )
     e.add_argument("--sp", action="store_true", help="Megatron sequence parallelism (tp > 1)")
+    e.add_argument(
+        "--grad-dtype",
+        dest="grad_dtype",
+        choices=("bf16", "fp32"),
+        default=None,
+        help="gradient dtype, for memory and for the gradient sync alike (default: the convention's: 16-bit "
+        "in Megatron's; fp32: main grads)",
+    )
+    e.add_argument(
+        "--convention",
+        choices=("megatron", "pytorch"),
+        default="megatron",
+        help="memory convention, and with it the parameter and gradient bytes the sync moves (default megatron: "
+        "the papers' sum of parts, 16-bit; pytorch: an eager AMP step, fp32 parameters and gradients, as "
+        "`cost train` and `plan` price a run)",
+    )
     add_json_flag(e)
     e.set_defaults(func=handle_estimate)
     b = sub.add_parser(
@@ -186,6 +202,8 @@ def handle_estimate(args):
         global_batch=args.global_batch,
         seq_len=args.seq_len,
         attention=args.attention,
+        **({"grad_dtype": "fp32"} if args.grad_dtype == "fp32" else {}),
+        **({"convention": "pytorch"} if args.convention == "pytorch" else {}),
     )
 
 

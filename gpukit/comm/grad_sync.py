@@ -19,7 +19,9 @@ shard across nodes, all-gather in the node; the GPUs of a node that send at once
 (REFERENCE sec. 6, ClusterNetwork.inter_link). ZeRO (Rajbhandari et al. 2019, sec. 7): stages 1-2 move
 the bytes of an all-reduce (reduce-scatter of gradients + all-gather of parameters); stage 3 gathers
 the 16-bit parameters in forward and again in backward and reduce-scatters the gradients, per
-micro-batch: 3 collectives of half an all-reduce each (1.5x DP), hidden behind compute by prefetch.
+micro-batch and layer (FSDP unit): 3 collectives of half an all-reduce each (1.5x DP); prefetch depth 1 hides
+a layer's behind the previous layer's compute, and what a gather outlasts that compute is exposed (FSDP,
+Zhao et al. 2023 sec. 3.3.2).
 
 Used by every owner of the question (one path): gpukit.scaling (the DDP step, with its comm hooks),
 gpukit.parallel.layout (DP and ZeRO terms), gpukit.cost.efficiency; tests/test_grad_sync.py.
@@ -322,6 +324,7 @@ def grad_sync(
     overlap: bool = False,
     grad_accum: int = 1,
     micro_step_s: float = 0.0,
+    param_bytes_per_param: float = 2.0,
 ) -> GradSync:
     """The DP gradient sync of one optimizer step (module docstring for the sources).
 
@@ -353,25 +356,51 @@ def grad_sync(
         return dp_all_reduce_s(float(size), n_ranks, net, r, groups_per_node)
 
     if zero_stage == 3:
-        size = n * 2.0  # 16-bit parameters (and gradients) per rank
-        per_mb = (
-            3 * allreduce(size / 2, d) if d > 1 else 0.0
-        )  # AG fwd + AG bwd + RS grads, each half an all-reduce
-        hidden = micro_step_s if overlap else 0.0
+        pb = require_positive("param_bytes_per_param", param_bytes_per_param)
+        size = (
+            n * pb
+        )  # the parameters gathered (16-bit; fp32 when the model keeps fp32 parameters, PyTorch AMP)
+        layers = require_positive_int("n_layers", n_layers, at_most=100_000)
+        g_size = n * gb  # the gradients reduce-scattered, in the one gradient dtype (grad_bytes_per_param)
+        # per layer (FSDP unit): an all-gather of its parameters and a reduce-scatter of its gradients, each
+        # half an all-reduce of the buffer (ring: (d-1)/d S each, Rajbhandari et al. 2019 sec. 7)
+        ag = allreduce(size / layers / 2, d) if d > 1 else 0.0
+        rs = allreduce(g_size / layers / 2, d) if d > 1 else 0.0
+        per_mb = layers * (2 * ag + rs)  # AG forward + AG backward + RS gradients, every layer
+        if overlap and d > 1:
+            # FSDP/DeepSpeed prefetch depth 1: layer l+1's gather runs while layer l computes, so per layer
+            # only what the gather outlasts its layer's compute is exposed; the first gather of the forward
+            # and the last reduce-scatter of the backward have no compute to hide behind (FSDP
+            # forward_prefetch/backward_prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3.2 and 4.2).
+            bwd = backward_s if backward_s > 0 else micro_step_s * 2 / 3  # backward = 2x forward (Kaplan)
+            fwd_l, bwd_l = max(0.0, micro_step_s - bwd) / layers, bwd / layers
+            exposed_mb = (
+                ag + (layers - 1) * max(0.0, ag - fwd_l) + (layers - 1) * max(0.0, ag + rs - bwd_l) + ag + rs
+            )  # forward: head gather + (L-1) prefetched; backward: head gather, (L-1) prefetched, tail RS
+            exposed_mb = min(per_mb, exposed_mb)
+        else:
+            exposed_mb = per_mb
         return GradSync(
             dp=d,
             n_nodes=nodes,
             ranks_per_node=r,
             zero_stage=3,
             size_bytes=size,
-            n_collectives=3 * k,
+            n_collectives=3 * k * layers if d > 1 else 0,
             comm_s=k * per_mb,
-            exposed_s=k * max(0.0, per_mb - hidden),
-            bytes_sent_per_rank=3 * k * size * (d - 1) / d,
+            exposed_s=k * exposed_mb,
+            bytes_sent_per_rank=k * (2 * size + g_size) * (d - 1) / d,
             assumptions=(
-                words + ": ZeRO-3, per micro-batch 2 all-gathers of the 16-bit parameters + 1 "
-                "reduce-scatter of the gradients (Rajbhandari et al. 2019 sec. 7)"
-                + ("; prefetch hides them behind the micro-batch's compute" if overlap else ""),
+                words + f": ZeRO-3, per micro-batch and layer (FSDP unit, {layers}) an all-gather of the "
+                f"parameters ({pb:g} B/param) in forward, another in backward and a reduce-scatter of the gradients "
+                f"({gb:g} B/param) (Rajbhandari et al. 2019 sec. 7)"
+                + (
+                    "; prefetch depth 1 hides each layer's collectives behind the previous layer's compute "
+                    "(FSDP forward/backward prefetch), the first gather and the last reduce-scatter exposed, "
+                    "and a gather longer than its layer's compute exposed by the difference"
+                    if overlap
+                    else "; not overlapped"
+                ),
             ),
         )
     if param_shapes is not None:

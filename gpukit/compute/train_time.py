@@ -90,8 +90,24 @@ class TrainTime:
             effective_tflops_per_gpu=self.effective_tflops_per_gpu,
             mfu=self.mfu,
             hfu=self.hfu,
+            bound=self.bound,
         )
         return json_safe(d)
+
+    @property
+    def bound(self) -> str:
+        """What this time is: perfect scaling, a bound, in words (the output says it)."""
+        if self.n_gpus == 1:
+            return (
+                "perfect-scaling bound: FLOPs at the stated utilization only (no optimizer step, offload or "
+                "input waits); `gpukit cost train` prices the run with the one step model (gpukit.parallel.estimate)"
+            )
+        return (
+            f"perfect-scaling bound: {self.n_gpus} GPUs at the one-GPU rate, no communication, pipeline bubble, "
+            "optimizer step or offload; at this utilization no real run is faster. `gpukit cost train`, "
+            "`gpukit plan` and `gpukit parallel estimate` price the run with the one step model "
+            "(gpukit.parallel.estimate)"
+        )
 
     def to_frame(self):
         d = self.to_json_dict()
@@ -111,7 +127,7 @@ class TrainTime:
             f"{self.model_flops:.3e} model FLOPs ({self.flops:.3e} executed{seq}) on {self.n_gpus} x {self.gpu} "
             f"at {self.effective_tflops_per_gpu:.1f} TFLOP/s per GPU ({self.dtype}, {self.utilization_source}): "
             f"{fmt_seconds(self.seconds)}, {self.gpu_hours:,.0f} GPU-hours; "
-            f"MFU {self.mfu:.1%}, HFU {self.hfu:.1%}"
+            f"MFU {self.mfu:.1%}, HFU {self.hfu:.1%}\n{self.bound}"
         )
 
 

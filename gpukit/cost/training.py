@@ -22,34 +22,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
-from gpukit import inference
+from gpukit import inference, parallel
 from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
 from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
-from gpukit.memory import TrainSetup, estimate_memory
+from gpukit.memory import TrainSetup, estimate_memory, state_bytes_per_param, uses_dropout
+from gpukit.parallel import ADAPTER_BACKWARD_SHARE, OFFLOAD_CPU_GBPS, offload_step_s  # noqa: F401
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
 from gpukit.specs import ModelSpec
 from gpukit.units import GiB
 
 # ------------------------------------------------------------------------------- one training run
-OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
-ADAPTER_BACKWARD_SHARE = (
-    4 / 6
-)  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
 NETWORK_BOUND_BELOW = 0.5  # a run whose data-parallel efficiency is below this is called network-bound
+PARAMS_ONLY_LAYERS = 32  # a bare n_params is priced as this many uniform layers (grad_sync's uniform shapes)
 
 
 @dataclass(frozen=True)
 class TrainingRun:
-    """One training layout priced: memory per GPU and whether it fits, the step, the efficiency, wall hours
-    and cost. efficiency is the share of a step that is useful compute (network, offload and input waits
-    excluded); network_efficiency the data-parallel part alone. tokens_per_gpu: per optimizer step."""
+    """One training layout priced by the one step model (gpukit.parallel.estimate): memory per GPU and whether
+    it fits, the step, the efficiency, wall hours and cost. efficiency is the share of a step that is useful
+    compute (communication, bubble, optimizer, offload and input waits excluded); network_efficiency the same
+    without the optimizer and offload terms. tokens_per_gpu: per optimizer step."""
 
     gpu: str
     gpus: int
@@ -61,7 +60,7 @@ class TrainingRun:
     gpu_memory_bytes: int
     fits: bool
     tokens_per_gpu: float
-    compute_s: float  # per optimizer step, on one GPU's share of the tokens
+    compute_s: float  # per optimizer step: the useful compute (matmuls + elementwise) of one GPU
     step_s: float
     network_efficiency: float
     efficiency: float
@@ -69,7 +68,12 @@ class TrainingRun:
     usd_per_gpu_hour: float
     input_bound: bool
     efficiency_model: str
-    single_gpu: TrainTime = field(compare=False, repr=False)  # gpukit.compute.time_to_train on one GPU
+    single_gpu: TrainTime = field(
+        compare=False, repr=False
+    )  # gpukit.compute.time_to_train: the FLOPs described
+    offload_s: float = 0.0  # per optimizer step: ZeRO-Offload's PCIe transfer and CPU Adam
+    utilization_source: str = ""
+    estimate: Any = field(default=None, compare=False, repr=False)  # the gpukit.parallel.Estimate behind it
 
     @property
     def gpu_hours(self) -> float:
@@ -82,20 +86,18 @@ class TrainingRun:
     @property
     def binding(self) -> str:
         """What limits the run as laid out: does not fit, input-bound (the loader caps the step),
-        offload-bound (the optimizer offload's PCIe transfers and CPU Adam take most of the step:
-        offload_slowdown_s), network-bound (data-parallel efficiency below NETWORK_BOUND_BELOW) or
-        compute-bound."""
+        offload-bound (the optimizer offload's PCIe transfers and CPU Adam take half the step or more),
+        network-bound (data-parallel efficiency below NETWORK_BOUND_BELOW) or compute-bound."""
         if not self.fits:
             return "does not fit"
         if self.input_bound:
             return "input-bound"
-        offload_s = self.step_s - self.compute_s / self.network_efficiency  # the step's offload seconds
-        if offload_s > 0.5 * self.step_s:
+        if self.offload_s >= 0.5 * self.step_s:
             return "offload-bound"
         return "network-bound" if self.network_efficiency < NETWORK_BOUND_BELOW else "compute-bound"
 
     def to_json_dict(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k not in ("setup", "single_gpu")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("setup", "single_gpu", "estimate")}
         d.update(
             setup=asdict(self.setup), gpu_hours=self.gpu_hours, cost_usd=self.cost_usd, binding=self.binding
         )
@@ -136,15 +138,60 @@ def data_parallel_setup(
 
 
 def offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
-    """Extra seconds per optimizer step from optimizer offload: 16-bit gradients down and parameters up
-    over PCIe (Ren et al. 2021, ZeRO-Offload sec. 4) plus a CPU Adam pass over 16 bytes/param read and
-    written at OFFLOAD_CPU_GBPS (an assumption). Once per step, whatever its tokens: more tokens per
-    step (a larger micro-batch) hide it better."""
+    """Extra seconds per optimizer step from optimizer offload on one GPU's share of n_params (sharded over dp
+    with ZeRO >= 1): gpukit.parallel.offload_step_s (Ren et al. 2021, ZeRO-Offload sec. 4). Once per step,
+    whatever its micro-batches: gradient accumulation amortises it (offload_grad_accum)."""
     if setup.offload == "none":
         return 0.0
-    pcie_gbps = {3: 16.0, 4: 32.0, 5: 64.0}.get(gpu.pcie_gen, 32.0)
-    per_gpu = n_params / setup.dp
-    return 4 * per_gpu / (pcie_gbps * 1e9) + 32 * per_gpu / (OFFLOAD_CPU_GBPS * 1e9)
+    return offload_step_s(n_params / (setup.dp if setup.zero_stage >= 1 else 1), get_gpu(gpu))
+
+
+def params_only_spec(n_params: float, seq_len: int) -> ModelSpec:
+    """A bare parameter count as a shape the step model can price: PARAMS_ONLY_LAYERS uniform GPT layers
+    (12 h^2 each, Narayanan et al. 2021 sec. 3) with hidden h = sqrt(n_params / (12 x layers)) rounded to a
+    multiple of 64 (head_dim 64), tied embeddings of a 64-token vocabulary (negligible) and learned positions
+    up to seq_len. Named in the output; its attention adds 12 L h s / 2 FLOPs per token (causal)."""
+    n = require_positive("n_params", n_params)
+    layers = PARAMS_ONLY_LAYERS
+    h = max(64, int(round(math.sqrt(n / (12 * layers)) / 64)) * 64)
+    return ModelSpec(
+        name=f"{n:.3g} params (as {layers} uniform layers of hidden {h})",
+        n_layers=layers,
+        hidden=h,
+        n_heads=h // 64,
+        vocab=64,
+        max_seq=max(seq_len, 1),
+        tied_embeddings=True,
+        dropout=False,
+    )
+
+
+def _cluster(g, gpus_per_node: int, inter_link, ports_per_node, profile):
+    return parallel.make_cluster(
+        g, gpus_per_node, inter_link=inter_link, ports_per_node=ports_per_node, profile=profile
+    )
+
+
+def _config(setup: TrainSetup, n: int):
+    return parallel.ParallelConfig(
+        dp=n,
+        zero_stage=setup.zero_stage,
+        micro_batch=setup.micro_batch,
+        recompute=setup.recompute,
+    )
+
+
+def _conventions(setup: TrainSetup) -> dict:
+    """The memory convention of a run, for the step model too: the gradients it keeps (fp32 under PyTorch AMP,
+    whose parameters are fp32; TrainSetup.grad_dtype when given) are the bytes the gradient sync moves and the
+    parameters ZeRO-3 gathers are its parameters (one gradient dtype, named by the convention). So
+    `parallel.estimate(..., convention="pytorch")` is the same run."""
+    out: dict = {"convention": setup.convention}
+    if setup.grad_dtype is not None:
+        out["grad_dtype"] = setup.grad_dtype
+    if setup.grad_accum_buffer != "none":
+        out["grad_accum_buffer"] = setup.grad_accum_buffer
+    return out
 
 
 def training_run(
@@ -165,24 +212,30 @@ def training_run(
 ) -> TrainingRun:
     """Price one training layout: `model` (ModelSpec or n_params) on `tokens` tokens over setup.dp GPUs of
     type `gpu` laid out as `setup` (data parallel with its ZeRO stage, recompute, offload, finetune,
-    seq_len, micro_batch, grad_accum). The one price loop behind `gpukit cost train` and the planner.
+    seq_len, micro_batch, grad_accum). The one price loop behind `gpukit cost train` and the planner, and
+    its step is gpukit.parallel.estimate's (the one step model `gpukit parallel estimate` prints): for the
+    same layout the three give the same step and hours by construction.
 
-    memory: gpukit.memory.estimate_memory with the GPU (CUDA context and allocator slack); n_params alone
-      counts the model states only. time: gpukit.compute.time_to_train on one GPU at seq_len with the
-      setup's recompute (6N, 8N with full recompute, Narayanan et al. 2021 eq. 4; attention at seq_len);
-      adapters (LoRA/QLoRA) skip the frozen weights' gradients: ADAPTER_BACKWARD_SHARE of it (Hu et al.
-      2021). step: the tokens one GPU processes per optimizer step, seq_len x micro_batch x grad_accum,
-      at that rate, divided by the data-parallel efficiency (predicted_efficiency over those tokens per GPU,
-      or `efficiency` given; adapters' gradients are negligible traffic: 1), plus the offload's PCIe and
-      CPU Adam time (offload_slowdown_s); a loader slower than the GPUs caps the step (Amdahl).
-    hours = one GPU's hours / (gpus x efficiency), efficiency = useful compute / step time; cost = hours x
-    gpus x usd_per_gpu_hour.
+    memory: gpukit.memory.estimate_memory with the GPU (convention pytorch, CUDA context and allocator slack);
+      n_params alone counts the model states only. step: gpukit.parallel.estimate of ParallelConfig(dp=gpus,
+      zero_stage, micro_batch, recompute) at global batch gpus x micro_batch x grad_accum sequences of seq_len:
+      compute (the cluster's matmul efficiency and elementwise kernels; or `mfu` of the peak on the executed
+      FLOPs, or a calibrated `profile`), the gradient sync over the DP group (gpukit.comm.grad_sync; DDP
+      buckets during the backward; ZeRO-3's gathers per micro-batch with prefetch), the optimizer, offload
+      once per optimizer step, adapters' cheaper backward; the gradients on the wire in the memory model's
+      gradient dtype (one setting, TrainSetup.grad_dtype / its convention). `efficiency` given replaces every
+      term but the offload; `overlap` hides that share of the exposed gradient sync (dp_overlap); a loader
+      slower than the GPUs caps the step (Amdahl). A bare n_params is priced as params_only_spec.
+    hours = optimizer steps x step; efficiency = useful compute / step; cost = hours x gpus x usd_per_gpu_hour.
     """
     if not isinstance(setup, TrainSetup):
         raise ValueError(f"setup must be a gpukit.memory.TrainSetup, got {type(setup).__name__}")
     g = get_gpu(gpu)
     n, k = setup.dp, require_positive_int("gpus_per_node", gpus_per_node)
     usd = require_positive("usd_per_gpu_hour", usd_per_gpu_hour, allow_zero=True)
+    tokens = require_positive("tokens", tokens)
+    if not 0 <= overlap <= 1:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap}")
     spec = model if isinstance(model, ModelSpec) else None
     n_params = spec.n_params if spec is not None else require_positive("n_params", model)
     if spec is not None:
@@ -200,46 +253,67 @@ def training_run(
         seq_len=setup.seq_len if spec is not None else None,
         dtype=g.half_dtype,
     )
-    adapters = setup.finetune != "full"
-    t1_s = t1.seconds * (ADAPTER_BACKWARD_SHARE if adapters else 1.0)
+    step_model = spec if spec is not None else params_only_spec(n_params, setup.seq_len)
+    cluster = _cluster(g, k, inter_link, ports_per_node, profile)
+    e = parallel.estimate(
+        step_model,
+        _config(setup, n),
+        cluster,
+        global_batch=n * setup.micro_batch * setup.grad_accum,
+        seq_len=setup.seq_len,
+        dropout=uses_dropout(step_model, setup),
+        dp_overlap=overlap,
+        mfu=mfu,
+        offload=setup.offload,
+        finetune=setup.finetune,
+        _memory=m,
+        **_conventions(setup),
+    )
+    parts = dict(e.breakdown)
+    useful = parts["compute"] + parts["elementwise"]
+    off_s = parts["offload"]
     tokens_per_gpu = float(setup.seq_len * setup.micro_batch * setup.grad_accum)
+    sync = "; ".join(v for t, v in e.overlap if t in ("dp_comm", "zero3_comm", "offload"))
     if efficiency is not None:
         eff = require_positive("efficiency", efficiency)
         if eff > 1:
             raise ValueError(f"efficiency must be in (0, 1], got {eff}")
         eff_model = "given by the caller"
-    elif n == 1:  # one GPU has no communication
-        eff, eff_model = 1.0, f"{g.name}: 1 GPU: efficiency 1 (no communication)"
-    elif adapters:  # only the adapters' gradients are all-reduced: negligible traffic
-        eff, eff_model = (
-            1.0,
-            f"{g.name}: adapters only ({setup.finetune}): their gradients' all-reduce is negligible",
-        )
+        step_s = useful / eff + off_s
     else:
-        est = predicted_efficiency(
-            n_params,
-            g.name,
-            n,
-            gpus_per_node=k,
-            inter_link=inter_link,
-            tokens_per_gpu=tokens_per_gpu,
-            mfu=t1.utilization,
-            zero_stage=setup.zero_stage,
-            overlap=overlap,
-            ports_per_node=ports_per_node,
-            **cast(dict[str, Any], {"n_layers": spec.n_layers} if spec is not None else {}),
-        )  # DDP's bucket shapes
-        eff, eff_model = est.efficiency, f"{g.name}: {est.model}"
-    compute_s = t1_s * tokens_per_gpu / tokens  # one GPU's share of a step at the single-GPU rate
-    extra_s = offload_slowdown_s(n_params, setup, g)
-    step_s = compute_s / eff + extra_s
+        step_s = e.step_time_s
+        net_s = step_s - off_s - parts["optimizer"]
+        eff = useful / net_s
+        eff_model = (
+            f"{g.name}: gpukit.parallel.estimate (the one step model), DP {n} x TP 1 x PP 1, ZeRO-{setup.zero_stage}, "
+            f"{setup.micro_batch} x {setup.seq_len} tokens x grad_accum {setup.grad_accum} per GPU per optimizer "
+            f"step, gradients {state_bytes_per_param(setup)[1]:g} B/param on the wire (the memory model's "
+            f"gradient dtype); {cluster.describe()}" + (f"; overlap: {sync}" if sync and n > 1 else "")
+        )
+        nodes, last = math.ceil(n / k), n - (math.ceil(n / k) - 1) * k
+        if nodes > 1 and last < k:  # a partial node: its own ports carry its shards (gpukit.comm.grad_sync)
+            eff_model += (
+                f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's ports carry the "
+                "gradient across"
+            )
+        if n == 1:
+            eff_model = f"{g.name}: 1 GPU: no communication; gpukit.parallel.estimate's step" + (
+                f" (offload: {sync})" if off_s else ""
+            )
     input_bound = False
     if loader_tokens_per_s is not None and n * tokens_per_gpu / step_s > require_positive(
         "loader_tokens_per_s", loader_tokens_per_s
     ):
         step_s = n * tokens_per_gpu / loader_tokens_per_s  # the input pipeline caps the job (Amdahl)
         input_bound = True
-    eff_total = eff if (extra_s == 0 and not input_bound) else compute_s / step_s
+    steps = tokens / (n * tokens_per_gpu)
+    if mfu is not None or profile is not None:
+        util = t1.utilization_source + " (gpukit.parallel.estimate's compute at that share of the peak)"
+    else:
+        util = (
+            f"gpukit.parallel.estimate's compute model: matmuls at {cluster.matmul_efficiency:.3g} of the dense "
+            f"{cluster.dtype} peak, elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth"
+        )
     return TrainingRun(
         gpu=g.name,
         gpus=n,
@@ -249,16 +323,49 @@ def training_run(
         gpu_memory_bytes=g.memory_bytes,
         fits=bool(m.fits),
         tokens_per_gpu=tokens_per_gpu,
-        compute_s=compute_s,
+        compute_s=useful,
         step_s=step_s,
         network_efficiency=eff,
-        efficiency=eff_total,
-        hours=t1_s / 3600 / (n * eff_total),
+        efficiency=useful / step_s,
+        hours=finite_result("hours", steps * step_s / 3600),
         usd_per_gpu_hour=usd,
         input_bound=input_bound,
         efficiency_model=eff_model,
         single_gpu=t1,
+        offload_s=off_s,
+        utilization_source=util,
+        estimate=e,
     )
+
+
+def offload_grad_accum(
+    model,
+    gpu: str,
+    setup: TrainSetup,
+    *,
+    max_share: float = 0.1,
+    max_tokens_per_gpu: float | None = None,
+    **run_kw,
+) -> int:
+    """The gradient accumulation a real offload run would use: the smallest power of two that brings the
+    offload's once-per-step cost (PCIe transfer and CPU Adam, offload_step_s) under `max_share` of the optimizer
+    step, capped at the largest power of two that keeps one GPU's step within `max_tokens_per_gpu` tokens (the
+    global batch / gpus).
+    offload / (offload + grad_accum x micro-step) <= max_share  <=>  grad_accum >= offload (1 - max_share) /
+    (max_share x micro-step), with the micro-step from gpukit.parallel.estimate (training_run at grad_accum 1).
+    1 without offload."""
+    if not 0 < require_positive("max_share", max_share) < 1:
+        raise ValueError(f"max_share must be in (0, 1), got {max_share}")
+    if setup.offload == "none":
+        return 1
+    one = training_run(model, 1e12, gpu, replace(setup, grad_accum=1), usd_per_gpu_hour=0.0, **run_kw)
+    micro_s = one.step_s - one.offload_s
+    need = max(1, math.ceil(one.offload_s * (1 - max_share) / (max_share * micro_s)))
+    ga = 1 << (need - 1).bit_length()  # a power of two, as batch sizes are chosen
+    if max_tokens_per_gpu is not None:
+        cap = max(1, int(max_tokens_per_gpu // (setup.seq_len * setup.micro_batch)))
+        ga = min(ga, 1 << (cap.bit_length() - 1))  # the largest power of two within the global batch
+    return min(ga, MAX_COUNT)
 
 
 # ------------------------------------------------------------------------------- training cost
@@ -388,7 +495,7 @@ def training_cost(
     data_parallel_setup(zero_stage, recompute, offload, finetune, seq_len, micro_batch, grad_accum): its memory per
     GPU and fits, its efficiency, hours and cost. Tokens per GPU per optimizer step = seq_len x micro_batch x
     grad_accum (seq_len: the model's train_seq_len unless given; 2048 for a bare n_params).
-    efficiency: None = predicted (predicted_efficiency, data-parallel model with `ports_per_node`
+    efficiency: None = predicted (gpukit.parallel.estimate's step through training_run, with `ports_per_node`
     inter-node ports per node, default one per GPU; say so in the output), a number in (0, 1] for every
     count, or a dict {gpus: efficiency}. Price: a given USD per GPU-hour, a given USD per node-hour
     (whole nodes: n GPUs rent ceil(n / gpus_per_node) nodes, so a row's USD per GPU-hour is
@@ -557,7 +664,7 @@ def training_cost(
                 )
             )
             t1 = run.single_gpu
-        util_source = t1.utilization_source
+            util_source = run.utilization_source
         # what the FLOPs are (gpukit.compute.time_to_train): 6N of the layers' matmul weights and the LM head
         # plus attention at seq_len for a model (causal; full for an encoder); 6N of the count given otherwise
         per_token = "8N (full recompute: a second forward)" if recompute == "full" else "6N"
@@ -585,9 +692,11 @@ def training_cost(
                 if len({b for _, b in no_fit}) == 1
                 else "per GPU " + ", ".join(f"{b / GiB:,.1f} GiB at {n}" for n, b in no_fit)
             )
+            stages = sorted({setups[n].zero_stage for n, _ in no_fit})
             warnings.append(
                 f"{name} does NOT fit at {', '.join(str(n) for n, _ in no_fit)} GPU(s): the priced layout "
-                f"(data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}) needs {need}, and "
+                f"(data parallel, {' / '.join(f'ZeRO-{z}' for z in stages)}, {_RECOMPUTE_WORDS[recompute]}) "
+                f"needs {need}, and "
                 f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
                 "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
                 "which searches the layouts that fit"
@@ -614,7 +723,13 @@ def training_cost(
         f"{tokens:,.0f} tokens, {flops_line} (gpukit.compute)",
         f"{k} GPUs per node; between nodes {rail_ports(inter_link, ports, k)}",
         f"memory per GPU (gpukit.memory, convention pytorch: the peak of an eager step, as gpukit.plan "
-        f"decides fit): data parallel, ZeRO-{zero_stage}, {_RECOMPUTE_WORDS[recompute]}{off_words}, "
+        f"decides fit): data parallel, ZeRO-{zero_stage}"
+        + (
+            f" (ZeRO-{setups[1].zero_stage} on 1 GPU: nothing to shard)"
+            if 1 in setups and setups[1].zero_stage != zero_stage
+            else ""
+        )
+        + f", {_RECOMPUTE_WORDS[recompute]}{off_words}, "
         f"bf16-mixed AdamW, {seq_line}, {drop_words}, flash attention, plus a CUDA context and allocator "
         "slack, against the GPU's whole memory; the Pareto set is over the rows that fit",
     )

@@ -42,6 +42,10 @@ from gpukit.parallel.layout import (
     layout_train_setup,
     estimate,
     comm_volume,
+    offload_step_s,
+    OFFLOAD_CPU_GBPS,
+    PCIE_GBPS,
+    ADAPTER_BACKWARD_SHARE,
 )
 from gpukit.parallel.layout_search import (
     MAX_SEARCH_GPUS,
@@ -90,6 +94,10 @@ __all__ = [
     "layout_train_setup",
     "estimate",
     "comm_volume",
+    "offload_step_s",
+    "OFFLOAD_CPU_GBPS",
+    "PCIE_GBPS",
+    "ADAPTER_BACKWARD_SHARE",
     "LONG_CONTEXT_SEQ_LEN",
     "cp_candidates",
     "ep_candidates",

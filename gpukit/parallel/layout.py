@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from gpukit import memory as mem
-from gpukit.catalog import as_model, get_model
+from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.comm import (
     cluster_network,
     collective_time,
@@ -87,13 +87,43 @@ from gpukit.units import GB, GiB
 
 RECOMPUTE = mem.RECOMPUTE
 ZERO_STAGES = (0, 1, 2, 3)
+OFFLOAD_CPU_GBPS = 50.0  # assumed host memory bandwidth for the CPU Adam step with optimizer offload
+PCIE_GBPS = {
+    3: 16.0,
+    4: 32.0,
+    5: 64.0,
+}  # x16 per direction, PCI-SIG (PCIe 3.0/4.0/5.0: 8/16/32 GT/s per lane)
+ADAPTER_BACKWARD_SHARE = (
+    4 / 6
+)  # LoRA/QLoRA: no weight gradients of the frozen base (about 2N of 6N; Hu et al. 2021)
+OFFLOADS = ("none", "optimizer", "all")
+MAX_PARAMS = 1e15  # a bound on parameter counts for validation (far above any model)
+FINETUNES = ("full", "lora", "qlora")
+
+
+def offload_step_s(params_per_gpu: float, gpu) -> float:
+    """Seconds per optimizer step of ZeRO-Offload on one GPU's share of the parameters (Ren et al. 2021,
+    ZeRO-Offload sec. 4): 16-bit gradients down and 16-bit parameters up over PCIe (4 bytes/param at the
+    GPU's PCIe generation, PCIE_GBPS) plus a CPU Adam pass reading and writing 16 bytes/param of fp32 master
+    weights and moments (32 bytes/param) at OFFLOAD_CPU_GBPS (an assumption). Once per optimizer step,
+    whatever its micro-batches: gradient accumulation amortises it."""
+    gpu = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    if not hasattr(gpu, "pcie_gen"):
+        raise ValueError(f"gpu must be a catalog GPU or its name, got {type(gpu).__name__}")
+    n = require_positive("params_per_gpu", params_per_gpu, allow_zero=True)
+    if n > MAX_PARAMS:
+        raise ValueError(f"params_per_gpu must be at most {MAX_PARAMS:.0e}, got {n:g}")
+    pcie = PCIE_GBPS.get(gpu.pcie_gen, 32.0) * 1e9
+    return 4 * n / pcie + 32 * n / (OFFLOAD_CPU_GBPS * 1e9)
+
 
 ASSUMPTIONS = (
     f"matmul efficiency {MATMUL_EFFICIENCY} of the dense bf16 peak (stated, not fitted per layout)",
     f"elementwise kernels at {HBM_EFFICIENCY} of HBM bandwidth",
     f"collectives at {LINK_EFFICIENCY} of each link's bandwidth",
-    "TP communication exposed; DP reduction after the pipeline flush (dp_overlap 0); "
-    "ZeRO-3 gathers overlap compute (prefetch)",
+    "overlap per term (Estimate.overlap): TP exposed; DP buckets during the last backward with pp 1 (DDP), "
+    "after the pipeline flush with pp > 1; ZeRO-3 gathers prefetched one layer ahead, exposed where a "
+    "gather outlasts its layer; offload once per optimizer step, not overlapped",
     "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)",
 )
 
@@ -268,6 +298,10 @@ class Estimate:
     memory: mem.MemoryBreakdown | None = field(default=None, repr=False, compare=False)
     # the cluster and the efficiencies this estimate used (cluster_assumptions); () -> ASSUMPTIONS
     assumptions: tuple[str, ...] = ()
+    # per breakdown term: which compute it hides behind (or that it cannot), with the mechanism cited
+    overlap: tuple[tuple[str, str], ...] = ()
+    # per communication term: its seconds per step before overlap (breakdown holds what is exposed)
+    comm_total_s: tuple[tuple[str, float], ...] = ()
 
     def share(self, name: str) -> float:
         return dict(self.breakdown).get(name, 0.0) / self.step_time_s
@@ -309,6 +343,8 @@ class Estimate:
                     else {}
                 ),
                 "notes": list(self.notes),
+                "overlap": dict(self.overlap),
+                "comm_total_s": dict(self.comm_total_s),
                 "assumptions": list(self.assumptions or ASSUMPTIONS),
             }
         )
@@ -333,6 +369,7 @@ class Estimate:
         ]
         lines += [f"  {k:<22}{v:>10.4f} s {100 * v / self.step_time_s:>6.1f}%" for k, v in self.breakdown]
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  overlap: {k}: {v}" for k, v in self.overlap]
         lines += [f"  assumes: {a}" for a in self.assumptions or ASSUMPTIONS]
         return "\n".join(lines)
 
@@ -474,8 +511,10 @@ def layout_train_setup(
     config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions
 ):
     z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
+    conventions = dict(conventions)
+    convention = conventions.pop("convention", "megatron")  # the papers' sum of parts unless named
     return mem.TrainSetup(
-        convention="megatron",
+        convention=convention,
         dp=config.dp,
         tp=config.tp,
         pp=config.pp,
@@ -507,6 +546,10 @@ def estimate(
     dp_overlap: float = 0.0,
     ep_overlap: float = 0.0,
     _memory=None,
+    mfu: float | None = None,
+    offload: str = "none",
+    finetune: str = "full",
+    grad_bytes_per_param: float | None = None,
     **conventions,
 ) -> Estimate:
     """Memory, communication and step time of `config` (formulas in the module docstring).
@@ -518,8 +561,26 @@ def estimate(
     (grad_dtype, grad_accum_buffer, precision, optimizer). ep_overlap (0..1): the share of the EP
     all-to-alls a schedule hides behind compute (0, none, by default; DeepSeek-V3's DualPipe hides
     most of it: gpukit.comm.EP_OVERLAP_SOURCE).
+
+    The one step model every training price uses (gpukit.cost.training_run, the planner, `cost train`):
+    mfu: the share of the dense peak sustained on the executed FLOPs (time_to_train's utilization), which
+    replaces the matmul efficiency and the elementwise term when given. offload: "optimizer" (ZeRO-Offload:
+    offload_step_s once per optimizer step) or "all" (ZeRO-Infinity: the 16-bit parameters also cross PCIe in
+    forward and backward of every micro-batch, prefetched behind its compute). finetune: "lora"/"qlora" run
+    ADAPTER_BACKWARD_SHARE of the step's compute and all-reduce only the adapters' gradients (negligible:
+    not charged). grad_bytes_per_param: the gradient bytes on the wire (default the memory convention's,
+    gpukit.memory.state_bytes_per_param: one dtype for memory and time; conventions may name
+    convention="pytorch", whose AMP keeps fp32 parameters and gradients, or grad_dtype="fp32", Megatron's main
+    grads); ZeRO-3 gathers the convention's parameter bytes.
+    The overlap of every term is stated in Estimate.overlap.
     """
     model = as_model_spec(model)
+    require_choice("offload", offload, OFFLOADS)
+    require_choice("finetune", finetune, FINETUNES)
+    if mfu is not None and not 0 < require_positive("mfu", mfu) <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    if grad_bytes_per_param is not None:
+        require_positive("grad_bytes_per_param", grad_bytes_per_param)
     if not isinstance(config, ParallelConfig):
         raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
     G = require_positive_int("global_batch", global_batch)
@@ -549,6 +610,10 @@ def estimate(
         )
     # ---- end EP / CP checks
     m = G // (c.dp * c.micro_batch)
+    if (
+        offload != "none"
+    ):  # the memory and bytes of the offloaded run (DeepSpeed's engine: 16-bit model on the GPU)
+        conventions = {**conventions, "offload": offload}
     setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
 
@@ -567,6 +632,13 @@ def estimate(
     hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
     passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
     elem_all = passes * act / hbm
+    if (
+        mfu is not None
+    ):  # the caller's utilization of the executed FLOPs (time_to_train's): elementwise inside
+        compute_all, elem_all = hw_fpt * tokens_mb * stage_share / c.tp / (cluster.peak_flops * mfu), 0.0
+    adapters = finetune != "full"
+    if adapters:  # the frozen base's weight gradients are skipped (Hu et al. 2021)
+        compute_all, elem_all = compute_all * ADAPTER_BACKWARD_SHARE, elem_all * ADAPTER_BACKWARD_SHARE
     # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
     h_bytes = tokens_mb * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
@@ -613,7 +685,18 @@ def estimate(
         if c.pp == 1
         else layers * model.layer_params() + max(model.embedding_params(), model.head_params())
     ) / c.tp
-    gbytes = mem.grad_bytes_per_param(setup, 2.0) - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    gbytes = (
+        grad_bytes_per_param
+        if grad_bytes_per_param is not None
+        else mem.state_bytes_per_param(setup)[1] - (4.0 if setup.grad_accum_buffer == "fp32" else 0.0)
+    )  # the memory convention's gradients are what is synced (one dtype: 16-bit, fp32 under PyTorch AMP)
+    pbytes = mem.state_bytes_per_param(setup)[0]  # the parameters ZeRO-3 gathers, in the convention's dtype
+    # the backward of one micro-batch: 4N of 6N FLOPs, 6N of 8N with full recompute (its forward replay)
+    micro_s = compute_all + elem_all
+    backward_s = micro_s * (6 / 8 if c.recompute == "full" else 4 / 6)
+    bucket_overlap = (
+        c.pp == 1
+    )  # DDP buckets overlap the backward; with pp > 1 the reduction waits for the flush
     # ---- EP / CP in the gradient sync (helper G): the CP ranks hold the same weights, so gradients reduce
     # over dp x cp (Megatron-Core's data-parallel-with-CP group); routed experts are sharded by ep and
     # reduce over the expert-data-parallel group dp x cp / ep (Megatron-Core MoE README, parallel folding)
@@ -635,19 +718,24 @@ def estimate(
         groups_per_node=groups,
         n_layers=layers,
         grad_accum=m,
-        overlap=c.zero_stage == 3,
-        micro_step_s=compute_all + elem_all,
+        overlap=c.zero_stage == 3 or bucket_overlap,
+        backward_s=backward_s,
+        micro_step_s=micro_s,
+        param_bytes_per_param=pbytes,
     )
     if c.zero_stage == 3:
         zero3_exposed = sync.exposed_s  # prefetch hides each micro-batch's gathers behind its compute
         dp_s = 0.0
-        comm_dp = ("zero3_gather_reduce", 3 * m * dense_stage * 2 * (dp_sync - 1) / dp_sync)
+        comm_dp = ("zero3_gather_reduce", m * dense_stage * (2 * pbytes + gbytes) * (dp_sync - 1) / dp_sync)
     else:
         zero3_exposed = 0.0
-        dp_s = (
-            1 - dp_overlap
-        ) * sync.comm_s  # after the pipeline flush (Megatron 2021); dp_overlap hides a share
+        # pp 1: the buckets the backward has not hidden (DDP); pp > 1: after the pipeline flush (Megatron
+        # 2021); dp_overlap hides a further share of what is left
+        dp_s = (1 - dp_overlap) * (sync.exposed_s if bucket_overlap else sync.comm_s)
         comm_dp = ("dp_grad_reduce", 2 * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
+    if adapters and c.zero_stage < 3:  # only the adapters' gradients are all-reduced: negligible traffic
+        dp_s, comm_dp = 0.0, (comm_dp[0], 0.0)
+    dp_total_s = sync.comm_s
     # ---- EP: the experts' own gradient sync over dp x cp / ep ranks (helper G)
     if c.ep > 1 and expert_stage > 0:
         edp = dp_sync // c.ep
@@ -662,19 +750,43 @@ def estimate(
             groups_per_node=e_groups,
             n_layers=layers,
             grad_accum=m,
-            overlap=c.zero_stage == 3,
-            micro_step_s=compute_all + elem_all,
+            overlap=c.zero_stage == 3 or bucket_overlap,
+            backward_s=backward_s,
+            micro_step_s=micro_s,
+            param_bytes_per_param=pbytes,
         )
         f = (edp - 1) / edp
+        dp_total_s += e_sync.comm_s
         if c.zero_stage == 3:
             zero3_exposed += e_sync.exposed_s
-            comm_dp = (comm_dp[0], comm_dp[1] + 3 * m * expert_stage / c.ep * 2 * f)
+            comm_dp = (comm_dp[0], comm_dp[1] + m * expert_stage / c.ep * (2 * pbytes + gbytes) * f)
         else:
-            dp_s += (1 - dp_overlap) * e_sync.comm_s
+            dp_s += (1 - dp_overlap) * (e_sync.exposed_s if bucket_overlap else e_sync.comm_s)
             comm_dp = (comm_dp[0], comm_dp[1] + 2 * expert_stage / c.ep * gbytes * f)
     # ---- end EP gradient sync
-    opt_s = 2 * (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / hbm
-    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
+    # the optimizer step reads and writes the states of the parameters it updates: weight + gradient + optimizer
+    # bytes per parameter (16 in bf16-mixed AdamW under either memory convention: ZeRO sec. 3.1, PyTorch AMP),
+    # with ZeRO >= 1 only this rank's 1/(dp cp) shard (Rajbhandari et al. 2019)
+    w_b, g_b, o_b = mem.state_bytes_per_param(setup)
+    opt_params = stage_params / dp_sync if c.zero_stage >= 1 else stage_params
+    opt_s = 2 * (w_b + g_b + o_b) * opt_params / hbm
+    if (
+        adapters
+    ):  # only the adapters are updated: their gradients and AdamW states (the memory terms hold them)
+        opt_s = 2 * (mb.grads_bytes + mb.optimizer_bytes) / hbm
+    # offload (ZeRO-Offload / ZeRO-Infinity, Ren et al. 2021 sec. 4): the CPU runs Adam, once per optimizer step
+    off_s = 0.0
+    if offload != "none":
+        opt_s = 0.0  # the optimizer step runs on the CPU (inside off_s)
+        shard = stage_params / dp_sync if c.zero_stage >= 1 else stage_params  # the GPU's share of the states
+        off_s = offload_step_s(shard, cluster.gpu)
+        if (
+            offload == "all"
+        ):  # 16-bit parameters streamed in over PCIe in forward and backward, per micro-batch
+            pcie_mb = 4 * shard / (PCIE_GBPS.get(cluster.gpu.pcie_gen, 32.0) * 1e9)
+            off_s += (
+                m * max(0.0, pcie_mb - micro_s)
+            )  # prefetched behind the micro-batch's compute    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
     # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
     breakdown = (
         ("compute", m * compute_all),
@@ -687,6 +799,7 @@ def estimate(
         ("dp_comm", dp_s),
         ("zero3_comm", zero3_exposed),
         ("optimizer", opt_s),
+        ("offload", off_s),
     )
     step = sum(v for _, v in breakdown)
     if not math.isfinite(step) or step <= 0:
@@ -710,6 +823,7 @@ def estimate(
     )
     b = bubble(c.pp, m, c.virtual_stages) if not (c.virtual_stages > 1 and m % c.pp) else None
     assert b is not None  # config.validate above rejects m % pp with virtual stages
+    overlap_words = _overlap_words(c, dp_overlap, offload, adapters, zero3_exposed, sync, m)
     return Estimate(
         config=c,
         model_name=model.name,
@@ -732,7 +846,78 @@ def estimate(
         notes=tuple(notes),
         memory=mb,
         assumptions=cluster_assumptions(cluster),
+        overlap=overlap_words,
+        comm_total_s=(
+            ("tp_comm", m * tp_s),
+            ("pp_comm", m * pp_s),
+            ("dp_comm", 0.0 if c.zero_stage == 3 or (adapters and c.zero_stage < 3) else dp_total_s),
+            ("zero3_comm", dp_total_s if c.zero_stage == 3 else 0.0),
+        ),
     )
+
+
+def _overlap_words(c: ParallelConfig, dp_overlap, offload, adapters, zero3_exposed, sync, m) -> tuple:
+    """(term, what it hides behind or why it cannot, the mechanism cited) for Estimate.overlap."""
+    out = [
+        (
+            "tp_comm",
+            "exposed: the TP all-reduces (all-gather/reduce-scatter with SP) sit between the layer's matmuls "
+            "that need their result (Shoeybi et al. 2019); Megatron/Transformer Engine's --tp-comm-overlap "
+            "can hide part of it, not assumed",
+        ),
+        (
+            "pp_comm",
+            "exposed: 1F1B send/recv between stages is on the critical path (Narayanan et al. 2021 sec. 2.2)",
+        ),
+    ]
+    if c.zero_stage == 3:
+        out.append(
+            (
+                "zero3_comm",
+                f"FSDP/ZeRO-3 prefetch depth 1: per micro-batch ({m}) and layer, the next layer's parameter "
+                "all-gather runs during this layer's forward, again during its backward with the reduce-scatter "
+                "of its gradients (PyTorch FSDP forward/backward prefetch, Zhao et al. 2023 sec. 3.3.2; "
+                "Megatron --overlap-param-gather is the ZeRO-1/2 analogue); the first gather and the last "
+                f"reduce-scatter, and any gather longer than its layer's compute, are exposed: "
+                f"{zero3_exposed:.4g} s of {sync.comm_s:.4g} s",
+            )
+        )
+    elif adapters:
+        out.append(("dp_comm", "none charged: only the adapters' gradients are all-reduced (negligible)"))
+    elif c.pp == 1:
+        out.append(
+            (
+                "dp_comm",
+                "DDP gradient buckets all-reduced as the last micro-batch's backward produces them (Li et al. "
+                "2020, PyTorch DDP, VLDB 13(12) sec. 3.2.3; Megatron --overlap-grad-reduce), once per optimizer "
+                "step (no_sync on the others); the buckets that end after the backward are exposed"
+                + (f", and dp_overlap {dp_overlap:g} hides that share of them" if dp_overlap else ""),
+            )
+        )
+    else:
+        out.append(
+            (
+                "dp_comm",
+                "after the pipeline flush (Narayanan et al. 2021: Megatron reduces once the pipeline drains; "
+                "--overlap-grad-reduce would start it in the last micro-batches' backward)"
+                + (f"; dp_overlap {dp_overlap:g} hides that share" if dp_overlap else ": exposed"),
+            )
+        )
+    if offload != "none":
+        out.append(
+            (
+                "offload",
+                "not overlapped: ZeRO-Offload's PCIe transfer and CPU Adam once per optimizer step (Ren et al. "
+                "2021 sec. 4; its one-step delayed update, DPU, is not assumed); gradient accumulation "
+                "amortises it"
+                + (
+                    "; ZeRO-Infinity's parameter fetch per micro-batch prefetched behind compute"
+                    if offload == "all"
+                    else ""
+                ),
+            )
+        )
+    return tuple(out)
 
 
 def comm_volume(

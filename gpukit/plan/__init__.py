@@ -25,6 +25,8 @@ from gpukit.plan.plans import (
 from gpukit.plan.train import (
     train_plans,
     refine_with_parallel,
+    planner_grad_accum,
+    GLOBAL_BATCH_SEQUENCES,
 )
 from gpukit.plan.planner import (
     SERVE_INPUT_TOKENS,
@@ -49,6 +51,8 @@ __all__ = [
     "PlanResult",
     "cell",
     "train_plans",
+    "planner_grad_accum",
+    "GLOBAL_BATCH_SEQUENCES",
     "refine_with_parallel",
     "SERVE_INPUT_TOKENS",
     "SERVE_OUTPUT_TOKENS",

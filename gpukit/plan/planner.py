@@ -403,7 +403,7 @@ def plan(
             names,
             counts,
             prices_of,
-            mfu_v if profile is None else None,
+            mfu,  # None: the step model's compute (matmul efficiency + elementwise)
             profile,
             seq_len or model.default_seq_len()[0],
             micro_batch,
@@ -424,7 +424,7 @@ def plan(
             inter_link,
             deadline_hours,
             budget_usd,
-            mfu_v if profile is None else None,
+            mfu,  # None: the step model's compute (matmul efficiency + elementwise)
             profile,
             loader_tokens_per_s,
             ports_per_node=ports_per_node,
@@ -488,7 +488,12 @@ def plan(
             )
     else:
         assumptions = [
-            f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
+            (
+                f"MFU {mfu_v:.2f} of the peak on the executed FLOPs (given)"
+                if mfu is not None
+                else "compute: gpukit.parallel.estimate's (matmuls at the stated matmul efficiency of the peak, "
+                "elementwise kernels at HBM bandwidth); no MFU assumed"
+            )
             if profile is None
             else f"profile {getattr(profile, 'source', '')}",
             f"{gpus_per_node} GPUs per node; between nodes "

@@ -30,10 +30,13 @@ MIN_STEPS = 100  # a run shorter than this many optimizer steps is not worth spr
 PLAN_MODELS = (
     'memory: gpukit.memory planning model (convention "pytorch": the peak of an eager step for full training; '
     "the papers' sum of parts for LoRA/QLoRA), with overhead",
-    "time: gpukit.compute, 6N FLOPs per token of the layers' matmul weights and the LM head plus attention at seq_len (causal; full for an encoder) "
-    "(8N plus a second attention forward with full recompute) at peak x MFU",
-    "scaling: gpukit.cost.predicted_efficiency, data-parallel all-reduce from gpukit.comm (no overlap: a lower "
-    "bound on efficiency); tensor/pipeline layouts only where a 'layout' line below names them",
+    "time: the one step model, gpukit.parallel.estimate (through gpukit.cost.training_run, as `cost train` and "
+    "`parallel estimate`): executed FLOPs (6N of the layers' matmul weights and the LM head plus attention at "
+    "seq_len; 8N with full recompute) at the matmul efficiency and elementwise kernels at HBM bandwidth (or the MFU "
+    "given), the optimizer step, offload once per optimizer step",
+    "scaling: the same estimate: the gradient sync of gpukit.comm.grad_sync (DDP buckets during the backward, "
+    "ZeRO-3 gathers per micro-batch with prefetch depth 1, fp32 gradients as PyTorch AMP keeps them), overlap stated "
+    "per term; tensor/pipeline layouts only where a 'layout' line below names them",
     "price: gpukit.prices (median market row) or the price given per GPU",
 )
 

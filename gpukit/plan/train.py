@@ -4,10 +4,13 @@ that fits as a Plan, and the re-estimate of the best ones with 3D layouts.
 Holds the layouts tried per GPU count (ZeRO stage x activation recompute, optimizer or full offload
 for full training; adapters only for LoRA/QLoRA), the choice of the fastest that fits, the plan's
 binding constraint (deadline and budget first), and `refine_with_parallel` (gpukit.parallel's
-DP x TP x PP search for the cheapest fitting plans). Pricing a layout (memory per GPU, single-GPU time,
-the adapters' cheaper backward, the data-parallel efficiency, offload and input caps, hours, cost) is
-gpukit.cost.training_run, the one price loop `gpukit cost train` uses too: for the same model, GPU,
-count and layout the two give the same memory, hours, cost and efficiency. Units: hours for a run, USD.
+DP x TP x PP search for the cheapest fitting plans). Pricing a layout (memory per GPU, the step, the
+adapters' cheaper backward, the data-parallel efficiency, offload and input caps, hours, cost) is
+gpukit.cost.training_run, the one price loop `gpukit cost train` uses too, whose step is gpukit.parallel.estimate's
+(the one step model); the searched 3D layouts are priced by the same estimate: for the same model, GPU, count
+and layout cost train, plan and parallel estimate give the same hours. Offload plans take the gradient
+accumulation a real run would use (gpukit.cost.offload_grad_accum: the CPU Adam under 10% of the step within
+the global batch). Units: hours for a run, USD.
 This module imports Plan, MAX_GLOBAL_BATCH_TOKENS and MIN_STEPS from gpukit.plan.plans.
 Used in: gpukit.plan (and through it notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan,
 gpukit.audits.plan, tests/test_plan.py).
@@ -21,14 +24,36 @@ from typing import Any
 
 from gpukit import parallel
 from gpukit.catalog import as_model, get_gpu
-from gpukit.compute import time_to_train
-from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, training_run
+from gpukit.cost import NETWORK_BOUND_BELOW, TrainingRun, offload_grad_accum, training_run
+from gpukit.errors import MAX_COUNT, require_positive, require_positive_int
 from gpukit.memory import TrainSetup, estimate_memory
 from gpukit.plan.plans import MAX_GLOBAL_BATCH_TOKENS, MIN_STEPS, Plan
 from gpukit.specs import ModelSpec
 
-
 # ------------------------------------------------------------------------------- training layouts
+GLOBAL_BATCH_SEQUENCES = (
+    512  # the global batch the planner prices every layout at, in sequences (GPT-3 small's
+)
+# 0.5M tokens at 1,024; 2M at 4,096; Brown et al. 2020 table 2.1), unless the GPUs x micro_batch exceed it
+
+
+def planner_grad_accum(n: int, seq_len: int, micro_batch: int, tokens: float) -> int:
+    """The gradient accumulation that brings n GPUs x micro_batch sequences to the planner's global batch,
+    GLOBAL_BATCH_SEQUENCES (the same for the data-parallel plans and the 3D search), within the caps that limit
+    the GPU count (MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS): the optimizer step (and an offload's CPU Adam)
+    is paid once per that many tokens, as a real run pays it."""
+    n = require_positive_int("n", n, at_most=MAX_COUNT)
+    seq_len = require_positive_int("seq_len", seq_len, at_most=MAX_COUNT)
+    micro_batch = require_positive_int("micro_batch", micro_batch, at_most=MAX_COUNT)
+    tokens = require_positive("tokens", tokens)
+    if not math.isfinite(tokens):
+        raise ValueError(f"tokens must be finite, got {tokens}")
+    ga = max(1, GLOBAL_BATCH_SEQUENCES // (n * micro_batch))
+    cap = int(min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) // (n * micro_batch * seq_len))
+    ga = max(1, min(ga, cap))
+    return 1 << (ga.bit_length() - 1)  # a power of two, as batch sizes are chosen
+
+
 def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False):
     """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
     (gpukit/data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
@@ -118,10 +143,28 @@ def train_plans(
             if n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
                 continue  # the global batch would exceed what one run can use
             best = None
+            cap_tokens = min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) / n  # one GPU's share of the batch
+            base_ga = planner_grad_accum(n, seq_len, micro_batch, tokens)
             for tricks, s in _train_setups(workload, n, seq_len, micro_batch, model.dropout):
                 if zero_stages is not None and s.zero_stage not in zero_stages:
                     continue
                 try:
+                    ga = base_ga
+                    if (
+                        s.offload != "none"
+                    ):  # the accumulation a real offload run uses (once-per-step CPU Adam)
+                        ga = max(
+                            ga,
+                            offload_grad_accum(
+                                model,
+                                name,
+                                s,
+                                max_tokens_per_gpu=cap_tokens,
+                                **{k: v for k, v in kw.items() if k != "loader_tokens_per_s"},
+                            ),
+                        )
+                    if ga > 1:
+                        s, tricks = replace(s, grad_accum=ga), (*tricks, f"grad_accum {ga}")
                     run = training_run(model, tokens, name, s, usd_per_gpu_hour=usd, **kw)
                 except ValueError:
                     continue
@@ -221,38 +264,42 @@ def refine_with_parallel(
                 seq_len=seq_len,
                 inter_link=inter_link,
                 ports_per_node=ports_per_node,
-                global_batch=max(p.gpus, 512),
+                global_batch=p.gpus * planner_grad_accum(p.gpus, seq_len, 1, tokens),
                 top_k=1,
             )
         except ValueError:
             continue
         if r.best is None:
             continue
-        e = r.best.estimate
-        c = e.config
-        # Consistent with the other plans: single-GPU time from gpukit.compute at the planner's MFU, and
-        # from the search only the share of its step that is useful compute (bubble, exposed TP/PP/DP
-        # communication excluded; full recompute executes 8N instead of 6N FLOPs per token).
-        useful = e.share("compute") + e.share("elementwise")
-        eff = useful * (0.75 if c.recompute == "full" else 1.0)
-        t1 = (
-            time_to_train(
-                model,
-                tokens,
-                get_gpu(p.gpu),
-                1,
-                mfu=mfu,
-                profile=profile,
-                seq_len=seq_len,
-                dtype=get_gpu(p.gpu).half_dtype,
-            ).seconds
-            / 3600
+        c = r.best.estimate.config
+        # the one step model: gpukit.parallel.estimate of the layout found, priced as training_run prices the
+        # data-parallel plans (the planner's mfu or profile, fp32 gradients on the wire, Megatron's main grads:
+        # bf16 runs accumulate and all-reduce gradients in fp32); a 3D layout runs in Megatron, so its memory is
+        # the megatron convention's with those fp32 gradients, and a layout that does not fit by it is dropped
+        cluster = parallel.make_cluster(
+            p.gpu, gpus_per_node, inter_link=inter_link, ports_per_node=ports_per_node, profile=profile
         )
-        hours = t1 / (p.gpus * eff)
+        try:
+            e = parallel.estimate(
+                model,
+                c,
+                cluster,
+                global_batch=r.best.estimate.global_batch,
+                seq_len=seq_len,
+                mfu=mfu,
+                grad_dtype="fp32",
+            )
+        except ValueError:
+            continue
+        if not e.fits:
+            continue
+        useful = e.share("compute") + e.share("elementwise")
+        hours = tokens / e.tokens_per_s / 3600
+        eff = useful
         input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
         if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
+            eff *= hours / (tokens / loader_tokens_per_s / 3600)
             hours = tokens / loader_tokens_per_s / 3600
-            eff = t1 / (p.gpus * hours)
         if hours >= p.hours * (1 - 1e-9):
             continue
         cost_usd = hours * p.gpus * p.usd_per_gpu_hour

@@ -130,10 +130,18 @@ class ScalingResult:
                 f"{r.gpus:>6} {r.compute_s:>10.4g} {r.comm_s:>10.4g} {r.exposed_comm_s:>10.4g} "
                 f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}"
             )
-        lines.append(
-            f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
-            f"in the synced micro-step (a step without gradient accumulation; at the largest GPU count)"
-        )
+        if max(r.gpus for r in self.rows) == 1:
+            lines.append("one GPU: no gradient all-reduce to hide")
+        elif math.isfinite(self.threshold_tokens_per_gpu):
+            lines.append(
+                f"all-reduce hides behind the backward above {self.threshold_tokens_per_gpu:,.0f} tokens per GPU "
+                f"in the synced micro-step (a step without gradient accumulation; at the largest GPU count)"
+            )
+        else:  # overlap off: the sync starts after the backward, whatever the tokens per GPU
+            lines.append(
+                "all-reduce never hides behind the backward (overlap off: it starts after the backward), "
+                "whatever the tokens per GPU"
+            )
         lines += [f"assumes: {a}" for a in self.assumptions]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -312,7 +320,9 @@ def scaling(
             if hook == "powersgd"
             else ""
         ),
-        "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out",
+        "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out: this is the DDP "
+        "bucket model of one step (notebooks 04-05); `gpukit cost train`, `plan` and `parallel estimate` price a "
+        "run with the one step model, gpukit.parallel.estimate (its gradient sync is this one, gpukit.comm.grad_sync)",
         "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
         if kernels
         else "DDP's bucket copies and hook kernels left out",
