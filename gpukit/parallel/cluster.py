@@ -20,7 +20,15 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from gpukit.catalog import GPU, data_dir, get_gpu, get_interconnect, inter_node_link, intra_node_link, read_csv
+from gpukit.catalog import (
+    GPU,
+    data_dir,
+    get_gpu,
+    get_interconnect,
+    inter_node_link,
+    intra_node_link,
+    read_csv,
+)
 from gpukit.comm import LINK_EFFICIENCY, ClusterNetwork, cluster_network
 from gpukit.errors import require_positive, require_positive_int
 
@@ -36,11 +44,15 @@ from gpukit.errors import require_positive, require_positive_int
 MATMUL_EFFICIENCY = 0.70  # the ampere bf16 default (A100 SXM MAMF 0.869 x TRAINING_MATMUL_SHARE)
 HBM_EFFICIENCY = 0.80  # efficiency.csv's `*,hbm` row (a stated assumption, named as one)
 AMPERE_MAMF_BF16 = 0.869  # efficiency.csv ampere,matmul,bf16 (A100 SXM 271.2 / 312); a test checks the row
-TRAINING_MATMUL_SHARE = MATMUL_EFFICIENCY / AMPERE_MAMF_BF16  # one ratio for every generation (fit: A100 rows)
-# GEMM tile of the wave-quantization model (NVIDIA "Matrix Multiplication Background User's Guide", sec.
+TRAINING_MATMUL_SHARE = (
+    MATMUL_EFFICIENCY / AMPERE_MAMF_BF16
+)  # one ratio for every generation (fit: A100 rows)
+# GEMM tiles of the wave-quantization model (NVIDIA "Matrix Multiplication Background User's Guide", sec.
 # "Dimension Quantization Effects": the output is split into tiles, one thread block per tile, run in waves
-# of one tile per SM; the guide's example tile is 256 x 128).
-GEMM_TILE = (256, 128)
+# of one tile per SM; cuBLAS picks the tile per shape by heuristics, the guide's examples use 256 x 128 and
+# 128 x 128). The model takes the best of these tiles for each GEMM, all at the same per-tile speed (stated:
+# optimistic for the smaller tile).
+GEMM_TILES = ((256, 128), (128, 256), (128, 128))
 
 
 @dataclass(frozen=True)
@@ -128,18 +140,20 @@ def hbm_efficiency_for(gpu) -> float:
     return efficiency_row(gpu, "hbm", "any").share
 
 
-def gemm_shape_efficiency(tokens: int, n: int, k: int, sm_count: int | None, tile=GEMM_TILE) -> float:
+def gemm_shape_efficiency(tokens: int, n: int, k: int, sm_count: int | None, tiles=GEMM_TILES) -> float:
     """Useful share of a (tokens x k) @ (k x n) GEMM's tile work: tile and wave quantization (NVIDIA
     "Matrix Multiplication Background User's Guide", "Dimension Quantization Effects"): tiles =
     ceil(M/tm) ceil(N/tn) thread blocks run in ceil(tiles / SMs) waves, each wave as long as a full one,
-    so the share is M N / (ceil(tiles / SMs) SMs tm tn). 1 when sm_count is unknown. K does not quantize
-    the output tiles; it is here for the caller's FLOP weight."""
+    so the share is M N / (ceil(tiles / SMs) SMs tm tn), the best over `tiles` (cuBLAS picks one per
+    shape). 1 when sm_count is unknown. K does not quantize the output tiles; it is here for the caller's
+    FLOP weight."""
     del k
     if not sm_count:
         return 1.0
-    tm, tn = tile
-    tiles = math.ceil(tokens / tm) * math.ceil(n / tn)
-    return tokens * n / (math.ceil(tiles / sm_count) * sm_count * tm * tn)
+    return max(
+        tokens * n / (math.ceil(math.ceil(tokens / tm) * math.ceil(n / tn) / sm_count) * sm_count * tm * tn)
+        for tm, tn in tiles
+    )
 
 
 def layer_gemm_efficiency(model, tokens: int, tp: int, sm_count: int | None) -> float:
@@ -315,7 +329,9 @@ def make_cluster(
     source = "given by the caller" if matmul_efficiency is not None else ""
     if profile is not None:
         matmul_efficiency = min(1.0, profile.matmul_tflops("bf16") / g.peak_tflops("bf16"))
-        source = f"calibration profile {getattr(profile, 'source', '')}: measured bf16 matmul / peak".replace("  ", " ")
+        source = f"calibration profile {getattr(profile, 'source', '')}: measured bf16 matmul / peak".replace(
+            "  ", " "
+        )
     return Cluster(
         gpu=g,
         network=net,
