@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "VALIDATION.md"
+sys.path.insert(0, str(ROOT))  # the checkout's gpukit, also when run as a plain script
 
 
 def summary(rows) -> dict:
