@@ -44,8 +44,12 @@ def summary(rows) -> dict:
 
 
 def render() -> str:
-    from gpukit.parallel.cluster import MATMUL_EFFICIENCY, TRAINING_MATMUL_SHARE, efficiency_rows
-    from gpukit.parallel.published import validate_published
+    from gpukit.parallel import (
+        MATMUL_EFFICIENCY,
+        TRAINING_MATMUL_SHARE,
+        efficiency_rows,
+        validate_published,
+    )
 
     after = validate_published()
     before = validate_published(matmul_efficiency=MATMUL_EFFICIENCY)

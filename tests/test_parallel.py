@@ -496,7 +496,9 @@ def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
     half = par.make_cluster("h100-sxm", 8, matmul_efficiency=0.5)
     e = par.estimate("llama-2-70b", cfg, half, global_batch=512)
     said = json.loads(json.dumps(e.to_json_dict()))["assumptions"]
-    assert any(a.startswith("matmul efficiency 0.5 of the dense bf16 peak (given by the caller") for a in said)
+    assert any(
+        a.startswith("matmul efficiency 0.5 of the dense bf16 peak (given by the caller") for a in said
+    )
     assert not any("efficiency 0.7" in a for a in said)
     assert any("nvlink4 in the node" in a for a in said)
     r = par.search("llama-2-7b", None, 8, cluster=half, global_batch=64, top_k=1)
