@@ -157,7 +157,7 @@ def test_infeasible_request_gets_nearest_plan_and_changes():
         get_model("llama-2-70b"),
         tokens=1e8,
         deadline_hours=2,
-        budget_usd=100,
+        budget_usd=90,  # issue 23: the hopper efficiency row makes the nearest plan $96 (was $100.5 at 0.70)
         gpus={"h100-sxm": 3.0},
     )
     assert r.best is None and r.changes

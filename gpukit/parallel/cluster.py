@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from gpukit.catalog import (
     GPU,
+    as_model,
     data_dir,
     get_gpu,
     get_interconnect,
@@ -30,7 +31,7 @@ from gpukit.catalog import (
     read_csv,
 )
 from gpukit.comm import LINK_EFFICIENCY, ClusterNetwork, cluster_network
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, require_positive, require_positive_int
 
 # Efficiency by hardware generation (issue 23, sec. 3): gpukit/data/efficiency.csv holds, per generation
 # (gpus.csv's `arch`) and dtype, the published maximum achievable matmul share of the dense peak (MAMF,
@@ -147,9 +148,14 @@ def gemm_shape_efficiency(tokens: int, n: int, k: int, sm_count: int | None, til
     so the share is M N / (ceil(tiles / SMs) SMs tm tn), the best over `tiles` (cuBLAS picks one per
     shape). 1 when sm_count is unknown. K does not quantize the output tiles; it is here for the caller's
     FLOP weight."""
+    tokens, n = require_positive_int("tokens", tokens), require_positive_int("n", n)
+    require_positive_int("k", k)
     del k
-    if not sm_count:
+    if sm_count is None:
         return 1.0
+    sm_count = require_positive_int("sm_count", sm_count)
+    if tokens > MAX_COUNT or n > MAX_COUNT or sm_count > MAX_COUNT:
+        raise ValueError(f"tokens, n and sm_count must be at most {MAX_COUNT}, got {tokens}, {n}, {sm_count}")
     return max(
         tokens * n / (math.ceil(math.ceil(tokens / tm) * math.ceil(n / tn) / sm_count) * sm_count * tm * tn)
         for tm, tn in tiles
@@ -161,6 +167,8 @@ def layer_gemm_efficiency(model, tokens: int, tp: int, sm_count: int | None) -> 
     (Megatron's split, Shoeybi et al. 2019 sec. 3: QKV and fc1/gate+up column-parallel, n / tp; the
     attention projection and fc2/down row-parallel, k / tp), M = the rank's tokens per micro-batch.
     The backward GEMMs are taken at the forward shapes (stated simplification)."""
+    model = as_model(model)
+    tokens, tp = require_positive_int("tokens", tokens), require_positive_int("tp", tp)
     h = model.hidden
     kv = model.n_kv_heads * model.head_dim
     ffn_n = model.ffn_hidden * (2 if model.mlp == "swiglu" else 1)
