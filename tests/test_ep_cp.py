@@ -194,7 +194,9 @@ def test_cp_divides_the_compute_per_gpu_and_adds_the_kv_exchange(h100):
     with_cp = par.ParallelConfig(dp=1, tp=8, pp=4, sp=True, recompute="full", cp=16)
     e1 = par.estimate(m, base, h100, **kw)
     e16 = par.estimate(m, with_cp, h100, **kw)
-    assert dict(e16.breakdown)["compute"] == pytest.approx(dict(e1.breakdown)["compute"] / 16)
+    # issue 23: b*s/cp tokens per rank quantize the GEMM tiles a little worse (layer_gemm_efficiency)
+    c1, c16 = dict(e1.breakdown)["compute"], dict(e16.breakdown)["compute"]
+    assert c1 / 16 <= c16 == pytest.approx(c1 / 16, rel=0.05)
     assert e16.gpus == 16 * e1.gpus
     layers = math.ceil(80 / 4)
     block = 2 * (131072 // 16) * 128 * 2  # K and V of one KV head (8 heads / tp 8) per rank

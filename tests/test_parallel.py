@@ -490,12 +490,15 @@ def test_estimate_states_the_links_and_efficiencies_it_used(capsys):
     assert cli_main([*argv, "--gpu", "h100-pcie"]) == 0
     out = capsys.readouterr().out
     assert "assumes: cluster: h100-pcie, 8 per node, pcie5 in the node, 8 x eth-100g per node" in out
-    assert "assumes: matmul efficiency 0.7 of the dense bf16 peak" in out
+    # issue 23: the hopper row of gpukit/data/efficiency.csv (0.803 MAMF x 0.806 training share), named
+    assert "assumes: matmul efficiency 0.647 of the dense bf16 peak (catalog: efficiency.csv hopper" in out
     cfg = par.ParallelConfig(dp=8, tp=8, pp=4, micro_batch=1)
     half = par.make_cluster("h100-sxm", 8, matmul_efficiency=0.5)
     e = par.estimate("llama-2-70b", cfg, half, global_batch=512)
     said = json.loads(json.dumps(e.to_json_dict()))["assumptions"]
-    assert "matmul efficiency 0.5 of the dense bf16 peak (from the calibration profile or the caller)" in said
+    assert any(
+        a.startswith("matmul efficiency 0.5 of the dense bf16 peak (given by the caller") for a in said
+    )
     assert not any("efficiency 0.7" in a for a in said)
     assert any("nvlink4 in the node" in a for a in said)
     r = par.search("llama-2-7b", None, 8, cluster=half, global_batch=64, top_k=1)

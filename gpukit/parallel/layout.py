@@ -73,6 +73,7 @@ from gpukit.parallel.cluster import (
     LINK_EFFICIENCY,
     MATMUL_EFFICIENCY,
     Cluster,
+    layer_gemm_efficiency,
 )
 from gpukit.parallel.pipeline_schedule import (  # noqa: F401 (public here too)
     Bubble,
@@ -378,12 +379,13 @@ def cluster_assumptions(cluster) -> tuple[str, ...]:
     """ASSUMPTIONS with the values `cluster` really has (a calibration profile sets the matmul
     efficiency, its ClusterNetwork the link efficiency and says where it comes from), led by the
     links and ports it used."""
-    stated = cluster.matmul_efficiency == MATMUL_EFFICIENCY
     net = cluster.network
     return (
         f"cluster: {cluster.describe()}",
         f"matmul efficiency {cluster.matmul_efficiency:.3g} of the dense {cluster.dtype} peak "
-        + ("(stated, not fitted per layout)" if stated else "(from the calibration profile or the caller)"),
+        f"({cluster.efficiency_source or 'stated'}; not fitted per layout), times the GEMM tile/wave "
+        f"quantization of the layer shapes on {cluster.sm_count or 'unknown'} SMs (NVIDIA Matrix "
+        "Multiplication Background guide)",
         f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
         f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
         f"link's bandwidth ({net.efficiency_source})",
@@ -625,7 +627,9 @@ def estimate(
     layers = math.ceil(model.n_layers / c.pp)
     stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
     rate = cluster.peak_flops * cluster.matmul_efficiency
-    compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
+    # GEMM tile/wave quantization of the rank's layer shapes (gpukit.parallel.cluster.layer_gemm_efficiency, issue 23)
+    gemm_eff = layer_gemm_efficiency(model, tokens_mb, c.tp, cluster.sm_count)
+    compute_all = hw_fpt * tokens_mb * stage_share / c.tp / (rate * gemm_eff)
     # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
     act_setup = setup if c.cp == 1 else replace(setup, cp=1)
     act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp

@@ -1,6 +1,8 @@
 """gpukit.parallel against published training runs: Megatron-LM (Narayanan et al. 2021 table 1,
-Korthikanti et al. 2022 tables), BLOOM, OPT and Llama 3 405B, each with its stated layout, measured
-throughput, source and what we assume where the source is silent.
+Korthikanti et al. 2022 tables), BLOOM, OPT, Llama 3 405B and MosaicML's MPT throughput tables (the same
+harness on A100 80GB and H100 80GB, bf16), each with its stated layout, measured throughput, source,
+what we assume where the source is silent, and its role: `fit` rows (A100) set the one training share
+of the matmul efficiency (gpukit.parallel.cluster.TRAINING_MATMUL_SHARE), `held-out` rows (H100) check it.
 
 Pure calculator. gpukit.parallel re-exports these names lazily (this module imports it).
 Used in: notebook 06, gpukit.cli.benchreport (make bench), gpukit.audits.parallel, tests/test_parallel.py.
@@ -28,11 +30,12 @@ class PublishedRun:
     config: ParallelConfig
     global_batch: int
     seq_len: int
-    published_tflops: float  # or the iteration time in seconds when convention == "step_s"
-    convention: str  # "hardware", "model" (TFLOP/s per GPU) or "step_s" (iteration time)
+    published_tflops: float  # or the iteration time (s) for "step_s", tokens/s per GPU for "tokens_s"
+    convention: str  # "hardware", "model" (TFLOP/s per GPU), "step_s" (iteration time), "tokens_s"
     attention: str  # kernels of the time: "eager" before FlashAttention
     source: str
     assumed: str = ""  # what the source does not state and we assume
+    role: str = "fit"  # "fit": sets the efficiency (A100 rows); "held-out": only checks it
 
     def to_json_dict(self) -> dict:
         return {
@@ -46,6 +49,7 @@ class PublishedRun:
             "convention": self.convention,
             "source": self.source,
             "assumed": self.assumed,
+            "role": self.role,
         }
 
 
@@ -97,6 +101,51 @@ def _n21(name, params_b, heads, hidden, layers, tp, pp, gpus, batch, tflops):
         _N21_ASSUMED,
     )
 
+
+_MPT = {  # n_layers, hidden, n_heads (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml; expansion 4, no bias)
+    "760m": (24, 1536, 12),
+    "1b": (24, 2048, 16),
+    "3b": (32, 2560, 20),
+    "7b": (32, 4096, 32),
+    "13b": (40, 5120, 40),
+    "30b": (48, 7168, 56),
+}
+_MPT_SRC = (
+    "MosaicML llm-foundry, scripts/train/benchmarking/README.md (MPT training benchmarks, FSDP FULL_SHARD, "
+    "amp_bf16, 8 GPUs; Throughput (T/s/GPU), MicroBatchSize, GradAccum, Activation Checkpointing as listed), "
+    "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md, accessed 2026-12-05;"
+)
+_MPT_ASSUMED = (
+    "FSDP FULL_SHARD as ZeRO-3 over the 8 GPUs of one node; activation checkpointing as full recompute; "
+    "FlashAttention kernels; GELU MLP of 4 x hidden, tied embeddings, vocab 50368 (the MPT yamls); ALiBi "
+    "modelled as learned positions (parameters only)"
+)
+# (gpu, size, seq, micro_batch, grad_accum, activation checkpointing, tokens/s per GPU): every 8-GPU row of
+# the two tables at seq 2048 and 4096 for 760m..30b that both tables list (the A100 rows are the fit rows)
+_MPT_ROWS = (
+    ("h100-sxm", "30b", 4096, 1, 21, True, 1802),
+    ("h100-sxm", "30b", 2048, 3, 21, True, 2002),
+    ("h100-sxm", "13b", 4096, 10, 3, True, 4717),
+    ("h100-sxm", "13b", 2048, 2, 1, False, 4792),
+    ("h100-sxm", "7b", 4096, 16, 2, True, 8611),
+    ("h100-sxm", "7b", 2048, 6, 1, False, 10643),
+    ("h100-sxm", "3b", 4096, 5, 6, False, 20964),
+    ("h100-sxm", "1b", 4096, 7, 4, False, 38535),
+    ("h100-sxm", "1b", 2048, 14, 1, False, 45455),
+    ("h100-sxm", "760m", 4096, 12, 2, False, 55459),
+    ("h100-sxm", "760m", 2048, 24, 2, False, 63147),
+    ("a100-80gb", "30b", 4096, 1, 21, True, 814),
+    ("a100-80gb", "30b", 2048, 3, 21, True, 916),
+    ("a100-80gb", "13b", 4096, 10, 3, True, 2060),
+    ("a100-80gb", "13b", 2048, 2, 3, False, 2262),
+    ("a100-80gb", "7b", 4096, 16, 2, True, 3684),
+    ("a100-80gb", "7b", 2048, 6, 2, False, 4641),
+    ("a100-80gb", "3b", 4096, 5, 6, False, 9457),
+    ("a100-80gb", "1b", 4096, 7, 4, False, 17807),
+    ("a100-80gb", "1b", 2048, 14, 4, False, 20513),
+    ("a100-80gb", "760m", 4096, 12, 2, False, 27351),
+    ("a100-80gb", "760m", 2048, 24, 2, False, 32434),
+)
 
 PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
     _n21("Megatron 1.7B", 1.7, 24, 2304, 24, 1, 1, 32, 512, 137),
@@ -187,6 +236,50 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
         "batch 2048 x 8192 tokens, 430 TFLOPs/GPU, 43% BF16 MFU",
         "micro_batch 1, no recompute, non-interleaved (the paper tunes its own schedule), 126 layers on 16 "
         "stages (uneven)",
+        "held-out",
+    ),
+    PublishedRun(
+        "Llama 3 405B (16384 GPUs)",
+        get_model("llama-3.1-405b"),
+        "h100-sxm",
+        16384,
+        ParallelConfig(dp=128, tp=8, pp=16, micro_batch=1, zero_stage=1, recompute="none"),
+        2048,
+        8192,
+        400,
+        "model",
+        "flash",
+        "Dubey et al. 2024, The Llama 3 Herd of Models (arXiv 2407.21783), Table 4: TP 8, CP 1, PP 16, DP 128, "
+        "batch 2048 x 8192 tokens (16M), 400 TFLOPs/GPU, 41% BF16 MFU",
+        "micro_batch 1, no recompute, non-interleaved (the paper tunes its own schedule), 126 layers on 16 "
+        "stages (uneven)",
+        "held-out",
+    ),
+    *(
+        PublishedRun(
+            f"MPT-{size} seq {seq} ({gpu[:4].upper()})",
+            ModelSpec(
+                name=f"mpt-{size}",
+                n_layers=_MPT[size][0],
+                hidden=_MPT[size][1],
+                n_heads=_MPT[size][2],
+                vocab=50368,
+                max_seq=seq,
+                tied_embeddings=True,
+            ),
+            gpu,
+            8,
+            ParallelConfig(dp=8, micro_batch=mb, zero_stage=3, recompute="full" if ckpt else "none"),
+            8 * mb * ga,
+            seq,
+            tok_s,
+            "tokens_s",
+            "flash",
+            _MPT_SRC + (" H100 80GB BF16 table" if gpu == "h100-sxm" else " A100 80GB table"),
+            _MPT_ASSUMED,
+            "held-out" if gpu == "h100-sxm" else "fit",
+        )
+        for gpu, size, seq, mb, ga, ckpt, tok_s in _MPT_ROWS
     ),
 )
 
@@ -217,6 +310,9 @@ def validate_published(runs=PUBLISHED_RUNS, **cluster_kw) -> tuple[ValidationRow
         )
         if r.convention == "step_s":  # published iteration time: compare throughput = 1 / time
             pred, err = e.step_time_s, r.published_tflops / e.step_time_s - 1
+        elif r.convention == "tokens_s":  # published tokens/s per GPU
+            pred = e.tokens_per_s / r.gpus
+            err = pred / r.published_tflops - 1
         else:
             pred = e.hardware_tflops_per_gpu if r.convention == "hardware" else e.tflops_per_gpu
             err = pred / r.published_tflops - 1
@@ -239,6 +335,7 @@ def validation_frame(rows=None):
                 "error": v.error,
                 "fits": v.estimate.fits,
                 "convention": v.run.convention,
+                "role": v.run.role,
             }
             for v in rows
         ]

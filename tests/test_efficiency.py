@@ -1,0 +1,137 @@
+"""Efficiency by hardware generation (issue 23 sec. 3): gpukit/data/efficiency.csv, the lookup that every
+Cluster uses by default, the GEMM tile/wave quantization, and the validation against published runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpukit import parallel as par
+from gpukit.catalog import get_gpu, gpus
+from gpukit.profile import profile_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+cl = par  # the efficiency names are on the face (gpukit.parallel)
+
+
+def test_every_efficiency_row_is_cited():
+    rows = cl.efficiency_rows()
+    assert rows
+    for r in rows:
+        assert r.source.strip() and r.source_url.startswith("http") and len(r.accessed) == 10, r
+        assert 0 < r.share <= 1
+
+
+def test_every_gpu_row_resolves_to_a_cited_matmul_and_hbm_row():
+    for name, g in gpus().items():
+        dtype = "bf16" if g.has("bf16") else "fp16"
+        m = cl.efficiency_row(g, "matmul", dtype)
+        h = cl.efficiency_row(g, "hbm", "any")
+        assert m.generation in (g.arch, f"{g.arch}-pcie"), (name, m.generation)
+        assert m.source_url and h.source_url and m.sm_count
+        assert 0 < cl.matmul_efficiency_for(g, dtype) < m.share  # a training step runs below the best shape
+
+
+def test_a_new_gpu_row_of_a_known_generation_resolves():
+    """Rows added to gpus.csv later (h100-nvl, gh200, h800, gb200, mi325x) resolve by generation."""
+    gh200 = dataclasses.replace(get_gpu("h100-sxm"), name="gh200-test")
+    assert cl.matmul_efficiency_for(gh200) == cl.matmul_efficiency_for("h100-sxm")
+    unknown = dataclasses.replace(get_gpu("h100-sxm"), name="x", arch="nogen")
+    with pytest.raises(ValueError, match="no matmul efficiency for x"):
+        cl.efficiency_row(unknown)
+
+
+def test_published_shares_and_the_ampere_default():
+    a100 = cl.efficiency_row("a100-80gb")
+    assert (
+        a100.share == 0.869 == pytest.approx(cl.MATMUL_EFFICIENCY / cl.TRAINING_MATMUL_SHARE)
+    )  # 271.2 / 312
+    assert (
+        cl.matmul_efficiency_for("a100-80gb") == cl.MATMUL_EFFICIENCY == 0.70
+    )  # the name other code imports
+    assert cl.efficiency_row("h100-sxm").share == 0.803 and cl.efficiency_row("mi300x").share == 0.514
+    assert cl.matmul_efficiency_for("h100-sxm") < cl.matmul_efficiency_for("a100-80gb")
+    # an fp8 row per generation where the MAMF table publishes one (helper F's fp8 training reads it)
+    assert cl.efficiency_row("h100-sxm", dtype="fp8").share == 0.709
+    assert cl.efficiency_row("b200", dtype="fp8").share == 0.763
+    with pytest.raises(ValueError, match="fp8"):
+        cl.efficiency_row("mi300x", dtype="fp8")  # the table has no MI300X fp8 measurement
+
+
+def test_cluster_names_its_efficiency_source():
+    c = par.make_cluster("h100-sxm", 8)
+    assert c.matmul_efficiency == cl.matmul_efficiency_for("h100-sxm") and c.sm_count == 132
+    assert c.efficiency_source.startswith("catalog: efficiency.csv hopper,matmul,bf16")
+    given = par.make_cluster("h100-sxm", 8, matmul_efficiency=0.5)
+    assert given.matmul_efficiency == 0.5 and given.efficiency_source == "given by the caller"
+    prof = profile_from_dict(
+        {
+            "version": 1,
+            "device": {"name": "t", "kind": "cuda"},
+            "matmul_tflops": {"bf16": 700.0},
+            "memory_bandwidth_gbps": {"triad": 3000.0},
+            "links": {},
+            "env": {},
+        }
+    )
+    p = par.make_cluster("h100-sxm", 8, profile=prof)
+    assert p.matmul_efficiency == pytest.approx(700 / 989.4) and "calibration profile" in p.efficiency_source
+    e = par.estimate("gpt2", par.ParallelConfig(dp=8), c, global_batch=8, seq_len=1024)
+    assert any("catalog: efficiency.csv hopper" in a for a in e.assumptions)
+
+
+def test_gemm_wave_quantization():
+    # NVIDIA Matrix Multiplication Background guide: tiles = ceil(M/tm) ceil(N/tn), waves of one tile per SM
+    # 2048 x 2304 on 108 SMs: 256x128 and 128x256 tiles give 144 tiles (2 waves, 0.667), 128x128 288 (3, 0.889)
+    assert cl.gemm_shape_efficiency(2048, 2304, 2304, 108) == pytest.approx(
+        2048 * 2304 / (3 * 108 * 128 * 128)
+    )
+    assert cl.gemm_shape_efficiency(2048, 2304, 2304, None) == 1.0
+    assert cl.gemm_shape_efficiency(1 << 16, 16384, 4096, 132) > 0.99
+    small = cl.layer_gemm_efficiency(get_gpu_model(), 128, 8, 132)
+    big = cl.layer_gemm_efficiency(get_gpu_model(), 8192, 1, 132)
+    assert small < big <= 1
+    # the hook: estimate's compute time grows when the GEMMs quantize badly (fewer SMs -> fewer waves lost)
+    h = par.make_cluster("h100-sxm", 8)
+    cfg = par.ParallelConfig(tp=8, micro_batch=1)
+    t = par.estimate("llama-2-7b", cfg, h, global_batch=1, seq_len=128).breakdown[0][1]
+    t1 = par.estimate("llama-2-7b", cfg, dataclasses.replace(h, sm_count=1), global_batch=1, seq_len=128)
+    assert t > t1.breakdown[0][1]
+
+
+def get_gpu_model():
+    from gpukit.catalog import get_model
+
+    return get_model("llama-2-7b")
+
+
+def _median(rows, role):
+    return statistics.median(abs(v.error) for v in rows if v.run.role == role)
+
+
+def test_held_out_h100_error_improves_and_is_bounded():
+    """Held-out H100 rows (the MPT H100 table, Llama 3 405B): median |error| 35.7% with one 0.70 for every
+    GPU, 27.9% by generation (docs/VALIDATION.md). Issue 23's goal is 15%: NOT met; this test holds what
+    is reached (under 30%) and that the generation lookup does better than the one constant."""
+    assert {r.role for r in par.PUBLISHED_RUNS} == {"fit", "held-out"}
+    assert all(r.role == "fit" for r in par.PUBLISHED_RUNS if r.gpu.startswith("a100"))
+    after = par.validate_published()
+    before = par.validate_published(matmul_efficiency=cl.MATMUL_EFFICIENCY)
+    assert _median(after, "held-out") < 0.30
+    assert _median(after, "held-out") < _median(before, "held-out") - 0.05
+    assert _median(after, "fit") < 0.06  # the fit rows stay where the 0.70 had them
+
+
+def test_validation_doc_is_current():
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "validate_published.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
