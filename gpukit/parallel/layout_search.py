@@ -500,6 +500,7 @@ def team_layouts(
     max_micro_batch: int = 8,
     screen: int | None = 4,
     memory_cache: dict | None = None,
+    matmul_efficiency: float | None = None,
     **conventions,
 ) -> tuple[CountBest, ...]:
     """The fastest layout of every count in `counts` on `gpu` at one global batch (sequences), for
@@ -510,7 +511,8 @@ def team_layouts(
     fastest splits are then searched in full (every ZeRO stage, interleaving, micro-batch); a split
     whose screening layout does not fit is searched in full too (a higher ZeRO stage may fit).
     screen=None searches every split in full (tests compare the two). memory_cache: one dict passed
-    to the calls for several GPU types of the same model, global batch, seq_len and conventions."""
+    to the calls for several GPU types of the same model, global batch, seq_len and conventions.
+    matmul_efficiency: the share of the dense peak the matmuls sustain (default the cluster's stated one)."""
     model = as_model_spec(model)
     s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
     G = require_positive_int("global_batch", global_batch)
@@ -519,7 +521,8 @@ def team_layouts(
         micro_batch = require_positive_int("micro_batch", micro_batch)
     if screen is not None:
         screen = require_positive_int("screen", screen)
-    cl = make_cluster(gpu, gpn, link, inter_link, ports_per_node, profile=profile)
+    eff = {} if matmul_efficiency is None else {"matmul_efficiency": matmul_efficiency}
+    cl = make_cluster(gpu, gpn, link, inter_link, ports_per_node, profile=profile, **eff)
     est_of = _evaluator(model, cl, G, s, attention, conventions, memory_cache)
     bs_all = (
         (micro_batch,)
