@@ -377,7 +377,7 @@ def _layout_plans(
     return plans, none_at
 
 
-def _dp_settings(p: Plan, micro_batch: int, seq_len: int) -> dict | None:
+def _dp_settings(p: Plan, micro_batch: int, seq_len: int, global_batch: int) -> dict | None:
     """The settings of a plan of gpukit.plan.train_plans (data parallel, no tensor or pipeline split)."""
     if p.binding == "does not fit":
         return None
@@ -388,6 +388,7 @@ def _dp_settings(p: Plan, micro_batch: int, seq_len: int) -> dict | None:
         zero = 3
     elif off == "optimizer":
         zero = 1 if p.gpus == 1 else 3
+    ga = max(1, global_batch // (p.gpus * micro_batch))
     return {
         "dp": p.gpus,
         "tp": 1,
@@ -397,8 +398,8 @@ def _dp_settings(p: Plan, micro_batch: int, seq_len: int) -> dict | None:
         "sp": False,
         "virtual_stages": 1,
         "micro_batch": micro_batch,
-        "grad_accum": 1,
-        "global_batch": p.gpus * micro_batch,
+        "grad_accum": ga,
+        "global_batch": p.gpus * micro_batch * ga,
         "seq_len": seq_len,
         "zero_stage": zero,
         "recompute": rc,
@@ -687,13 +688,13 @@ def plan(
                 extra = train_plans(
                     model, workload, tokens, one, (1,), prices_of, mfu_v if profile is None else None,
                     profile, s_len, micro_batch or 1, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                    loader_tokens_per_s, ports_per_node,
+                    loader_tokens_per_s, ports_per_node, global_batch=G,
                 )
                 fits1 = {p.gpu: p for p in extra if p.binding != "does not fit"}
                 plans = [
                     replace(
                         fits1[p.gpu],
-                        settings=_dp_settings(fits1[p.gpu], micro_batch or 1, s_len),
+                        settings=_dp_settings(fits1[p.gpu], micro_batch or 1, s_len, G),
                         memory_convention="pytorch",
                     )
                     if p.gpus == 1 and p.gpu in fits1 and p.binding == "does not fit"
@@ -713,7 +714,7 @@ def plan(
             )
         else:
             plans = [
-                replace(p, settings=_dp_settings(p, micro_batch or 1, s_len))
+                replace(p, settings=_dp_settings(p, micro_batch or 1, s_len, G))
                 for p in train_plans(
                     model,
                     workload,
@@ -731,6 +732,7 @@ def plan(
                     budget_usd,
                     loader_tokens_per_s,
                     ports_per_node,
+                    global_batch=G,
                 )
             ]
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
