@@ -702,13 +702,14 @@ def plan(
                     for p in plans
                 ]
             models_used = (
-                "memory: gpukit.memory, convention megatron for the layouts of gpukit.parallel (the bytes "
-                "`gpukit parallel estimate` prints); convention pytorch for a one-GPU offload plan; each plan "
+                'memory: gpukit.memory, convention "megatron" for the layouts of gpukit.parallel (the bytes '
+                '`gpukit parallel estimate` prints); convention "pytorch" for a one-GPU offload plan; each plan '
+
                 "names its convention (memory_convention) and fits by it",
                 "time: gpukit.parallel.estimate, the step of the layout (compute and elementwise kernels, TP/PP/DP "
                 "traffic, bubble, optimizer) at the global batch; a one-GPU offload plan: gpukit.cost.training_run "
                 "(6N FLOPs per token at peak x MFU plus the offload transfer)",
-                "layout: gpukit.parallel.team_layouts at every GPU count and type (TP in a node with sequence "
+                "layout: gpukit.parallel search (team_layouts) at every GPU count and type (TP in a node with sequence "
                 "parallelism, PP, DP, ZeRO 1-3, interleaving, micro-batch 1-8, the lightest recompute that fits)",
                 PLAN_MODELS[-1],
             )
@@ -795,11 +796,11 @@ def plan(
         full = workload in ("pretrain", "finetune") and refine
         assumptions = [
             (
-                f"matmul efficiency {mfu:.2f} of the dense peak (--mfu) in the layout estimate; MFU {mfu:.2f} "
-                "for a one-GPU offload plan"
+                f"MFU {mfu:.2f} for a one-GPU offload plan; matmul efficiency {mfu:.2f} of the dense peak "
+                "(--mfu) in the layout estimate of every other plan"
                 if mfu is not None
-                else "the layout estimate's stated efficiencies (gpukit.parallel ASSUMPTIONS); MFU 0.40 "
-                "(assumed) for a one-GPU offload plan"
+                else "MFU 0.40 (assumed) for a one-GPU offload plan; every other plan: the layout estimate's "
+                "stated efficiencies (gpukit.parallel ASSUMPTIONS)"
             )
             if full and profile is None
             else f"MFU {mfu_v:.2f}" + (" (assumed)" if mfu is None and profile is None else "")
