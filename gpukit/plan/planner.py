@@ -682,6 +682,23 @@ def plan(
                 model, tokens, names, counts, prices_of, G, s_len, micro_batch, gpus_per_node, inter_link,
                 ports_per_node, mfu, profile, deadline_hours, budget_usd, loader_tokens_per_s, cb,
             )
+            # a count that is not whole nodes (12 GPUs on nodes of 8): the layout search takes whole nodes,
+            # so such a count keeps the data-parallel candidates of train_plans (ZeRO, recompute, offload)
+            part = tuple(n for n in counts if n > gpus_per_node and n % gpus_per_node)
+            if part:
+                dp_part = {
+                    (p.gpu, p.gpus): replace(
+                        p,
+                        settings=_dp_settings(p, micro_batch or 1, s_len, G),
+                        reason="" if p.binding != "does not fit" else "no data-parallel layout fits in memory",
+                    )
+                    for p in train_plans(
+                        model, workload, tokens, names, part, prices_of, mfu_v if profile is None else None,
+                        profile, s_len, micro_batch or 1, gpus_per_node, inter_link, deadline_hours, budget_usd,
+                        loader_tokens_per_s, ports_per_node, global_batch=G,
+                    )
+                }
+                plans = [dp_part.get((p.gpu, p.gpus), p) for p in plans]
             # one GPU where no layout fits: the offload layouts (ZeRO-Offload / ZeRO-Infinity) of train_plans
             one = [p.gpu for p in plans if p.gpus == 1 and p.binding == "does not fit"]
             if one:
@@ -707,8 +724,9 @@ def plan(
 
                 "names its convention (memory_convention) and fits by it",
                 "time: gpukit.parallel.estimate, the step of the layout (compute and elementwise kernels, TP/PP/DP "
-                "traffic, bubble, optimizer) at the global batch; a one-GPU offload plan: gpukit.cost.training_run "
-                "(6N FLOPs per token at peak x MFU plus the offload transfer)",
+                "traffic, bubble, optimizer) at the global batch; a one-GPU offload plan and a count that is not "
+                "whole nodes (data parallel only, convention \"pytorch\"): gpukit.cost.training_run (6N FLOPs per "
+                "token at peak x MFU, the all-reduce and offload transfer once per optimizer step)",
                 "layout: gpukit.parallel search (team_layouts) at every GPU count and type (TP in a node with sequence "
                 "parallelism, PP, DP, ZeRO 1-3, interleaving, micro-batch 1-8, the lightest recompute that fits)",
                 PLAN_MODELS[-1],
