@@ -498,7 +498,7 @@ def team_layouts(
     profile=None,
     attention: str = "flash",
     max_micro_batch: int = 8,
-    screen: int | None = 4,
+    screen: int | None = 3,
     memory_cache: dict | None = None,
     matmul_efficiency: float | None = None,
     **conventions,
