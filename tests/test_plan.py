@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from gpukit.catalog import get_gpu, get_model, gpus
 from gpukit.cli import main
 from gpukit.cost import pareto_front
-from gpukit.plan import DEFAULT_COUNTS, WORKLOADS, article_000_decision_table, article_000_size_rule, frameworks_grid, plan
+from gpukit.plan import (
+    DEFAULT_COUNTS,
+    WORKLOADS,
+    article_000_decision_table,
+    article_000_size_rule,
+    frameworks_grid,
+    plan,
+)
 from gpukit.specs import ModelSpec
 
 ALL = {g: 2.0 for g in gpus()}
@@ -368,7 +375,8 @@ def test_serve_rate_beyond_the_allowed_gpus_is_not_does_not_fit(capsys):
     assert p.memory_per_gpu_bytes > 0 and "allow" in " ".join(r.changes)
     assert plan("serve", get_model("llama-3.1-405b"), rate=10, gpus={"h100-sxm": 3.0}).plans[0].feasible
     assert (
-        main(["plan", "--workload", "serve", "--model", "llama-3.1-405b", "--rate", "1000", "--gpus", "1024"]) == 0
+        main(["plan", "--workload", "serve", "--model", "llama-3.1-405b", "--rate", "1000", "--gpus", "1024"])
+        == 0
     )
     out = capsys.readouterr().out
     assert "needs" in out and " inf " not in out
@@ -530,7 +538,12 @@ def test_plan_takes_ports_per_node_too(capsys):
     search through gpukit.parallel, which takes ports_per_node): the flag reaches both and the assumption."""
     # global_batch 16: one micro-batch per GPU per optimizer step, every step all-reduces
     kw = dict(
-        tokens=100e9, gpus={"h100-sxm": 3.0}, counts=(16,), inter_link="eth-100g", refine=False, global_batch=16
+        tokens=100e9,
+        gpus={"h100-sxm": 3.0},
+        counts=(16,),
+        inter_link="eth-100g",
+        refine=False,
+        global_batch=16,
     )
     rail = plan("pretrain", get_model("llama-2-7b"), **kw)
     one = plan("pretrain", get_model("llama-2-7b"), ports_per_node=1, **kw)

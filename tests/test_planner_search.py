@@ -105,14 +105,28 @@ def test_every_recommended_plan_fits_by_the_convention_it_names(name, tokens, de
     model, gpu = get_model(name), get_gpu(p.gpu)
     if p.memory_convention == "megatron":
         c = ParallelConfig(
-            s["dp"], s["tp"], s["pp"], s["virtual_stages"], s["zero_stage"], s["micro_batch"],
-            s["recompute"], s["sp"], ep=s["ep"], cp=s["cp"],
+            s["dp"],
+            s["tp"],
+            s["pp"],
+            s["virtual_stages"],
+            s["zero_stage"],
+            s["micro_batch"],
+            s["recompute"],
+            s["sp"],
+            ep=s["ep"],
+            cp=s["cp"],
         )
         setup = layout_train_setup(c, s["seq_len"], s["grad_accum"], "flash", model.dropout)
     else:
         setup = memory.TrainSetup(
-            convention=p.memory_convention, dp=s["dp"], zero_stage=s["zero_stage"], recompute=s["recompute"],
-            seq_len=s["seq_len"], micro_batch=s["micro_batch"], offload=s["offload"], dropout=model.dropout,
+            convention=p.memory_convention,
+            dp=s["dp"],
+            zero_stage=s["zero_stage"],
+            recompute=s["recompute"],
+            seq_len=s["seq_len"],
+            micro_batch=s["micro_batch"],
+            offload=s["offload"],
+            dropout=model.dropout,
         )
     assert setup.convention == p.memory_convention
     m = memory.estimate_memory(model, setup=setup, gpu=gpu)
@@ -123,7 +137,9 @@ def test_every_recommended_plan_fits_by_the_convention_it_names(name, tokens, de
 @pytest.mark.parametrize(
     "name,tokens,deadline,gpus,counts", [REQUESTS[0], REQUESTS[3], REQUESTS[4], REQUESTS[8]]
 )
-def test_parallel_estimate_with_the_printed_settings_gives_the_plan(capsys, name, tokens, deadline, gpus, counts):
+def test_parallel_estimate_with_the_printed_settings_gives_the_plan(
+    capsys, name, tokens, deadline, gpus, counts
+):
     r = plan("pretrain", name, tokens=tokens, deadline_hours=deadline, gpus=gpus, counts=counts)
     p = _shown(r)
     assert p.memory_convention == "megatron" and p.reproduce.startswith("gpukit parallel estimate ")
@@ -164,7 +180,9 @@ def test_serve_tries_every_tp_and_precision():
     for prec in ("bf16", "fp8", "int8", "int4"):
         for tp in (1, 2, 4, 8):
             try:
-                s = inference.serve(model, g, gpus=tp, tp=tp, precision=prec, input_tokens=512, output_tokens=256)
+                s = inference.serve(
+                    model, g, gpus=tp, tp=tp, precision=prec, input_tokens=512, output_tokens=256
+                )
             except ValueError:
                 continue
             if s.fits and s.capacity_req_per_s > 0:
@@ -185,8 +203,22 @@ def test_serve_honours_the_allowed_counts():
 def test_plan_cli_global_batch_and_micro_batch(capsys):
     rc = main(
         [
-            "plan", "--workload", "pretrain", "--model", "llama-2-7b", "--tokens", "5e10", "--gpu", "h100-sxm",
-            "--gpus", "16,32", "--global-batch", "512", "--micro-batch", "2", "--json",
+            "plan",
+            "--workload",
+            "pretrain",
+            "--model",
+            "llama-2-7b",
+            "--tokens",
+            "5e10",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "16,32",
+            "--global-batch",
+            "512",
+            "--micro-batch",
+            "2",
+            "--json",
         ]
     )
     assert rc == 0

@@ -31,7 +31,12 @@ def planner_benchmark(repeats: int = 5) -> list[dict]:
             {"tokens": 2e12, "deadline_hours": 720},
             None,
         ),
-        "pretrain llama-2-70b 1T": ("pretrain", "llama-2-70b", {"tokens": 1e12, "deadline_hours": 720}, every),
+        "pretrain llama-2-70b 1T": (
+            "pretrain",
+            "llama-2-70b",
+            {"tokens": 1e12, "deadline_hours": 720},
+            every,
+        ),
         "finetune llama-2-13b 1B": ("finetune", "llama-2-13b", {"tokens": 1e9, "budget_usd": 5000}, every),
         "lora llama-2-7b 100M": ("lora", "llama-2-7b", {"tokens": 1e8}, every),
         "qlora llama-2-70b 100M": ("qlora", "llama-2-70b", {"tokens": 1e8}, every),
@@ -76,12 +81,13 @@ def published_costs() -> list[dict]:
 def economics_section() -> dict:
     """Print and return both tables (for benchreport)."""
     bench = planner_benchmark()
-    print(
-        f"  planner over the catalog (budget {WIDGET_BUDGET_S:g} s for a widget), median of 5 (min-max):"
-    )
+    print(f"  planner over the catalog (budget {WIDGET_BUDGET_S:g} s for a widget), median of 5 (min-max):")
     for b in bench:
-        best = "" if b["best"] is None else f"; best {b['best']}" + (
-            f" in {b['best_hours']:,.1f} h" if b["best_hours"] is not None else ""
+        best = (
+            ""
+            if b["best"] is None
+            else f"; best {b['best']}"
+            + (f" in {b['best_hours']:,.1f} h" if b["best_hours"] is not None else "")
         )
         print(
             f"    {b['workload']:<38} {b['gpu_types']:>2} GPU types {b['plans']:>4} plans up to "

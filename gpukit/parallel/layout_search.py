@@ -302,7 +302,6 @@ class _NoFit:
     fits: bool = False
 
 
-
 def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: dict, memory_cache=None):
     """est_of(config): the layout's Estimate, or a _NoFit with its memory only (the step model is
     skipped), or None when the layout is invalid; memoized. A lower bound of the model states prunes
@@ -325,6 +324,7 @@ def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: 
     layer_elems = model.layer_params() * model.n_layers
     expert_elems = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
     dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
+
     def est_of(c: ParallelConfig):
         """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
         if c not in cache:
@@ -348,7 +348,9 @@ def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: 
                     )
                 else:
                     mb = mem.estimate_memory(
-                        model, setup=layout_train_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu
+                        model,
+                        setup=layout_train_setup(c, s, m, attention, dropout, **conventions),
+                        gpu=cl.gpu,
                     )
                     if memory_cache is not None:
                         memory_cache[key] = mb
@@ -370,8 +372,8 @@ def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: 
                 cache[c] = None
         return cache[c]
 
-
     return est_of
+
 
 def search(
     model,
@@ -472,9 +474,7 @@ def _team_families(model, n: int, G: int, s: int, gpus_per_node: int, tps=None, 
                 # ZeRO: none on one replica; the distributed optimizer (1) or gradients too (2) with a
                 # pipeline (Megatron, DeepSpeed); FSDP (3) only without one (ASSUMPTIONS)
                 zs = (0,) if dp * c_p == 1 else (1, 2) if pp > 1 else (1, 2, 3)
-                vmax = max(
-                    (v for v in (2, 4, 8) if pp > 1 and model.n_layers % (pp * v) == 0), default=1
-                )
+                vmax = max((v for v in (2, 4, 8) if pp > 1 and model.n_layers % (pp * v) == 0), default=1)
                 eps = ep_candidates(model, dp * c_p)
                 eps = sorted({eps[0], eps[-1]})  # no EP, or the widest the experts allow
                 for v in sorted({1, vmax}):
@@ -575,7 +575,9 @@ def team_layouts(
                 first = fastest(fs[-1:], bs_all)  # the lightest ZeRO stage, most interleaving
                 scored.append((first.tokens_per_s if first is not None else float("inf"), k))
             scored.sort(key=lambda t: -t[0])
-            chosen = [k for t, k in scored if t == float("inf")] + [k for t, k in scored if t != float("inf")][:screen]
+            chosen = [k for t, k in scored if t == float("inf")] + [
+                k for t, k in scored if t != float("inf")
+            ][:screen]
         best = fastest([f for k in chosen for f in splits[k]], bs_all)
         if best is None:
             reason = (

@@ -31,9 +31,8 @@ from gpukit import inference
 from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
-from gpukit.parallel import MAX_SEARCH_GPUS, team_layouts
-from gpukit.scaling import beyond_critical, critical_batch
 from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
+from gpukit.parallel import MAX_SEARCH_GPUS, team_layouts
 from gpukit.plan.plans import (
     MIN_STEPS,
     PLAN_MODELS,
@@ -43,6 +42,7 @@ from gpukit.plan.plans import (
 )
 from gpukit.plan.train import train_plans
 from gpukit.prices import load_prices, price_warning, quote
+from gpukit.scaling import beyond_critical, critical_batch
 from gpukit.specs import ModelSpec
 
 
@@ -213,10 +213,16 @@ def global_batch_of(model, tokens, seq_len, global_batch, micro_batch):
     g = max(1, min(cb.sequences, cap))
     g = 2 ** (g.bit_length() - 1)
     g = max(g, micro_batch or 1)
-    why = "the critical batch" if g <= cb.sequences and cb.sequences <= cap else f"{MIN_STEPS} optimizer steps"
-    return g, cb, (
-        f"global batch {g:,} sequences x {seq_len} = {g * seq_len:,} tokens, set by {why} (a power of two; "
-        f"--global-batch changes it)"
+    why = (
+        "the critical batch" if g <= cb.sequences and cb.sequences <= cap else f"{MIN_STEPS} optimizer steps"
+    )
+    return (
+        g,
+        cb,
+        (
+            f"global batch {g:,} sequences x {seq_len} = {g * seq_len:,} tokens, set by {why} (a power of two; "
+            f"--global-batch changes it)"
+        ),
     )
 
 
@@ -242,8 +248,23 @@ def _reproduce(model_name, gpu, n, c, G, s, gpus_per_node, inter_link, ports_per
 
 
 def _layout_plans(
-    model, tokens, names, counts, prices_of, G, s, micro_batch, gpus_per_node, inter_link,
-    ports_per_node, mfu, profile, deadline_hours, budget_usd, loader_tokens_per_s, cb,
+    model,
+    tokens,
+    names,
+    counts,
+    prices_of,
+    G,
+    s,
+    micro_batch,
+    gpus_per_node,
+    inter_link,
+    ports_per_node,
+    mfu,
+    profile,
+    deadline_hours,
+    budget_usd,
+    loader_tokens_per_s,
+    cb,
 ):
     """Full training (pretrain, finetune) on every GPU type and count: the fastest layout a team would
     try (gpukit.parallel.team_layouts: DP x TP x PP x CP, ZeRO, interleaving, micro-batch, recompute;
@@ -383,7 +404,13 @@ def _dp_settings(p: Plan, micro_batch: int, seq_len: int, global_batch: int) -> 
         return None
     zero = next((int(t[5]) for t in p.tricks if t.startswith("ZeRO-")), 0)
     rc = next((t.split()[0] for t in p.tricks if t.endswith(" recompute")), "none")
-    off = "all" if "ZeRO-3 + offload all" in p.tricks else "optimizer" if "optimizer offload" in p.tricks else "none"
+    off = (
+        "all"
+        if "ZeRO-3 + offload all" in p.tricks
+        else "optimizer"
+        if "optimizer offload" in p.tricks
+        else "none"
+    )
     if off == "all":
         zero = 3
     elif off == "optimizer":
@@ -455,7 +482,9 @@ def _recommend(workload, plans, deadline_hours, budget_usd, count_notes=()) -> t
         return f"{what}: {_h(b.hours)}, ${b.cost_usd:,.0f}. Reason: {why}.", ()
     fitting = [p for p in plans if p.binding != "does not fit"]
     if not fitting:
-        memory = [p for p in plans if "fits in memory" in p.reason or (not p.reason and p.memory_per_gpu_bytes)]
+        memory = [
+            p for p in plans if "fits in memory" in p.reason or (not p.reason and p.memory_per_gpu_bytes)
+        ]
         other = sorted({p.reason for p in plans if p.reason and "fits in memory" not in p.reason})
         reasons = [*count_notes, *other]
         if not memory:  # no count was tried for memory: say why, not "bigger GPUs"
@@ -674,13 +703,30 @@ def plan(
                     + "; --global-batch raises it"
                 )
         else:
-            counts = auto_counts(G, micro_batch, gpus_per_node) if full else tuple(
-                c for c in auto_counts(G, micro_batch, gpus_per_node) if c <= top
+            counts = (
+                auto_counts(G, micro_batch, gpus_per_node)
+                if full
+                else tuple(c for c in auto_counts(G, micro_batch, gpus_per_node) if c <= top)
             )
         if full:
             plans, _ = _layout_plans(
-                model, tokens, names, counts, prices_of, G, s_len, micro_batch, gpus_per_node, inter_link,
-                ports_per_node, mfu, profile, deadline_hours, budget_usd, loader_tokens_per_s, cb,
+                model,
+                tokens,
+                names,
+                counts,
+                prices_of,
+                G,
+                s_len,
+                micro_batch,
+                gpus_per_node,
+                inter_link,
+                ports_per_node,
+                mfu,
+                profile,
+                deadline_hours,
+                budget_usd,
+                loader_tokens_per_s,
+                cb,
             )
             # a count that is not whole nodes (12 GPUs on nodes of 8): the layout search takes whole nodes,
             # so such a count keeps the data-parallel candidates of train_plans (ZeRO, recompute, offload)
@@ -690,12 +736,28 @@ def plan(
                     (p.gpu, p.gpus): replace(
                         p,
                         settings=_dp_settings(p, micro_batch or 1, s_len, G),
-                        reason="" if p.binding != "does not fit" else "no data-parallel layout fits in memory",
+                        reason=""
+                        if p.binding != "does not fit"
+                        else "no data-parallel layout fits in memory",
                     )
                     for p in train_plans(
-                        model, workload, tokens, names, part, prices_of, mfu_v if profile is None else None,
-                        profile, s_len, micro_batch or 1, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                        loader_tokens_per_s, ports_per_node, global_batch=G,
+                        model,
+                        workload,
+                        tokens,
+                        names,
+                        part,
+                        prices_of,
+                        mfu_v if profile is None else None,
+                        profile,
+                        s_len,
+                        micro_batch or 1,
+                        gpus_per_node,
+                        inter_link,
+                        deadline_hours,
+                        budget_usd,
+                        loader_tokens_per_s,
+                        ports_per_node,
+                        global_batch=G,
                     )
                 }
                 plans = [dp_part.get((p.gpu, p.gpus), p) for p in plans]
@@ -703,9 +765,23 @@ def plan(
             one = [p.gpu for p in plans if p.gpus == 1 and p.binding == "does not fit"]
             if one:
                 extra = train_plans(
-                    model, workload, tokens, one, (1,), prices_of, mfu_v if profile is None else None,
-                    profile, s_len, micro_batch or 1, gpus_per_node, inter_link, deadline_hours, budget_usd,
-                    loader_tokens_per_s, ports_per_node, global_batch=G,
+                    model,
+                    workload,
+                    tokens,
+                    one,
+                    (1,),
+                    prices_of,
+                    mfu_v if profile is None else None,
+                    profile,
+                    s_len,
+                    micro_batch or 1,
+                    gpus_per_node,
+                    inter_link,
+                    deadline_hours,
+                    budget_usd,
+                    loader_tokens_per_s,
+                    ports_per_node,
+                    global_batch=G,
                 )
                 fits1 = {p.gpu: p for p in extra if p.binding != "does not fit"}
                 plans = [
@@ -721,11 +797,10 @@ def plan(
             models_used = (
                 'memory: gpukit.memory, convention "megatron" for the layouts of gpukit.parallel (the bytes '
                 '`gpukit parallel estimate` prints); convention "pytorch" for a one-GPU offload plan; each plan '
-
                 "names its convention (memory_convention) and fits by it",
                 "time: gpukit.parallel.estimate, the step of the layout (compute and elementwise kernels, TP/PP/DP "
                 "traffic, bubble, optimizer) at the global batch; a one-GPU offload plan and a count that is not "
-                "whole nodes (data parallel only, convention \"pytorch\"): gpukit.cost.training_run (6N FLOPs per "
+                'whole nodes (data parallel only, convention "pytorch"): gpukit.cost.training_run (6N FLOPs per '
                 "token at peak x MFU, the all-reduce and offload transfer once per optimizer step)",
                 "layout: gpukit.parallel search (team_layouts) at every GPU count and type (TP in a node with sequence "
                 "parallelism, PP, DP, ZeRO 1-3, interleaving, micro-batch 1-8, the lightest recompute that fits)",

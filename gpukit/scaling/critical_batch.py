@@ -20,15 +20,24 @@ from dataclasses import dataclass
 from gpukit.catalog import as_model
 from gpukit.errors import require_positive, require_positive_int
 
-DEEPSEEK_LLM_BATCH = (0.2920, 0.3271)  # B_opt = 0.2920 * C^0.3271 tokens (Bi et al. 2024, arXiv 2401.02954, eq. 1)
+DEEPSEEK_LLM_BATCH = (
+    0.2920,
+    0.3271,
+)  # B_opt = 0.2920 * C^0.3271 tokens (Bi et al. 2024, arXiv 2401.02954, eq. 1)
 _LLAMA2 = (
     "Touvron et al. 2023, Llama 2, sec. 2.2 (global batch of 4M tokens)",
     "https://arxiv.org/abs/2307.09288",
 )
 _OPT = ("Zhang et al. 2022, OPT, Table 1 (batch size in tokens)", "https://arxiv.org/abs/2205.01068")
-_GPT2 = ("Radford et al. 2019, GPT-2 paper, sec. 2.3 (batch size 512 of 1,024 tokens)", "https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf")
+_GPT2 = (
+    "Radford et al. 2019, GPT-2 paper, sec. 2.3 (batch size 512 of 1,024 tokens)",
+    "https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf",
+)
 _GPT3 = ("Brown et al. 2020, GPT-3, Table 2.1 (batch size in tokens)", "https://arxiv.org/abs/2005.14165")
-_LLAMA3 = ("Dubey et al. 2024, Llama 3, sec. 3.4.1 (4M -> 8M -> 16M tokens)", "https://arxiv.org/abs/2407.21783")
+_LLAMA3 = (
+    "Dubey et al. 2024, Llama 3, sec. 3.4.1 (4M -> 8M -> 16M tokens)",
+    "https://arxiv.org/abs/2407.21783",
+)
 ACCESSED = "2026-12-05"
 # model name -> (global batch in tokens at the end of the ramp, source, url); accessed ACCESSED
 PUBLISHED_BATCH: dict[str, tuple[int, str, str]] = {
