@@ -190,6 +190,10 @@ def auto_counts(global_batch: int, micro_batch: int | None, gpus_per_node: int) 
     nodes doubling, up to what the global batch allows: dp x pp <= global_batch / micro_batch (each
     data-parallel rank's pipeline of pp stages runs at least pp micro-batches, its bubble under half
     the step, Narayanan et al. 2021 sec. 2.2.1), times tensor parallelism inside one node (up to 8)."""
+    global_batch = require_positive_int("global_batch", global_batch, at_most=MAX_SEARCH_GPUS)
+    if micro_batch is not None:
+        micro_batch = require_positive_int("micro_batch", micro_batch)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node, at_most=1024)
     top = min(global_batch // (micro_batch or 1) * min(gpus_per_node, 8), MAX_SEARCH_GPUS)
     out = [c for c in (2**k for k in range(gpus_per_node.bit_length())) if c <= gpus_per_node]
     n = gpus_per_node
@@ -919,10 +923,11 @@ def plan(
         assumptions.append(
             f"{seq_words}, {mb_words}, {drop_words} ({model.name}'s recipe, gpukit/data/models.csv)"
         )
-        assumptions.append(batch_note + f"; {cb.line()}")
-        flag = beyond_critical(G * s_len, cb)
-        if flag:
-            assumptions.insert(0, f"WARNING: {flag}")
+        if cb is not None and G is not None:
+            assumptions.append(batch_note + f"; {cb.line()}")
+            flag = beyond_critical(G * s_len, cb)
+            if flag:
+                assumptions.insert(0, f"WARNING: {flag}")
         assumptions.append(
             f"GPU counts {', '.join(map(str, counts)) if counts else 'none'}"
             + (" (given)" if counts_given else " (powers of two up to what the global batch allows)")

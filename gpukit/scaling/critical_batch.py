@@ -98,6 +98,9 @@ def critical_batch(model, tokens: float, seq_len: int | None = None) -> Critical
 def beyond_critical(global_batch_tokens: float, cb: CriticalBatch) -> str | None:
     """A one-line flag when a global batch exceeds the critical batch (McCandlish et al. 2018: past it,
     more data parallelism buys almost no fewer steps, so the extra GPUs are not speed); None otherwise."""
+    global_batch_tokens = require_positive("global_batch_tokens", global_batch_tokens)
+    if not isinstance(cb, CriticalBatch):
+        raise ValueError(f"cb must be a CriticalBatch (critical_batch(...)), got {type(cb).__name__}")
     if global_batch_tokens <= cb.tokens:
         return None
     return (
