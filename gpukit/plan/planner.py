@@ -2,21 +2,21 @@
 a budget; every plan with its memory per GPU, layout, time, cost, efficiency and binding constraint.
 
 Workloads: pretrain / finetune (full) / lora / qlora (training on `tokens`), serve (a request rate
-with input and output lengths). For each allowed GPU type and count the planner picks the cheapest
-memory layout that fits (gpukit.memory: ZeRO stage, activation recompute, optimizer offload on one
-GPU; QLoRA/LoRA adapters), each layout priced by gpukit.cost.training_run (time from gpukit.compute,
-6ND at peak x MFU or the calibrated profile, divided by n x the data-parallel efficiency of
-gpukit.cost.predicted_efficiency; the same price loop as `gpukit cost train`), at prices from gpukit.prices. Serving uses the decode roofline (weights +
-KV cache per step at HBM bandwidth) and prefill at peak x MFU. Plans are checked against the
-deadline and the budget, ranked (feasible first, cheapest first), the Pareto set (time, cost) is
-marked, and a recommendation names the reason. An infeasible request gets the nearest plan and
-what would have to change. Every output names the models it used (`models`).
-
-Split by reason to change: the training candidates (layouts tried per GPU count, the fastest that
-fits, the 3D-layout refinement) in gpukit.plan.train, the articles' decision
-frameworks beside the planner (frameworks_grid, article_000_size_rule, ...) in gpukit.plan.frameworks
-(both reachable from here too: plan.frameworks_grid, plan.train_plans, ...); a layout is priced by
-gpukit.cost.training_run, the price loop of `gpukit cost train`.
+with input and output lengths). Training first fixes the global batch (sequences per optimizer step):
+the one given, else the critical batch (gpukit.scaling.critical_batch: the model's published batch or
+the DeepSeek LLM fit), capped at MIN_STEPS optimizer steps; it is stated, and a batch beyond the critical
+one is flagged. The GPU counts run from 1 up to what that batch allows (auto_counts). Full training
+takes, at every count and GPU type, the fastest layout of gpukit.parallel.team_layouts (DP x TP x PP,
+sequence parallelism, interleaving, ZeRO, micro-batch, recompute), its memory in the megatron
+convention and its step from gpukit.parallel.estimate; each plan carries every setting and the
+`gpukit parallel estimate` command that reproduces it. One GPU with optimizer offload, counts that are
+not whole nodes, and LoRA/QLoRA are the data-parallel candidates of gpukit.plan.train_plans, priced by
+gpukit.cost.training_run (the price loop of `gpukit cost train`) at the same global batch. Serving
+tries every precision and TP inside a node on the decode roofline (gpukit.inference) within the
+allowed counts. Plans are checked against the deadline and the budget, ranked (feasible first,
+cheapest first), the Pareto set (time, cost) is marked, and a recommendation names the reason. An
+infeasible request gets the nearest plan and what would have to change; a count left out for another
+reason than memory says that reason. Every output names the models it used (`models`).
 
 Used in: notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan, gpukit.audits.plan,
 gpukit.plan.train, gpukit.plan.frameworks.
