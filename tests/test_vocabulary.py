@@ -103,6 +103,7 @@ ALLOWED = {
     },
     "cost published": {"--mfu"},
     "plan": {
+        "--global-batch",  # sequences per optimizer step, as parallel search/estimate take it
         "--workload",
         "--rate",
         "--input-tokens",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, positive_float, positive_int
 from gpukit.cli.model_args import add_model_args, model_from_args
-from gpukit.plan import DEFAULT_COUNTS, SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
+from gpukit.plan import SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
 
 
 def _gpu_list(text: str):
@@ -80,6 +80,7 @@ def _plan(args):
                 ("--deadline-hours", args.deadline_hours),
                 ("--seq-len", args.seq_len),
                 ("--micro-batch", args.micro_batch),
+                ("--global-batch", args.global_batch),
                 ("--mfu", args.mfu),
                 ("--profile", args.profile),
                 ("--loader-tokens-per-s", args.loader_tokens_per_s),
@@ -121,12 +122,13 @@ def _plan(args):
         deadline_hours=args.deadline_hours,
         budget_usd=args.budget_usd,
         gpus=gpus,
-        counts=args.gpus or DEFAULT_COUNTS,
+        counts=args.gpus,
         prices=prices,
         mfu=args.mfu,
         profile=profile,
         seq_len=args.seq_len,
-        micro_batch=args.micro_batch or 1,
+        micro_batch=args.micro_batch,
+        global_batch=args.global_batch,
         gpus_per_node=args.gpus_per_node,
         inter_link=args.inter_link,
         loader_tokens_per_s=args.loader_tokens_per_s,
@@ -149,7 +151,16 @@ def register(subparsers) -> None:
         "train-time, cost and parallel use; the output says so)",
     )
     p.add_argument(
-        "--micro-batch", type=positive_int, help="training sequences per GPU per micro-step (default 1)"
+        "--micro-batch",
+        type=positive_int,
+        help="training sequences per GPU per micro-step (default: the layout search picks 1-8 for full "
+        "training; 1 for LoRA/QLoRA and one-GPU offload)",
+    )
+    p.add_argument(
+        "--global-batch",
+        type=positive_int,
+        help="training sequences (of --seq-len tokens) per optimizer step, every plan (default: the "
+        "critical batch, the model's published batch or the DeepSeek LLM fit; the output says which)",
     )
     p.add_argument("--tokens", type=count, help="training tokens (pretrain, finetune, lora, qlora)")
     p.add_argument("--rate", type=positive_float, help="serve: requests per second")
@@ -162,7 +173,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--gpu", help="allowed GPU types NAME[:USD_PER_GPU_HOUR][,...] (default: every priced GPU)"
     )
-    p.add_argument("--gpus", type=count_list, help="GPU counts to consider N[,N...] (default 1,2,4,...,1024)")
+    p.add_argument(
+        "--gpus",
+        type=count_list,
+        help="GPU counts to consider N[,N...] (default: powers of two up to what the global batch allows; "
+        "serve: any number of replicas)",
+    )
     p.add_argument("--gpus-per-node", type=bounded_int, default=8, help="GPUs per node (default 8)")
     p.add_argument(
         "--inter-link",

@@ -65,6 +65,8 @@ from gpukit.parallel.layout_search import (
     check_search_gpus,
     enumerate_layouts,
     search,
+    CountBest,
+    team_layouts,
 )
 from gpukit.parallel.published import (
     PublishedRun,
@@ -121,6 +123,8 @@ __all__ = [
     "SearchResult",
     "enumerate_layouts",
     "search",
+    "CountBest",
+    "team_layouts",
     "PublishedRun",
     "PUBLISHED_RUNS",
     "ValidationRow",

@@ -302,6 +302,79 @@ class _NoFit:
     fits: bool = False
 
 
+def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: dict, memory_cache=None):
+    """est_of(config): the layout's Estimate, or a _NoFit with its memory only (the step model is
+    skipped), or None when the layout is invalid; memoized. A lower bound of the model states prunes
+    before the memory model runs. memory_cache: a dict shared by the evaluators of one model, global
+    batch and seq_len on several GPU types (the bytes of a layout do not depend on the GPU, only
+    whether they fit)."""
+    conventions = dict(conventions)
+    cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
+    cap = cl.gpu.memory_bytes
+    w, g, o = mem.state_bytes_per_param(
+        mem.TrainSetup(
+            convention="megatron",
+            **{
+                k: v
+                for k, v in conventions.items()
+                if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
+            },
+        )
+    )
+    layer_elems = model.layer_params() * model.n_layers
+    expert_elems = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
+    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
+
+    def est_of(c: ParallelConfig):
+        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
+        if c not in cache:
+            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
+            # (EP: the routed experts are split ep ways, helper G)
+            n = (layer_elems - expert_elems * (1 - 1 / c.ep)) / (c.tp * c.pp)
+            z, d = c.zero_stage, c.dp * c.cp  # ZeRO shards over the dp x cp ranks at most (a lower bound)
+            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
+            if states > cap:
+                cache[c] = _NoFit(int(states), "states")
+                return cache[c]
+            try:
+                m = G // (c.dp * c.micro_batch)
+                key = (c, G, s)
+                if memory_cache is not None and key in memory_cache:
+                    mb = replace(
+                        memory_cache[key],
+                        gpu_memory_bytes=cap,
+                        gpu_name=cl.gpu.name,
+                        fits=memory_cache[key].total_bytes <= cap,
+                    )
+                else:
+                    mb = mem.estimate_memory(
+                        model,
+                        setup=layout_train_setup(c, s, m, attention, dropout, **conventions),
+                        gpu=cl.gpu,
+                    )
+                    if memory_cache is not None:
+                        memory_cache[key] = mb
+                if not mb.fits:
+                    cache[c] = _NoFit(mb.total_bytes, "total")
+                else:
+                    cache[c] = estimate(
+                        model,
+                        c,
+                        cl,
+                        global_batch=G,
+                        seq_len=s,
+                        attention=attention,
+                        dropout=dropout,
+                        _memory=mb,
+                        **conventions,
+                    )
+            except ValueError:
+                cache[c] = None
+        return cache[c]
+
+    return est_of
+
+
 def search(
     model,
     gpu,
@@ -337,57 +410,8 @@ def search(
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
     configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch, seq_len=s, ep=ep, cp=cp)
-    cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
+    est_of = _evaluator(model, cl, G, s, attention, conventions)
     too_big: set[tuple] = set()
-    cap = cl.gpu.memory_bytes
-    w, g, o = mem.state_bytes_per_param(
-        mem.TrainSetup(
-            convention="megatron",
-            **{
-                k: v
-                for k, v in conventions.items()
-                if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
-            },
-        )
-    )
-    layer_elems = model.layer_params() * model.n_layers
-    expert_elems = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
-    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
-
-    def est_of(c: ParallelConfig):
-        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
-        if c not in cache:
-            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
-            # (EP: the routed experts are split ep ways, helper G)
-            n = (layer_elems - expert_elems * (1 - 1 / c.ep)) / (c.tp * c.pp)
-            z, d = c.zero_stage, c.dp * c.cp  # ZeRO shards over the dp x cp ranks at most (a lower bound)
-            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
-            if states > cap:
-                cache[c] = _NoFit(int(states), "states")
-                return cache[c]
-            try:
-                m = G // (c.dp * c.micro_batch)
-                mb = mem.estimate_memory(
-                    model, setup=layout_train_setup(c, s, m, attention, dropout, **conventions), gpu=cl.gpu
-                )
-                if not mb.fits:
-                    cache[c] = _NoFit(mb.total_bytes, "total")
-                else:
-                    cache[c] = estimate(
-                        model,
-                        c,
-                        cl,
-                        global_batch=G,
-                        seq_len=s,
-                        attention=attention,
-                        dropout=dropout,
-                        _memory=mb,
-                        **conventions,
-                    )
-            except ValueError:
-                cache[c] = None
-        return cache[c]
-
     fitting = []
     for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
         fam = (c.tp, c.pp, c.virtual_stages, c.zero_stage, c.recompute, c.sp, c.ep, c.cp)
@@ -414,3 +438,157 @@ def search(
     return SearchResult(
         model.name, n, cl.describe(), G, s, len(configs), len(fitting), tuple(ranked), top_k, notes
     )
+
+
+# ---- the planner's search: the layouts a team would try, at every GPU count (issue 23 sec. 2)
+@dataclass(frozen=True)
+class CountBest:
+    """The fastest team layout found on `gpus` GPUs (None when none fits), with the reason when none
+    does, the memory of the lightest layout tried (bytes; 0 when none was valid) and the layouts priced."""
+
+    gpus: int
+    best: Ranked | None
+    reason: str
+    lightest_bytes: int
+    evaluated: int
+
+
+def _team_families(model, n: int, G: int, s: int, gpus_per_node: int, tps=None, pps=None):
+    """The layout families a team tries on n GPUs (Narayanan et al. 2021 sec. 3.3 takeaways: tensor
+    parallelism inside a node, pipeline parallelism across nodes, data parallelism for the rest; sequence
+    parallelism with every TP group, since it cuts activations at the same traffic (Korthikanti et al.
+    2022 sec. 4.2.2)): (tp, pp, cp, dp, virtual stages, zero stage, ep). tps/pps restrict the degrees
+    (the neighbourhood of the previous count's best)."""
+    for tp in _divisors(n):
+        if tp > gpus_per_node or (tps is not None and tp not in tps) or model.tp_note(tp) is not None:
+            continue
+        for pp in _divisors(n // tp):
+            if pp > model.n_layers or (pps is not None and pp not in pps):
+                continue
+            for c_p in cp_candidates(n // (tp * pp), s):
+                if (n // (tp * pp)) % c_p:
+                    continue
+                dp = n // (tp * pp * c_p)
+                if G % dp:
+                    continue
+                # ZeRO: none on one replica; the distributed optimizer (1) or gradients too (2) with a
+                # pipeline (Megatron, DeepSpeed); FSDP (3) only without one (ASSUMPTIONS)
+                zs = (0,) if dp * c_p == 1 else (1, 2) if pp > 1 else (1, 2, 3)
+                vmax = max((v for v in (2, 4, 8) if pp > 1 and model.n_layers % (pp * v) == 0), default=1)
+                eps = ep_candidates(model, dp * c_p)
+                eps = sorted({eps[0], eps[-1]})  # no EP, or the widest the experts allow
+                for v in sorted({1, vmax}):
+                    for z in zs:
+                        for e in eps:
+                            yield tp, pp, c_p, dp, v, z, e
+
+
+def team_layouts(
+    model,
+    gpu,
+    counts,
+    *,
+    global_batch: int,
+    seq_len: int | None = None,
+    micro_batch: int | None = None,
+    gpus_per_node: int = 8,
+    link=None,
+    inter_link=None,
+    ports_per_node: int | None = None,
+    profile=None,
+    attention: str = "flash",
+    max_micro_batch: int = 8,
+    screen: int | None = 3,
+    memory_cache: dict | None = None,
+    matmul_efficiency: float | None = None,
+    **conventions,
+) -> tuple[CountBest, ...]:
+    """The fastest layout of every count in `counts` on `gpu` at one global batch (sequences), for
+    the planner: the layouts a team tries (_team_families), each with micro-batches 1, 2, 4, ... up to
+    max_micro_batch (or the `micro_batch` given) and, per micro-batch, the lightest activation recompute
+    that fits (a heavier one only repeats work). Speed (the planner's 2 s over the catalog): each
+    (tp, pp, cp) split is first priced with its highest ZeRO stage and most interleaving, and the `screen`
+    fastest splits are then searched in full (every ZeRO stage, interleaving, micro-batch); a split
+    whose screening layout does not fit is searched in full too (a higher ZeRO stage may fit).
+    screen=None searches every split in full (tests compare the two). memory_cache: one dict passed
+    to the calls for several GPU types of the same model, global batch, seq_len and conventions.
+    matmul_efficiency: the share of the dense peak the matmuls sustain (default the cluster's stated one)."""
+    model = as_model_spec(model)
+    s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
+    G = require_positive_int("global_batch", global_batch)
+    gpn = require_positive_int("gpus_per_node", gpus_per_node)
+    if micro_batch is not None:
+        micro_batch = require_positive_int("micro_batch", micro_batch)
+    if screen is not None:
+        screen = require_positive_int("screen", screen)
+    eff = {} if matmul_efficiency is None else {"matmul_efficiency": matmul_efficiency}
+    cl = make_cluster(gpu, gpn, link, inter_link, ports_per_node, profile=profile, **eff)
+    est_of = _evaluator(model, cl, G, s, attention, conventions, memory_cache)
+    bs_all = (
+        (micro_batch,)
+        if micro_batch is not None
+        else tuple(2**k for k in range(max_micro_batch.bit_length()) if 2**k <= max_micro_batch)
+    )
+    out = []
+    for n in sorted({check_search_gpus(c) for c in counts}):
+        if n > gpn and n % gpn:
+            out.append(CountBest(n, None, f"{n} GPUs is not whole nodes of {gpn}", 0, 0))
+            continue
+        seen = 0
+        lightest = None
+
+        def fastest(fams, bs):
+            """The fastest fitting layout of these families and micro-batches (lightest recompute per b)."""
+            nonlocal seen, lightest
+            best = None
+            for tp, pp, c_p, dp, v, z, e in fams:
+                for b in bs:
+                    if G % (dp * b) or (v > 1 and (G // (dp * b)) % pp):
+                        break
+                    fitted = False
+                    for rc in RECOMPUTE:
+                        r = est_of(ParallelConfig(dp, tp, pp, v, z, b, rc, tp > 1, ep=e, cp=c_p))
+                        seen += 1
+                        if r is None:
+                            continue
+                        if not r.fits:
+                            if lightest is None or r.memory_per_gpu_bytes < lightest:
+                                lightest = r.memory_per_gpu_bytes
+                            continue
+                        fitted = True
+                        if best is None or r.tokens_per_s > best.tokens_per_s:
+                            best = r
+                        break
+                    if not fitted:  # a larger micro-batch needs more memory still
+                        break
+            return best
+
+        fams = list(_team_families(model, n, G, s, gpn))
+        splits: dict[tuple, list] = {}
+        for f in fams:
+            splits.setdefault(f[:4], []).append(f)
+        if screen is None or len(splits) <= screen:
+            chosen = list(splits)
+        else:
+            scored = []
+            for k, fs in splits.items():
+                first = fastest(fs[-1:], bs_all)  # the lightest ZeRO stage, most interleaving
+                scored.append((first.tokens_per_s if first is not None else float("inf"), k))
+            scored.sort(key=lambda t: -t[0])
+            chosen = [k for t, k in scored if t == float("inf")] + [
+                k for t, k in scored if t != float("inf")
+            ][:screen]
+        best = fastest([f for k in chosen for f in splits[k]], bs_all)
+        if best is None:
+            reason = (
+                f"no layout fits in memory (lightest {lightest / GiB:.1f} GiB > {cl.gpu.memory_bytes / GiB:.1f} GiB)"
+                if lightest is not None
+                else f"no layout of {n} GPUs divides the global batch of {G} sequences"
+                if not fams
+                else "no valid layout"
+            )
+            out.append(CountBest(n, None, reason, int(lightest or 0), seen))
+            continue
+        binding, reasons = _binding(best, est_of)
+        out.append(CountBest(n, Ranked(best, binding, reasons), "", 0, seen))
+    return tuple(out)

@@ -31,6 +31,8 @@ from gpukit.plan.train import (
 from gpukit.plan.planner import (
     SERVE_INPUT_TOKENS,
     SERVE_OUTPUT_TOKENS,
+    auto_counts,
+    global_batch_of,
     plan,
 )
 from gpukit.plan.frameworks import (
@@ -56,6 +58,8 @@ __all__ = [
     "refine_with_parallel",
     "SERVE_INPUT_TOKENS",
     "SERVE_OUTPUT_TOKENS",
+    "auto_counts",
+    "global_batch_of",
     "plan",
     "article_000_size_rule",
     "article_000_decision_table",

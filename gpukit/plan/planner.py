@@ -2,21 +2,21 @@
 a budget; every plan with its memory per GPU, layout, time, cost, efficiency and binding constraint.
 
 Workloads: pretrain / finetune (full) / lora / qlora (training on `tokens`), serve (a request rate
-with input and output lengths). For each allowed GPU type and count the planner picks the cheapest
-memory layout that fits (gpukit.memory: ZeRO stage, activation recompute, optimizer offload on one
-GPU; QLoRA/LoRA adapters), each layout priced by gpukit.cost.training_run (time from gpukit.compute,
-6ND at peak x MFU or the calibrated profile, divided by n x the data-parallel efficiency of
-gpukit.cost.predicted_efficiency; the same price loop as `gpukit cost train`), at prices from gpukit.prices. Serving uses the decode roofline (weights +
-KV cache per step at HBM bandwidth) and prefill at peak x MFU. Plans are checked against the
-deadline and the budget, ranked (feasible first, cheapest first), the Pareto set (time, cost) is
-marked, and a recommendation names the reason. An infeasible request gets the nearest plan and
-what would have to change. Every output names the models it used (`models`).
-
-Split by reason to change: the training candidates (layouts tried per GPU count, the fastest that
-fits, the 3D-layout refinement) in gpukit.plan.train, the articles' decision
-frameworks beside the planner (frameworks_grid, article_000_size_rule, ...) in gpukit.plan.frameworks
-(both reachable from here too: plan.frameworks_grid, plan.train_plans, ...); a layout is priced by
-gpukit.cost.training_run, the price loop of `gpukit cost train`.
+with input and output lengths). Training first fixes the global batch (sequences per optimizer step):
+the one given, else the critical batch (gpukit.scaling.critical_batch: the model's published batch or
+the DeepSeek LLM fit), capped at MIN_STEPS optimizer steps; it is stated, and a batch beyond the critical
+one is flagged. The GPU counts run from 1 up to what that batch allows (auto_counts). Full training
+takes, at every count and GPU type, the fastest layout of gpukit.parallel.team_layouts (DP x TP x PP,
+sequence parallelism, interleaving, ZeRO, micro-batch, recompute), its memory in the megatron
+convention and its step from gpukit.parallel.estimate; each plan carries every setting and the
+`gpukit parallel estimate` command that reproduces it. One GPU with optimizer offload, counts that are
+not whole nodes, and LoRA/QLoRA are the data-parallel candidates of gpukit.plan.train_plans, priced by
+gpukit.cost.training_run (the price loop of `gpukit cost train`) at the same global batch. Serving
+tries every precision and TP inside a node on the decode roofline (gpukit.inference) within the
+allowed counts. Plans are checked against the deadline and the budget, ranked (feasible first,
+cheapest first), the Pareto set (time, cost) is marked, and a recommendation names the reason. An
+infeasible request gets the nearest plan and what would have to change; a count left out for another
+reason than memory says that reason. Every output names the models it used (`models`).
 
 Used in: notebooks/09_decide, gpukit.widgets.plan_view, gpukit.cli.plan, gpukit.audits.plan,
 gpukit.plan.train, gpukit.plan.frameworks.
@@ -30,19 +30,19 @@ from dataclasses import replace
 from gpukit import inference
 from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
-from gpukit.cost import pareto_front, rail_ports
+from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
 from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
+from gpukit.parallel import MAX_SEARCH_GPUS, team_layouts
 from gpukit.plan.plans import (
-    DEFAULT_COUNTS,
-    MAX_GLOBAL_BATCH_TOKENS,
     MIN_STEPS,
     PLAN_MODELS,
     WORKLOADS,
     Plan,
     PlanResult,
 )
-from gpukit.plan.train import refine_with_parallel, train_plans
+from gpukit.plan.train import train_plans
 from gpukit.prices import load_prices, price_warning, quote
+from gpukit.scaling import beyond_critical, critical_batch
 from gpukit.specs import ModelSpec
 
 
@@ -57,11 +57,14 @@ def _serve_plans_inference(
     output_tokens,
     gpus_per_node,
     budget_usd,
-    max_gpus,
+    counts=None,
 ):
-    """Serving plans from gpukit.inference (issue 11): for each GPU type, precision and tensor-parallel
-    degree, one replica's capacity at its largest batch (serve(...) without a simulation) and the
-    replicas a rate needs (replicas_for_rate); the cheapest combination per GPU type."""
+    """Serving plans from gpukit.inference (issue 11): for each GPU type, every precision and every
+    tensor-parallel degree inside a node (a larger TP can be cheaper: fp8 TP 2 on 2 GPUs against three
+    int4 replicas), one replica's capacity at its largest batch (serve(...) without a simulation) and the
+    replicas a rate needs (replicas_for_rate); the cheapest combination per GPU type. counts: the GPU
+    counts allowed (None: any); a count above the replicas needed adds replicas (more headroom)."""
+    max_gpus = max(counts) if counts else math.inf
     plans = []
     for name in gpu_names:
         g = get_gpu(name)
@@ -88,14 +91,17 @@ def _serve_plans_inference(
                 except ValueError:  # precision not supported on this GPU, or the layout does not fit
                     continue
                 n = replicas * tp
-                if n > max_gpus:
-                    if too_many is None or n < too_many[0]:
-                        too_many = (n, p)
-                    continue
+                if counts:  # the smallest allowed count that holds whole replicas of tp and serves the rate
+                    ok = [c for c in counts if c >= n and c % tp == 0]
+                    if not ok:
+                        if too_many is None or n < too_many[0]:
+                            too_many = (n, p)
+                        continue
+                    n = min(ok)
+                    replicas = n // tp
                 cand = (n * usd, n, prec, tp, replicas, p)
                 if best is None or cand[:2] < best[:2]:
                     best = cand
-                break  # the smallest tp that fits this precision
         if best is None and too_many is not None:  # it fits; the rate needs more GPUs than allowed
             too_many, p = too_many
             plans.append(
@@ -108,7 +114,8 @@ def _serve_plans_inference(
                     hours=None,
                     cost_usd=too_many * usd,
                     efficiency=1.0,
-                    binding=f"needs {too_many} GPUs for the rate, more than the {max_gpus} allowed",
+                    binding=f"needs {too_many} GPUs for the rate; the allowed counts ({', '.join(map(str, counts))}) "
+                    "hold no whole set of replicas that large",
                     feasible=False,
                     usd_per_gpu_hour=usd,
                     usd_per_million_tokens=too_many * usd / (rate * output_tokens * 3600) * 1e6,
@@ -177,6 +184,260 @@ def _serve_binding(p) -> str:
     return "compute-bound" if compute_s > memory_s else "memory-bandwidth-bound"
 
 
+# ------------------------------------------------------------------------------- training layouts
+def auto_counts(global_batch: int, micro_batch: int | None, gpus_per_node: int) -> tuple[int, ...]:
+    """The GPU counts the planner tries when none are given: powers of two up to a node, then whole
+    nodes doubling, up to what the global batch allows: dp x pp <= global_batch / micro_batch (each
+    data-parallel rank's pipeline of pp stages runs at least pp micro-batches, its bubble under half
+    the step, Narayanan et al. 2021 sec. 2.2.1), times tensor parallelism inside one node (up to 8)."""
+    global_batch = require_positive_int("global_batch", global_batch, at_most=MAX_SEARCH_GPUS)
+    if micro_batch is not None:
+        micro_batch = require_positive_int("micro_batch", micro_batch)
+    gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node, at_most=1024)
+    top = min(global_batch // (micro_batch or 1) * min(gpus_per_node, 8), MAX_SEARCH_GPUS)
+    out = [c for c in (2**k for k in range(gpus_per_node.bit_length())) if c <= gpus_per_node]
+    n = gpus_per_node
+    while n <= top:
+        out.append(n)
+        n *= 2
+    return tuple(sorted({c for c in out if c <= max(top, 1)}))
+
+
+def global_batch_of(model, tokens, seq_len, global_batch, micro_batch):
+    """(global batch in sequences, CriticalBatch, note): the batch `global_batch` given, else the critical
+    batch (gpukit.scaling.critical_batch) capped at tokens / MIN_STEPS, rounded down to a power of two
+    so that data-parallel degrees of whole nodes divide it."""
+    cb = critical_batch(model, tokens, seq_len)
+    if global_batch is not None:
+        g = require_positive_int("global_batch", global_batch)
+        if micro_batch is not None and g % micro_batch:
+            raise ValueError(f"global_batch must be a multiple of micro_batch {micro_batch}, got {g}")
+        return g, cb, f"global batch {g:,} sequences x {seq_len} = {g * seq_len:,} tokens (given)"
+    cap = max(1, int(tokens / MIN_STEPS / seq_len))
+    g = max(1, min(cb.sequences, cap))
+    g = 2 ** (g.bit_length() - 1)
+    g = max(g, micro_batch or 1)
+    why = (
+        "the critical batch" if g <= cb.sequences and cb.sequences <= cap else f"{MIN_STEPS} optimizer steps"
+    )
+    return (
+        g,
+        cb,
+        (
+            f"global batch {g:,} sequences x {seq_len} = {g * seq_len:,} tokens, set by {why} (a power of two; "
+            f"--global-batch changes it)"
+        ),
+    )
+
+
+def _reproduce(model_name, gpu, n, c, G, s, gpus_per_node, inter_link, ports_per_node) -> str:
+    """The `gpukit parallel estimate` command with every setting of a layout plan."""
+    parts = [
+        f"gpukit parallel estimate --model {model_name} --gpu {gpu} --gpus-per-node {gpus_per_node}",
+        f"--seq-len {s} --global-batch {G} --dp {c.dp} --tp {c.tp} --pp {c.pp}",
+        f"--virtual-stages {c.virtual_stages} --zero {c.zero_stage} --micro-batch {c.micro_batch}",
+        f"--recompute {c.recompute}",
+    ]
+    if c.sp:
+        parts.append("--sp")
+    if c.cp > 1:
+        parts.append(f"--cp {c.cp}")
+    if c.ep > 1:
+        parts.append(f"--ep {c.ep}")
+    if inter_link:
+        parts.append(f"--inter-link {inter_link}")
+    if ports_per_node:
+        parts.append(f"--ports-per-node {ports_per_node}")
+    return " ".join(parts)
+
+
+def _layout_plans(
+    model,
+    tokens,
+    names,
+    counts,
+    prices_of,
+    G,
+    s,
+    micro_batch,
+    gpus_per_node,
+    inter_link,
+    ports_per_node,
+    mfu,
+    profile,
+    deadline_hours,
+    budget_usd,
+    loader_tokens_per_s,
+    cb,
+):
+    """Full training (pretrain, finetune) on every GPU type and count: the fastest layout a team would
+    try (gpukit.parallel.team_layouts: DP x TP x PP x CP, ZeRO, interleaving, micro-batch, recompute;
+    its memory in the megatron convention, its step from gpukit.parallel.estimate), priced as
+    hours = tokens / tokens per second. Returns (plans, counts with no layout: {gpu: [(n, reason)]})."""
+    cache: dict = {}
+    plans = []
+    none_at: dict[str, list] = {}
+    eff_kw = {"matmul_efficiency": mfu} if mfu is not None else {}
+    for name in names:
+        usd = prices_of[name]
+        rows = team_layouts(
+            model,
+            name,
+            counts,
+            global_batch=G,
+            seq_len=s,
+            micro_batch=micro_batch,
+            gpus_per_node=gpus_per_node,
+            inter_link=inter_link,
+            ports_per_node=ports_per_node,
+            profile=profile,
+            memory_cache=cache,
+            **eff_kw,
+        )
+        for r in rows:
+            n = r.gpus
+            if r.best is None:
+                none_at.setdefault(name, []).append((n, r.reason))
+                plans.append(
+                    Plan(
+                        gpu=name,
+                        gpus=n,
+                        nodes=math.ceil(n / gpus_per_node),
+                        layout="nothing fits" if r.lightest_bytes else r.reason,
+                        memory_per_gpu_bytes=r.lightest_bytes,
+                        hours=math.inf,
+                        cost_usd=math.inf,
+                        efficiency=0.0,
+                        binding="does not fit",
+                        feasible=False,
+                        usd_per_gpu_hour=usd,
+                        memory_convention="megatron",
+                        reason=r.reason,
+                    )
+                )
+                continue
+            e = r.best.estimate
+            c = e.config
+            hours = tokens / e.tokens_per_s / 3600  # the layout estimate's step, G x s tokens per step
+            useful = e.share("compute") + e.share("elementwise")
+            eff = useful * (0.75 if c.recompute == "full" else 1.0)  # full recompute runs 8N for 6N useful
+            input_bound = loader_tokens_per_s is not None and tokens / loader_tokens_per_s / 3600 > hours
+            if input_bound:  # the input pipeline caps the job whatever the layout (Amdahl)
+                eff *= hours / (tokens / loader_tokens_per_s / 3600)
+                hours = tokens / loader_tokens_per_s / 3600
+            cost = hours * n * usd
+            binding = (
+                "misses the deadline"
+                if deadline_hours is not None and hours > deadline_hours
+                else "over budget"
+                if budget_usd is not None and cost > budget_usd
+                else "input-bound"
+                if input_bound
+                else "network-bound"
+                if useful < NETWORK_BOUND_BELOW
+                else "compute-bound"
+            )
+            m = G // (c.dp * c.micro_batch)
+            sp = "+SP" if c.sp else ""
+            v = f" (v{c.virtual_stages})" if c.virtual_stages > 1 else ""
+            layout = (
+                f"DP {c.dp} x TP {c.tp}{sp} x PP {c.pp}{v}"
+                + (f" x CP {c.cp}" if c.cp > 1 else "")
+                + (f" (EP {c.ep})" if c.ep > 1 else "")
+                + f", ZeRO-{c.zero_stage}, {c.recompute} recompute, micro_batch {c.micro_batch} x grad_accum {m}"
+            )
+            tricks = tuple(
+                t
+                for t in (
+                    f"TP {c.tp}" if c.tp > 1 else "",
+                    "sequence parallel" if c.sp else "",
+                    f"PP {c.pp}" if c.pp > 1 else "",
+                    f"{c.virtual_stages} virtual stages" if c.virtual_stages > 1 else "",
+                    f"CP {c.cp}" if c.cp > 1 else "",
+                    f"EP {c.ep}" if c.ep > 1 else "",
+                    f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
+                    f"{c.recompute} recompute" if c.recompute != "none" else "",
+                )
+                if t
+            )
+            settings = {
+                "dp": c.dp,
+                "tp": c.tp,
+                "pp": c.pp,
+                "cp": c.cp,
+                "ep": c.ep,
+                "sp": c.sp,
+                "virtual_stages": c.virtual_stages,
+                "micro_batch": c.micro_batch,
+                "grad_accum": m,
+                "global_batch": G,
+                "seq_len": s,
+                "zero_stage": c.zero_stage,
+                "recompute": c.recompute,
+                "offload": "none",
+            }
+            flag = beyond_critical(G * s, cb)
+            plans.append(
+                Plan(
+                    gpu=name,
+                    gpus=n,
+                    nodes=math.ceil(n / gpus_per_node),
+                    layout=layout,
+                    memory_per_gpu_bytes=int(e.memory_per_gpu_bytes),
+                    hours=hours,
+                    cost_usd=cost,
+                    efficiency=eff,
+                    binding=binding,
+                    feasible=binding not in ("misses the deadline", "over budget"),
+                    usd_per_gpu_hour=usd,
+                    tricks=tricks,
+                    settings=settings,
+                    memory_convention="megatron",
+                    holds_back=r.best.binding + (f"; {flag}" if flag else ""),
+                    reproduce=_reproduce(
+                        model.name, name, n, c, G, s, gpus_per_node, inter_link, ports_per_node
+                    ),
+                )
+            )
+    return plans, none_at
+
+
+def _dp_settings(p: Plan, micro_batch: int, seq_len: int, global_batch: int) -> dict | None:
+    """The settings of a plan of gpukit.plan.train_plans (data parallel, no tensor or pipeline split)."""
+    if p.binding == "does not fit":
+        return None
+    zero = next((int(t[5]) for t in p.tricks if t.startswith("ZeRO-")), 0)
+    rc = next((t.split()[0] for t in p.tricks if t.endswith(" recompute")), "none")
+    off = (
+        "all"
+        if "ZeRO-3 + offload all" in p.tricks
+        else "optimizer"
+        if "optimizer offload" in p.tricks
+        else "none"
+    )
+    if off == "all":
+        zero = 3
+    elif off == "optimizer":
+        zero = 1 if p.gpus == 1 else 3
+    ga = max(1, global_batch // (p.gpus * micro_batch))
+    return {
+        "dp": p.gpus,
+        "tp": 1,
+        "pp": 1,
+        "cp": 1,
+        "ep": 1,
+        "sp": False,
+        "virtual_stages": 1,
+        "micro_batch": micro_batch,
+        "grad_accum": ga,
+        "global_batch": p.gpus * micro_batch * ga,
+        "seq_len": seq_len,
+        "zero_stage": zero,
+        "recompute": rc,
+        "offload": off,
+    }
+
+
 def _usd(x: float) -> str:
     return f"${x:,.2f}" if x < 1000 else f"${x:,.0f}"
 
@@ -185,7 +446,7 @@ def _h(hours: float) -> str:
     return f"{hours * 60:.0f} min" if hours < 1 else f"{hours:,.1f} h"
 
 
-def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[str, ...]]:
+def _recommend(workload, plans, deadline_hours, budget_usd, count_notes=()) -> tuple[str, tuple[str, ...]]:
     feas = [p for p in plans if p.feasible]
     serve = workload == "serve"
     if feas:
@@ -225,8 +486,20 @@ def _recommend(workload, plans, deadline_hours, budget_usd) -> tuple[str, tuple[
         return f"{what}: {_h(b.hours)}, ${b.cost_usd:,.0f}. Reason: {why}.", ()
     fitting = [p for p in plans if p.binding != "does not fit"]
     if not fitting:
+        memory = [
+            p for p in plans if "fits in memory" in p.reason or (not p.reason and p.memory_per_gpu_bytes)
+        ]
+        other = sorted({p.reason for p in plans if p.reason and "fits in memory" not in p.reason})
+        reasons = [*count_notes, *other]
+        if not memory:  # no count was tried for memory: say why, not "bigger GPUs"
+            return (
+                "No plan: " + ("; ".join(reasons) if reasons else "no GPU count to try") + ".",
+                ("change the GPU counts or the global batch (--gpus, --global-batch)",),
+            )
         return (
-            "Nothing fits: no allowed GPU type and count holds this model for this workload.",
+            "Nothing fits: no allowed GPU type and count holds this model for this workload"
+            + (f" (other counts not tried: {'; '.join(reasons)})" if reasons else "")
+            + ".",
             (
                 "allow more GPUs or GPUs with more memory, or a lighter workload (LoRA/QLoRA instead of full "
                 "training; int8/4-bit weights for serving)",
@@ -274,22 +547,28 @@ def plan(
     deadline_hours: float | None = None,
     budget_usd: float | None = None,
     gpus: dict | list | tuple | None = None,
-    counts=DEFAULT_COUNTS,
+    counts=None,
     prices=None,
     mfu: float | None = None,
     profile=None,
     seq_len: int | None = None,
-    micro_batch: int = 1,
+    micro_batch: int | None = None,
     gpus_per_node: int = 8,
     inter_link: str | None = None,
     loader_tokens_per_s: float | None = None,
     suggest_alternatives: bool = True,
     refine: bool = True,
     ports_per_node: int | None = None,
+    global_batch: int | None = None,
 ) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, gpukit/data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
-    None = every catalog GPU that has a price. counts: GPU counts to consider. For serve, budget_usd
+    None = every catalog GPU that has a price. counts: GPU counts to consider (None: powers of two up
+    to what the global batch allows, auto_counts; serving: any number of replicas). global_batch:
+    sequences of seq_len per optimizer step (None: the critical batch, gpukit.scaling.critical_batch);
+    micro_batch: sequences per GPU per micro-step (None: the layout search picks 1-8; 1 for LoRA/QLoRA and
+    the one-GPU offload plans). refine: kept for compatibility; full-training plans always come from the
+    layout search (False: only the data-parallel candidates of gpukit.plan.train_plans). For serve, budget_usd
     is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs).
     ports_per_node: inter-node network ports per node shared by its GPUs (default one per GPU,
     rail-optimized), for the training plans' all-reduce and layout search (gpukit.cost.predicted_efficiency,
@@ -306,14 +585,23 @@ def plan(
         deadline_hours = require_positive("deadline_hours", deadline_hours)
     if budget_usd is not None:
         budget_usd = require_positive("budget_usd", budget_usd)
-    counts = tuple(sorted({require_positive_int("gpus", c) for c in counts}))
-    if not counts:
-        raise ValueError("counts must list at least one GPU count")
+    counts_given = counts is not None
+    if counts_given:
+        counts = tuple(sorted({require_positive_int("gpus", c) for c in counts}))
+        if not counts:
+            raise ValueError("counts must list at least one GPU count")
     if loader_tokens_per_s is not None:
         loader_tokens_per_s = require_positive("loader_tokens_per_s", loader_tokens_per_s)
     if seq_len is not None:  # 0 is an error, not "the default"
         seq_len = require_positive_int("seq_len", seq_len)
-    micro_batch = require_positive_int("micro_batch", micro_batch)
+    if micro_batch is not None:
+        micro_batch = require_positive_int("micro_batch", micro_batch)
+    if global_batch is not None:
+        global_batch = require_positive_int("global_batch", global_batch)
+        if workload == "serve":
+            raise ValueError("global_batch applies to training workloads, not serve")
+    if micro_batch is not None and workload == "serve":
+        raise ValueError("micro_batch applies to training workloads, not serve")
     gpus_per_node = require_positive_int("gpus_per_node", gpus_per_node)  # 0: nodes = n / 0
     if inter_link is not None:  # checked even when no count leaves a node (else a typo passes unseen)
         named_field("inter_link", get_interconnect, inter_link)
@@ -375,8 +663,11 @@ def plan(
             f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"
         ]
     names = list(prices_of)
-    mfu_v = mfu if mfu is not None or profile is not None else 0.4
     models_used: tuple[str, ...] = PLAN_MODELS
+    s_len = seq_len or model.default_seq_len()[0]
+    G = cb = None
+    batch_note = ""
+    count_notes: list[str] = []
     if workload == "serve":
         plans = _serve_plans_inference(
             inference,
@@ -388,49 +679,160 @@ def plan(
             output_tokens,
             gpus_per_node,
             budget_usd,
-            max(counts),
+            counts,
         )
         models_used = (
             "serving: gpukit.inference (memory per GPU with the KV cache, prefill and decode from the "
-            "roofline, replicas for the rate at the largest batch)",
+            "roofline, replicas for the rate at the largest batch; every precision and TP 1-8 inside a node)",
             PLAN_MODELS[-1],
         )
     else:
-        plans = train_plans(
-            model,
-            workload,
-            tokens,
-            names,
-            counts,
-            prices_of,
-            mfu,  # None: the step model's compute (matmul efficiency + elementwise)
-            profile,
-            seq_len or model.default_seq_len()[0],
-            micro_batch,
-            gpus_per_node,
-            inter_link,
-            deadline_hours,
-            budget_usd,
-            loader_tokens_per_s,
-            ports_per_node,
-        )
-    if workload in ("pretrain", "finetune") and refine:
-        plans, refined = refine_with_parallel(
-            plans,
-            model,
-            tokens,
-            seq_len or model.default_seq_len()[0],
-            gpus_per_node,
-            inter_link,
-            deadline_hours,
-            budget_usd,
-            mfu,  # None: the step model's compute (matmul efficiency + elementwise)
-            profile,
-            loader_tokens_per_s,
-            ports_per_node=ports_per_node,
-        )
-        if refined:
-            models_used = (*models_used, f"layout: gpukit.parallel search (3D layouts) for {refined}")
+        G, cb, batch_note = global_batch_of(model, tokens, s_len, global_batch, micro_batch)
+        full = workload in ("pretrain", "finetune") and refine
+        # what the global batch allows: layouts need dp x pp <= G / micro_batch; data parallelism alone dp <= G
+        top = auto_counts(G, micro_batch, gpus_per_node)[-1] if full else G // (micro_batch or 1)
+        if counts_given:
+            over = [c for c in counts if c > top]
+            counts = tuple(c for c in counts if c <= top)
+            if over:
+                count_notes.append(
+                    f"{', '.join(map(str, over))} GPUs: over what the global batch of {G:,} sequences allows "
+                    f"(at most {top:,} GPUs"
+                    + (
+                        f": dp x pp <= {G // (micro_batch or 1):,} micro-batches x TP up to {min(gpus_per_node, 8)})"
+                        if full
+                        else " with data parallelism)"
+                    )
+                    + "; --global-batch raises it"
+                )
+        else:
+            counts = (
+                auto_counts(G, micro_batch, gpus_per_node)
+                if full
+                else tuple(c for c in auto_counts(G, micro_batch, gpus_per_node) if c <= top)
+            )
+        if full:
+            plans, _ = _layout_plans(
+                model,
+                tokens,
+                names,
+                counts,
+                prices_of,
+                G,
+                s_len,
+                micro_batch,
+                gpus_per_node,
+                inter_link,
+                ports_per_node,
+                mfu,
+                profile,
+                deadline_hours,
+                budget_usd,
+                loader_tokens_per_s,
+                cb,
+            )
+            # a count that is not whole nodes (12 GPUs on nodes of 8): the layout search takes whole nodes,
+            # so such a count keeps the data-parallel candidates of train_plans (ZeRO, recompute, offload)
+            part = tuple(n for n in counts if n > gpus_per_node and n % gpus_per_node)
+            if part:
+                dp_part = {
+                    (p.gpu, p.gpus): replace(
+                        p,
+                        settings=_dp_settings(p, micro_batch or 1, s_len, G),
+                        reason=""
+                        if p.binding != "does not fit"
+                        else "no data-parallel layout fits in memory",
+                    )
+                    for p in train_plans(
+                        model,
+                        workload,
+                        tokens,
+                        names,
+                        part,
+                        prices_of,
+                        mfu if profile is None else None,
+                        profile,
+                        s_len,
+                        micro_batch or 1,
+                        gpus_per_node,
+                        inter_link,
+                        deadline_hours,
+                        budget_usd,
+                        loader_tokens_per_s,
+                        ports_per_node,
+                        global_batch=G,
+                    )
+                }
+                plans = [dp_part.get((p.gpu, p.gpus), p) for p in plans]
+            # one GPU where no layout fits: the offload layouts (ZeRO-Offload / ZeRO-Infinity) of train_plans
+            one = [p.gpu for p in plans if p.gpus == 1 and p.binding == "does not fit"]
+            if one:
+                extra = train_plans(
+                    model,
+                    workload,
+                    tokens,
+                    one,
+                    (1,),
+                    prices_of,
+                    mfu if profile is None else None,
+                    profile,
+                    s_len,
+                    micro_batch or 1,
+                    gpus_per_node,
+                    inter_link,
+                    deadline_hours,
+                    budget_usd,
+                    loader_tokens_per_s,
+                    ports_per_node,
+                    global_batch=G,
+                )
+                fits1 = {p.gpu: p for p in extra if p.binding != "does not fit"}
+                plans = [
+                    replace(
+                        fits1[p.gpu],
+                        settings=_dp_settings(fits1[p.gpu], micro_batch or 1, s_len, G),
+                        memory_convention="pytorch",
+                    )
+                    if p.gpus == 1 and p.gpu in fits1 and p.binding == "does not fit"
+                    else p
+                    for p in plans
+                ]
+            models_used = (
+                'memory: gpukit.memory, convention "megatron" for the layouts of gpukit.parallel (the bytes '
+                '`gpukit parallel estimate` prints); convention "pytorch" for a one-GPU offload plan; each plan '
+                "names its convention (memory_convention) and fits by it",
+                "time: gpukit.parallel.estimate, the step of the layout (compute and elementwise kernels, TP/PP/DP "
+                "traffic, bubble, optimizer) at the global batch; a one-GPU offload plan and a count that is not "
+                'whole nodes (data parallel only, convention "pytorch"): gpukit.cost.training_run, which prices '
+                "its layout with the same gpukit.parallel.estimate (the all-reduce and the offload transfer once per "
+                "optimizer step)",
+                "layout: gpukit.parallel search (team_layouts) at every GPU count and type (TP in a node with sequence "
+                "parallelism, PP, DP, ZeRO 1-3, interleaving, micro-batch 1-8, the lightest recompute that fits)",
+                PLAN_MODELS[-1],
+            )
+        else:
+            plans = [
+                replace(p, settings=_dp_settings(p, micro_batch or 1, s_len, G))
+                for p in train_plans(
+                    model,
+                    workload,
+                    tokens,
+                    names,
+                    counts,
+                    prices_of,
+                    mfu if profile is None else None,
+                    profile,
+                    s_len,
+                    micro_batch or 1,
+                    gpus_per_node,
+                    inter_link,
+                    deadline_hours,
+                    budget_usd,
+                    loader_tokens_per_s,
+                    ports_per_node,
+                    global_batch=G,
+                )
+            ]
     # rank: feasible first, then cost, then time; Pareto set over the plans that fit
     fit_idx = [i for i, p in enumerate(plans) if p.binding != "does not fit"]
     flags = pareto_front(
@@ -448,7 +850,7 @@ def plan(
             p.hours if p.hours is not None else 0.0,
         )
     )
-    rec, changes = _recommend(workload, plans, deadline_hours, budget_usd)
+    rec, changes = _recommend(workload, plans, deadline_hours, budget_usd, count_notes)
     if (
         not any(p.feasible for p in plans)
         and suggest_alternatives
@@ -463,11 +865,12 @@ def plan(
                 deadline_hours=deadline_hours,
                 budget_usd=budget_usd,
                 gpus=prices_of,
-                counts=counts,
+                counts=counts if counts_given else None,
                 mfu=mfu,
                 profile=profile,
                 seq_len=seq_len,
                 micro_batch=micro_batch,
+                global_batch=global_batch,
                 gpus_per_node=gpus_per_node,
                 inter_link=inter_link,
                 suggest_alternatives=False,
@@ -487,12 +890,14 @@ def plan(
                 f"deadline {deadline_hours:g} h not used: a serving plan has a rate, not a run length"
             )
     else:
+        full = workload in ("pretrain", "finetune") and refine
         assumptions = [
             (
-                f"MFU {mfu_v:.2f} of the peak on the executed FLOPs (given)"
+                f"MFU {mfu:.2f} of the dense peak on the executed FLOPs (given, --mfu) in the one-GPU and "
+                f"data-parallel plans; matmul efficiency {mfu:.2f} of the dense peak in the layout estimate of the others"
                 if mfu is not None
-                else "compute: gpukit.parallel.estimate's (matmuls at the stated matmul efficiency of the peak, "
-                "elementwise kernels at HBM bandwidth); no MFU assumed"
+                else "compute: gpukit.parallel.estimate's (matmuls at the matmul efficiency of the GPU's generation, "
+                "gpukit/data/efficiency.csv; elementwise kernels at HBM bandwidth) for every plan; no MFU assumed"
             )
             if profile is None
             else f"profile {getattr(profile, 'source', '')}",
@@ -506,10 +911,24 @@ def plan(
             else f"seq_len {model.default_seq_len()[0]} ({model.train_seq_len_source})"
         )
         drop_words = "dropout masks counted" if model.dropout else "no dropout"
+        mb_words = (
+            f"micro_batch {micro_batch} per GPU (given)"
+            if micro_batch is not None
+            else "micro_batch chosen per layout (1-8)"
+            if workload in ("pretrain", "finetune") and refine
+            else "micro_batch 1 per GPU"
+        )
         assumptions.append(
-            f"{seq_words}, micro_batch {micro_batch} per GPU, {drop_words} ({model.name}'s recipe, "
-            f"gpukit/data/models.csv); GPU counts limited to a global batch of at most "
-            f"{MAX_GLOBAL_BATCH_TOKENS:,} tokens and at least {MIN_STEPS} optimizer steps"
+            f"{seq_words}, {mb_words}, {drop_words} ({model.name}'s recipe, gpukit/data/models.csv)"
+        )
+        if cb is not None and G is not None:
+            assumptions.append(batch_note + f"; {cb.line()}")
+            flag = beyond_critical(G * s_len, cb)
+            if flag:
+                assumptions.insert(0, f"WARNING: {flag}")
+        assumptions.append(
+            f"GPU counts {', '.join(map(str, counts)) if counts else 'none'}"
+            + (" (given)" if counts_given else " (powers of two up to what the global batch allows)")
         )
     else:
         assumptions.append(
@@ -524,7 +943,10 @@ def plan(
         plans=tuple(plans),
         recommendation=rec,
         changes=changes,
-        skipped=tuple(skipped),
+        skipped=tuple(skipped) + tuple(count_notes),
         models=models_used,
         assumptions=tuple(assumptions),
+        global_batch=G,
+        seq_len=None if workload == "serve" else s_len,
+        critical_batch_tokens=None if cb is None else cb.tokens,
     )

@@ -59,6 +59,13 @@ class Plan:
     pareto: bool = False
     tricks: tuple[str, ...] = ()
     usd_per_million_tokens: float | None = None
+    # every setting that reproduces the plan (dp, tp, pp, cp, ep, sp, virtual_stages, micro_batch,
+    # grad_accum, global_batch, seq_len, zero_stage, recompute, offload); None for a plan that does not fit
+    settings: dict | None = None
+    memory_convention: str = "pytorch"  # the gpukit.memory convention its memory and "fits" follow
+    reason: str = ""  # why a count has no plan (does not fit, over the global batch, not whole nodes)
+    holds_back: str = ""  # what limits the layout most (gpukit.parallel's search: bubble, traffic, memory)
+    reproduce: str = ""  # the command that gives the same memory and step time (gpukit parallel estimate)
 
     @property
     def scale(self) -> str:
@@ -69,6 +76,12 @@ class Plan:
             if self.nodes == 1
             else f"{self.nodes} nodes"
         )
+
+    def settings_text(self) -> str:
+        """Every setting of the plan in the project's vocabulary, one line."""
+        if not self.settings:
+            return ""
+        return ", ".join(f"{k} {v}" for k, v in self.settings.items())
 
     def to_json_dict(self) -> dict:
         d = asdict(self)
@@ -89,6 +102,9 @@ class PlanResult:
     skipped: tuple[str, ...] = ()
     models: tuple[str, ...] = PLAN_MODELS
     assumptions: tuple[str, ...] = field(default=())
+    global_batch: int | None = None  # sequences per optimizer step every training plan assumes
+    seq_len: int | None = None
+    critical_batch_tokens: int | None = None  # gpukit.scaling.critical_batch
 
     @property
     def best(self) -> Plan | None:
@@ -110,6 +126,9 @@ class PlanResult:
                 "skipped": list(self.skipped),
                 "models": list(self.models),
                 "assumptions": list(self.assumptions),
+                "global_batch": self.global_batch,
+                "seq_len": self.seq_len,
+                "critical_batch_tokens": self.critical_batch_tokens,
             }
         )
 
@@ -142,6 +161,14 @@ class PlanResult:
         if len(self.plans) > top:
             lines.append(f"... {len(self.plans) - top} more (--json for all); * = Pareto set (time, cost)")
         lines.append(f"RECOMMENDATION: {self.recommendation}")
+        shown = self.best or next((p for p in self.plans if p.settings), None)
+        if shown is not None and shown.settings:
+            lines.append(f"settings ({shown.gpus} x {shown.gpu}): {shown.settings_text()}")
+            lines.append(f"memory convention: {shown.memory_convention}")
+            if shown.holds_back:
+                lines.append(f"holds it back: {shown.holds_back}")
+            if shown.reproduce:
+                lines.append(f"reproduce: {shown.reproduce}")
         lines += [f"change: {c}" for c in self.changes]
         lines += [f"skipped: {s}" for s in self.skipped]
         lines += [f"assumes: {a}" for a in self.assumptions]

@@ -54,11 +54,15 @@ def planner_grad_accum(n: int, seq_len: int, micro_batch: int, tokens: float) ->
     return 1 << (ga.bit_length() - 1)  # a power of two, as batch sizes are chosen
 
 
-def _train_setups(workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False):
+def _train_setups(
+    workload: str, n: int, seq_len: int, micro_batch: int, dropout: bool = False, grad_accum: int = 1
+):
     """Layouts to try, cheapest in time first: (label, TrainSetup, tricks). dropout: the model row's recipe
     (gpukit/data/models.csv `dropout`: GPT-2/OPT/BERT train with it, Llama/Mistral without)."""
     ft = {"pretrain": "full", "finetune": "full", "lora": "lora", "qlora": "qlora"}[workload]
-    base: dict[str, Any] = dict(seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout)
+    base: dict[str, Any] = dict(
+        seq_len=seq_len, micro_batch=micro_batch, finetune=ft, dropout=dropout, grad_accum=grad_accum
+    )
     out = []
     zeros = (0,) if ft != "full" or n == 1 else (0, 1, 2, 3)
     for z in zeros:
@@ -122,11 +126,14 @@ def train_plans(
     loader_tokens_per_s,
     ports_per_node=None,
     zero_stages=None,
+    global_batch=None,
 ):
     """For each GPU type and count, the fastest layout of _train_setups that fits, priced by
     gpukit.cost.training_run (the price loop of `gpukit cost train`), as a Plan; "does not fit" when none does.
     zero_stages: only the layouts with these ZeRO stages (None: every stage), to fix a layout as cost train
-    prices it."""
+    prices it. global_batch: sequences per optimizer step (gpukit.plan's stated batch): each count runs
+    grad_accum = global_batch / (n x micro_batch) and counts with n x micro_batch > global_batch are left
+    out; None: grad_accum 1 and the cap below."""
     model = as_model(model, "model")  # a catalog name too
     plans = []
     kw = dict(
@@ -140,11 +147,22 @@ def train_plans(
     for name in gpu_names:
         usd = prices_of[name]
         for n in counts:
-            if n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
+            if global_batch is not None:
+                if n * micro_batch > global_batch:
+                    continue  # more data-parallel ranks than the global batch has micro-batches
+                ga = max(1, global_batch // (n * micro_batch))
+            elif n > 1 and n * seq_len * micro_batch > min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS):
                 continue  # the global batch would exceed what one run can use
+            else:
+                ga = 1
             best = None
-            cap_tokens = min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) / n  # one GPU's share of the batch
-            base_ga = planner_grad_accum(n, seq_len, micro_batch, tokens)
+            # one GPU's share of the batch: the stated global batch, else what one run can use
+            cap_tokens = (
+                global_batch * seq_len / n
+                if global_batch is not None
+                else min(MAX_GLOBAL_BATCH_TOKENS, tokens / MIN_STEPS) / n
+            )
+            base_ga = ga if global_batch is not None else planner_grad_accum(n, seq_len, micro_batch, tokens)
             for tricks, s in _train_setups(workload, n, seq_len, micro_batch, model.dropout):
                 if zero_stages is not None and s.zero_stage not in zero_stages:
                     continue

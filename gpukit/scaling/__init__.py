@@ -6,6 +6,7 @@ The face of gpukit.scaling: what other families, layers, notebooks and tests imp
 - buckets: DDP's gradient buckets and what each comm hook sends: parameter shapes, buckets, bytes, kernels.
 - step: One DDP step, bucket by bucket: when each bucket is ready, when its all-reduce runs, what is exposed.
 - data_parallel: Data-parallel scaling: step = compute + exposed communication (+ input), bucket by bucket.
+- critical_batch: The critical batch size: the largest global batch a run can use before more data parallelism buys no fewer optimizer steps.
 """
 
 # isort: skip_file
@@ -47,6 +48,12 @@ from gpukit.scaling.data_parallel import (
     DdpEstimate,
     ddp_step_estimate,
 )
+from gpukit.scaling.critical_batch import (
+    PUBLISHED_BATCH,
+    CriticalBatch,
+    critical_batch,
+    beyond_critical,
+)
 
 __all__ = [
     "HOOKS",
@@ -76,4 +83,8 @@ __all__ = [
     "allreduce_traffic",
     "DdpEstimate",
     "ddp_step_estimate",
+    "PUBLISHED_BATCH",
+    "CriticalBatch",
+    "critical_batch",
+    "beyond_critical",
 ]
