@@ -197,8 +197,9 @@ class MemoryBreakdown:
             if self.convention == "pytorch" and self.peak_phase != "sum"
             else f"convention {self.convention}: a sum of parts"
             + (
-                " (the megatron terms: the pytorch step model is measured for full training only, not "
-                "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
+                " (the megatron terms: the pytorch step model is measured for dense full training only, not "
+                "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU), inference, "
+                "fp8, ep/cp or a mixture of experts)"
                 if self.convention == "pytorch"
                 else ""
             )
@@ -245,12 +246,35 @@ def _pipeline_line(s: TrainSetup) -> str:
     return line
 
 
+def require_fp8(gpu) -> None:
+    """ValueError (one line) when `gpu` has no fp8 tensor cores (A100, V100: no fp8 peak in the catalog)."""
+    gpu = as_gpu(gpu)
+    if not gpu.has("fp8"):
+        raise ValueError(
+            f"precision fp8 needs a GPU with fp8 tensor cores (Hopper, Ada, Blackwell, MI300): {gpu.name} has "
+            "none; use bf16-mixed"
+        )
+
+
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     """ValueError when the parallel layout does not fit the model's shape."""
     model = as_model(model)
     model.check_tp(setup.tp)  # ModelSpec's rule: whole heads, KV heads split or replicated
     if setup.pp > model.n_layers:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
+    if setup.ep > 1 or setup.expert_tp not in (None, setup.tp):
+        if not model.is_moe:
+            raise ValueError(
+                f"ep and expert_tp need a mixture of experts: {model.name} is dense (n_experts 0), got ep "
+                f"{setup.ep}, expert_tp {setup.expert_tp}"
+            )
+        if model.n_experts % setup.ep:
+            raise ValueError(
+                f"ep must divide n_experts {model.n_experts} (whole experts per rank), got {setup.ep}"
+            )
+        etp = setup.expert_tensor_parallel
+        if model.moe_ffn_hidden % etp:
+            raise ValueError(f"expert_tp must divide moe_ffn_hidden {model.moe_ffn_hidden}, got {etp}")
     if setup.pp * setup.virtual_stages > model.n_layers:
         raise ValueError(
             f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
@@ -292,12 +316,14 @@ def estimate_memory(
     model, gpu = as_model(model, optional=True), as_gpu(gpu, optional=True)  # catalog names accepted
     if (model is None) == (n_params is None):
         raise ValueError("pass either model or n_params (exactly one)")
+    if setup.precision == "fp8" and gpu is not None:
+        require_fp8(gpu)
     try:  # sizes beyond float range (e.g. micro_batch 1e400) overflow: a ValueError, not OverflowError
         if model is not None:
             check_layout(model, setup)
             stages = ("only",) if setup.pp == 1 else ("first", "last")
             parts = [(st, stage_parts(model, setup, st)) for st in stages]
-            if pytorch_step_applies(setup):
+            if pytorch_step_applies(setup) and not model.is_moe:
                 parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
             stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             terms = stage_terms(model, setup, stage)
