@@ -124,7 +124,7 @@ class FlopsPerToken:
 def _attention_width(model, n_layers, hidden):
     """(layers, H*Q) for the attention term, or (None, None) when unknown."""
     if model is not None:
-        return model.n_layers, model.n_heads * model.head_dim
+        return model.n_layers, attention_width(model)
     if n_layers is not None and hidden is not None:
         return require_positive_int("n_layers", n_layers), require_positive_int("hidden", hidden)
     if (n_layers is None) != (hidden is None):
@@ -135,8 +135,57 @@ def _attention_width(model, n_layers, hidden):
 
 
 def layer_matmul_params(model: ModelSpec) -> int:
-    """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms)."""
+    """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms).
+    For a dense model; a mixture of experts' per-token FLOPs use `active_matmul_params`."""
     return as_model(model).n_layers * as_model(model).linear_weights[0]
+
+
+def attention_matmul_params(model: ModelSpec) -> int:
+    """Matmul weights of one block's attention (no biases, no norms). Standard: q, k, v, o. Multi-head
+    latent attention (DeepSeek-V2 arXiv:2405.04434 sec. 2.1.2-2.1.3): W^DQ, W^UQ (with the rotary part),
+    W^DKV + W^KR, W^UK, W^UV and W^O, i.e. ModelSpec.attention_params less its two latent norms."""
+    model = as_model(model)
+    if model.is_mla:
+        return model.attention_params() - model.q_lora_rank - model.kv_lora_rank
+    h, q, kv = model.hidden, model.q_dim, model.kv_dim
+    return h * q + 2 * h * kv + q * h
+
+
+def router_matmul_params(model: ModelSpec) -> int:
+    """The routers' matmul weights over all MoE layers, hidden x n_experts each (0 for a dense model)."""
+    model = as_model(model)
+    return model.n_moe_layers * model.hidden * model.n_experts
+
+
+def active_matmul_params(model: ModelSpec) -> int:
+    """Matmul weights one token passes through in all blocks (Kaplan's N, per token): attention, and the
+    MLP: dense layers' MLP matrices, MoE layers' router + top-k routed experts + shared experts
+    (DeepSeek-V3 arXiv:2412.19437 sec. 2.1.2; Mixtral arXiv:2401.04088 sec. 2: 'each token has access
+    to 47B parameters, but only uses 13B active parameters'). Equals layer_matmul_params for a dense
+    standard-attention model. 6 x this x tokens is the MoE reports' training compute (plus attention)."""
+    model = as_model(model)
+    h, mats = model.hidden, (3 if model.mlp == "swiglu" else 2)
+    attn = attention_matmul_params(model)
+    dense_mlp = mats * h * model.ffn_hidden
+    if not model.is_moe:
+        return model.n_layers * (attn + dense_mlp)
+    moe_mlp = (
+        h * model.n_experts
+        + model.experts_per_token * mats * h * model.moe_ffn_hidden
+        + model.n_shared_experts * mats * h * model.shared_ffn_hidden
+    )
+    n_moe = model.n_moe_layers
+    return model.n_layers * attn + n_moe * moe_mlp + (model.n_layers - n_moe) * dense_mlp
+
+
+def attention_width(model: ModelSpec) -> float:
+    """H*Q of the attention-score term 4*L*H*Q*T: n_heads * head_dim, or with MLA the mean of the q/k
+    width (qk_nope + qk_rope = qk_head_dim, for QK^T) and the value width (v_head_dim, for AV): QK^T
+    costs 2*H*qk*T and AV 2*H*v*T per token (DeepSeek-V2 sec. 2.1; naive, non-absorbed MLA)."""
+    model = as_model(model)
+    if model.is_mla:
+        return model.n_heads * (model.qk_head_dim + model.v_head_dim) / 2
+    return model.n_heads * model.head_dim
 
 
 def flops_per_token(
@@ -194,7 +243,7 @@ def flops_per_token(
         causal = True
     if model is not None:
         try:
-            n = float(layer_matmul_params(model))
+            n = float(active_matmul_params(model))  # = layer_matmul_params for a dense model
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0
         except OverflowError:
             raise overflow_error("the model's parameter count") from None
@@ -346,3 +395,60 @@ def achieved_tflops(flops: float, step_time_s: float, n_gpus: int = 1) -> float:
         / (require_positive("step_time_s", step_time_s) * require_positive_int("n_gpus", n_gpus))
         / 1e12,
     )
+
+
+# ---------------------------------------------------------------------------------------------------
+# FP8 training: which FLOPs run in fp8 and how much faster they run
+# ---------------------------------------------------------------------------------------------------
+FP8_KEPT_HIGH = (
+    "attention scores and AV, the LM head, the MoE routers, norms and elementwise ops stay in bf16/fp32 "
+    "(DeepSeek-V3 arXiv:2412.19437 sec. 3.3.1: embedding, output head, gating, normalization and "
+    "attention keep their precision; Transformer Engine casts only the Linear GEMMs)"
+)
+FP8_TIME_ASSUMPTION = (
+    "fp8 GEMMs reach the same share of the fp8 peak as bf16 GEMMs of the bf16 peak (assumption until "
+    "per-generation achievable fp8/bf16 rates are cataloged): an fp8 GEMM FLOP takes bf16_peak / fp8_peak "
+    "of a bf16 one"
+)
+
+
+def fp8_gemm_share(fpt: FlopsPerToken, model: ModelSpec) -> float:
+    """Share of the hardware FLOPs per token that run as fp8 GEMMs under the FP8 recipe: the block
+    linears (forward, both backward GEMMs, their recompute) less the routers; FP8_KEPT_HIGH says what
+    stays bf16."""
+    model = as_model(model)
+    gemm = fpt.get("dense_forward") + fpt.get("dense_backward") + fpt.get("recompute_dense_forward")
+    if fpt.n_params:
+        gemm *= 1.0 - router_matmul_params(model) / fpt.n_params
+    return gemm / fpt.hardware_flops
+
+
+def fp8_matmul_time_factor(gpu) -> float:
+    """Time of an fp8 GEMM FLOP relative to a bf16 one on `gpu`: (bf16 peak x bf16 share) / (fp8 peak
+    x fp8 share), the shares being the achievable fraction of each peak. FP8_TIME_ASSUMPTION: equal
+    shares, so bf16_peak / fp8_peak from the catalog (0.5 on H100/H200/B200: fp8 doubles the dense
+    peak). ValueError when the GPU has no fp8 units (A100, V100)."""
+    from gpukit.catalog import as_gpu
+
+    g = as_gpu(gpu)
+    if not g.has("fp8"):
+        raise ValueError(
+            f"precision fp8 needs a GPU with fp8 tensor cores (Hopper, Ada, Blackwell, MI300): {g.name} has "
+            "none; use bf16-mixed"
+        )
+    return g.peak_tflops(g.half_dtype) / g.peak_tflops("fp8")
+
+
+def matmul_time_scale(
+    model: ModelSpec, seq_len: int, causal: bool, recompute: str, precision: str, gpu
+) -> float:
+    """Time of a step's hardware FLOPs relative to running them all at the bf16 rate: 1 unless precision
+    is fp8, then (1 - share) + share x fp8_matmul_time_factor(gpu) with share = fp8_gemm_share (the
+    attention, LM head and routers keep the bf16 rate). What gpukit.parallel.layout.estimate multiplies
+    its compute time by; FLOPs and MFU are unchanged (MFU stays on the bf16 peak, as reports state it)."""
+    if precision != "fp8":
+        return 1.0
+    model = as_model(model)
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    share = fp8_gemm_share(f, model)
+    return (1.0 - share) + share * fp8_matmul_time_factor(gpu)

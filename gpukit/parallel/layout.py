@@ -66,7 +66,7 @@ from gpukit.comm import (
     grad_sync,
     hierarchical_all_reduce,
 )
-from gpukit.compute import flops_per_token
+from gpukit.compute import flops_per_token, matmul_time_scale
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
@@ -561,6 +561,7 @@ def estimate(
     stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
     rate = cluster.peak_flops * cluster.matmul_efficiency
     compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
+    compute_all *= matmul_time_scale(model, s, causal, c.recompute, setup.precision, cluster.gpu)  # fp8 GEMMs
     # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
     act_setup = setup if c.cp == 1 else replace(setup, cp=1)
     act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
