@@ -84,6 +84,7 @@ from gpukit.memory.pytorch import (
     pytorch_step_parts,
 )
 from gpukit.memory.train_setup import (
+    FP8_RECIPE,
     TrainSetup,
 )
 from gpukit.quant import lora_layer_params
@@ -206,9 +207,11 @@ class MemoryBreakdown:
         )
         lines = [
             f"{self.model_name}: {what}",
-            f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
+            f"dp {s.dp} x tp {s.tp} x pp {s.pp}{f' x cp {s.cp}' if s.cp > 1 else ''}{f' (ep {s.ep})' if s.ep > 1 else ''}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
             f"{self.trainable_params:,} trainable",
             *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
+            *([_ep_cp_line(s)] if s.ep > 1 or s.cp > 1 else []),
+            *([FP8_RECIPE] if s.precision == "fp8" else []),
             how,
             *([zero] if (zero := _pytorch_zero_line(s, self.peak_phase)) else []),
             f"{'component':<14}{'GiB':>10}{'share':>8}",
@@ -232,6 +235,20 @@ class MemoryBreakdown:
         else:
             lines.append("no GPU given: tensor bytes only (no CUDA context or allocator slack)")
         return "\n".join(lines)
+
+
+def _ep_cp_line(s: TrainSetup) -> str:
+    """What EP and CP do to the memory, said in the output."""
+    parts = []
+    if s.ep > 1:
+        parts.append(
+            f"ep {s.ep} x expert_tp {s.expert_tensor_parallel}: routed experts split over {s.ep * s.expert_tensor_parallel} "
+            f"ranks, their grads/optimizer sharded over the expert-data-parallel group of {s.expert_dp} "
+            f"(Megatron-Core MoE); tokens per expert = capacity_factor {s.capacity_factor:g} x tokens x top_k / n_experts"
+        )
+    if s.cp > 1:
+        parts.append(f"cp {s.cp}: each rank holds seq_len/cp = {s.seq_len // s.cp} tokens of the activations")
+    return "; ".join(parts)
 
 
 def _pipeline_line(s: TrainSetup) -> str:

@@ -98,10 +98,11 @@ def moe_mlp_activation_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float
       scores in fp32), split by sp like the tokens;
     - shared experts (DeepSeek-V3 sec. 2.1.2): a dense MLP of shared_ffn_hidden each, split by tp;
     - routed experts: each rank receives capacity_factor * top_k * T token rows (tokens per expert
-      = capacity_factor * tokens * top_k / n_experts, GShard sec. 2.2, times its n_experts / ep experts
-      over the ep ranks' tokens, balanced routing); per row the permuted expert input and the expert
-      output before the weighted combine (h wide each) and the expert MLP's intermediates (moe_ffn_hidden
-      / expert_tp wide, as a dense MLP's). With sp the rank dispatches its T/tp tokens and the expert-TP
+      = capacity_factor * tokens * top_k / n_experts, GShard sec. 2.2: the dispatch buffer is padded to
+      capacity, times its n_experts / ep experts over the ep ranks' tokens, balanced routing); per row the
+      permuted expert input (h wide) and the expert MLP's intermediates (moe_ffn_hidden / expert_tp wide,
+      as a dense MLP's); and the expert output gathered back to its top_k * T token copies (h wide)
+      that the weighted combine keeps (its gradient w.r.t. the gate probabilities needs it). With sp the rank dispatches its T/tp tokens and the expert-TP
       group gathers expert_tp of those shares (Megatron-Core MoE, "parallel folding"); without sp every
       TP rank holds all T rows. Returned as TP-split bytes scaled so that the caller's / tp gives this.
     The routed rows depend on routing: with dropless training and imbalance a rank can receive more
@@ -116,8 +117,9 @@ def moe_mlp_activation_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float
     per_f = (3 if model.mlp == "swiglu" else 1) * e + e8  # as the dense MLP: intermediates, fc2 input
     router = 4.0 * tokens * model.n_experts  # / sp_div by the caller
     shared = tokens * model.n_shared_experts * per_f * model.shared_ffn_hidden  # / tp by the caller
-    rows = setup.capacity_factor * model.experts_per_token * tokens * (etp / sp_div if setup.sp else 1.0)
-    routed = rows * ((e8 + e) * h + per_f * model.moe_ffn_hidden / etp)  # per GPU, already divided
+    gathered = model.experts_per_token * tokens * (etp / sp_div if setup.sp else 1.0)  # token copies
+    rows = setup.capacity_factor * gathered  # capacity buffer: E/ep experts x capacity each, padded
+    routed = rows * (e8 * h + per_f * model.moe_ffn_hidden / etp) + gathered * e * h  # per GPU, divided
     return router, shared + routed * t
 
 
@@ -309,6 +311,20 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
             ("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
             ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none")),
         ]
+    if model.is_moe and setup.finetune == "full":  # what EP shards, said (Megatron-Core MoE docs)
+        dense, expert = stage_param_split(model, setup, stage)
+        terms += [
+            ("experts_per_gpu", model.n_experts / setup.ep),
+            ("expert_params_per_gpu", expert),
+            ("dense_params_per_gpu", dense),
+            ("expert_dp", float(setup.expert_dp)),
+            (
+                "routed_token_rows_per_gpu",
+                setup.capacity_factor * model.experts_per_token * setup.seq_len / setup.cp * setup.micro_batch,
+            ),
+        ]
+    if setup.precision == "fp8":
+        terms.append(("fp8_extra_bytes", fp8_extra_bytes(model, setup, stage)))
     if setup.zero_stage >= 3 and setup.offload != "all":
         if setup.finetune == "full":
             w = state_bytes_per_param(setup)[0]
