@@ -152,7 +152,9 @@ def measure_moe_block(
         raise ValueError(f"ep must divide n_experts {n_experts}, got {ep}")
     n_local = n_experts // ep
     if experts_per_token > n_local:
-        raise ValueError(f"experts_per_token must be at most n_experts/ep = {n_local}, got {experts_per_token}")
+        raise ValueError(
+            f"experts_per_token must be at most n_experts/ep = {n_local}, got {experts_per_token}"
+        )
     torch.manual_seed(seed)
     p = _block(hidden, n_local, n_shared, moe_ffn_hidden, n_experts, seed)
     capacity = math.ceil(capacity_factor * tokens * experts_per_token / n_local)
@@ -162,7 +164,13 @@ def measure_moe_block(
 
     def total(mt) -> int:
         snap = mt.get_tracker_snapshot("current")
-        return sum(int(v) for d, cats in snap.items() if str(d) == "cpu" for k, v in cats.items() if str(k) == "Total")
+        return sum(
+            int(v)
+            for d, cats in snap.items()
+            if str(d) == "cpu"
+            for k, v in cats.items()
+            if str(k) == "Total"
+        )
 
     with mt:
         before = total(mt)
@@ -173,7 +181,11 @@ def measure_moe_block(
     del x, out
     model = moe_spec(hidden, n_local, experts_per_token, n_shared, moe_ffn_hidden)
     setup = TrainSetup(
-        precision="fp32", convention="megatron", seq_len=tokens, micro_batch=1, capacity_factor=capacity_factor
+        precision="fp32",
+        convention="megatron",
+        seq_len=tokens,
+        micro_batch=1,
+        capacity_factor=capacity_factor,
     )
     router_b, split_b = moe_mlp_activation_bytes(model, setup)
     # the router here spans all n_experts (this rank's softmax over the global router), as Megatron's

@@ -320,7 +320,11 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
             ("expert_dp", float(setup.expert_dp)),
             (
                 "routed_token_rows_per_gpu",
-                setup.capacity_factor * model.experts_per_token * setup.seq_len / setup.cp * setup.micro_batch,
+                setup.capacity_factor
+                * model.experts_per_token
+                * setup.seq_len
+                / setup.cp
+                * setup.micro_batch,
             ),
         ]
     if setup.precision == "fp8":
