@@ -40,3 +40,19 @@ def test_ep_halves_the_expert_weights():
     two = measure_moe_block(tokens=256, hidden=128, moe_ffn_hidden=256, ep=2, n_shared=0)
     router = 4 * 128 * 8
     assert two.measured_param_bytes - router == (one.measured_param_bytes - router) // 2
+
+
+@pytest.mark.parametrize("cp", [1, 2, 4])
+def test_cp_rank_attention_activations_match_the_prediction(cp):
+    from gpukit.bench.moe_memory import measure_cp_attention_block
+
+    r = measure_cp_attention_block(seq_len=4096, cp=cp)
+    assert 0.9 <= r.activation_ratio <= 1.1, r.to_json_dict()
+
+
+def test_cp_divides_the_measured_attention_activations():
+    from gpukit.bench.moe_memory import measure_cp_attention_block
+
+    one = measure_cp_attention_block(seq_len=4096, cp=1).measured_activation_bytes
+    four = measure_cp_attention_block(seq_len=4096, cp=4).measured_activation_bytes
+    assert four == pytest.approx(one / 4, rel=0.02)  # flash attention: no s^2 term, linear in s

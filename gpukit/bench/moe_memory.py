@@ -18,6 +18,15 @@ layer, saved by the router and the shared experts' linears) and the output, hidd
 the prediction leaves out: the int64 routing indices (top_k per token, a few copies: under 1 % here).
 Weights: the block's parameter bytes against ModelSpec.router_params / expert_params x n_experts / ep.
 
+Long sequence with context parallelism (`measure_cp_attention_block`): an attention block (QKV linear,
+causal torch SDPA, output projection; fp32 on CPU, where SDPA runs its flash kernel and keeps a
+logsumexp per row instead of the s x s scores) run on the s / cp tokens one CP rank holds, its
+activations measured the same way against gpukit.memory.attention_activation_bytes of a TrainSetup
+(seq_len = s, cp) plus the block input and output. What this single process cannot run: the ring's
+K/V exchange between ranks (gpukit.bench.cp_attention times it on 2 gloo ranks); in Megatron-Core /
+Transformer Engine the remote K/V blocks are consumed per ring step and not kept for backward, so
+they are not in the prediction either, and the rank's queries attend only to its own keys here.
+
 Used in: tests/test_moe_memory.py; `python -m gpukit.bench.moe_memory --json`.
 """
 
@@ -214,6 +223,90 @@ def measure_moe_block(
     )
 
 
+@dataclass(frozen=True)
+class CPAttentionResult:
+    """Measured vs predicted activation bytes of one CP rank's attention block (fp32, CPU)."""
+
+    seq_len: int
+    cp: int
+    hidden: int
+    n_heads: int
+    measured_activation_bytes: int
+    predicted_activation_bytes: float
+    device: str = "cpu"
+
+    @property
+    def activation_ratio(self) -> float:
+        return self.measured_activation_bytes / self.predicted_activation_bytes
+
+    def to_json_dict(self) -> dict:
+        return asdict(self) | {"activation_ratio": self.activation_ratio}
+
+
+def measure_cp_attention_block(
+    seq_len: int = 8192, cp: int = 2, hidden: int = 128, n_heads: int = 2, seed: int = 0
+) -> CPAttentionResult:
+    """One CP rank's share (seq_len / cp tokens) of a causal attention block, forward under MemTracker."""
+    import torch
+    import torch.nn.functional as F
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from gpukit.memory import TrainSetup, attention_activation_bytes
+    from gpukit.specs import ModelSpec
+
+    if seq_len % cp:
+        raise ValueError(f"seq_len must be a multiple of cp {cp}, got {seq_len}")
+    g = torch.Generator().manual_seed(seed)
+    wqkv = torch.nn.Parameter(torch.randn(hidden, 3 * hidden, generator=g) / math.sqrt(hidden))
+    wo = torch.nn.Parameter(torch.randn(hidden, hidden, generator=g) / math.sqrt(hidden))
+    s_local, d = seq_len // cp, hidden // n_heads
+    inp = torch.randn(1, s_local, hidden, generator=g)
+    mt = MemTracker()
+    mt.track_external(wqkv, wo)
+
+    def total() -> int:
+        snap = mt.get_tracker_snapshot("current")
+        return sum(
+            int(v)
+            for dv, cats in snap.items()
+            if str(dv) == "cpu"
+            for k, v in cats.items()
+            if str(k) == "Total"
+        )
+
+    with mt:
+        before = total()
+        x = inp * 1.0
+        q, k, v = (x @ wqkv).view(1, s_local, 3, n_heads, d).permute(2, 0, 3, 1, 4).unbind(0)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = o.transpose(1, 2).reshape(1, s_local, hidden) @ wo
+        after = total()
+        out.sum().backward()
+    model = ModelSpec(
+        "attention-block",
+        n_layers=1,
+        hidden=hidden,
+        n_heads=n_heads,
+        vocab=8,
+        max_seq=seq_len,
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+        bias=False,
+        dropout=False,
+    )
+    setup = TrainSetup(precision="fp32", convention="megatron", seq_len=seq_len, cp=cp)
+    io_b = 4.0 * s_local * hidden  # the block output, alive (the input is the QKV input, predicted)
+    return CPAttentionResult(
+        seq_len=seq_len,
+        cp=cp,
+        hidden=hidden,
+        n_heads=n_heads,
+        measured_activation_bytes=after - before,
+        predicted_activation_bytes=attention_activation_bytes(model, setup) + io_b,
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=2048)
@@ -224,8 +317,19 @@ def main(argv=None) -> int:
     ap.add_argument("--moe-ffn-hidden", type=int, default=512)
     ap.add_argument("--capacity-factor", type=float, default=1.0)
     ap.add_argument("--ep", type=int, default=1)
+    ap.add_argument("--cp", type=int, default=0, help="instead: one CP rank's attention block (seq-len, cp)")
+    ap.add_argument("--seq-len", type=int, default=8192)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    if a.cp:
+        c = measure_cp_attention_block(a.seq_len, a.cp)
+        print(
+            json.dumps(c.to_json_dict(), indent=2)
+            if a.json
+            else f"CP rank attention (seq_len {c.seq_len}, cp {c.cp}): measured "
+            f"{c.measured_activation_bytes / 2**20:.2f} MiB, predicted {c.predicted_activation_bytes / 2**20:.2f} MiB"
+        )
+        return 0
     r = measure_moe_block(
         a.tokens, a.hidden, a.n_experts, a.top_k, a.shared, a.moe_ffn_hidden, a.capacity_factor, a.ep
     )

@@ -49,6 +49,7 @@ from gpukit.memory.kv_cache import (
 )
 from gpukit.memory.parts import (
     layer_activation_bytes,
+    attention_activation_bytes,
     moe_mlp_activation_bytes,
     stage_moe_layers,
     stage_param_split,
@@ -154,6 +155,7 @@ __all__ = [
     "kv_bytes_per_token",
     "kv_cache_bytes",
     "layer_activation_bytes",
+    "attention_activation_bytes",
     "moe_mlp_activation_bytes",
     "stage_moe_layers",
     "stage_param_split",

@@ -71,18 +71,41 @@ def layer_activation_bytes(
     m = 1 if uses_dropout(model, setup) else 0  # dropout masks are 1 byte per element (Table 2)
     if recompute == "full":
         return e * s * b * h / sp_div
-    # Not split by TP (split by SP): two norm inputs, the QKV and MLP-input linear inputs, two masks.
-    whole = s * b * h * (2 * e + 2 * e8 + 2 * m)
-    # Split by TP: Q, K (for QK^T), V, the output-projection input; the MLP's activation input and
-    # output (GeLU), or gate, up, SiLU output and their product (SwiGLU); the last one feeds fc2/down.
+    # Not split by TP (split by SP): two norm inputs, the MLP-input linear input, its mask (the QKV
+    # input and the attention's mask: attention_activation_bytes).
+    whole = s * b * h * (2 * e + e8 + m)
+    # Split by TP: the MLP's activation input and output (GeLU), or gate, up, SiLU output and their
+    # product (SwiGLU); the last one feeds fc2/down.
     mlp = ((3 if model.mlp == "swiglu" else 1) * e + e8) * f
-    split = s * b * (e * (q + 2 * kv) + e8 * q)
+    split = 0.0
     if moe:
         w, sp_ = moe_mlp_activation_bytes(model, setup)
         whole += w
         split += sp_
     else:
         split += s * b * mlp
+    return attention_activation_bytes(model, setup, recompute) + whole / sp_div + split / t
+
+
+def attention_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """The attention's share of `layer_activation_bytes` (no norms, no MLP), per GPU and micro-batch,
+    s = seq_len / cp tokens (context parallelism): the QKV linear input (e*h; fp8: 1 byte) and the
+    output dropout mask (m*h), whole unless sp; Q, K, V and the output-projection input
+    (e*(q + 2kv) + e8*q) split by tp; the scores (eager: softmax output, its mask and the dropout output,
+    as^2b(e + m + e*[m])) or, fused, one fp32 logsumexp per row and head (4asb), split by tp, none with
+    selective recompute. Korthikanti et al. 2022 Table 2 (11sbh + 5as^2b with dropout, GPT layout)."""
+    recompute = recompute or setup.recompute
+    model = as_model(model)
+    s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
+    q, kv, a, t = model.q_dim, model.kv_dim, model.n_heads, setup.tp
+    sp_div = t if setup.sp else 1
+    e = dtype_bytes(setup.compute_dtype)
+    e8 = 1 if setup.precision == "fp8" else e
+    m = 1 if uses_dropout(model, setup) else 0
+    if recompute == "full":
+        return 0.0  # the layer input only, counted by layer_activation_bytes
+    whole = s * b * h * (e8 + m)
+    split = s * b * (e * (q + 2 * kv) + e8 * q)
     if recompute != "selective":
         if setup.attention == "eager":  # softmax output, its dropout mask and the dropout output
             split += a * s * s * b * (e + m + (e if m else 0))
