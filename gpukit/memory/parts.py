@@ -63,7 +63,7 @@ def layer_activation_bytes(
     recompute = recompute or setup.recompute
     model = as_model(model)  # a catalog name or a ModelSpec
     s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
-    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    f = model.ffn_hidden
     t = setup.tp
     sp_div = t if setup.sp else 1
     e = dtype_bytes(setup.compute_dtype)
