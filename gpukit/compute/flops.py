@@ -32,6 +32,14 @@ Counting (one FLOP = one multiply or one add; a multiply-add is 2):
 - inference: prefill 2N + attention forward per prompt token; decode 2N + 4*L*H*Q*context per
   generated token (one query against `context` cached keys and values; min(context, W) with a
   sliding window).
+- mixture of experts: N is the matmul weights one token passes through (`active_matmul_params`: attention,
+  dense layers' MLPs, and per MoE layer the router h x E, top-k routed experts and the shared experts),
+  so 6N is the MoE reports' training compute per token (DeepSeek-V3 arXiv:2412.19437; Mixtral
+  arXiv:2401.04088 sec. 2: 13B active of 47B) and MFU is on active-parameter FLOPs, as they report it.
+  Multi-head latent attention: N holds its down/up projections, and the score term's width is
+  n_heads x (qk_head_dim + v_head_dim) / 2 (`attention_width`; the naive, non-absorbed form).
+- fp8 training (`fp8_gemm_share`, `fp8_matmul_time_factor`, `matmul_time_scale`): the block GEMMs less the
+  routers run in fp8; attention, LM head, routers, norms keep bf16 (FP8_KEPT_HIGH); FP8_TIME_ASSUMPTION.
 MFU uses model FLOPs (no recompute), HFU the FLOPs the hardware executes (Korthikanti et al. 2022
 sec. 6; PaLM sec. 4.1 and appendix B).
 

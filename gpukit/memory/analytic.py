@@ -56,6 +56,17 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   and params + grads + optimizer + activations never all exist at once. LoRA/QLoRA, offload (DeepSpeed's
   engine: 16-bit model on the GPU, fp32 master and states on the CPU, no autocast) and inference keep
   the megatron terms under "pytorch" too (the step model was measured for full training only).
+- Mixtures of experts, expert and context parallelism (TrainSetup ep, cp, expert_tp, capacity_factor;
+  gpukit.memory.parts): the routed experts are split over ep x expert_tp ranks, the dense parts (attention,
+  router, shared experts, dense MLPs, embeddings) by tp as before; under ZeRO the dense states shard over
+  dp x cp ranks and the experts' over the expert-data-parallel group dp x cp x tp / (ep x expert_tp)
+  (Megatron-Core MoE docs, "parallel folding"; DeepSeek-V3 arXiv:2412.19437 sec. 3.1). An MoE layer's
+  activations hold the router's fp32 softmax, the shared experts and capacity_factor x top_k x tokens
+  routed rows (GShard, Lepikhin et al. 2020 sec. 2.2); CP leaves seq_len / cp tokens of every activation
+  on a rank (Megatron-Core CP; Korthikanti et al. 2022's terms at s / cp). Both keep the megatron terms.
+- precision "fp8" (train_setup.FP8_RECIPE, Transformer Engine / DeepSeek-V3 sec. 3.3): bf16 weights and
+  gradients, fp32 master + AdamW (16 B/param), an fp8 weight cache (2 B per GEMM weight) and amax
+  histories in params, GEMM inputs saved in fp8; a GPU without fp8 units is a ValueError.
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
