@@ -425,6 +425,8 @@ def fp8_gemm_share(fpt: FlopsPerToken, model: ModelSpec) -> float:
     linears (forward, both backward GEMMs, their recompute) less the routers; FP8_KEPT_HIGH says what
     stays bf16."""
     model = as_model(model)
+    if not isinstance(fpt, FlopsPerToken):
+        raise ValueError(f"fpt must be a FlopsPerToken (from flops_per_token), got {type(fpt).__name__}")
     gemm = fpt.get("dense_forward") + fpt.get("dense_backward") + fpt.get("recompute_dense_forward")
     if fpt.n_params:
         gemm *= 1.0 - router_matmul_params(model) / fpt.n_params

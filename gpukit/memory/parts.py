@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
-from gpukit.errors import require_n_params
+from gpukit.errors import require_choice, require_n_params, require_positive_int
 from gpukit.memory.kv_cache import kv_cache_bytes
 from gpukit.memory.train_setup import (
     FP8_AMAX_HISTORY_LEN,
@@ -158,9 +158,14 @@ def stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> t
     return layers, model.head_params() + tied_copy
 
 
+STAGES = ("only", "first", "last")  # pipeline stages a breakdown is computed for (pp 1: only)
+
+
 def stage_moe_layers(model: ModelSpec, setup: TrainSetup, layers: int) -> int:
     """MoE layers on the heaviest pipeline stage: all of them with pp 1, else their share of the stage's
     layers rounded up (the rule of gpukit.parallel.layout's expert sharding)."""
+    model = as_model(model, "model")
+    layers = require_positive_int("layers", layers)
     if not model.is_moe:
         return 0
     return model.n_moe_layers if setup.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
@@ -171,6 +176,8 @@ def stage_param_split(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[
     router, shared experts, dense MLPs, norms, embedding/head) split by tp; the routed experts of the
     stage's MoE layers split by ep * expert_tp (Megatron-Core MoE: each EP rank holds n_experts / ep
     whole experts, each split over the expert-TP ranks; DeepSeek-V3 sec. 3.1: 64-way EP)."""
+    model = as_model(model, "model")
+    require_choice("stage", stage, STAGES)
     layers, extra = stage_layers_and_extra(model, setup, stage)
     blocks = model.blocks_params() if stage == "only" else layers * model.layer_params()
     expert = stage_moe_layers(model, setup, layers) * model.n_experts * model.expert_params()
@@ -305,6 +312,8 @@ def fp8_extra_bytes(model: ModelSpec, setup: TrainSetup, stage: str) -> float:
     stage's block weights stand for the GEMM weights: norms and biases are < 0.1 %) and the amax
     history of every fp8 tensor (input, weight and output gradient of each GEMM, FP8_AMAX_HISTORY_LEN
     fp32 values plus a scale and its inverse; TE DelayedScaling)."""
+    model = as_model(model, "model")
+    require_choice("stage", stage, STAGES)
     layers, extra = stage_layers_and_extra(model, setup, stage)
     dense, expert = stage_param_split(model, setup, stage)
     gemm_w = dense - extra / setup.tp + expert
