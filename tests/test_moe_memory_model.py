@@ -227,3 +227,13 @@ def test_bad_inputs_are_one_line_errors(model, kw, fragment):
     with pytest.raises(ValueError, match=fragment.replace("*", r"\*")) as e:
         mem.estimate_memory(model, setup=_setup(**kw))
     assert "\n" not in str(e.value)
+
+
+def test_mla_attention_activations_use_the_latent_and_head_widths():
+    s = _setup(dp=8, ep=8, recompute="none", seq_len=4096, sp=False)
+    got = mem.attention_activation_bytes(DSV3, s)
+    T, h = 4096, 7168
+    latent = 2 * (1536 + 512 + 64) + 2 * (1536 + 512)  # norm inputs + up-projection inputs, bf16
+    heads = 2 * (2 * 128 * 192 + 128 * 128) + 2 * 128 * 128  # Q, K at 192, V at 128; output-projection input
+    lse = 4 * 128  # fp32 logsumexp per head
+    assert got == pytest.approx(T * (2 * h + latent + heads + lse))

@@ -93,7 +93,8 @@ def attention_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: s
     output dropout mask (m*h), whole unless sp; Q, K, V and the output-projection input
     (e*(q + 2kv) + e8*q) split by tp; the scores (eager: softmax output, its mask and the dropout output,
     as^2b(e + m + e*[m])) or, fused, one fp32 logsumexp per row and head (4asb), split by tp, none with
-    selective recompute. Korthikanti et al. 2022 Table 2 (11sbh + 5as^2b with dropout, GPT layout)."""
+    selective recompute. Korthikanti et al. 2022 Table 2 (11sbh + 5as^2b with dropout, GPT layout).
+    Multi-head latent attention: the latents and the per-head widths of DeepSeek-V2 sec. 2.1 (below)."""
     recompute = recompute or setup.recompute
     model = as_model(model)
     s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
@@ -105,7 +106,17 @@ def attention_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: s
     if recompute == "full":
         return 0.0  # the layer input only, counted by layer_activation_bytes
     whole = s * b * h * (e8 + m)
-    split = s * b * (e * (q + 2 * kv) + e8 * q)
+    if model.is_mla:
+        # Multi-head latent attention (DeepSeek-V2 arXiv:2405.04434 sec. 2.1.2-2.1.3): the latents c^Q
+        # (q_lora_rank) and c^KV (kv_lora_rank) are saved as their norms' inputs and, normed, as the
+        # up-projections' inputs, with the decoupled rotary key (qk_rope_head_dim), whole (one copy per
+        # TP rank); the heads hold Q and K at qk_head_dim and V and the output at v_head_dim, split by tp.
+        lat = model.q_lora_rank + model.kv_lora_rank
+        whole += s * b * (e * (lat + model.qk_rope_head_dim) + e8 * lat)
+        qk, v = model.n_heads * model.qk_head_dim, model.n_heads * model.v_head_dim
+        split = s * b * (e * (2 * qk + v) + e8 * v)
+    else:
+        split = s * b * (e * (q + 2 * kv) + e8 * q)
     if recompute != "selective":
         if setup.attention == "eager":  # softmax output, its dropout mask and the dropout output
             split += a * s * s * b * (e + m + (e if m else 0))
