@@ -237,3 +237,23 @@ def test_mla_attention_activations_use_the_latent_and_head_widths():
     heads = 2 * (2 * 128 * 192 + 128 * 128) + 2 * 128 * 128  # Q, K at 192, V at 128; output-projection input
     lse = 4 * 128  # fp32 logsumexp per head
     assert got == pytest.approx(T * (2 * h + latent + heads + lse))
+
+
+def test_fp8_estimate_states_its_share_and_assumption():
+    cl = par.make_cluster("h100-sxm", 8)
+    e = par.estimate(
+        MIXTRAL, par.ParallelConfig(dp=8, ep=8), cl, global_batch=8, seq_len=4096, precision="fp8"
+    )
+    note = next(n for n in e.notes if n.startswith("precision fp8"))
+    f = compute.flops_per_token(MIXTRAL, seq_len=4096, include_embeddings=True)
+    assert f"{compute.fp8_gemm_share(f, MIXTRAL):.0%} of the step's FLOPs are fp8 GEMMs" in note
+    assert compute.FP8_TIME_ASSUMPTION in note
+    with pytest.raises(ValueError, match="fp8 tensor cores"):
+        par.estimate(
+            MIXTRAL,
+            par.ParallelConfig(dp=8, ep=8),
+            par.make_cluster("a100-80gb", 8),
+            global_batch=8,
+            seq_len=4096,
+            precision="fp8",
+        )

@@ -462,3 +462,15 @@ def matmul_time_scale(
     f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
     share = fp8_gemm_share(f, model)
     return (1.0 - share) + share * fp8_matmul_time_factor(gpu)
+
+
+def fp8_time_note(model: ModelSpec, seq_len: int, causal: bool, recompute: str, gpu) -> str:
+    """One line stating the FP8 recipe's time model: the share of the step's FLOPs run as fp8 GEMMs, the
+    factor on their time, what stays bf16 and the assumption (for gpukit.parallel.layout.estimate's notes)."""
+    model = as_model(model)
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    share, k = fp8_gemm_share(f, model), fp8_matmul_time_factor(gpu)
+    return (
+        f"precision fp8: {share:.0%} of the step's FLOPs are fp8 GEMMs, timed at {k:.2f} x the bf16 time; "
+        f"{FP8_KEPT_HIGH}; {FP8_TIME_ASSUMPTION}; MFU stays on the bf16 peak"
+    )

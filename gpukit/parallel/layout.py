@@ -66,7 +66,7 @@ from gpukit.comm import (
     grad_sync,
     hierarchical_all_reduce,
 )
-from gpukit.compute import flops_per_token, matmul_time_scale
+from gpukit.compute import flops_per_token, fp8_time_note, matmul_time_scale
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
@@ -562,6 +562,8 @@ def estimate(
     rate = cluster.peak_flops * cluster.matmul_efficiency
     compute_all = hw_fpt * tokens_mb * stage_share / c.tp / rate
     compute_all *= matmul_time_scale(model, s, causal, c.recompute, setup.precision, cluster.gpu)  # fp8 GEMMs
+    if setup.precision == "fp8":  # the FP8 recipe's share and assumption, said (helper F)
+        notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu))
     # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
     act_setup = setup if c.cp == 1 else replace(setup, cp=1)
     act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
