@@ -167,7 +167,7 @@ def test_parse_count(text, n):
         (["--model", "gpt2", "--micro-batch", "0"], "--micro-batch"),
         (["--model", "gpt2", "--seq", "-1"], "--seq"),
         (["--model", "gpt2", "--zero", "4"], "--zero"),
-        (["--model", "gpt2", "--precision", "fp8"], "--precision"),
+        (["--model", "gpt2", "--precision", "fp4"], "--precision"),
         (["--model", "llama-2-7b", "--finetune", "qlora", "--precision", "fp32"], "--finetune"),
         (["--model", "gpt2", "--offload", "optimizer"], "--offload"),
         (["--model", "gpt2", "--max-micro-batch"], "--max-micro-batch"),

@@ -475,7 +475,8 @@ def test_min_gpus_for_training_says_when_more_gpus_would_not_help():
     "kwargs,fragment",
     [
         (dict(zero_stage=4), "zero_stage must be 0, 1, 2 or 3"),
-        (dict(precision="fp8"), "precision must be one of"),
+        (dict(precision="fp4"), "precision must be one of"),
+        (dict(precision="fp8", finetune="lora"), "precision fp8 is the FP8 training recipe"),
         (dict(micro_batch=0), "micro_batch must be a positive integer"),
         (dict(dp=-2), "dp must be a positive integer"),
         (dict(finetune="qlora", precision="fp32"), "finetune='qlora' needs a 16-bit precision"),

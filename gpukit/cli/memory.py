@@ -64,6 +64,11 @@ FLAG_OF = {
     "dropout": "--dropout/--no-dropout",
     "convention": "--convention",
     "optimizer_impl": "--optimizer-impl",
+    "ep": "--ep",
+    "cp": "--cp",
+    "expert_tp": "--expert-tp",
+    "capacity_factor": "--capacity-factor",
+    "ep*expert_tp": "--ep",
 }
 
 
@@ -105,6 +110,27 @@ def register(subparsers) -> None:
         type=int,
         help="micro-batches per step; with --pp, min(pp, grad_accum) are in flight on the first stage "
         "(default with --pp > 1: pp, stated in the output)",
+    )
+    t.add_argument(
+        "--ep",
+        type=int,
+        help="expert-parallel size (mixtures of experts): routed experts split over ep ranks carved from dp*cp "
+        "(Megatron-Core); their gradients and optimizer states shard over dp*cp/ep ranks under ZeRO",
+    )
+    t.add_argument(
+        "--cp", type=int, help="context-parallel size: each rank holds seq_len/cp tokens of the activations"
+    )
+    t.add_argument(
+        "--expert-tp",
+        dest="expert_tp",
+        type=int,
+        help="tensor parallelism inside each expert (default: tp, Megatron-Core's default)",
+    )
+    t.add_argument(
+        "--capacity-factor",
+        dest="capacity_factor",
+        type=float,
+        help="tokens per expert = capacity_factor x tokens x top_k / n_experts (default 1.0, balanced routing)",
     )
     t.add_argument("--recompute", choices=mem.RECOMPUTE, help="activation recompute (default none)")
     t.add_argument(
@@ -291,6 +317,10 @@ def handle(args):
             "grad_accum_buffer",
             "virtual_stages",
             "zero3_prefetch_layers",
+            "ep",
+            "cp",
+            "expert_tp",
+            "capacity_factor",
         )
         given = {k: getattr(args, k) for k in keys}
         if custom:  # a custom shape has no row in gpukit/data/models.csv: every default picked for it is said

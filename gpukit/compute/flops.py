@@ -32,6 +32,14 @@ Counting (one FLOP = one multiply or one add; a multiply-add is 2):
 - inference: prefill 2N + attention forward per prompt token; decode 2N + 4*L*H*Q*context per
   generated token (one query against `context` cached keys and values; min(context, W) with a
   sliding window).
+- mixture of experts: N is the matmul weights one token passes through (`active_matmul_params`: attention,
+  dense layers' MLPs, and per MoE layer the router h x E, top-k routed experts and the shared experts),
+  so 6N is the MoE reports' training compute per token (DeepSeek-V3 arXiv:2412.19437; Mixtral
+  arXiv:2401.04088 sec. 2: 13B active of 47B) and MFU is on active-parameter FLOPs, as they report it.
+  Multi-head latent attention: N holds its down/up projections, and the score term's width is
+  n_heads x (qk_head_dim + v_head_dim) / 2 (`attention_width`; the naive, non-absorbed form).
+- fp8 training (`fp8_gemm_share`, `fp8_matmul_time_factor`, `matmul_time_scale`): the block GEMMs less the
+  routers run in fp8; attention, LM head, routers, norms keep bf16 (FP8_KEPT_HIGH); FP8_TIME_ASSUMPTION.
 MFU uses model FLOPs (no recompute), HFU the FLOPs the hardware executes (Korthikanti et al. 2022
 sec. 6; PaLM sec. 4.1 and appendix B).
 
@@ -124,7 +132,7 @@ class FlopsPerToken:
 def _attention_width(model, n_layers, hidden):
     """(layers, H*Q) for the attention term, or (None, None) when unknown."""
     if model is not None:
-        return model.n_layers, model.n_heads * model.head_dim
+        return model.n_layers, attention_width(model)
     if n_layers is not None and hidden is not None:
         return require_positive_int("n_layers", n_layers), require_positive_int("hidden", hidden)
     if (n_layers is None) != (hidden is None):
@@ -135,8 +143,57 @@ def _attention_width(model, n_layers, hidden):
 
 
 def layer_matmul_params(model: ModelSpec) -> int:
-    """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms)."""
+    """Matmul weights of all transformer layers: q,k,v,o and the MLP matrices (no biases, no norms).
+    For a dense model; a mixture of experts' per-token FLOPs use `active_matmul_params`."""
     return as_model(model).n_layers * as_model(model).linear_weights[0]
+
+
+def attention_matmul_params(model: ModelSpec) -> int:
+    """Matmul weights of one block's attention (no biases, no norms). Standard: q, k, v, o. Multi-head
+    latent attention (DeepSeek-V2 arXiv:2405.04434 sec. 2.1.2-2.1.3): W^DQ, W^UQ (with the rotary part),
+    W^DKV + W^KR, W^UK, W^UV and W^O, i.e. ModelSpec.attention_params less its two latent norms."""
+    model = as_model(model)
+    if model.is_mla:
+        return model.attention_params() - model.q_lora_rank - model.kv_lora_rank
+    h, q, kv = model.hidden, model.q_dim, model.kv_dim
+    return h * q + 2 * h * kv + q * h
+
+
+def router_matmul_params(model: ModelSpec) -> int:
+    """The routers' matmul weights over all MoE layers, hidden x n_experts each (0 for a dense model)."""
+    model = as_model(model)
+    return model.n_moe_layers * model.hidden * model.n_experts
+
+
+def active_matmul_params(model: ModelSpec) -> int:
+    """Matmul weights one token passes through in all blocks (Kaplan's N, per token): attention, and the
+    MLP: dense layers' MLP matrices, MoE layers' router + top-k routed experts + shared experts
+    (DeepSeek-V3 arXiv:2412.19437 sec. 2.1.2; Mixtral arXiv:2401.04088 sec. 2: 'each token has access
+    to 47B parameters, but only uses 13B active parameters'). Equals layer_matmul_params for a dense
+    standard-attention model. 6 x this x tokens is the MoE reports' training compute (plus attention)."""
+    model = as_model(model)
+    h, mats = model.hidden, (3 if model.mlp == "swiglu" else 2)
+    attn = attention_matmul_params(model)
+    dense_mlp = mats * h * model.ffn_hidden
+    if not model.is_moe:
+        return model.n_layers * (attn + dense_mlp)
+    moe_mlp = (
+        h * model.n_experts
+        + model.experts_per_token * mats * h * model.moe_ffn_hidden
+        + model.n_shared_experts * mats * h * model.shared_ffn_hidden
+    )
+    n_moe = model.n_moe_layers
+    return model.n_layers * attn + n_moe * moe_mlp + (model.n_layers - n_moe) * dense_mlp
+
+
+def attention_width(model: ModelSpec) -> float:
+    """H*Q of the attention-score term 4*L*H*Q*T: n_heads * head_dim, or with MLA the mean of the q/k
+    width (qk_nope + qk_rope = qk_head_dim, for QK^T) and the value width (v_head_dim, for AV): QK^T
+    costs 2*H*qk*T and AV 2*H*v*T per token (DeepSeek-V2 sec. 2.1; naive, non-absorbed MLA)."""
+    model = as_model(model)
+    if model.is_mla:
+        return model.n_heads * (model.qk_head_dim + model.v_head_dim) / 2
+    return model.n_heads * model.head_dim
 
 
 def flops_per_token(
@@ -194,7 +251,7 @@ def flops_per_token(
         causal = True
     if model is not None:
         try:
-            n = float(layer_matmul_params(model))
+            n = float(active_matmul_params(model))  # = layer_matmul_params for a dense model
             head = float(model.vocab * model.hidden) if include_embeddings else 0.0
         except OverflowError:
             raise overflow_error("the model's parameter count") from None
@@ -345,4 +402,94 @@ def achieved_tflops(flops: float, step_time_s: float, n_gpus: int = 1) -> float:
         require_positive("flops", flops)
         / (require_positive("step_time_s", step_time_s) * require_positive_int("n_gpus", n_gpus))
         / 1e12,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# FP8 training: which FLOPs run in fp8 and how much faster they run
+# ---------------------------------------------------------------------------------------------------
+FP8_KEPT_HIGH = (
+    "attention scores and AV, the LM head, the MoE routers, norms and elementwise ops stay in bf16/fp32 "
+    "(DeepSeek-V3 arXiv:2412.19437 sec. 3.3.1: embedding, output head, gating, normalization and "
+    "attention keep their precision; Transformer Engine casts only the Linear GEMMs)"
+)
+FP8_TIME_ASSUMPTION = (
+    "fp8 GEMMs reach the same share of the fp8 peak as bf16 GEMMs of the bf16 peak (assumption until "
+    "per-generation achievable fp8/bf16 rates are cataloged): an fp8 GEMM FLOP takes bf16_peak / fp8_peak "
+    "of a bf16 one"
+)
+
+
+def fp8_gemm_share(fpt: FlopsPerToken, model: ModelSpec) -> float:
+    """Share of the hardware FLOPs per token that run as fp8 GEMMs under the FP8 recipe: the block
+    linears (forward, both backward GEMMs, their recompute) less the routers; FP8_KEPT_HIGH says what
+    stays bf16."""
+    model = as_model(model)
+    if not isinstance(fpt, FlopsPerToken):
+        raise ValueError(f"fpt must be a FlopsPerToken (from flops_per_token), got {type(fpt).__name__}")
+    gemm = fpt.get("dense_forward") + fpt.get("dense_backward") + fpt.get("recompute_dense_forward")
+    if fpt.n_params:
+        gemm *= 1.0 - router_matmul_params(model) / fpt.n_params
+    return gemm / fpt.hardware_flops
+
+
+def fp8_matmul_time_factor(gpu, share_ratio: float = 1.0) -> float:
+    """Time of an fp8 GEMM FLOP relative to a bf16 one on `gpu`: (bf16 peak x bf16 share) / (fp8 peak
+    x fp8 share), the shares being the achievable fraction of each peak. FP8_TIME_ASSUMPTION: equal
+    shares, so bf16_peak / fp8_peak from the catalog (0.5 on H100/H200/B200: fp8 doubles the dense
+    peak), unless the caller gives share_ratio = bf16 share / fp8 share (gpukit.parallel.layout.estimate passes
+    the cataloged achievable shares of gpukit/data/efficiency.csv). ValueError when the GPU has no fp8 units
+    (A100, V100)."""
+    from gpukit.catalog import as_gpu
+
+    g = as_gpu(gpu)
+    if not g.has("fp8"):
+        raise ValueError(
+            f"precision fp8 needs a GPU with fp8 tensor cores (Hopper, Ada, Blackwell, MI300): {g.name} has "
+            "none; use bf16-mixed"
+        )
+    share_ratio = require_positive("share_ratio", share_ratio)
+    return g.peak_tflops(g.half_dtype) / g.peak_tflops("fp8") * share_ratio
+
+
+def matmul_time_scale(
+    model: ModelSpec,
+    seq_len: int,
+    causal: bool,
+    recompute: str,
+    precision: str,
+    gpu,
+    share_ratio: float = 1.0,
+) -> float:
+    """Time of a step's hardware FLOPs relative to running them all at the bf16 rate: 1 unless precision
+    is fp8, then (1 - share) + share x fp8_matmul_time_factor(gpu) with share = fp8_gemm_share (the
+    attention, LM head and routers keep the bf16 rate). What gpukit.parallel.layout.estimate multiplies
+    its compute time by; FLOPs and MFU are unchanged (MFU stays on the bf16 peak, as reports state it)."""
+    if precision != "fp8":
+        return 1.0
+    model = as_model(model)
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    share = fp8_gemm_share(f, model)
+    return (1.0 - share) + share * fp8_matmul_time_factor(gpu, share_ratio)
+
+
+def fp8_time_note(
+    model: ModelSpec, seq_len: int, causal: bool, recompute: str, gpu, share_ratio: float | None = None
+) -> str:
+    """One line stating the FP8 recipe's time model: the share of the step's FLOPs run as fp8 GEMMs, the
+    factor on their time, what stays bf16 and the assumption (for gpukit.parallel.layout.estimate's notes)."""
+    model = as_model(model)
+    f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
+    share, k = (
+        fp8_gemm_share(f, model),
+        fp8_matmul_time_factor(gpu, 1.0 if share_ratio is None else share_ratio),
+    )
+    rates = (
+        FP8_TIME_ASSUMPTION
+        if share_ratio is None
+        else f"achievable shares of the bf16 and fp8 peaks from the catalog (bf16/fp8 share ratio {share_ratio:.3f})"
+    )
+    return (
+        f"precision fp8: {share:.0%} of the step's FLOPs are fp8 GEMMs, timed at {k:.2f} x the bf16 time; "
+        f"{FP8_KEPT_HIGH}; {rates}; MFU stays on the bf16 peak"
     )

@@ -56,6 +56,17 @@ Conventions (each one is a choice; tests/test_memory*.py pin them down):
   and params + grads + optimizer + activations never all exist at once. LoRA/QLoRA, offload (DeepSpeed's
   engine: 16-bit model on the GPU, fp32 master and states on the CPU, no autocast) and inference keep
   the megatron terms under "pytorch" too (the step model was measured for full training only).
+- Mixtures of experts, expert and context parallelism (TrainSetup ep, cp, expert_tp, capacity_factor;
+  gpukit.memory.parts): the routed experts are split over ep x expert_tp ranks, the dense parts (attention,
+  router, shared experts, dense MLPs, embeddings) by tp as before; under ZeRO the dense states shard over
+  dp x cp ranks and the experts' over the expert-data-parallel group dp x cp x tp / (ep x expert_tp)
+  (Megatron-Core MoE docs, "parallel folding"; DeepSeek-V3 arXiv:2412.19437 sec. 3.1). An MoE layer's
+  activations hold the router's fp32 softmax, the shared experts and capacity_factor x top_k x tokens
+  routed rows (GShard, Lepikhin et al. 2020 sec. 2.2); CP leaves seq_len / cp tokens of every activation
+  on a rank (Megatron-Core CP; Korthikanti et al. 2022's terms at s / cp). Both keep the megatron terms.
+- precision "fp8" (train_setup.FP8_RECIPE, Transformer Engine / DeepSeek-V3 sec. 3.3): bf16 weights and
+  gradients, fp32 master + AdamW (16 B/param), an fp8 weight cache (2 B per GEMM weight) and amax
+  histories in params, GEMM inputs saved in fp8; a GPU without fp8 units is a ValueError.
 - Overhead (CUDA context + allocator slack) is counted only when a `gpu` is given. Without one the
   result is the bytes of tensors, which is what the formulas predict.
 
@@ -84,6 +95,7 @@ from gpukit.memory.pytorch import (
     pytorch_step_parts,
 )
 from gpukit.memory.train_setup import (
+    FP8_RECIPE,
     TrainSetup,
 )
 from gpukit.quant import lora_layer_params
@@ -197,17 +209,20 @@ class MemoryBreakdown:
             if self.convention == "pytorch" and self.peak_phase != "sum"
             else f"convention {self.convention}: a sum of parts"
             + (
-                " (the megatron terms: the pytorch step model is measured for full training only, not "
-                "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU) or inference)"
+                " (the megatron terms: the pytorch step model is measured for dense full training only, not "
+                "for LoRA/QLoRA, offload (DeepSpeed's 16-bit model, fp32 master on the CPU), inference, "
+                "fp8, ep/cp or a mixture of experts)"
                 if self.convention == "pytorch"
                 else ""
             )
         )
         lines = [
             f"{self.model_name}: {what}",
-            f"dp {s.dp} x tp {s.tp} x pp {s.pp}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
+            f"dp {s.dp} x tp {s.tp} x pp {s.pp}{f' x cp {s.cp}' if s.cp > 1 else ''}{f' (ep {s.ep})' if s.ep > 1 else ''}; per GPU (stage: {self.stage}); {self.n_params:,} params, "
             f"{self.trainable_params:,} trainable",
             *([_pipeline_line(s)] if s.pp > 1 and not s.inference else []),
+            *([_ep_cp_line(s)] if s.ep > 1 or s.cp > 1 else []),
+            *([FP8_RECIPE] if s.precision == "fp8" else []),
             how,
             *([zero] if (zero := _pytorch_zero_line(s, self.peak_phase)) else []),
             f"{'component':<14}{'GiB':>10}{'share':>8}",
@@ -233,6 +248,20 @@ class MemoryBreakdown:
         return "\n".join(lines)
 
 
+def _ep_cp_line(s: TrainSetup) -> str:
+    """What EP and CP do to the memory, said in the output."""
+    parts = []
+    if s.ep > 1:
+        parts.append(
+            f"ep {s.ep} x expert_tp {s.expert_tensor_parallel}: routed experts split over {s.ep * s.expert_tensor_parallel} "
+            f"ranks, their grads/optimizer sharded over the expert-data-parallel group of {s.expert_dp} "
+            f"(Megatron-Core MoE); tokens per expert = capacity_factor {s.capacity_factor:g} x tokens x top_k / n_experts"
+        )
+    if s.cp > 1:
+        parts.append(f"cp {s.cp}: each rank holds seq_len/cp = {s.seq_len // s.cp} tokens of the activations")
+    return "; ".join(parts)
+
+
 def _pipeline_line(s: TrainSetup) -> str:
     """What the first pipeline stage holds, said in the output (1F1B: min(pp, grad_accum) micro-batches in
     flight, Korthikanti et al. 2022 sec. 4.2.3; bubble (p-1)/(m+p-1), Narayanan et al. 2021 sec. 2.2)."""
@@ -245,12 +274,35 @@ def _pipeline_line(s: TrainSetup) -> str:
     return line
 
 
+def require_fp8(gpu) -> None:
+    """ValueError (one line) when `gpu` has no fp8 tensor cores (A100, V100: no fp8 peak in the catalog)."""
+    gpu = as_gpu(gpu)
+    if not gpu.has("fp8"):
+        raise ValueError(
+            f"precision fp8 needs a GPU with fp8 tensor cores (Hopper, Ada, Blackwell, MI300): {gpu.name} has "
+            "none; use bf16-mixed"
+        )
+
+
 def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
     """ValueError when the parallel layout does not fit the model's shape."""
     model = as_model(model)
     model.check_tp(setup.tp)  # ModelSpec's rule: whole heads, KV heads split or replicated
     if setup.pp > model.n_layers:
         raise ValueError(f"pp must be at most n_layers {model.n_layers}, got {setup.pp}")
+    if setup.ep > 1 or setup.expert_tp not in (None, setup.tp):
+        if not model.is_moe:
+            raise ValueError(
+                f"ep and expert_tp need a mixture of experts: {model.name} is dense (n_experts 0), got ep "
+                f"{setup.ep}, expert_tp {setup.expert_tp}"
+            )
+        if model.n_experts % setup.ep:
+            raise ValueError(
+                f"ep must divide n_experts {model.n_experts} (whole experts per rank), got {setup.ep}"
+            )
+        etp = setup.expert_tensor_parallel
+        if model.moe_ffn_hidden % etp:
+            raise ValueError(f"expert_tp must divide moe_ffn_hidden {model.moe_ffn_hidden}, got {etp}")
     if setup.pp * setup.virtual_stages > model.n_layers:
         raise ValueError(
             f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
@@ -292,12 +344,14 @@ def estimate_memory(
     model, gpu = as_model(model, optional=True), as_gpu(gpu, optional=True)  # catalog names accepted
     if (model is None) == (n_params is None):
         raise ValueError("pass either model or n_params (exactly one)")
+    if setup.precision == "fp8" and gpu is not None:
+        require_fp8(gpu)
     try:  # sizes beyond float range (e.g. micro_batch 1e400) overflow: a ValueError, not OverflowError
         if model is not None:
             check_layout(model, setup)
             stages = ("only",) if setup.pp == 1 else ("first", "last")
             parts = [(st, stage_parts(model, setup, st)) for st in stages]
-            if pytorch_step_applies(setup):
+            if pytorch_step_applies(setup) and not model.is_moe:
                 parts = [(st, pytorch_step_parts(model, setup, st, p)) for st, p in parts]
             stage, p = max(parts, key=lambda sp: sum(v for k, v in sp[1].items() if k in _GPU_PARTS))
             terms = stage_terms(model, setup, stage)

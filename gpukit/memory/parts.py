@@ -20,15 +20,23 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
-from gpukit.errors import require_n_params
+from gpukit.errors import require_choice, require_n_params, require_positive_int
 from gpukit.memory.kv_cache import kv_cache_bytes
-from gpukit.memory.train_setup import TrainSetup, state_bytes_per_param, uses_dropout
+from gpukit.memory.train_setup import (
+    FP8_AMAX_HISTORY_LEN,
+    FP8_WEIGHT_CACHE_BYTES,
+    TrainSetup,
+    state_bytes_per_param,
+    uses_dropout,
+)
 from gpukit.quant import QUANT_DTYPES, lora_layer_params, quantized_bytes
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
 
 
-def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+def layer_activation_bytes(
+    model: ModelSpec, setup: TrainSetup, recompute: str | None = None, moe: bool = False
+) -> float:
     """Bytes one transformer layer keeps for its backward pass, per GPU, for one micro-batch.
 
     Korthikanti et al. 2022, sec. 4.1 and Table 2, with a = n_heads, t = tp, in 16-bit:
@@ -44,29 +52,109 @@ def layer_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str |
     the norm inputs, QKV/MLP inputs and masks (10sbh) stay whole unless sp; selective recompute
     drops the score terms; full recompute keeps only the layer input, 2sbh (/t with sp: Megatron
     stores the SP-sharded input). attention="flash" replaces the score terms by a 4asb logsumexp.
+
+    Context parallelism: each cp rank holds s/cp tokens of every activation (Megatron-Core CP; ring
+    attention, Liu et al. 2023), so s is seq_len / cp throughout.
+    MoE layer (moe=True, `moe_mlp_activation_bytes`): the dense MLP is replaced by the router, the
+    shared experts and the routed experts' tokens, capacity_factor * top_k * tokens per rank.
+    precision fp8 (FP8_RECIPE): the inputs of the GEMMs (QKV input, output-projection input, MLP input,
+    the fc2/down input) are saved in fp8, 1 byte (Transformer Engine Linear saves its fp8-cast input).
     """
     recompute = recompute or setup.recompute
     model = as_model(model)  # a catalog name or a ModelSpec
-    s, b, h = setup.seq_len, setup.micro_batch, model.hidden
-    q, kv, f, a = model.q_dim, model.kv_dim, model.ffn_hidden, model.n_heads
+    s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
+    f = model.ffn_hidden
     t = setup.tp
     sp_div = t if setup.sp else 1
     e = dtype_bytes(setup.compute_dtype)
+    e8 = 1 if setup.precision == "fp8" else e  # saved GEMM inputs (FP8_RECIPE)
     m = 1 if uses_dropout(model, setup) else 0  # dropout masks are 1 byte per element (Table 2)
     if recompute == "full":
         return e * s * b * h / sp_div
-    # Not split by TP (split by SP): two norm inputs, the QKV and MLP-input linear inputs, two masks.
-    whole = s * b * h * (4 * e + 2 * m)
-    # Split by TP: Q, K (for QK^T), V, the output-projection input; the MLP's activation input and
-    # output (GeLU), or gate, up, SiLU output and their product (SwiGLU).
-    mlp = (4 if model.mlp == "swiglu" else 2) * e * f
-    split = s * b * (e * (2 * q + 2 * kv) + mlp)
+    # Not split by TP (split by SP): two norm inputs, the MLP-input linear input, its mask (the QKV
+    # input and the attention's mask: attention_activation_bytes).
+    whole = s * b * h * (2 * e + e8 + m)
+    # Split by TP: the MLP's activation input and output (GeLU), or gate, up, SiLU output and their
+    # product (SwiGLU); the last one feeds fc2/down.
+    mlp = ((3 if model.mlp == "swiglu" else 1) * e + e8) * f
+    split = 0.0
+    if moe:
+        w, sp_ = moe_mlp_activation_bytes(model, setup)
+        whole += w
+        split += sp_
+    else:
+        split += s * b * mlp
+    return attention_activation_bytes(model, setup, recompute) + whole / sp_div + split / t
+
+
+def attention_activation_bytes(model: ModelSpec, setup: TrainSetup, recompute: str | None = None) -> float:
+    """The attention's share of `layer_activation_bytes` (no norms, no MLP), per GPU and micro-batch,
+    s = seq_len / cp tokens (context parallelism): the QKV linear input (e*h; fp8: 1 byte) and the
+    output dropout mask (m*h), whole unless sp; Q, K, V and the output-projection input
+    (e*(q + 2kv) + e8*q) split by tp; the scores (eager: softmax output, its mask and the dropout output,
+    as^2b(e + m + e*[m])) or, fused, one fp32 logsumexp per row and head (4asb), split by tp, none with
+    selective recompute. Korthikanti et al. 2022 Table 2 (11sbh + 5as^2b with dropout, GPT layout).
+    Multi-head latent attention: the latents and the per-head widths of DeepSeek-V2 sec. 2.1 (below)."""
+    recompute = recompute or setup.recompute
+    model = as_model(model)
+    s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
+    q, kv, a, t = model.q_dim, model.kv_dim, model.n_heads, setup.tp
+    sp_div = t if setup.sp else 1
+    e = dtype_bytes(setup.compute_dtype)
+    e8 = 1 if setup.precision == "fp8" else e
+    m = 1 if uses_dropout(model, setup) else 0
+    if recompute == "full":
+        return 0.0  # the layer input only, counted by layer_activation_bytes
+    whole = s * b * h * (e8 + m)
+    if model.is_mla:
+        # Multi-head latent attention (DeepSeek-V2 arXiv:2405.04434 sec. 2.1.2-2.1.3): the latents c^Q
+        # (q_lora_rank) and c^KV (kv_lora_rank) are saved as their norms' inputs and, normed, as the
+        # up-projections' inputs, with the decoupled rotary key (qk_rope_head_dim), whole (one copy per
+        # TP rank); the heads hold Q and K at qk_head_dim and V and the output at v_head_dim, split by tp.
+        lat = model.q_lora_rank + model.kv_lora_rank
+        whole += s * b * (e * (lat + model.qk_rope_head_dim) + e8 * lat)
+        qk, v = model.n_heads * model.qk_head_dim, model.n_heads * model.v_head_dim
+        split = s * b * (e * (2 * qk + v) + e8 * v)
+    else:
+        split = s * b * (e * (q + 2 * kv) + e8 * q)
     if recompute != "selective":
         if setup.attention == "eager":  # softmax output, its dropout mask and the dropout output
             split += a * s * s * b * (e + m + (e if m else 0))
         else:  # fused attention keeps one fp32 logsumexp per row (FlashAttention-2, Dao 2023)
             split += 4 * a * s * b
     return whole / sp_div + split / t
+
+
+def moe_mlp_activation_bytes(model: ModelSpec, setup: TrainSetup) -> tuple[float, float]:
+    """(bytes split by sp, bytes split by tp) that an MoE layer's MLP keeps for backward, per GPU and
+    micro-batch, T = seq_len / cp * micro_batch tokens on the rank:
+    - router: its fp32 softmax over n_experts per token, 4*T*E (Megatron-Core's router computes the
+      scores in fp32), split by sp like the tokens;
+    - shared experts (DeepSeek-V3 sec. 2.1.2): a dense MLP of shared_ffn_hidden each, split by tp;
+    - routed experts: each rank receives capacity_factor * top_k * T token rows (tokens per expert
+      = capacity_factor * tokens * top_k / n_experts, GShard sec. 2.2: the dispatch buffer is padded to
+      capacity, times its n_experts / ep experts over the ep ranks' tokens, balanced routing); per row the
+      permuted expert input (h wide) and the expert MLP's intermediates (moe_ffn_hidden / expert_tp wide,
+      as a dense MLP's); and the expert output gathered back to its top_k * T token copies (h wide)
+      that the weighted combine keeps (its gradient w.r.t. the gate probabilities needs it). With sp the rank dispatches its T/tp tokens and the expert-TP
+      group gathers expert_tp of those shares (Megatron-Core MoE, "parallel folding"); without sp every
+      TP rank holds all T rows. Returned as TP-split bytes scaled so that the caller's / tp gives this.
+    The routed rows depend on routing: with dropless training and imbalance a rank can receive more
+    (capacity_factor names the bound; 1.0 = perfectly balanced)."""
+    model = as_model(model)
+    s, b, h = setup.seq_len / setup.cp, setup.micro_batch, model.hidden
+    t, etp = setup.tp, setup.expert_tensor_parallel
+    sp_div = t if setup.sp else 1
+    e = dtype_bytes(setup.compute_dtype)
+    e8 = 1 if setup.precision == "fp8" else e
+    tokens = s * b
+    per_f = (3 if model.mlp == "swiglu" else 1) * e + e8  # as the dense MLP: intermediates, fc2 input
+    router = 4.0 * tokens * model.n_experts  # / sp_div by the caller
+    shared = tokens * model.n_shared_experts * per_f * model.shared_ffn_hidden  # / tp by the caller
+    gathered = model.experts_per_token * tokens * (etp / sp_div if setup.sp else 1.0)  # token copies
+    rows = setup.capacity_factor * gathered  # capacity buffer: E/ep experts x capacity each, padded
+    routed = rows * (e8 * h + per_f * model.moe_ffn_hidden / etp) + gathered * e * h  # per GPU, divided
+    return router, shared + routed * t
 
 
 def stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[int, int]:
@@ -81,6 +169,32 @@ def stage_layers_and_extra(model: ModelSpec, setup: TrainSetup, stage: str) -> t
     return layers, model.head_params() + tied_copy
 
 
+STAGES = ("only", "first", "last")  # pipeline stages a breakdown is computed for (pp 1: only)
+
+
+def stage_moe_layers(model: ModelSpec, setup: TrainSetup, layers: int) -> int:
+    """MoE layers on the heaviest pipeline stage: all of them with pp 1, else their share of the stage's
+    layers rounded up (the rule of gpukit.parallel.layout's expert sharding)."""
+    model = as_model(model, "model")
+    layers = require_positive_int("layers", layers)
+    if not model.is_moe:
+        return 0
+    return model.n_moe_layers if setup.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
+
+
+def stage_param_split(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[float, float]:
+    """(dense, expert) parameter elements one GPU of `stage` holds before ZeRO: the dense part (attention,
+    router, shared experts, dense MLPs, norms, embedding/head) split by tp; the routed experts of the
+    stage's MoE layers split by ep * expert_tp (Megatron-Core MoE: each EP rank holds n_experts / ep
+    whole experts, each split over the expert-TP ranks; DeepSeek-V3 sec. 3.1: 64-way EP)."""
+    model = as_model(model, "model")
+    require_choice("stage", stage, STAGES)
+    layers, extra = stage_layers_and_extra(model, setup, stage)
+    blocks = model.blocks_params() if stage == "only" else layers * model.layer_params()
+    expert = stage_moe_layers(model, setup, layers) * model.n_experts * model.expert_params()
+    return (blocks - expert + extra) / setup.tp, expert / (setup.ep * setup.expert_tensor_parallel)
+
+
 def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: int) -> tuple[float, float]:
     """(bytes of the frozen/served weights on one GPU, bytes of one layer) in setup.base_dtype."""
     dt, ce = setup.base_dtype, dtype_bytes(setup.compute_dtype)
@@ -88,6 +202,9 @@ def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: 
         lin, rows = model.linear_weights
         layer = quantized_bytes(lin, dt, rows) + (model.layer_params() - lin) * ce
         return (layers * layer + extra * ce) / setup.tp, layer / setup.tp
+    if model.is_moe and setup.ep > 1:  # routed experts split over ep * expert_tp (stage_param_split)
+        dense, expert = stage_param_split(model, setup, "only" if setup.pp == 1 else "first")
+        return (dense + expert) * dtype_bytes(dt), _layer_elem(model, setup) * dtype_bytes(dt)
     layer = model.layer_params() * dtype_bytes(dt)
     return (layers * layer + extra * dtype_bytes(dt)) / setup.tp, layer / setup.tp
 
@@ -121,18 +238,34 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
 
     w, g, o = state_bytes_per_param(setup)
     if setup.finetune == "full":
-        n_elem = (layers * model.layer_params() + extra) / t
-        layer_elem = model.layer_params() / t
-        p["params"] = n_elem * w / (dp if z >= 3 else 1)
+        # dense parts shard under ZeRO over dp*cp ranks, routed experts over the expert-data-parallel
+        # group dp*cp*tp/(ep*expert_tp) (Megatron-Core MoE docs; ZeRO sec. 5 per group): `n_elem` is the
+        # elements of one GPU's shard-equivalent, the sum of both parts each divided by its group
+        dense, expert = stage_param_split(model, setup, stage)
+        n_elem = dense + expert  # held before ZeRO
+
+        def sharded(bytes_per: float, on: bool) -> float:
+            return (
+                dense * bytes_per / setup.dense_dp + expert * bytes_per / setup.expert_dp
+                if on
+                else n_elem * bytes_per
+            )
+
+        layer_elem = _layer_elem(model, setup)
+        p["params"] = sharded(w, z >= 3)
         layer_w = layer_elem * w
+        p["grads"] = sharded(g, z >= 2)
+        p["optimizer"] = sharded(o, z >= 1)
+        if setup.precision == "fp8":  # FP8_RECIPE: fp8 weight cache and amax histories, beside the weights
+            p["params"] += fp8_extra_bytes(model, setup, stage) / (setup.dense_dp if z >= 3 else 1)
     else:  # frozen base + trainable adapters (LoRA, Hu et al. 2021; QLoRA, Dettmers et al. 2023)
         base, layer_w = _base_weight_bytes(model, setup, layers, extra)
         w, g, o = state_bytes_per_param(setup, adapters=True)
         layer_elem = lora_layer_params(model, setup.lora_rank, setup.lora_targets) / t
         n_elem = layers * layer_elem
         p["params"] = (base + n_elem * w) / (dp if z >= 3 else 1)
-    p["grads"] = n_elem * g / (dp if z >= 2 else 1)
-    p["optimizer"] = n_elem * o / (dp if z >= 1 else 1)
+        p["grads"] = n_elem * g / (dp if z >= 2 else 1)
+        p["optimizer"] = n_elem * o / (dp if z >= 1 else 1)
     layer_g = layer_elem * g
     if setup.offload in ("optimizer", "all"):
         # ZeRO-Offload (Ren et al. 2021, sec. 4.1): optimizer states, fp32 master and the 16-bit
@@ -148,9 +281,15 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     # 1F1B: the first stage holds min(pp, m) micro-batches (Korthikanti 4.2.3); interleaved x (1+(p-1)/(pv))
     in_flight = setup.in_flight_micro_batches * setup.interleave_factor if stage == "first" else 1
     sp_div = t if setup.sp else 1
-    act = layers * layer_activation_bytes(model, setup) * in_flight
+    if setup.cp > 1:
+        s = s / setup.cp  # context parallelism: s/cp tokens of the sequence on this rank
+    n_moe = stage_moe_layers(model, setup, layers)
+    act = (
+        (layers - n_moe) * layer_activation_bytes(model, setup)
+        + n_moe * layer_activation_bytes(model, setup, moe=True)
+    ) * in_flight
     if setup.recompute == "full":  # the layer being recomputed holds its full activations
-        act += layer_activation_bytes(model, setup, recompute="none")
+        act += layer_activation_bytes(model, setup, recompute="none", moe=n_moe > 0)
     if stage in ("only", "first") and uses_dropout(model, setup):  # mask after the embeddings, sec. 4.3
         act += s * b * model.hidden / sp_div * in_flight
     if holds_head:  # final-norm input and LM-head input, Korthikanti sec. 4.3 (4sbh/t); encoders: an MLM head
@@ -163,6 +302,38 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
         act += max(i * o_ for _, i, o_ in model.linear_shapes) / t * ce
     p["activations"] = act
     return p
+
+
+def _layer_elem(model: ModelSpec, setup: TrainSetup) -> float:
+    """Elements of the largest block on one GPU (what ZeRO-3 gathers to compute it): a MoE block's dense
+    part / tp plus its experts / (ep * expert_tp), or a dense block / tp."""
+    if not model.is_moe:
+        return model.layer_params() / setup.tp
+    i = model.n_layers - 1 if model.is_moe_layer(model.n_layers - 1) else model.first_dense_layers
+    experts = model.n_experts * model.expert_params()
+    moe = (model.layer_params_at(i) - experts) / setup.tp + experts / (
+        setup.ep * setup.expert_tensor_parallel
+    )
+    return max(moe, model.layer_params_at(0) / setup.tp)
+
+
+def fp8_extra_bytes(model: ModelSpec, setup: TrainSetup, stage: str) -> float:
+    """Bytes the FP8 recipe (train_setup.FP8_RECIPE) adds beside the bf16 weights on one GPU before
+    ZeRO: the fp8 weight cache (weight + transpose, FP8_WEIGHT_CACHE_BYTES per GEMM weight; the
+    stage's block weights stand for the GEMM weights: norms and biases are < 0.1 %) and the amax
+    history of every fp8 tensor (input, weight and output gradient of each GEMM, FP8_AMAX_HISTORY_LEN
+    fp32 values plus a scale and its inverse; TE DelayedScaling)."""
+    model = as_model(model, "model")
+    require_choice("stage", stage, STAGES)
+    layers, extra = stage_layers_and_extra(model, setup, stage)
+    dense, expert = stage_param_split(model, setup, stage)
+    gemm_w = dense - extra / setup.tp + expert
+    per_dense = len(model.linear_shapes)
+    mlp_mats = 3 if model.mlp == "swiglu" else 2
+    n_moe = stage_moe_layers(model, setup, layers)
+    local_experts = model.n_experts / setup.ep + model.n_shared_experts
+    gemms = (layers - n_moe) * per_dense + n_moe * (4 + mlp_mats * local_experts)
+    return FP8_WEIGHT_CACHE_BYTES * gemm_w + gemms * 3 * (FP8_AMAX_HISTORY_LEN + 2) * 4.0
 
 
 def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[str, float], ...]:
@@ -183,6 +354,24 @@ def stage_terms(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[tuple[
             ("stored_checkpoints_bytes", layers * layer_activation_bytes(model, setup) * in_flight),
             ("recompute_layer_bytes", layer_activation_bytes(model, setup, recompute="none")),
         ]
+    if model.is_moe and setup.finetune == "full":  # what EP shards, said (Megatron-Core MoE docs)
+        dense, expert = stage_param_split(model, setup, stage)
+        terms += [
+            ("experts_per_gpu", model.n_experts / setup.ep),
+            ("expert_params_per_gpu", expert),
+            ("dense_params_per_gpu", dense),
+            ("expert_dp", float(setup.expert_dp)),
+            (
+                "routed_token_rows_per_gpu",
+                setup.capacity_factor
+                * model.experts_per_token
+                * setup.seq_len
+                / setup.cp
+                * setup.micro_batch,
+            ),
+        ]
+    if setup.precision == "fp8":
+        terms.append(("fp8_extra_bytes", fp8_extra_bytes(model, setup, stage)))
     if setup.zero_stage >= 3 and setup.offload != "all":
         if setup.finetune == "full":
             w = state_bytes_per_param(setup)[0]

@@ -187,12 +187,17 @@ def pytorch_step_applies(setup: TrainSetup) -> bool:
     measured). LoRA/QLoRA dequantize or freeze the base weights per op (no autocast weight cache of the
     whole model), inference has no backward, and offload is DeepSpeed's engine (ZeRO-Offload, Ren et al.
     2021 sec. 4.1; ZeRO-Infinity): the model itself is 16-bit on the GPU, the fp32 master on the CPU, no
-    autocast. Those keep the megatron terms, and the text says so."""
+    autocast. Those keep the megatron terms, and the text says so; so do fp8 (Transformer Engine, not
+    autocast), expert and context parallelism (Megatron-Core), and mixtures of experts (estimate_memory
+    checks the model: the step model was measured on dense GPT/Llama blocks only)."""
     return (
         setup.convention == "pytorch"
         and not setup.inference
         and setup.finetune == "full"
         and setup.offload == "none"
+        and setup.precision != "fp8"
+        and setup.ep == 1
+        and setup.cp == 1
     )
 
 

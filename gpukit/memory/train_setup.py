@@ -25,7 +25,12 @@ from gpukit.quant import LORA_TARGETS
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16")
+# "fp8": FP8 training as Transformer Engine runs it (NVIDIA TE docs, "Using FP8 with Transformer Engine":
+# the GEMMs of the linear layers take fp8 inputs with per-tensor scales from an amax history, delayed
+# scaling; weights stay bf16 with an fp32 master copy and fp32 Adam states), the recipe DeepSeek-V3 also
+# trains with (arXiv:2412.19437 sec. 3.3: fp8 GEMMs, master weights and gradients kept in fp32). See
+# FP8_RECIPE and gpukit.memory.parts.fp8_extra_bytes.
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp8")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd-momentum", "sgd")
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("flash", "eager")
@@ -51,6 +56,26 @@ GRAD_ACCUM_BUFFERS = ("none", "fp32")
 STATE_BYTES_FP32 = {"adamw": 8.0, "adamw-8bit": 2.0 + 2 * 4 / 2048, "sgd-momentum": 4.0, "sgd": 0.0}
 STATE_BYTES_BF16 = {"adamw": 4.0, "adamw-8bit": 2.0 + 2 * 4 / 2048, "sgd-momentum": 2.0, "sgd": 0.0}
 MASTER_BYTES = 4.0  # fp32 master weights in mixed precision (Micikevicius et al. 2018, sec. 3.1)
+# FP8 training recipe (precision="fp8"), each number with its source:
+# - weights bf16 (2 B), gradients bf16 (2 B; grad_dtype="fp32" for Megatron's fp32 main grads, which
+#   DeepSeek-V3 sec. 3.3.3 keeps), fp32 master + fp32 AdamW m, v (12 B): TE's default with Megatron's
+#   mixed-precision optimizer, 2 + 2 + 12 = 16 B/param as bf16-mixed (DeepSeek-V3 keeps the moments in
+#   bf16, sec. 3.3.3: not modelled, stated);
+# - an fp8 copy of every GEMM weight and its transpose, cached across micro-batches (TE Linear's
+#   weight cache with is_first_microbatch; Hopper's fp8 GEMM takes only the "TN" layout, so the
+#   backward needs the transposed copy): FP8_WEIGHT_CACHE_BYTES per GEMM weight;
+# - the inputs of the GEMMs saved for backward in fp8 (1 B instead of 2): TE Linear / LayerNormLinear
+#   save their fp8-cast input; other activations (norms, softmax stats, SwiGLU products) stay bf16;
+# - an amax history per fp8 tensor (input, weight, grad output of every GEMM): FP8_AMAX_HISTORY_LEN
+#   fp32 values each (TE DelayedScaling default amax_history_len 1024), plus an fp32 scale and inverse.
+FP8_WEIGHT_CACHE_BYTES = 2.0  # fp8 weight + fp8 transpose, 1 + 1 byte per GEMM weight (TE, Hopper)
+FP8_AMAX_HISTORY_LEN = 1024  # transformer_engine.common.recipe.DelayedScaling(amax_history_len=1024)
+FP8_RECIPE = (
+    "fp8 recipe (Transformer Engine delayed scaling; DeepSeek-V3 arXiv:2412.19437 sec. 3.3): GEMMs in "
+    "fp8 (fwd and bwd), bf16 weights + fp8 weight cache (weight and transpose, 2 B per GEMM weight), "
+    "fp32 master + fp32 AdamW (12 B/param), GEMM inputs saved in fp8, amax history 1024 x fp32 per "
+    "fp8 tensor"
+)
 
 
 @dataclass(frozen=True)
@@ -103,8 +128,17 @@ class TrainSetup:
         1  # interleaved 1F1B model chunks per pipeline stage (Narayanan et al. 2021 sec. 2.2.2)
     )
     zero3_prefetch_layers: int = 0  # ZeRO-3/FSDP layers gathered ahead of the working one
+    # Expert and context parallelism (Megatron-Core MoE docs, "parallel folding"; DeepSeek-V3 sec. 3.1):
+    # routed experts split over ep ranks (and, inside an expert, over expert_tp ranks; None = tp,
+    # Megatron-Core's default expert_tensor_parallel_size), the sequence over cp ranks. ep * expert_tp
+    # ranks come from the dp * cp * tp ranks of a stage; the experts' gradients and optimizer states
+    # shard under ZeRO over the expert-data-parallel group dp * cp * tp / (ep * expert_tp) ranks.
     ep: int = 1
     cp: int = 1
+    expert_tp: int | None = None
+    # tokens an expert takes = capacity_factor * tokens * top_k / n_experts (GShard, Lepikhin et al.
+    # 2020 sec. 2.2; Switch, Fedus et al. 2021 sec. 2.1); 1.0 = balanced routing with no padding
+    capacity_factor: float = 1.0
 
     def __post_init__(self):
         for name, allowed in (
@@ -138,12 +172,15 @@ class TrainSetup:
             "lora_rank",
             "batch",
             "virtual_stages",
+            "ep",
+            "cp",
         ):
             # counts of GPUs, sequences and steps: at most MAX_COUNT (1e9; larger is a typo); seq_len and
             # lora_rank are sizes, bounded by the model (its window, its hidden size)
             limit = None if name in ("seq_len", "lora_rank") else MAX_COUNT
             object.__setattr__(self, name, require_positive_int(name, getattr(self, name), at_most=limit))
         self._check_conventions()
+        self._check_ep_cp()
         for name in ("sp", "dropout", "inference"):
             if not isinstance(getattr(self, name), bool) and not (name == "dropout" and self.dropout is None):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -156,6 +193,11 @@ class TrainSetup:
                 raise ValueError(
                     f"finetune='qlora' keeps the base in nf4; weights_dtype must be nf4, got {self.weights_dtype!r}"
                 )
+        if self.precision == "fp8" and (self.inference or self.finetune != "full" or self.offload != "none"):
+            raise ValueError(
+                "precision fp8 is the FP8 training recipe for full training without offload (Transformer "
+                "Engine), got it with inference, LoRA/QLoRA or offload; fp8 serving is gpukit serve --precision fp8"
+            )
         if self.inference:
             if self.finetune != "full":
                 raise ValueError(
@@ -211,6 +253,52 @@ class TrainSetup:
                     f"zero3_prefetch_layers {self.zero3_prefetch_layers} needs zero_stage 3 (only ZeRO-3/FSDP "
                     f"gathers layers ahead), got zero_stage {self.zero_stage}"
                 )
+
+    def _check_ep_cp(self) -> None:
+        """Validate ep, cp, expert_tp and capacity_factor (the model-dependent rules are in check_layout)."""
+        if self.expert_tp is not None:
+            object.__setattr__(
+                self, "expert_tp", require_positive_int("expert_tp", self.expert_tp, at_most=MAX_COUNT)
+            )
+        cf = self.capacity_factor
+        if isinstance(cf, bool) or not isinstance(cf, numbers.Real) or not (0 < cf < float("inf")):
+            raise ValueError(
+                f"capacity_factor must be a finite number > 0 (1.0: balanced routing), got {cf!r}"
+            )
+        object.__setattr__(self, "capacity_factor", float(cf))
+        if self.cp > 1 and self.attention != "flash":
+            raise ValueError(
+                f"attention must be flash with cp {self.cp}: ring attention is blockwise (flash-style) attention"
+            )
+        if self.cp > 1 and self.seq_len % self.cp:
+            raise ValueError(
+                f"seq_len must be a multiple of cp {self.cp} (s/cp tokens per rank), got {self.seq_len}"
+            )
+        etp = self.expert_tensor_parallel
+        if (self.dp * self.cp * self.tp) % (self.ep * etp):
+            raise ValueError(
+                f"ep*expert_tp must divide dp*cp*tp = {self.dp * self.cp * self.tp} (expert ranks are folded "
+                f"into a stage's data-, context- and tensor-parallel ranks, Megatron-Core), got "
+                f"{self.ep}*{etp} = {self.ep * etp}"
+            )
+
+    @property
+    def expert_tensor_parallel(self) -> int:
+        """expert_tp, or tp when None (Megatron-Core's default expert_tensor_parallel_size)."""
+        return self.tp if self.expert_tp is None else self.expert_tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks an expert's weights are replicated on, over which ZeRO shards its gradients and optimizer
+        states: dp * cp * tp / (ep * expert_tp) (Megatron-Core's expert-data-parallel group; dp*cp/ep
+        with expert_tp = tp)."""
+        return self.dp * self.cp * self.tp // (self.ep * self.expert_tensor_parallel)
+
+    @property
+    def dense_dp(self) -> int:
+        """Ranks a dense (non-expert) weight shard is replicated on: dp * cp (the CP ranks hold the same
+        weights; Megatron-Core's data-parallel group with context parallelism)."""
+        return self.dp * self.cp
 
     def _check_conventions(self) -> None:
         """Validate the gradient / schedule / prefetch options (issue 10)."""
@@ -273,14 +361,14 @@ class TrainSetup:
 
     @property
     def world_size(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
 
     @property
     def compute_dtype(self) -> str:
         """dtype of activations, KV cache and unquantized weights."""
         if self.inference and self.weights_dtype in ("bf16", "fp16", "fp32"):
             return self.weights_dtype
-        return {"fp32": "fp32", "fp16-mixed": "fp16"}.get(self.precision, "bf16")
+        return {"fp32": "fp32", "fp16-mixed": "fp16"}.get(self.precision, "bf16")  # fp8: bf16 outside GEMMs
 
     @property
     def base_dtype(self) -> str:
@@ -301,6 +389,8 @@ def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[fl
         return 2.0, 2.0, STATE_BYTES_FP32[setup.optimizer]
     if setup.precision == "fp32":
         w, g, o = 4.0, 4.0, STATE_BYTES_FP32[setup.optimizer]
+    elif setup.precision == "fp8":  # FP8_RECIPE: bf16 weights and gradients, fp32 master + states
+        w, g, o = 2.0, 2.0, MASTER_BYTES + STATE_BYTES_FP32[setup.optimizer]
     elif setup.precision == "bf16":
         w, g, o = 2.0, 2.0, STATE_BYTES_BF16[setup.optimizer]
     elif setup.convention == "pytorch" and setup.offload == "none":

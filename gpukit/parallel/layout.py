@@ -66,13 +66,14 @@ from gpukit.comm import (
     grad_sync,
     hierarchical_all_reduce,
 )
-from gpukit.compute import flops_per_token
+from gpukit.compute import flops_per_token, fp8_time_note, matmul_time_scale
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
     LINK_EFFICIENCY,
     MATMUL_EFFICIENCY,
     Cluster,
+    efficiency_row,
     layer_gemm_efficiency,
 )
 from gpukit.parallel.pipeline_schedule import (  # noqa: F401 (public here too)
@@ -394,6 +395,18 @@ def cluster_assumptions(cluster) -> tuple[str, ...]:
     )
 
 
+def _fp8_share_ratio(gpu) -> float | None:
+    """bf16 / fp8 achievable matmul share of `gpu`'s generation (gpukit/data/efficiency.csv, cited rows), or
+    None where the catalog has no fp8 row for it (then compute.FP8_TIME_ASSUMPTION: equal shares)."""
+    try:
+        fp8 = efficiency_row(gpu, "matmul", "fp8")
+    except ValueError:
+        return None
+    if fp8.dtype != "fp8":
+        return None
+    return efficiency_row(gpu, "matmul", "bf16").share / fp8.share
+
+
 def as_model_spec(model) -> ModelSpec:
     return get_model(model) if isinstance(model, str) else model
 
@@ -630,6 +643,12 @@ def estimate(
     # GEMM tile/wave quantization of the rank's layer shapes (gpukit.parallel.cluster.layer_gemm_efficiency, issue 23)
     gemm_eff = layer_gemm_efficiency(model, tokens_mb, c.tp, cluster.sm_count)
     compute_all = hw_fpt * tokens_mb * stage_share / c.tp / (rate * gemm_eff)
+    if setup.precision == "fp8":  # FP8 recipe: its GEMMs at the fp8 peak x the cataloged fp8 share (issue 24)
+        fp8_ratio = _fp8_share_ratio(cluster.gpu)
+        compute_all *= matmul_time_scale(
+            model, s, causal, c.recompute, setup.precision, cluster.gpu, fp8_ratio or 1.0
+        )
+        notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu, fp8_ratio))
     # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
     act_setup = setup if c.cp == 1 else replace(setup, cp=1)
     act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
