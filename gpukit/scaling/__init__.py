@@ -37,6 +37,7 @@ from gpukit.scaling.step import (
     predict_measured_ddp,
 )
 from gpukit.scaling.data_parallel import (
+    GRAD_DTYPE,
     ScalingRow,
     ScalingResult,
     overlap_threshold_tokens,
@@ -49,6 +50,7 @@ from gpukit.scaling.data_parallel import (
 )
 
 __all__ = [
+    "GRAD_DTYPE",
     "HOOKS",
     "MIB",
     "PSGD_MIN_COMPRESSION_RATE",
