@@ -8,8 +8,6 @@ from __future__ import annotations
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
 from gpukit.catalog import get_gpu
 from gpukit.compute import time_to_train, tokens_for_time
-from gpukit.errors import require_positive
-from gpukit.scaling import ddp_step_estimate
 from gpukit.units import fmt_count, fmt_seconds
 
 DAY_S, HOUR_S = 86400.0, 3600.0

@@ -17,7 +17,6 @@ from gpukit import memory as mem
 from gpukit import parallel as par
 from gpukit.audits.claims import Claim, register
 from gpukit.catalog import get_gpu, get_model
-from gpukit.comm import collective_time
 from gpukit.units import GB, GiB
 
 NOTEBOOK_06 = (

@@ -160,7 +160,8 @@ def draw_plans(result: PlanResult, ax=None):
         ax.set_ylabel("cost USD (log)")
         ax.legend(fontsize=8)
     width = 80 if result.workload == "serve" else 95  # characters: the serve axes start further right
-    ax.set_title("\n".join(textwrap.wrap(result.recommendation, width)[:3]), fontsize=8)
+    # a literal "$" (every price) would open matplotlib mathtext and garble the title: escape it
+    ax.set_title("\n".join(textwrap.wrap(result.recommendation.replace("$", r"\$"), width)[:3]), fontsize=8)
     if fig is not None:  # fixed margins: tight_layout measured every log tick, half of a redraw's time
         left = 0.24 if result.workload == "serve" else 0.12  # room for the "8 x h100-sxm" bar labels
         fig.subplots_adjust(left=left, right=0.97, bottom=0.12, top=0.84)
