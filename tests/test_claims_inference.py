@@ -39,8 +39,10 @@ def test_thousand_rps_is_far_above_one_gpu_for_a_chat_llm():
 
 def test_tp_all_reduces_per_token_and_their_cost():
     c = claim("tp_allreduce_each_token")
-    assert c.computed == 160 and c.verdict == "correct"
+    assert c.computed == 160
     assert c.figure("on NVLink per token") < c.figure("ITL at tp")
+    # TP inside a node lowers the time per token (1/tp of the weights each): no net "latency hit"
+    assert c.figure("decode step at tp") < c.figure("decode step on 1 GPU") and c.verdict == "misleading"
     assert c.figure("on eth-100g per token") > c.figure("ITL at tp")
 
 

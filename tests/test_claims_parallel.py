@@ -9,7 +9,8 @@ from gpukit.audits.parallel import NOTEBOOK_06
 
 
 def test_every_notebook_claim_is_registered():
-    assert set(NOTEBOOK_06) == set(claim_keys("parallel"))
+    # every parallel audit, and the one TP-per-token audit that lives with serving (one audit per quote)
+    assert set(NOTEBOOK_06) == set(claim_keys("parallel")) | {"tp_allreduce_each_token"}
 
 
 @pytest.mark.parametrize("key", NOTEBOOK_06)
@@ -37,9 +38,9 @@ def test_pipelining_sends_less_and_has_a_bubble():
 
 
 def test_tp_decode_needs_two_all_reduces_per_layer():
-    c = claim("tp_serving_all_reduce_per_token")
+    c = claim("tp_allreduce_each_token")
     assert c.computed == 160  # 2 x 80 layers (Shoeybi et al. 2019)
-    assert claim("tp_serving_all_reduce_per_token", model="llama-2-7b").computed == 64
+    assert claim("tp_allreduce_each_token", model="llama-2-7b", tp=2).computed == 64
 
 
 def test_fsdp_7b_two_gpus_assumption_changes_the_answer():

@@ -35,6 +35,7 @@ TOPIC_MODULES = (
     ("parallel", "gpukit.audits.parallel"),
     ("inference", "gpukit.audits.inference"),
     ("plan", "gpukit.audits.plan"),
+    ("plan", "gpukit.audits.rules"),  # the articles' remaining rules and examples (issue 23)
 )
 TOPICS = tuple(dict.fromkeys(topic for topic, _ in TOPIC_MODULES))  # a topic may span modules
 VERDICTS = (

@@ -8,8 +8,6 @@ from __future__ import annotations
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
 from gpukit.catalog import get_gpu
 from gpukit.compute import time_to_train, tokens_for_time
-from gpukit.errors import require_positive
-from gpukit.scaling import ddp_step_estimate
 from gpukit.units import fmt_count, fmt_seconds
 
 DAY_S, HOUR_S = 86400.0, 3600.0
@@ -144,58 +142,6 @@ def ten_b_200_hours(
             ("tokens in 200 h at 80% MFU", tokens80, "tokens"),
             ("share of a 20 tokens/param run", share, "fraction"),
             ("hours for 20 tokens/param at this MFU", optimal_h, "hours"),
-        ),
-    )
-
-
-@register("sixteen_gpus_6x", "compute")
-def sixteen_gpus_6x(
-    n_gpus: int = 16,
-    speedup: float = 6.0,
-    link: str = "eth-100g",
-    n_params: float = 7e9,
-    tokens_per_gpu: float = 16384,
-    mfu: float = 0.4,
-    gpu: str = "h100-sxm",
-) -> Claim:
-    """What a 6x speedup on 16 GPUs means: comm/compute = n/speedup - 1 (no overlap); and the DDP
-    estimate for a flat ring over `link` (weak scaling, gradients in bf16)."""
-    implied_ratio = n_gpus / require_positive("speedup", speedup) - 1
-    est = ddp_step_estimate(
-        n_gpus, n_params=n_params, tokens_per_gpu=tokens_per_gpu, link=link, gpu=gpu, mfu=mfu
-    )
-    nvl = ddp_step_estimate(
-        n_gpus, n_params=n_params, tokens_per_gpu=tokens_per_gpu, link="nvlink4", gpu=gpu, mfu=mfu
-    )
-    return Claim(
-        key="sixteen_gpus_6x",
-        topic="compute",
-        article="000",
-        text="A 16-GPU job ran only 6x faster than one GPU, because of the network",
-        quote="The first time I ran a 16-GPU training job and saw only 6x improvement over a single GPU, I was pissed.",
-        claimed=speedup,
-        claimed_unit="x",
-        computed=est.speedup,
-        unit="x",
-        verdict=verdict_from_ratio(est.speedup / speedup, plausible=1.5),
-        check=(
-            f"6x on 16 GPUs = {speedup / n_gpus:.1%} efficiency: communication took {implied_ratio:.2f}x the compute "
-            f"time (no overlap). A ring all-reduce of {fmt_count(n_params)} bf16 gradients over {est.link} takes "
-            f"{fmt_seconds(est.comm_s)} vs {fmt_seconds(est.compute_s)} of compute: {est.speedup:.1f}x predicted "
-            f"({nvl.speedup:.1f}x over NVLink4)."
-        ),
-        assumptions=(
-            f"each GPU has its own {link} port, flat ring, no overlap of communication and backward",
-            f"{fmt_count(n_params)} model, {tokens_per_gpu:,.0f} tokens per GPU per step, {mfu:.0%} MFU on "
-            f"{gpu}; the comm/compute ratio does not depend on N (both scale with it)",
-        ),
-        figures=(
-            ("efficiency claimed", speedup / n_gpus, "fraction"),
-            ("implied comm / compute", implied_ratio, "ratio"),
-            ("predicted compute per step", est.compute_s, "s"),
-            ("predicted all-reduce", est.comm_s, "s"),
-            ("predicted speedup", est.speedup, "x"),
-            ("predicted speedup over NVLink4", nvl.speedup, "x"),
         ),
     )
 

@@ -612,8 +612,8 @@ def accum_checkpoint_activations(
         article="000",
         text="Gradient accumulation and checkpointing reduce communication but increase activation memory",
         quote=(
-            "These reduce the frequency of communication by accumulating gradients over multiple micro-batches "
-            "before syncing. But they increase memory usage of activations. There’s a trade-off."
+            "But they increase memory usage of activations. There’s a trade-off."
+            # the sentence before (communication frequency) is dp_grad_accum_frequency's
         ),
         claimed=1.0,
         claimed_unit="x activations (above 1 claimed)",

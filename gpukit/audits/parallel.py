@@ -17,7 +17,6 @@ from gpukit import memory as mem
 from gpukit import parallel as par
 from gpukit.audits.claims import Claim, register
 from gpukit.catalog import get_gpu, get_model
-from gpukit.comm import collective_time
 from gpukit.units import GB, GiB
 
 NOTEBOOK_06 = (
@@ -25,7 +24,7 @@ NOTEBOOK_06 = (
     "seventy_b_16_a100_tp4_pp4",
     "pipelining_less_comm_bubbles",
     "fsdp_7b_two_gpus",
-    "tp_serving_all_reduce_per_token",
+    "tp_allreduce_each_token",  # the one audit of this quote lives in gpukit.audits.inference
 )
 
 
@@ -293,49 +292,5 @@ def fsdp_7b_two_gpus(
             ("total, full recompute", r["full"].total_bytes / GiB, "GiB"),
             ("total, bf16-mixed, no recompute", mixed.total_bytes / GiB, "GiB"),
             ("GPU memory", g.memory_gib, "GiB"),
-        ),
-    )
-
-
-@register("tp_serving_all_reduce_per_token", "parallel")
-def tp_serving_all_reduce_per_token(
-    model: str = "llama-2-70b", gpu: str = "h100-sxm", tp: int = 2, batch: int = 1, link: str = "nvlink4"
-) -> Claim:
-    """Megatron TP (Shoeybi et al. 2019): 2 all-reduces of b x h activations per layer per token in decode;
-    their latency-bound time per token vs the weight-read time (HBM roofline)."""
-    from gpukit.catalog import get_interconnect
-
-    m, g = get_model(model), get_gpu(gpu)
-    n_ar = 2 * m.n_layers
-    one = collective_time("all_reduce", batch * m.hidden * 2, tp, get_interconnect(link))
-    comm = n_ar * one.time_s
-    weights = m.n_params * 2 / tp / (g.hbm_bandwidth_gbps * GB)
-    return Claim(
-        key="tp_serving_all_reduce_per_token",
-        topic="parallel",
-        article="002",
-        text="Serving with tensor parallelism costs an all-reduce per generated token",
-        quote="you need tensor parallelism across multiple GPUs. That comes with a latency hit — each token requires an "
-        "all-reduce.",
-        claimed=1.0,
-        claimed_unit="all-reduces per token",
-        computed=float(n_ar),
-        unit="all-reduces per token",
-        verdict="misleading",
-        check=(
-            f"Megatron's split costs 2 all-reduces per layer (after attention and after the MLP): {m.name} has "
-            f"{m.n_layers} layers, so {n_ar} all-reduces per token, not one. Each moves b x h x 2 = "
-            f"{batch * m.hidden * 2:,} bytes over {link} ({tp} GPUs): {one.time_s * 1e6:.1f} us, latency-bound; "
-            f"{comm * 1e3:.2f} ms per token against {weights * 1e3:.1f} ms to read the weights of one GPU: the "
-            f"hit is real but small next to the halved weight read."
-        ),
-        assumptions=(
-            f"decode batch {batch}, bf16 activations, ring all-reduce alpha-beta model (gpukit.comm)",
-        ),
-        figures=(
-            ("all-reduces per token", float(n_ar), "count"),
-            ("one all-reduce", one.time_s * 1e6, "us"),
-            ("TP comm per token", comm * 1e3, "ms"),
-            ("weight read per token per GPU", weights * 1e3, "ms"),
         ),
     )

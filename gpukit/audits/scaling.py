@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gpukit.audits.claims import Claim, register, verdict_from_ratio
 from gpukit.comm import cluster_network, coefficients
-from gpukit.scaling import ddp_buckets, hook_bytes, input_exposed_s, scaling, uniform_param_shapes
+from gpukit.scaling import GRAD_DTYPE, ddp_buckets, hook_bytes, input_exposed_s, scaling, uniform_param_shapes
 from gpukit.units import fmt_count
 
 TOPIC = "scaling"
@@ -28,7 +28,7 @@ def _eff(
     ports_per_node=None,
     overlap=True,
     hook="none",
-    grad_dtype="fp32",
+    grad_dtype=GRAD_DTYPE,
     efficiency=None,
     mfu=0.4,
     gpus_per_node=8,
@@ -62,21 +62,22 @@ def _eff(
     return r.rows[-1].efficiency, r
 
 
-@register("dp_sixteen_gpus_6x", TOPIC)
-def dp_sixteen_gpus_6x(
+@register("sixteen_gpus_6x", TOPIC)
+def sixteen_gpus_6x(
     n_params: float = 7e9,
     tokens_per_gpu: float = 4096,
     inter_link: str = "eth-100g",
     claimed_speedup: float = 6.0,
 ) -> Claim:
-    """16 GPUs = 2 nodes x 8 (H100, NVLink inside): speedup over one GPU for fp32 gradients."""
+    """16 GPUs = 2 nodes x 8 (H100, NVLink inside): speedup over one GPU, GRAD_DTYPE gradients. The one
+    audit of this quote (notebooks 03, 04 and 05 cite it)."""
     kw = dict(n_params=n_params, gpus=[1, 16], tokens_per_gpu=tokens_per_gpu, inter_link=inter_link)
     shared, _ = _eff(ports_per_node=1, **kw)
     shared_off, _ = _eff(ports_per_node=1, overlap=False, **kw)
     rail, _ = _eff(**kw)
     ib, _ = _eff(**{**kw, "inter_link": "ib-ndr"})
     return Claim(
-        key="dp_sixteen_gpus_6x",
+        key="sixteen_gpus_6x",
         topic=TOPIC,
         article="000",
         text="A 16-GPU job ran only 6x faster than one GPU; the bottleneck was networking",
@@ -94,7 +95,7 @@ def dp_sixteen_gpus_6x(
             "node that shares one Ethernet port, not a rail-optimized cluster."
         ),
         assumptions=(
-            "fp32 gradients (DDP under AMP keeps fp32 parameters), 40% MFU, hierarchical all-reduce",
+            f"{GRAD_DTYPE} gradients (gpukit.scaling.GRAD_DTYPE), 40% MFU, hierarchical all-reduce",
             "line rate (ideal bound): real TCP reaches less, which lowers every figure",
         ),
         figures=(
@@ -102,45 +103,6 @@ def dp_sixteen_gpus_6x(
             ("speedup, shared port, no overlap", 16 * shared_off, "x"),
             ("speedup, Ethernet port per GPU", 16 * rail, "x"),
             ("speedup, IB NDR per GPU", 16 * ib, "x"),
-        ),
-    )
-
-
-@register("dp_two_h100_1_7x", TOPIC)
-def dp_two_h100_1_7x(
-    n_params: float = 7e9, tokens_per_gpu: float = 4 * 2048, claimed_speedup: float = 1.7
-) -> Claim:
-    """7B on two NVLink H100s: the model's speedup and the tokens per GPU at which it would be 1.7x."""
-    eff, r = _eff(n_params=n_params, gpus=[1, 2], tokens_per_gpu=tokens_per_gpu, overlap=False)
-    eff_ov, _ = _eff(n_params=n_params, gpus=[1, 2], tokens_per_gpu=tokens_per_gpu)
-    # no overlap: eff = c / (c + t_ar) -> c = t_ar x eff / (1 - eff); c scales with tokens
-    row = r.rows[-1]
-    want = claimed_speedup / 2
-    tokens_needed = tokens_per_gpu * (row.comm_s * want / (1 - want)) / row.compute_s
-    return Claim(
-        key="dp_two_h100_1_7x",
-        topic=TOPIC,
-        article="002",
-        text="7B on two NVLink H100s: 1.7x, 15% overhead from gradient syncing",
-        quote="In our tests at SIVARO, a 7B parameter model on two H100s (NVLink) achieved 1.7x speedup. That's a "
-        "15% overhead from gradient syncing.",
-        claimed=claimed_speedup,
-        claimed_unit="x",
-        computed=2 * eff,
-        unit="x",
-        verdict="doubtful" if 2 * eff_ov > claimed_speedup + 0.15 else "plausible",
-        check=(
-            f"all-reduce of {fmt_count(n_params)} fp32 gradients over NVLink4: {row.comm_s * 1e3:.0f} ms against "
-            f"{row.compute_s:.2f} s of compute for {tokens_per_gpu:g} tokens per GPU: {2 * eff:.2f}x without "
-            f"overlap, {2 * eff_ov:.2f}x with DDP's overlap. 1.7x from syncing alone needs under "
-            f"{tokens_needed:,.0f} tokens per GPU per step without overlap; with overlap (DDP's default) the rest "
-            "of the 15% would come from elsewhere (input, stragglers, a small batch)."
-        ),
-        assumptions=("H100 SXM, 40% MFU, fp32 gradients, NVLink4 450 GB/s per direction at line rate",),
-        figures=(
-            ("speedup, no overlap", 2 * eff, "x"),
-            ("speedup, overlap", 2 * eff_ov, "x"),
-            ("tokens per GPU for 1.7x from syncing", tokens_needed, "tokens"),
         ),
     )
 
@@ -255,8 +217,7 @@ def dp_16_nodes_ethernet_below_50(
         topic=TOPIC,
         article="000",
         text="If comm is 10% of compute on 2 GPUs, efficiency is below 50% across 16 nodes on Ethernet",
-        quote="If comm is 10% of compute, efficiency drops to ~90% with 2 GPUs, ~70% with 8 GPUs on a single node, "
-        "and below 50% across 16 nodes on Ethernet.",
+        quote="and below 50% across 16 nodes on Ethernet.",  # the sentence's first half: comm_10pct_efficiency
         claimed=claimed,
         claimed_unit="efficiency",
         computed=effs["rail"],
@@ -409,37 +370,6 @@ def dp_compression_90pct(
     )
 
 
-@register("dp_comm_10pct_90_70", TOPIC)
-def dp_comm_10pct_90_70(comm_share_at_2: float = 0.10, claimed_8: float = 0.70) -> Claim:
-    """Efficiency 1/(1 + r) with the ring's per-rank traffic 2(n-1)/n (Patarasuk & Yuan 2009); overlap."""
-    grow = coefficients("all_reduce", 8)[1] / coefficients("all_reduce", 2)[1]
-    e2, e8 = 1 / (1 + comm_share_at_2), 1 / (1 + comm_share_at_2 * grow)
-    # with overlap the all-reduce hides behind a backward of 2/3 of compute once comm <= 2/3 compute
-    e8_ov = 1 / (1 + max(0.0, comm_share_at_2 * grow - 2 / 3))
-    return Claim(
-        key="dp_comm_10pct_90_70",
-        topic=TOPIC,
-        article="000",
-        text="Comm at 10% of compute gives ~90% efficiency at 2 GPUs and ~70% at 8 (one node)",
-        quote="If comm is 10% of compute, efficiency drops to ~90% with 2 GPUs, ~70% with 8 GPUs on a single node",
-        claimed=claimed_8,
-        claimed_unit="efficiency",
-        computed=e8,
-        unit="efficiency",
-        verdict="doubtful" if e8 - claimed_8 > 0.1 else "plausible",
-        check=(
-            f"2 GPUs: {e2:.1%} (agrees). Per-rank ring traffic grows {grow:.2f}x from 2 to 8 GPUs, so 8 GPUs give "
-            f"{e8:.1%} without overlap and {e8_ov:.0%} with DDP's overlap; 70% needs comm at 43% of compute."
-        ),
-        assumptions=("one node, bandwidth-bound ring, weak scaling",),
-        figures=(
-            ("efficiency at 2", e2, "fraction"),
-            ("efficiency at 8, no overlap", e8, "fraction"),
-            ("efficiency at 8, overlap", e8_ov, "fraction"),
-        ),
-    )
-
-
 @register("dp_grad_accum_frequency", TOPIC)
 def dp_grad_accum_frequency(
     n_params: float = 7e9, tokens_per_gpu: float = 4096, grad_accum: int = 8
@@ -463,7 +393,7 @@ def dp_grad_accum_frequency(
         article="000",
         text="Gradient accumulation reduces the frequency of communication",
         quote="These reduce the frequency of communication by accumulating gradients over multiple micro-batches "
-        "before syncing. But they increase memory usage of activations.",
+        "before syncing.",  # the next sentence (activations): accum_checkpoint_activations
         claimed=float(grad_accum),
         claimed_unit="x fewer all-reduces",
         computed=per_tok_1 / per_tok_k,

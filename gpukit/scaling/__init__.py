@@ -38,6 +38,7 @@ from gpukit.scaling.step import (
     predict_measured_ddp,
 )
 from gpukit.scaling.data_parallel import (
+    GRAD_DTYPE,
     ScalingRow,
     ScalingResult,
     overlap_threshold_tokens,
@@ -56,6 +57,7 @@ from gpukit.scaling.critical_batch import (
 )
 
 __all__ = [
+    "GRAD_DTYPE",
     "HOOKS",
     "MIB",
     "PSGD_MIN_COMPRESSION_RATE",

@@ -180,6 +180,12 @@ def overlap_threshold_tokens(n_params: float, rate_flops: float, allreduce_s: fl
     )
 
 
+# The gradient dtype the course and its audits assume (bf16 under AMP, as PyTorch DDP and FSDP all-reduce
+# a bf16 model's gradients; Megatron's fp32 main grads are an option): one name, used by scaling(), the
+# widgets of notebooks 05/06/08/09 and the audits, so that every lesson states the same choice.
+GRAD_DTYPE = "bf16"
+
+
 def scaling(
     model=None,
     *,
@@ -193,7 +199,7 @@ def scaling(
     efficiency: float | None = None,
     tokens_per_gpu: float | None = None,
     global_batch_tokens: float | None = None,
-    grad_dtype: str = "bf16",
+    grad_dtype: str = GRAD_DTYPE,
     hook: str = "none",
     powersgd_rank: int = 1,
     bucket_mb: float = 25.0,

@@ -33,9 +33,11 @@ def cost_curve(
     inter_link: str = "ib-ndr",
     overlap: float = 0.0,
     zero_stage: int = 3,
+    mfu: float = 0.0,
 ) -> cost.CostTable:
     """Cost and time of training `model` on `tokens_b` billion tokens, 1..1024 GPUs, predicted efficiency, data
-    parallel with ZeRO stage `zero_stage` (each row says whether it fits)."""
+    parallel with ZeRO stage `zero_stage` (each row says whether it fits). `mfu` 0 takes gpukit.cost's
+    default for the GPU (its efficiency model names the source); a value in (0, 1] is the user's, so named."""
     return cost.training_cost(
         get_model(model),
         tokens_b * 1e9,
@@ -45,6 +47,7 @@ def cost_curve(
         inter_link=inter_link,
         overlap=overlap,
         zero_stage=int(zero_stage),
+        mfu=mfu or None,
     )
 
 
@@ -108,6 +111,7 @@ def cost_view(**defaults) -> View:
             inter_link="ib-ndr",
             overlap=0.0,
             zero_stage=3,
+            mfu=0.0,
         )
         | defaults
     )
@@ -119,6 +123,7 @@ def cost_view(**defaults) -> View:
         "inter_link": dropdown("between nodes", LINKS, d["inter_link"]),
         "overlap": slider("overlap", 0, 1, d["overlap"], step=0.1),
         "zero_stage": dropdown("ZeRO stage", (0, 1, 2, 3), d["zero_stage"]),
+        "mfu": slider("MFU (0 = default)", 0.0, 0.8, d["mfu"], step=0.05),
     }
     return View(cost_curve, controls, draw_cost_time, title="Cost of a training run against its time")
 
@@ -132,8 +137,10 @@ def buy_rent(
     pue: float = cost.DEFAULT_PUE,
     usd_per_kwh: float = cost.DEFAULT_USD_PER_KWH,
     gpu: str = "h100-sxm",
+    ops_k_usd_per_year: float = 0.0,
 ) -> cost.BuyVsRent:
-    """gpukit.cost.buy_vs_rent with the purchase in thousands of USD (GPUs, servers, networking)."""
+    """gpukit.cost.buy_vs_rent with the purchase in thousands of USD (GPUs, servers, networking) and the
+    yearly operations cost (staff, colocation, support contracts) in thousands of USD; 0 leaves it out."""
     return cost.buy_vs_rent(
         gpu,
         int(gpus),
@@ -143,6 +150,7 @@ def buy_rent(
         years=years,
         pue=pue,
         usd_per_kwh=usd_per_kwh,
+        ops_usd_per_year=ops_k_usd_per_year * 1e3,
     )
 
 
@@ -186,6 +194,7 @@ def buy_vs_rent_view(**defaults) -> View:
             years=3.0,
             pue=cost.DEFAULT_PUE,
             usd_per_kwh=cost.DEFAULT_USD_PER_KWH,
+            ops_k_usd_per_year=0.0,
         )
         | defaults
     )
@@ -197,6 +206,7 @@ def buy_vs_rent_view(**defaults) -> View:
         "years": slider("years", 1, 6, d["years"], step=0.5),
         "pue": slider("PUE", 1.0, 2.0, d["pue"], step=0.05),
         "usd_per_kwh": slider("$/kWh", 0.02, 0.4, d["usd_per_kwh"], step=0.01),
+        "ops_k_usd_per_year": slider("operations (k$/year)", 0, 2000, d["ops_k_usd_per_year"], step=10),
     }
     return View(buy_rent, controls, draw_buy_rent, title="Buy or rent?")
 

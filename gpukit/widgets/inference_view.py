@@ -101,8 +101,16 @@ def serving_choice(
 
 
 def serving_view(**defaults) -> View:
-    """The widget: model, GPU, precision, context, rate, price -> GPUs, latency, cost (a table)."""
-    d = dict(model="llama-3-8b", gpu="h100-sxm", precision="bf16", context=4096, rate=10.0, price=3.0)
+    """The widget: model, GPU, precision, context, rate, price, output tokens -> GPUs, latency, cost (a table)."""
+    d = dict(
+        model="llama-3-8b",
+        gpu="h100-sxm",
+        precision="bf16",
+        context=4096,
+        rate=10.0,
+        price=3.0,
+        output_tokens=200,
+    )
     d.update(defaults)
     controls = {
         "model": dropdown("model", model_options(), d["model"]),
@@ -111,5 +119,6 @@ def serving_view(**defaults) -> View:
         "context": dropdown("context (tokens)", CONTEXTS, d["context"]),
         "rate": slider("rate (req/s)", 0.1, 1000, d["rate"], log=True),
         "price": number("USD per GPU-hour", d["price"]),
+        "output_tokens": slider("output tokens", 16, 2048, d["output_tokens"], step=16, integer=True),
     }
     return View(serving_choice, controls, title="How many GPUs, what latency, what cost?")

@@ -116,8 +116,10 @@ def search_compute(
     global_batch: int = 64,
     seq_len: int = 4096,
     inter_link: str = "ib-hdr",
+    ports_per_node: int | None = None,
 ) -> par.SearchResult:
-    """gpukit.parallel.search for catalog names (the widget's compute function)."""
+    """gpukit.parallel.search for catalog names (the widget's compute function); `ports_per_node` inter-node
+    ports per node (None: one per GPU, rail-optimized; 1: one shared NIC)."""
     spec = catalog.get_model(model)
     require_positive_int("gpus", gpus)
     seq_len = require_positive_int("seq_len", seq_len)
@@ -131,6 +133,7 @@ def search_compute(
         global_batch=global_batch,
         seq_len=seq_len,
         inter_link=inter_link,
+        ports_per_node=ports_per_node,
     )
 
 
@@ -169,6 +172,7 @@ def search_view(**defaults) -> View:
             global_batch=64,
             seq_len=4096,
             inter_link="ib-hdr",
+            ports_per_node=8,
         )
         | defaults
     )
@@ -183,6 +187,7 @@ def search_view(**defaults) -> View:
             "global_batch": number("global batch", d["global_batch"], integer=True),
             "seq_len": number("seq_len", d["seq_len"], integer=True),
             "inter_link": dropdown("inter-node", inter, d["inter_link"]),
+            "ports_per_node": slider("ports/node", 1, 8, d["ports_per_node"], step=1, integer=True),
         },
         render=render_search,
         title="Layout search",

@@ -87,19 +87,30 @@ def plan_for(
     deadline_hours: float = 0.0,
     budget_usd: float = 0.0,
     gpu_set: str = "every priced GPU",
+    loader_k_tokens_per_s: float = 0.0,
+    mfu: float = 0.0,
 ) -> PlanResult:
-    """gpukit.plan.plan with widget-friendly inputs: tokens in billions, 0 for no deadline / budget.
-    The last PLAN_CACHE answers are kept (module docstring); bad input raises every time."""
-    return _plan_cached(workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set)
+    """gpukit.plan.plan with widget-friendly inputs: tokens in billions, 0 for no deadline / budget, the
+    input pipeline's speed in thousands of tokens/s (0: not a limit) and the MFU (0: the planner's
+    default per GPU). The last PLAN_CACHE answers are kept (module docstring); bad input raises every time."""
+    return _plan_cached(
+        workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set, loader_k_tokens_per_s, mfu
+    )
 
 
 @functools.lru_cache(maxsize=PLAN_CACHE)
-def _plan_cached(workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set) -> PlanResult:
+def _plan_cached(
+    workload, model, tokens_b, rate, deadline_hours, budget_usd, gpu_set, loader_k_tokens_per_s=0.0, mfu=0.0
+) -> PlanResult:
     if gpu_set not in GPU_SETS:
         raise ValueError(f"gpu_set must be one of {', '.join(GPU_SETS)}; got {gpu_set!r}")
     kw = {"rate": rate} if workload == "serve" else {"tokens": tokens_b * 1e9}
     if deadline_hours < 0 or budget_usd < 0:
         raise ValueError("deadline_hours and budget_usd must be >= 0 (0 = none)")
+    if loader_k_tokens_per_s < 0 or not 0 <= mfu <= 1:
+        raise ValueError("loader_k_tokens_per_s must be >= 0 (0 = no limit) and mfu in [0, 1] (0 = default)")
+    if workload != "serve":
+        kw |= {"mfu": mfu or None, "loader_tokens_per_s": loader_k_tokens_per_s * 1e3 or None}
     return plan(
         workload,
         get_model(model),
@@ -149,7 +160,8 @@ def draw_plans(result: PlanResult, ax=None):
         ax.set_ylabel("cost USD (log)")
         ax.legend(fontsize=8)
     width = 80 if result.workload == "serve" else 95  # characters: the serve axes start further right
-    ax.set_title("\n".join(textwrap.wrap(result.recommendation, width)[:3]), fontsize=8)
+    # a literal "$" (every price) would open matplotlib mathtext and garble the title: escape it
+    ax.set_title("\n".join(textwrap.wrap(result.recommendation.replace("$", r"\$"), width)[:3]), fontsize=8)
     if fig is not None:  # fixed margins: tight_layout measured every log tick, half of a redraw's time
         left = 0.24 if result.workload == "serve" else 0.12  # room for the "8 x h100-sxm" bar labels
         fig.subplots_adjust(left=left, right=0.97, bottom=0.12, top=0.84)
@@ -198,6 +210,8 @@ def plan_wizard(**defaults) -> View:
             deadline_hours=0.0,
             budget_usd=0.0,
             gpu_set="every priced GPU",
+            loader_k_tokens_per_s=0.0,
+            mfu=0.0,
         )
         | defaults
     )
@@ -209,6 +223,10 @@ def plan_wizard(**defaults) -> View:
         "deadline_hours": number("deadline h (0 = none)", d["deadline_hours"]),
         "budget_usd": number("budget $ (0 = none)", d["budget_usd"]),
         "gpu_set": dropdown("GPUs", list(GPU_SETS), d["gpu_set"]),
+        "loader_k_tokens_per_s": slider(
+            "loader (k tokens/s, 0 = no limit)", 0, 2000, d["loader_k_tokens_per_s"], step=10
+        ),
+        "mfu": slider("MFU (0 = default)", 0.0, 0.8, d["mfu"], step=0.05),
     }
     return View(plan_for, controls, draw_plans, title="The planner: one GPU, one node or many nodes?")
 

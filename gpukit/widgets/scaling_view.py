@@ -13,7 +13,8 @@ Used in: notebooks/05_data_parallel_scaling.
 from __future__ import annotations
 
 from gpukit.catalog import gpus, interconnects, models
-from gpukit.scaling import scaling
+from gpukit.comm import LINK_EFFICIENCY
+from gpukit.scaling import GRAD_DTYPE, scaling
 from gpukit.widgets.base import View, dropdown, slider
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -106,10 +107,13 @@ def efficiency_curve(
     tokens_per_gpu: float = 4096,
     hook: str = "none",
     overlap: bool = True,
-    grad_dtype: str = "fp32",
+    grad_dtype: str = GRAD_DTYPE,
     max_gpus: int = 512,
+    line_share: float = LINK_EFFICIENCY,
 ):
-    """gpukit.scaling over GPU_COUNTS up to `max_gpus` (8 GPUs per node): a ScalingResult."""
+    """gpukit.scaling over GPU_COUNTS up to `max_gpus` (8 GPUs per node): a ScalingResult. `line_share` is
+    the share of each link's line rate a collective reaches (gpukit.comm's LINK_EFFICIENCY, the nccl-tests
+    busbw share, by default; 1.0 is the ideal bound); `grad_dtype` the gradients' dtype (GRAD_DTYPE)."""
     counts = [g for g in GPU_COUNTS if g <= max_gpus]
     if not counts:
         raise ValueError(f"max_gpus must be >= 1, got {max_gpus}")
@@ -124,6 +128,7 @@ def efficiency_curve(
         hook=hook,
         overlap=overlap,
         grad_dtype=grad_dtype,
+        efficiency=line_share,
     )
 
 
@@ -146,7 +151,8 @@ def plot_efficiency(res, ax=None):
 
 
 def threshold_view(**defaults) -> View:
-    """The threshold widget: model, GPU, links, ports, tokens per GPU, hook, overlap -> efficiency vs GPUs."""
+    """The threshold widget: model, GPU, links, ports, tokens per GPU, hook, overlap, gradient dtype, share
+    of line rate -> efficiency vs GPUs."""
     d = dict(
         model="llama-2-7b",
         gpu="h100-sxm",
@@ -156,6 +162,8 @@ def threshold_view(**defaults) -> View:
         tokens_per_gpu=4096,
         hook="none",
         overlap=True,
+        grad_dtype=GRAD_DTYPE,
+        line_share=LINK_EFFICIENCY,
     )
     d.update(defaults)
     links = sorted(interconnects())
@@ -168,5 +176,7 @@ def threshold_view(**defaults) -> View:
         "tokens_per_gpu": slider("tokens/GPU", 256, 65536, d["tokens_per_gpu"], log=True),
         "hook": dropdown("hook", ["none", "fp16", "powersgd"], d["hook"]),
         "overlap": dropdown("overlap", [True, False], d["overlap"]),
+        "grad_dtype": dropdown("gradients", ["bf16", "fp32"], d["grad_dtype"]),
+        "line_share": slider("share of line rate", 0.1, 1.0, d["line_share"], step=0.05),
     }
     return View(efficiency_curve, controls, render=plot_efficiency)
