@@ -10,6 +10,7 @@ a final norm, and an untied LM head.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -427,6 +428,24 @@ class ModelSpec:
     def norm_params(self) -> int:
         """One norm: weight (+ bias for LayerNorm)."""
         return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+    def stage_moe_layers(self, layers: int) -> int:
+        """MoE blocks on the heaviest pipeline stage of `layers` blocks: the stage's share of the MoE layers
+        rounded up, at most `layers` (the rule of gpukit.parallel.layout's and gpukit.memory's expert sharding)."""
+        if not self.is_moe:
+            return 0
+        return min(layers, math.ceil(self.n_moe_layers * layers / self.n_layers))
+
+    def stage_blocks_params(self, layers: int) -> int:
+        """Parameters of `layers` blocks on the heaviest pipeline stage: stage_moe_layers(layers) MoE blocks
+        (all experts) and the rest dense. layers x the mean block (layer_params) would hold fewer experts than
+        the stage's MoE blocks have, e.g. DeepSeek-V3's 3 dense layers averaged into every stage."""
+        if not self.is_moe:
+            return layers * self.layer_params()
+        moe = self.stage_moe_layers(layers)
+        first_moe = next(i for i in range(self.n_layers) if self.is_moe_layer(i))
+        dense_block = self.attention_params() + self.mlp_params() + 2 * self.norm_params()
+        return moe * self.layer_params_at(first_moe) + (layers - moe) * dense_block
 
     def layer_params(self) -> int:
         """One block's parameters; for a mixture of experts with mixed layers, the mean block (rounded):

@@ -47,7 +47,8 @@ def test_serving_output_tokens_change_latency_and_cost():
 def test_cost_mfu_and_operations_cost():
     slow = cost_view.cost_curve(tokens_b=10, mfu=0.2).rows[0]
     fast = cost_view.cost_curve(tokens_b=10, mfu=0.5).rows[0]
-    assert slow.hours == pytest.approx(fast.hours * 0.5 / 0.2, rel=1e-6)
+    # the step model: the matmul time scales with 1/MFU, the optimizer step and exposed traffic do not
+    assert 1.5 * fast.hours < slow.hours <= fast.hours * 0.5 / 0.2 * (1 + 1e-9)
     no_ops, ops = cost_view.buy_rent(), cost_view.buy_rent(ops_k_usd_per_year=200)
     assert ops.owned_cost_per_gpu_hour > no_ops.owned_cost_per_gpu_hour
     assert (

@@ -18,6 +18,7 @@ from gpukit import memory as mem
 from gpukit.cli.argtypes import (
     parse_param_count as parse_count,  # noqa: F401 (its old home, tests import it here)
 )
+from gpukit.cli.argtypes import positive_float
 from gpukit.cli.model_args import add_model_args, model_from_args
 from gpukit.cli.report import Report
 from gpukit.quant import LORA_TARGETS
@@ -129,7 +130,7 @@ def register(subparsers) -> None:
     t.add_argument(
         "--capacity-factor",
         dest="capacity_factor",
-        type=float,
+        type=positive_float,
         help="tokens per expert = capacity_factor x tokens x top_k / n_experts (default 1.0, balanced routing)",
     )
     t.add_argument("--recompute", choices=mem.RECOMPUTE, help="activation recompute (default none)")

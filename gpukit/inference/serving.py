@@ -553,6 +553,7 @@ def _tp_comm(model: ModelSpec, tokens: int, tp: int, pp: int, link, ep: int = 1)
     if measured:  # its own alpha and rate
         per = collective_time("all_reduce", size, tp, link).time_s
     else:  # a catalog link: the one network model (gpukit.comm.ClusterNetwork: its link efficiency, base latency)
+        assert net is not None
         per = network_all_reduce(size, tp, net).time_s
     layers = math.ceil(model.n_layers / pp)
     if ep == 1 or not model.is_moe:

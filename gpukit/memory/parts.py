@@ -177,9 +177,7 @@ def stage_moe_layers(model: ModelSpec, setup: TrainSetup, layers: int) -> int:
     layers rounded up (the rule of gpukit.parallel.layout's expert sharding)."""
     model = as_model(model, "model")
     layers = require_positive_int("layers", layers)
-    if not model.is_moe:
-        return 0
-    return model.n_moe_layers if setup.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
+    return model.n_moe_layers if setup.pp == 1 else model.stage_moe_layers(layers)
 
 
 def stage_param_split(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[float, float]:
@@ -190,7 +188,7 @@ def stage_param_split(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[
     model = as_model(model, "model")
     require_choice("stage", stage, STAGES)
     layers, extra = stage_layers_and_extra(model, setup, stage)
-    blocks = model.blocks_params() if stage == "only" else layers * model.layer_params()
+    blocks = model.blocks_params() if stage == "only" else model.stage_blocks_params(layers)
     expert = stage_moe_layers(model, setup, layers) * model.n_experts * model.expert_params()
     return (blocks - expert + extra) / setup.tp, expert / (setup.ep * setup.expert_tensor_parallel)
 
@@ -282,7 +280,9 @@ def stage_parts(model: ModelSpec, setup: TrainSetup, stage: str) -> dict:
     in_flight = setup.in_flight_micro_batches * setup.interleave_factor if stage == "first" else 1
     sp_div = t if setup.sp else 1
     if setup.cp > 1:
-        s = s / setup.cp  # context parallelism: s/cp tokens of the sequence on this rank
+        s = (
+            s // setup.cp
+        )  # context parallelism: s/cp tokens of the sequence on this rank (cp divides seq_len)
     n_moe = stage_moe_layers(model, setup, layers)
     act = (
         (layers - n_moe) * layer_activation_bytes(model, setup)

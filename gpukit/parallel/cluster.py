@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 
 from gpukit.catalog import (
     GPU,
@@ -84,7 +85,7 @@ class EfficiencyRow:
 @lru_cache(maxsize=4)
 def _efficiency_rows(path: str) -> tuple[EfficiencyRow, ...]:
     rows = []
-    for r in read_csv(path, required=("generation", "kind", "dtype", "share")):
+    for r in read_csv(Path(path), required=("generation", "kind", "dtype", "share")):
         share = float(r["share"])
         if not 0 < share <= 1:
             raise ValueError(f"{path}: share must be in (0, 1], got {share} ({r['generation']},{r['kind']})")

@@ -462,9 +462,7 @@ def _expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) 
     default). 0 for a dense model."""
     if not model.is_moe:
         return 0.0
-    moe_layers = (
-        model.n_moe_layers if config.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
-    )
+    moe_layers = model.n_moe_layers if config.pp == 1 else model.stage_moe_layers(layers)
     return moe_layers * model.n_experts * model.expert_params() / config.tp
 
 
@@ -706,7 +704,7 @@ def estimate(
     stage_params = (
         model.n_params
         if c.pp == 1
-        else layers * model.layer_params() + max(model.embedding_params(), model.head_params())
+        else model.stage_blocks_params(layers) + max(model.embedding_params(), model.head_params())
     ) / c.tp
     gbytes = (
         grad_bytes_per_param
