@@ -354,22 +354,51 @@ class ModelSpec:
         context = require_positive_int("context", context)
         return context if self.sliding_window is None else min(context, self.sliding_window)
 
+    @property
+    def window_layer_share(self) -> float:
+        """Share of the layers that attend through the sliding window: 0 with full attention, 1 when every
+        layer is windowed (Mistral 7B), the pattern's share otherwise (gpt-oss: every other layer, model card;
+        Gemma 2: alternating local/global, Gemma Team 2024 sec. 2)."""
+        if self.sliding_window is None:
+            return 0.0
+        if not self.full_attention_every:
+            return 1.0
+        return sum(1 for i in range(self.n_layers) if not self.is_full_attention_layer(i)) / self.n_layers
+
+    def mean_kv_tokens(self, context: int) -> float:
+        """Key/value positions one sequence caches per layer after `context` tokens, averaged over the
+        layers: windowed layers min(context, W) (kv_tokens), full-attention layers the whole context."""
+        context = require_positive_int("context", context)
+        share = self.window_layer_share
+        return (1.0 - share) * context + share * self.kv_tokens(context)
+
     def mean_attended_keys(self, seq_len: int) -> float:
         """Mean keys a token attends to in one causal pass (prefill or training) over `seq_len` tokens,
         in the continuous convention of gpukit.compute.flops_per_token's causal term (position x of
         [0, s] sees x keys, Kaplan et al. 2020 table 1): s/2 with full attention. With a sliding window
         W < s, position x sees min(x, W) keys (Jiang et al. 2023 sec. 2), and the mean over [0, s] is
-        (W^2/2 + W(s - W)) / s = W - W^2/(2s); W >= s gives s/2 again, today's term exactly."""
+        (W^2/2 + W(s - W)) / s = W - W^2/(2s); W >= s gives s/2 again, today's term exactly. With a pattern
+        of windowed and full layers (full_attention_every), the mean over the layers of the two."""
         s = require_positive_int("seq_len", seq_len)
         w = self.sliding_window
         if w is None or w >= s:
             return s / 2
-        return w - w * w / (2 * s)
+        share = self.window_layer_share
+        return (1.0 - share) * s / 2 + share * (w - w * w / (2 * s))
 
     def sliding_window_note(self, tokens: int) -> str | None:
         """One line when the sliding window caps `tokens` (the KV cache and the keys attended), else None."""
         if self.sliding_window is None or tokens <= self.sliding_window:
             return None
+        if self.full_attention_every:
+            share = self.window_layer_share
+            k = self.full_attention_every
+            which = "every other layer" if k == 2 else f"one layer in {k}"
+            return (
+                f"{self.name} alternates attention: {share:.0%} of its layers attend to a sliding window of "
+                f"{self.sliding_window} tokens (their KV cache holds at most {self.sliding_window} per sequence), "
+                f"{which} attends to the whole context (config.json layer_types / sliding_window pattern)"
+            )
         return (
             f"{self.name} attends to a sliding window of {self.sliding_window} tokens: the KV cache holds at "
             f"most {self.sliding_window} per sequence and a token attends to at most {self.sliding_window} keys "

@@ -196,3 +196,22 @@ def test_cli_serve_ep_and_mxfp4_flags(capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert out["precision"] == "mxfp4" and out["ep"] == 1
+
+
+def test_an_alternating_window_caps_only_its_windowed_layers():
+    """gpt-oss (every other layer full attention): the mean cached tokens, the keys attended and serve's
+    max_context grow with the context through the full layers; a model windowed on every layer stops at W."""
+    from gpukit.catalog import get_model
+    from gpukit.inference import serving_memory
+
+    m = get_model("gpt-oss-120b")
+    assert m.window_layer_share == pytest.approx(0.5)
+    assert m.mean_kv_tokens(32768) == pytest.approx(0.5 * 32768 + 0.5 * 128)
+    assert m.mean_attended_keys(32768) == pytest.approx(0.5 * 16384 + 0.5 * (128 - 128 * 128 / (2 * 32768)))
+    assert "alternates attention" in m.sliding_window_note(32768)
+    mem = serving_memory(m, "h100-sxm", precision="mxfp4", batch=64, context=2048)
+    per_token_full = mem.kv_bytes_per_token * mem.batch
+    expect = int((mem.kv_budget_bytes / per_token_full - 0.5 * 128) / 0.5)
+    assert mem.max_context == min(expect, m.max_seq) < m.max_seq  # not the window's "unbounded" answer
+    mistral = get_model("mistral-7b")
+    assert mistral.window_layer_share == 1.0 and mistral.mean_kv_tokens(32768) == mistral.sliding_window

@@ -269,7 +269,8 @@ def flops_per_token(
     try:
         if mode == "decode":
             context = require_positive_int("context", seq_len if context is None else context)
-            keys = model.kv_tokens(context) if model is not None else context  # min(context, W) with a window
+            # min(context, W) with a window, averaged over windowed and full layers (ModelSpec.mean_kv_tokens)
+            keys = model.mean_kv_tokens(context) if model is not None else context
             attn_fwd = 4.0 * layers * width * keys if layers else 0.0  # one query, `keys` cached keys
             span = context
         else:

@@ -226,9 +226,9 @@ def roofline_layer(
         tokens = b
         context = require_positive_int("context", seq_len if context is None else context)
         g = model.n_heads // model.n_kv_heads  # query heads sharing one cached K/V head
-        keys = model.kv_tokens(
-            context
-        )  # the cache holds min(context, sliding_window) (Jiang et al. 2023 sec. 2)
+        # the cache holds min(context, sliding_window) on windowed layers (Jiang et al. 2023 sec. 2), the whole
+        # context on full-attention layers: their mean (ModelSpec.mean_kv_tokens)
+        keys = max(1, round(model.mean_kv_tokens(context)))
         scores = roofline_matmul(g, keys, d, batch=b * model.n_kv_heads, name="attn_scores", **kw)
         values = roofline_matmul(g, d, keys, batch=b * model.n_kv_heads, name="attn_values", **kw)
     ops = (

@@ -358,6 +358,9 @@ class ServingMemory:
     kv_tokens: int | None = None  # tokens cached per sequence: min(context, sliding_window); None -> context
     sliding_window: int | None = None  # the model's attention window (None: full attention)
     max_seq: int | None = None  # the model's context window (what max_context reports once the window fits)
+    window_layer_share: float = (
+        1.0  # share of layers with the sliding window (gpt-oss: 0.5); 1 with no pattern
+    )
 
     @property
     def total_bytes(self) -> float:
@@ -379,7 +382,13 @@ class ServingMemory:
         context window max_seq (its position limit), else the tokens that fit (< W). Full attention: the
         tokens that fit, capped at max_seq."""
         fit = int(self.kv_budget_bytes // (self.kv_bytes_per_token * self.batch))
-        if self.sliding_window is not None and fit >= self.sliding_window and self.max_seq is not None:
+        w, share = self.sliding_window, self.window_layer_share
+        if w is not None and fit >= w and share < 1.0:  # the full-attention layers keep growing past W
+            fit = int(
+                (self.kv_budget_bytes / (self.kv_bytes_per_token * self.batch) - share * w) / (1.0 - share)
+            )
+            return fit if self.max_seq is None else min(fit, self.max_seq)
+        if w is not None and fit >= w and self.max_seq is not None:
             return self.max_seq
         # never past the model's own window: its positions end there whatever memory is left (issue 23 sec. 5)
         return fit if self.max_seq is None else min(fit, self.max_seq)
@@ -460,7 +469,7 @@ def serving_memory(
     act = ACT_BYTES * chunk * live + 4.0 * batch * model.vocab / tp
     usable = assumptions.reserve_fraction * gpu.memory_bytes
     budget = usable - w - act
-    kept = model.kv_tokens(context)  # min(context, sliding_window)
+    kept = round(model.mean_kv_tokens(context))  # min(context, W) on windowed layers, context on full ones
     per_seq = kv_cache_bytes(model, context, 1, kv_dtype, tp, pp)  # global and windowed layers (kv_cache)
     max_batch = int(budget // per_seq) if budget > 0 else 0
     kv = kv_cache_bytes(model, context, batch, kv_dtype, tp, pp)  # gpukit.memory.kv_cache
@@ -477,6 +486,7 @@ def serving_memory(
         kv_tokens=kept,
         sliding_window=model.sliding_window,
         max_seq=model.max_seq,
+        window_layer_share=model.window_layer_share if model.sliding_window is not None else 1.0,
     )
 
 
