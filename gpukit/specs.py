@@ -228,7 +228,10 @@ class ModelSpec:
 
     @property
     def n_moe_layers(self) -> int:
-        return sum(1 for i in range(self.n_layers) if self.is_moe_layer(i))
+        # closed form of sum(is_moe_layer(i)): the multiples of moe_every in (first_dense_layers, n_layers]
+        if not self.is_moe:
+            return 0
+        return self.n_layers // self.moe_every - self.first_dense_layers // self.moe_every
 
     def is_full_attention_layer(self, i: int) -> bool:
         """Layer i attends over the whole context (no sliding window, or the pattern's global layer)."""
@@ -363,7 +366,8 @@ class ModelSpec:
             return 0.0
         if not self.full_attention_every:
             return 1.0
-        return sum(1 for i in range(self.n_layers) if not self.is_full_attention_layer(i)) / self.n_layers
+        # closed form: layers i with (i + 1) % full_attention_every == 0 attend to the whole context
+        return (self.n_layers - self.n_layers // self.full_attention_every) / self.n_layers
 
     def mean_kv_tokens(self, context: int) -> float:
         """Key/value positions one sequence caches per layer after `context` tokens, averaged over the
@@ -472,7 +476,9 @@ class ModelSpec:
         if not self.is_moe:
             return layers * self.layer_params()
         moe = self.stage_moe_layers(layers)
-        first_moe = next(i for i in range(self.n_layers) if self.is_moe_layer(i))
+        first_moe = (
+            -(-(self.first_dense_layers + 1) // self.moe_every) * self.moe_every - 1
+        )  # first MoE layer
         dense_block = self.attention_params() + self.mlp_params() + 2 * self.norm_params()
         return moe * self.layer_params_at(first_moe) + (layers - moe) * dense_block
 

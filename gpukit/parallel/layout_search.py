@@ -567,6 +567,14 @@ def team_layouts(
         splits: dict[tuple, list] = {}
         for f in fams:
             splits.setdefault(f[:4], []).append(f)
+        # a split whose memory-lightest layout (its highest ZeRO stage, widest EP, no interleaving, the
+        # smallest micro-batch, every recompute) does not fit has no layout that fits: dropped unsearched
+        for k in list(splits):
+            fs = splits[k]
+            z_max, e_max = max(f[5] for f in fs), max(f[6] for f in fs)
+            light = [f for f in fs if f[4] == 1 and f[5] == z_max and f[6] == e_max]
+            if light and fastest(light, bs_all[:1]) is None:
+                del splits[k]
         if screen is None or len(splits) <= screen:
             chosen = list(splits)
         else:
