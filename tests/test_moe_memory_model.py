@@ -296,3 +296,17 @@ def test_deepseek_v3_published_throughput_lies_between_the_overlap_bounds():
     hidden = par.estimate(get_model("deepseek-v3"), cfg, cl, ep_overlap=1.0, **kw)
     assert exposed.fits and hidden.fits
     assert exposed.tokens_per_s / 2048 < published < hidden.tokens_per_s / 2048
+
+
+def test_qlora_quantizes_every_expert():
+    """QLoRA of a mixture of experts (bitsandbytes replaces every Linear of the blocks, experts included):
+    Mixtral 8x7B's frozen weights take about half a byte per parameter (NF4 + double-quantized constants),
+    not the 16-bit experts of one dense MLP's accounting (77 GiB before), and it fits one 40 GB card at 2k."""
+    from gpukit.catalog import get_model
+
+    m = get_model("mixtral-8x7b")
+    b = mem.estimate_memory(
+        m, setup=mem.TrainSetup(finetune="qlora", seq_len=2048, recompute="full"), gpu="a100-40gb"
+    )
+    assert 0.5 * m.n_params < b.params_bytes < 0.55 * m.n_params
+    assert b.fits

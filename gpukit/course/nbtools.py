@@ -111,6 +111,12 @@ COURSE: tuple[CourseEntry, ...] = (
         "yes",
         "no",
     ),
+    CourseEntry(
+        "10_moe_and_long_context",
+        "One GPU or a cluster for today's models: mixture of experts (total vs active parameters, expert parallelism), long context (context parallelism), FP8 training, any model from its config.json",
+        "yes (gloo on loopback: the EP all-to-all and ring attention on 2 ranks)",
+        "no",
+    ),
 )
 
 

@@ -196,6 +196,15 @@ def stage_param_split(model: ModelSpec, setup: TrainSetup, stage: str) -> tuple[
 def _base_weight_bytes(model: ModelSpec, setup: TrainSetup, layers: int, extra: int) -> tuple[float, float]:
     """(bytes of the frozen/served weights on one GPU, bytes of one layer) in setup.base_dtype."""
     dt, ce = setup.base_dtype, dtype_bytes(setup.compute_dtype)
+    if dt in QUANT_DTYPES and model.is_moe:  # every expert's linears quantized (QLoRA / bitsandbytes 4-bit
+        # replaces every nn.Linear of the blocks, experts included; Dettmers et al. 2023 sec. 3); the router, the
+        # norms and the embeddings stay 16-bit. Output rows for int8's per-row scales: weights / hidden (stated)
+        blocks = model.blocks_params() if setup.pp == 1 else model.stage_blocks_params(layers)
+        moe_l = model.n_moe_layers if setup.pp == 1 else model.stage_moe_layers(layers)
+        keep = layers * 2 * model.norm_params() + moe_l * model.router_params()
+        lin = blocks - keep
+        q = quantized_bytes(lin, dt, lin / model.hidden)
+        return (q + (keep + extra) * ce) / setup.tp, (q + keep * ce) / layers / setup.tp
     if dt in QUANT_DTYPES:  # only block linears are quantized; norms, biases, embeddings stay 16-bit
         lin, rows = model.linear_weights
         layer = quantized_bytes(lin, dt, rows) + (model.layer_params() - lin) * ce
