@@ -157,7 +157,7 @@ def test_a_partial_node_is_paced_by_its_own_ports():
     from gpukit.comm import collective_time
 
     n = get_model("llama-2-7b").n_params
-    effs = {g: cost.predicted_efficiency(n, "h100-sxm", g) for g in (8, 12, 16)}
+    effs = {g: cost.predicted_efficiency(n, "h100-sxm", g, grad_dtype="bf16") for g in (8, 12, 16)}
     # issue 22: 12 > 16 held only because the 16-GPU row came from gpukit.scaling (DDP's bucket copies charged)
     # and the 12-GPU row from the alpha-beta fallback (none). With one sync model, 12 GPUs are slower than 16:
     # the partial node's 4 ports carry shards of S/4 against S/8 (comm 12 > comm 16, as the formula below says)
@@ -719,8 +719,9 @@ def test_ports_per_node_paces_the_cross_node_step(capsys):
     from gpukit.catalog import get_interconnect
     from gpukit.comm import collective_time
 
-    z = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", zero_stage=3, ports_per_node=2)
-    z8 = cost.predicted_efficiency(n, "h100-sxm", 16, inter_link="eth-100g", zero_stage=3)
+    kw = dict(inter_link="eth-100g", zero_stage=3, grad_dtype="bf16")  # the 16-bit sizes written below
+    z = cost.predicted_efficiency(n, "h100-sxm", 16, ports_per_node=2, **kw)
+    z8 = cost.predicted_efficiency(n, "h100-sxm", 16, **kw)
     # issue 22: ZeRO-3 is 3 collectives of half an all-reduce of the 16-bit parameters (1.5x, as before) at the
     # one default link efficiency 0.8 (nccl-tests) instead of the ideal 1.0: the difference is 1 / 0.8 of before
     from gpukit.comm import LINK_EFFICIENCY as E

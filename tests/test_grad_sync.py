@@ -58,6 +58,9 @@ def _three(spec, dp, k, ports, grad_dtype, zero):
         global_batch=dp,
         seq_len=512,
         grad_dtype=grad_dtype,
+        # bf16 gradients exist under the papers' convention only (a data-parallel layout defaults to pytorch's
+        # fp32 AMP gradients: parallel.layout_convention); the sync model compared is the same either way
+        convention="megatron",
     )
     return s.comm_s, c.comm_s, dict(e.comm_total_s)["dp_comm"]
 

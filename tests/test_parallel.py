@@ -290,17 +290,19 @@ def test_dropout_follows_the_model_row():
     m = get_model("falcon-7b")
     assert m.mlp == "gelu" and not m.dropout
     cfg, cl = par.ParallelConfig(dp=8), par.make_cluster("h100-sxm", 8)
-    default = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048)
-    off = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=False)
-    on = par.estimate(m, cfg, cl, global_batch=8, seq_len=2048, dropout=True)
+    kw = dict(global_batch=8, seq_len=2048, convention="megatron")  # the papers' terms name the masks
+    default = par.estimate(m, cfg, cl, **kw)
+    off = par.estimate(m, cfg, cl, dropout=False, **kw)
+    on = par.estimate(m, cfg, cl, dropout=True, **kw)
     assert default.memory_per_gpu_bytes == off.memory_per_gpu_bytes < on.memory_per_gpu_bytes
 
 
 def test_zero_with_dp_1_is_said_to_shard_nothing():
     """--zero 3 with --dp 1 changes nothing (CONTRACTS: such a flag is an error or a stated note)."""
     cl = par.make_cluster("h100-sxm", 8)
-    z3 = par.estimate("llama-2-7b", par.ParallelConfig(zero_stage=3), cl, global_batch=8, seq_len=4096)
-    z0 = par.estimate("llama-2-7b", par.ParallelConfig(), cl, global_batch=8, seq_len=4096)
+    kw = dict(global_batch=8, seq_len=4096, convention="megatron")
+    z3 = par.estimate("llama-2-7b", par.ParallelConfig(zero_stage=3), cl, **kw)
+    z0 = par.estimate("llama-2-7b", par.ParallelConfig(), cl, **kw)
     assert any("ZeRO-3 with dp 1 shards nothing" in n for n in z3.notes)
     assert z3.memory_per_gpu_bytes >= z0.memory_per_gpu_bytes and not any(
         "shards nothing" in n for n in z0.notes

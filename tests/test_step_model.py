@@ -268,10 +268,14 @@ def test_one_gpu_warning_names_the_stage_it_priced():
 
 @pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
 def test_the_planner_never_rates_a_partial_second_node_above_one_node(name):
-    """The planner's efficiency column, through the same step model: 9-15 GPUs (one node of 8 and part of another)
-    never above 8 on NVLink."""
+    """The planner through the same step model: 9-15 GPUs (one node of 8 and part of another) never train
+    faster per GPU than 8 on NVLink (the partial node's traffic crosses the network). Per-GPU throughput, not
+    the efficiency column: the 8-GPU plan is a layout of the search (it may take a larger micro-batch, whose
+    GEMMs run faster and so leave a smaller useful share), the others data-parallel plans. The 1% allowed is
+    the optimizer step a ZeRO stage shards over more GPUs (real: Adam's work per GPU falls as 1/n); the defect
+    this guards against was 12% (0.786 -> 0.881 efficiency from 8 to 15 GPUs)."""
     from gpukit.plan import plan
 
     r = plan("pretrain", get_model(name), tokens=20e9, gpus={"h100-sxm": 3.0}, counts=tuple(range(8, 16)))
-    eff = {p.gpus: p.efficiency for p in r.plans if p.binding != "does not fit"}
-    assert 8 in eff and all(eff[n] <= eff[8] + 1e-12 for n in eff), eff
+    per_gpu = {p.gpus: 20e9 / (p.hours * p.gpus) for p in r.plans if p.binding != "does not fit"}
+    assert 8 in per_gpu and all(per_gpu[n] <= 1.01 * per_gpu[8] for n in per_gpu), per_gpu

@@ -120,10 +120,11 @@ def register(subparsers) -> None:
     e.add_argument(
         "--convention",
         choices=("megatron", "pytorch"),
-        default="megatron",
-        help="memory convention, and with it the parameter and gradient bytes the sync moves (default megatron: "
-        "the papers' sum of parts, 16-bit; pytorch: an eager AMP step, fp32 parameters and gradients, as "
-        "`cost train` and `plan` price a run)",
+        default=None,
+        help="memory convention, and with it the parameter and gradient bytes the sync moves (default: the "
+        "layout's, gpukit.parallel.layout_convention: pytorch for data parallelism alone (an eager AMP step, "
+        "fp32 parameters and gradients, as `cost train` prices it), megatron with --tp or --pp > 1 (the papers' "
+        "sum of parts, 16-bit), as `plan` decides fit)",
     )
     add_json_flag(e)
     e.set_defaults(func=handle_estimate)
@@ -203,7 +204,7 @@ def handle_estimate(args):
         seq_len=args.seq_len,
         attention=args.attention,
         **({"grad_dtype": "fp32"} if args.grad_dtype == "fp32" else {}),
-        **({"convention": "pytorch"} if args.convention == "pytorch" else {}),
+        **({"convention": args.convention} if args.convention else {}),
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from gpukit.catalog import default_links, get_gpu, intra_node_link
 from gpukit.comm import cluster_network, grad_sync
 from gpukit.errors import finite_result, require_positive, require_positive_int
-from gpukit.scaling import gpu_kernel_s
+from gpukit.scaling import GRAD_DTYPE, gpu_kernel_s
 from gpukit.units import dtype_bytes
 
 DEFAULT_TOKENS_PER_GPU = 8192  # tokens per GPU per optimizer step for the efficiency estimate (4 x 2048)
@@ -49,7 +49,7 @@ def predicted_efficiency(
     intra_link: str | None = None,
     tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
     mfu: float = 0.4,
-    grad_dtype: str = "bf16",
+    grad_dtype: str = GRAD_DTYPE,
     zero_stage: int = 0,
     overlap: float = 0.0,
     ports_per_node: int | None = None,

@@ -520,12 +520,21 @@ def _ep_cp_traffic(
     return ep_t, cp_x
 
 
+def layout_convention(config: ParallelConfig) -> str:
+    """The memory convention a layout is judged by when none is named: "pytorch" for data parallelism alone
+    (tp = pp = 1: a PyTorch DDP/FSDP step in eager AMP, fp32 parameters and gradients, the convention gpukit.memory
+    checks against MemTracker and `cost train` prices), "megatron" for tensor/pipeline layouts (Megatron-LM's
+    sum of parts, Korthikanti et al. 2022). `parallel estimate`, the search, `cost train` and `plan` share it,
+    so one layout gets one memory and one gradient-sync size everywhere (issue 23 sec. 5)."""
+    return "pytorch" if config.tp == 1 and config.pp == 1 else "megatron"
+
+
 def layout_train_setup(
     config: ParallelConfig, seq_len: int, m: int, attention: str, dropout: bool, **conventions
 ):
     z3 = 1 if config.zero_stage == 3 else 0  # FSDP2's implicit prefetch keeps one more layer gathered
     conventions = dict(conventions)
-    convention = conventions.pop("convention", "megatron")  # the papers' sum of parts unless named
+    convention = conventions.pop("convention", None) or layout_convention(config)  # unless named
     return mem.TrainSetup(
         convention=convention,
         dp=config.dp,

@@ -311,14 +311,24 @@ def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: 
     conventions = dict(conventions)
     cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
     cap = cl.gpu.memory_bytes
-    w, g, o = mem.state_bytes_per_param(
-        mem.TrainSetup(
-            convention="megatron",
-            **{
-                k: v
-                for k, v in conventions.items()
-                if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
-            },
+    # a lower bound of the model states under either convention (layout_convention picks one per layout)
+    w, g, o = (
+        min(t)
+        for t in zip(
+            *(
+                mem.state_bytes_per_param(
+                    mem.TrainSetup(
+                        convention=conv,
+                        **{
+                            k: v
+                            for k, v in conventions.items()
+                            if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
+                        },
+                    )
+                )
+                for conv in ("megatron", "pytorch")
+            ),
+            strict=True,
         )
     )
     layer_elems = model.layer_params() * model.n_layers

@@ -7,7 +7,7 @@ the one given, else the critical batch (gpukit.scaling.critical_batch: the model
 the DeepSeek LLM fit), capped at MIN_STEPS optimizer steps; it is stated, and a batch beyond the critical
 one is flagged. The GPU counts run from 1 up to what that batch allows (auto_counts). Full training
 takes, at every count and GPU type, the fastest layout of gpukit.parallel.team_layouts (DP x TP x PP,
-sequence parallelism, interleaving, ZeRO, micro-batch, recompute), its memory in the megatron
+sequence parallelism, interleaving, ZeRO, micro-batch, recompute), its memory in the layout's
 convention and its step from gpukit.parallel.estimate; each plan carries every setting and the
 `gpukit parallel estimate` command that reproduces it. One GPU with optimizer offload, counts that are
 not whole nodes, and LoRA/QLoRA are the data-parallel candidates of gpukit.plan.train_plans, priced by
@@ -32,7 +32,7 @@ from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
 from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
-from gpukit.parallel import MAX_SEARCH_GPUS, team_layouts
+from gpukit.parallel import MAX_SEARCH_GPUS, layout_convention, team_layouts
 from gpukit.plan.plans import (
     MIN_STEPS,
     PLAN_MODELS,
@@ -272,7 +272,7 @@ def _layout_plans(
 ):
     """Full training (pretrain, finetune) on every GPU type and count: the fastest layout a team would
     try (gpukit.parallel.team_layouts: DP x TP x PP x CP, ZeRO, interleaving, micro-batch, recompute;
-    its memory in the megatron convention, its step from gpukit.parallel.estimate), priced as
+    its memory in the layout's convention (layout_convention), its step from gpukit.parallel.estimate), priced as
     hours = tokens / tokens per second. Returns (plans, counts with no layout: {gpu: [(n, reason)]})."""
     cache: dict = {}
     plans = []
@@ -392,7 +392,7 @@ def _layout_plans(
                     usd_per_gpu_hour=usd,
                     tricks=tricks,
                     settings=settings,
-                    memory_convention="megatron",
+                    memory_convention=layout_convention(c),
                     holds_back=r.best.binding + (f"; {flag}" if flag else ""),
                     reproduce=_reproduce(
                         model.name, name, n, c, G, s, gpus_per_node, inter_link, ports_per_node
@@ -798,7 +798,8 @@ def plan(
                     for p in plans
                 ]
             models_used = (
-                'memory: gpukit.memory, convention "megatron" for the layouts of gpukit.parallel (the bytes '
+                'memory: gpukit.memory, the layout\'s convention (gpukit.parallel.layout_convention: "pytorch" for '
+                'data parallelism alone, "megatron" with tensor or pipeline parallelism; the bytes '
                 '`gpukit parallel estimate` prints); convention "pytorch" for a one-GPU offload plan; each plan '
                 "names its convention (memory_convention) and fits by it",
                 "time: gpukit.parallel.estimate, the step of the layout (compute and elementwise kernels, TP/PP/DP "

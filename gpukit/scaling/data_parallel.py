@@ -180,10 +180,13 @@ def overlap_threshold_tokens(n_params: float, rate_flops: float, allreduce_s: fl
     )
 
 
-# The gradient dtype the course and its audits assume (bf16 under AMP, as PyTorch DDP and FSDP all-reduce
-# a bf16 model's gradients; Megatron's fp32 main grads are an option): one name, used by scaling(), the
-# widgets of notebooks 05/06/08/09 and the audits, so that every lesson states the same choice.
-GRAD_DTYPE = "bf16"
+# The gradient dtype the course, `cost train`, the planner and the audits assume: fp32. An eager AMP step keeps
+# fp32 parameters, so PyTorch DDP's buckets all-reduce fp32 gradients (Li et al. 2020; torch.amp autocast
+# casts the matmul inputs, not the parameters); Megatron-LM accumulates and reduces fp32 main grads by default
+# for bf16 runs (--accumulate-allreduce-grads-in-fp32). A bf16-held model or DDP's bf16_compress_hook halves
+# it (grad_dtype="bf16"). One name, used by scaling(), cost.predicted_efficiency, the widgets of notebooks
+# 05/06/08/09 and the audits, so that every lesson states the same choice as the memory model's gradients.
+GRAD_DTYPE = "fp32"
 
 
 def scaling(
