@@ -271,13 +271,12 @@ def test_a_pipeline_stage_holds_whole_moe_blocks():
     """DeepSeek-V3 on pp 16: the heaviest stage has 4 blocks, all MoE (ceil(58 x 4 / 61)); the mean block
     (3 dense layers averaged in) would leave its dense part negative once the experts are taken out."""
     from gpukit.catalog import get_model
-    from gpukit.memory.parts import stage_param_split
 
     m = get_model("deepseek-v3")
     assert m.stage_moe_layers(4) == 4
     first_moe = m.first_dense_layers
     assert m.stage_blocks_params(4) == 4 * m.layer_params_at(first_moe) > 4 * m.layer_params()
-    dense, expert = stage_param_split(m, _setup(dp=128, pp=16, ep=64, zero_stage=1), "first")
+    dense, expert = mem.stage_param_split(m, _setup(dp=128, pp=16, ep=64, zero_stage=1), "first")
     assert dense > 0 and expert == pytest.approx(4 * m.n_experts * m.expert_params() / 64)
 
 
