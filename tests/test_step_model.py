@@ -279,3 +279,23 @@ def test_the_planner_never_rates_a_partial_second_node_above_one_node(name):
     r = plan("pretrain", get_model(name), tokens=20e9, gpus={"h100-sxm": 3.0}, counts=tuple(range(8, 16)))
     per_gpu = {p.gpus: 20e9 / (p.hours * p.gpus) for p in r.plans if p.binding != "does not fit"}
     assert 8 in per_gpu and all(per_gpu[n] <= 1.01 * per_gpu[8] for n in per_gpu), per_gpu
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_parallel_estimate_default_is_cost_train_for_a_data_parallel_run(zero):
+    """One layout, one answer: `parallel estimate` with no --convention judges a data-parallel layout as the PyTorch
+    step it is (parallel.layout_convention), so its hours and memory per GPU are cost train's (Llama-2-7B, 100B
+    tokens, 64 H100); ZeRO-3's prefetched layer is counted by both."""
+    from gpukit import cost, parallel
+
+    m = get_model("llama-2-7b")
+    row = cost.training_cost(m, 100e9, "h100-sxm", [64], zero_stage=zero, price_per_gpu_hour=3.0).rows[0]
+    e = parallel.estimate(
+        m,
+        parallel.ParallelConfig(dp=64, zero_stage=zero),
+        parallel.make_cluster("h100-sxm", 8),
+        global_batch=64,
+    )
+    assert e.memory.setup.convention == "pytorch"
+    assert e.memory_per_gpu_bytes == row.memory_per_gpu_bytes
+    assert 100e9 / e.tokens_per_s / 3600 == pytest.approx(row.hours, rel=1e-9)
