@@ -173,7 +173,8 @@ def test_the_same_flags_build_the_same_block_under_every_subcommand(block):
 
 def test_custom_shape_memory_numbers_agree_with_parallel(capsys):
     """The layout's memory of a custom shape under `parallel estimate` is the one `memory` gives with the
-    same setup (megatron convention): same block, same dropout recipe."""
+    same setup (the layout's convention, pytorch for data parallelism alone: memory's default): same block,
+    same dropout recipe."""
     block = ["--layers", "4", "--hidden", "512", "--heads", "8", "--mlp", "swiglu"]
     p = _json(
         capsys,
@@ -197,5 +198,5 @@ def test_custom_shape_memory_numbers_agree_with_parallel(capsys):
         "--seq-len",
         "1024",
     )
-    m = _json(capsys, "memory", *block, "--seq-len", "1024", "--convention", "megatron", "--gpu", "a100-80gb")
+    m = _json(capsys, "memory", *block, "--seq-len", "1024", "--gpu", "a100-80gb")
     assert p["memory_per_gpu_bytes"] == m["total_bytes"] and m["activations_bytes"] > 0
