@@ -309,3 +309,26 @@ def test_qlora_quantizes_every_expert():
     )
     assert 0.5 * m.n_params < b.params_bytes < 0.55 * m.n_params
     assert b.fits
+
+
+def test_parallel_cli_takes_the_training_precision(capsys):
+    """`parallel estimate/search --precision fp8`: the FP8 recipe reaches the layout estimate (faster, more
+    memory than bf16-mixed for Mixtral on 16 H100s); a GPU without fp8 units exits 2 with one line."""
+    import json
+
+    from gpukit.cli import main
+
+    base = (
+        "parallel estimate --model mixtral-8x7b --gpu h100-sxm --gpus-per-node 8 --dp 8 --tp 1 --pp 2 --ep 8"
+    )
+    base += " --micro-batch 1 --zero 1 --recompute full --global-batch 64 --seq-len 4096 --json --precision"
+    out = {}
+    for p in ("bf16-mixed", "fp8"):
+        assert main([*base.split(), p]) == 0
+        out[p] = json.loads(capsys.readouterr().out)
+    assert out["fp8"]["tokens_per_s"] > 1.2 * out["bf16-mixed"]["tokens_per_s"]
+    assert out["fp8"]["memory_per_gpu_bytes"] > out["bf16-mixed"]["memory_per_gpu_bytes"]
+    bad = "parallel estimate --model llama-2-7b --gpu a100-80gb --gpus-per-node 8 --dp 8 --tp 1 --pp 1"
+    assert main([*bad.split(), "--micro-batch", "1", "--global-batch", "8", "--precision", "fp8"]) == 2
+    err = capsys.readouterr().err
+    assert "fp8" in err and err.strip().count("\n") == 0

@@ -63,6 +63,14 @@ def _cluster_args(p, search: bool) -> None:
         + ("" if not search else "; default: the search tries every valid one"),
     )
     c.add_argument(
+        "--precision",
+        choices=("bf16-mixed", "fp8"),
+        default="bf16-mixed",
+        help="training precision (default bf16-mixed); fp8: Transformer Engine's recipe, FP8 GEMMs at the fp8 "
+        "peak x the GPU generation's fp8 matmul share, bf16/fp32 master weights and optimizer (gpukit.memory "
+        "FP8_RECIPE); GPUs without fp8 units are an error",
+    )
+    c.add_argument(
         "--cp",
         type=positive_int_arg,
         default=1 if not search else None,
@@ -178,6 +186,7 @@ def handle_search(args):
         attention=args.attention,
         ep=args.ep,
         cp=args.cp,
+        **({"precision": args.precision} if args.precision != "bf16-mixed" else {}),
     )
     return ranked_report(r)
 
@@ -205,6 +214,7 @@ def handle_estimate(args):
         attention=args.attention,
         **({"grad_dtype": "fp32"} if args.grad_dtype == "fp32" else {}),
         **({"convention": args.convention} if args.convention else {}),
+        **({"precision": args.precision} if args.precision != "bf16-mixed" else {}),
     )
 
 
