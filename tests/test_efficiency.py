@@ -135,3 +135,60 @@ def test_validation_doc_is_current():
         cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr
+
+
+# ---- the fused attention kernel at its generation's published share (FlashAttention-2: Dao 2023, Shah 2024)
+def test_attention_efficiency_rows_and_fallbacks():
+    share = {r.generation: r.share for r in cl.efficiency_rows() if r.kind == "attention"}
+    assert share["hopper"] == 0.35 and 0.50 <= share["ampere"] <= 0.73  # the papers' stated figures
+    h100, a100 = cl.make_cluster("h100-sxm", 8), cl.make_cluster("a100-80gb", 8)
+    assert h100.attention_efficiency == pytest.approx(0.35 * cl.TRAINING_MATMUL_SHARE, abs=1e-4)
+    assert a100.attention_efficiency == pytest.approx(share["ampere"] * cl.TRAINING_MATMUL_SHARE, abs=1e-4)
+    assert h100.attention_efficiency < h100.matmul_efficiency  # FA2 on H100 runs far below its GEMMs
+    # a generation without a published row, and a caller's or profile's efficiency: attention at the matmul rate
+    assert cl.attention_efficiency_for("b200") is None
+    assert cl.make_cluster("b200", 8).attention_efficiency == cl.make_cluster("b200", 8).matmul_efficiency
+    given = cl.make_cluster("h100-sxm", 8, matmul_efficiency=0.6)
+    assert given.attention_efficiency == 0.6
+    with pytest.raises(ValueError, match="attention_efficiency must be in"):
+        dataclasses.replace(h100, attention_efficiency=1.5)
+
+
+def test_attention_flops_are_timed_at_the_attention_share():
+    """The compute term = the GEMM FLOPs at the matmul rate x the wave factor + the attention FLOPs at the
+    attention share; a long sequence on a small model makes the difference (fails when attention is timed
+    as a GEMM)."""
+    from gpukit.catalog import get_model
+    from gpukit.compute import flops_per_token
+
+    model, s = get_model("llama-3-8b"), 8192
+    h100 = cl.make_cluster("h100-sxm", 8)
+    cfg = par.ParallelConfig(dp=8, micro_batch=1)
+    e = par.estimate(model, cfg, h100, global_batch=8, seq_len=s)
+    f = flops_per_token(model, seq_len=s, causal=True, include_embeddings=True, recompute="none")
+    att = f.get("attention_forward") + f.get("attention_backward")
+    gemm_rate = (
+        h100.peak_flops * h100.matmul_efficiency * par.layer_gemm_efficiency(model, s, 1, h100.sm_count)
+    )
+    want = (f.hardware_flops - att) * s / gemm_rate + att * s / (h100.peak_flops * h100.attention_efficiency)
+    assert dict(e.breakdown)["compute"] == pytest.approx(want)
+    as_gemm = par.estimate(
+        model,
+        cfg,
+        dataclasses.replace(h100, attention_efficiency=h100.matmul_efficiency),
+        global_batch=8,
+        seq_len=s,
+    )
+    assert e.step_time_s > as_gemm.step_time_s * 1.05
+    assert any("attention (FlashAttention" in a for a in e.assumptions)
+    # eager attention is batched GEMMs: timed at the matmul rate whatever the attention share
+    eager = par.estimate(model, cfg, h100, global_batch=8, seq_len=s, attention="eager")
+    eager_gemm = par.estimate(
+        model,
+        cfg,
+        dataclasses.replace(h100, attention_efficiency=h100.matmul_efficiency),
+        global_batch=8,
+        seq_len=s,
+        attention="eager",
+    )
+    assert dict(eager.breakdown)["compute"] == pytest.approx(dict(eager_gemm.breakdown)["compute"])

@@ -62,7 +62,7 @@ class EfficiencyRow:
     """One row of gpukit/data/efficiency.csv: a share of a peak for a hardware generation, cited."""
 
     generation: str
-    kind: str  # "matmul" (share of the dense tensor peak) or "hbm" (share of the HBM bandwidth)
+    kind: str  # "matmul" / "attention" (share of the dense tensor peak) or "hbm" (share of the HBM bandwidth)
     dtype: str
     share: float
     sm_count: int | None
@@ -137,6 +137,19 @@ def matmul_efficiency_for(gpu, dtype: str = "bf16") -> float:
     return round(efficiency_row(gpu, "matmul", dtype).share * TRAINING_MATMUL_SHARE, 4)
 
 
+def attention_efficiency_for(gpu, dtype: str = "bf16") -> float | None:
+    """Share of `gpu`'s dense `dtype` peak the fused attention kernel sustains in training (scores and
+    values, forward and backward): the generation's published FlashAttention share (efficiency.csv
+    `attention` rows: A100 50-73%, Dao 2023; H100 35% for FlashAttention-2, Shah et al. 2024) x
+    TRAINING_MATMUL_SHARE, like the GEMMs. None where the generation has no published row: its attention
+    then runs at the matmul efficiency (stated by the estimate)."""
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    for r in efficiency_rows():
+        if r.kind == "attention" and r.generation == g.arch and r.dtype in (dtype, "bf16"):
+            return round(r.share * TRAINING_MATMUL_SHARE, 4)
+    return None
+
+
 def hbm_efficiency_for(gpu) -> float:
     """Share of `gpu`'s HBM bandwidth its elementwise kernels reach (efficiency.csv's hbm row)."""
     return efficiency_row(gpu, "hbm", "any").share
@@ -194,6 +207,9 @@ class Cluster:
     hbm_efficiency: float = None  # type: ignore[assignment]  # None -> hbm_efficiency_for(gpu)
     dtype: str = "bf16"
     efficiency_source: str = ""  # which set the matmul efficiency: catalog row, profile or caller
+    # the fused attention kernel's share of the peak: None -> attention_efficiency_for(gpu) when the matmul
+    # efficiency is the catalog's, else (caller, profile, or no attention row) the matmul efficiency
+    attention_efficiency: float = None  # type: ignore[assignment]
     sm_count: int | None = field(default=None, compare=False)  # the generation row's SMs (wave model)
 
     def __post_init__(self):
@@ -209,6 +225,13 @@ class Cluster:
                 )
         elif not self.efficiency_source:
             object.__setattr__(self, "efficiency_source", "given by the caller")
+        if self.attention_efficiency is None:
+            att = attention_efficiency_for(self.gpu, self.dtype) if row is not None else None
+            object.__setattr__(
+                self, "attention_efficiency", att if att is not None else self.matmul_efficiency
+            )
+        elif not 0 < self.attention_efficiency <= 1:
+            raise ValueError(f"attention_efficiency must be in (0, 1], got {self.attention_efficiency}")
         if self.hbm_efficiency is None:
             object.__setattr__(self, "hbm_efficiency", hbm_efficiency_for(self.gpu))
         if self.sm_count is None:

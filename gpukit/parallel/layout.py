@@ -66,7 +66,7 @@ from gpukit.comm import (
     grad_sync,
     hierarchical_all_reduce,
 )
-from gpukit.compute import flops_per_token, fp8_time_note, matmul_time_scale
+from gpukit.compute import flops_per_token, fp8_gemm_share, fp8_matmul_time_factor, fp8_time_note
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
@@ -387,6 +387,13 @@ def cluster_assumptions(cluster) -> tuple[str, ...]:
         f"({cluster.efficiency_source or 'stated'}; not fitted per layout), times the GEMM tile/wave "
         f"quantization of the layer shapes on {cluster.sm_count or 'unknown'} SMs (NVIDIA Matrix "
         "Multiplication Background guide)",
+        (
+            f"attention (FlashAttention scores and values) at {cluster.attention_efficiency:.3g} of the dense "
+            f"{cluster.dtype} peak (efficiency.csv {cluster.gpu.arch},attention x the training share: "
+            "FlashAttention-2's published share for the generation)"
+            if cluster.attention_efficiency != cluster.matmul_efficiency
+            else "attention at the matmul efficiency (no published attention-kernel share used for this GPU)"
+        ),
         f"elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth",
         f"collectives at {net.efficiency:g} of the inter-node and {net.intra_efficiency:g} of the intra-node "
         f"link's bandwidth ({net.efficiency_source})",
@@ -440,10 +447,14 @@ def dp_group_shape(config: ParallelConfig, gpus_per_node: int) -> tuple[int, int
     return r, max(1, min(k, config.world_size) // r)
 
 
+ATTENTION_TERMS = ("attention_forward", "attention_backward", "recompute_attention_forward")
+
+
 @lru_cache(maxsize=2048)
 def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
+    """(model FLOPs, hardware FLOPs, attention-kernel FLOPs, FlopsPerToken) per token."""
     f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
-    return f.model_flops, f.hardware_flops
+    return f.model_flops, f.hardware_flops, sum(f.get(t) for t in ATTENTION_TERMS), f
 
 
 # ------------------------------------------------------------------------------------ EP / CP (helper G)
@@ -643,7 +654,7 @@ def estimate(
 
     # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
-    model_fpt, hw_fpt = _fpt(model, s, causal, c.recompute)
+    model_fpt, hw_fpt, attn_fpt, f_tok = _fpt(model, s, causal, c.recompute)
     # CP: each rank of the cp group holds b*s/cp tokens of the micro-batch (Megatron-Core CP)
     tokens_mb = c.micro_batch * s // c.cp
     layers = math.ceil(model.n_layers / c.pp)
@@ -651,13 +662,21 @@ def estimate(
     rate = cluster.peak_flops * cluster.matmul_efficiency
     # GEMM tile/wave quantization of the rank's layer shapes (gpukit.parallel.cluster.layer_gemm_efficiency, issue 23)
     gemm_eff = layer_gemm_efficiency(model, tokens_mb, c.tp, cluster.sm_count)
-    compute_all = hw_fpt * tokens_mb * stage_share / c.tp / (rate * gemm_eff)
+    # the fused attention kernel (scores and values, forward, backward, recompute) runs at its own published
+    # share of the peak (FlashAttention-2: 50-73% on A100, Dao 2023; 35% on H100, Shah et al. 2024), the
+    # rest of the FLOPs are GEMMs at the matmul rate x the wave quantization (issue 23 sec. 3)
+    rank_tokens = tokens_mb * stage_share / c.tp
+    if attention != "flash":  # unfused (eager) attention: batched GEMMs, timed as the others
+        attn_fpt = 0.0
+    gemm_fpt = hw_fpt - attn_fpt
     if setup.precision == "fp8":  # FP8 recipe: its GEMMs at the fp8 peak x the cataloged fp8 share (issue 24)
         fp8_ratio = _fp8_share_ratio(cluster.gpu)
-        compute_all *= matmul_time_scale(
-            model, s, causal, c.recompute, setup.precision, cluster.gpu, fp8_ratio or 1.0
-        )
+        fp8_fpt = fp8_gemm_share(f_tok, model) * hw_fpt  # block linears; attention, head, routers stay bf16
+        gemm_fpt += fp8_fpt * (fp8_matmul_time_factor(cluster.gpu, fp8_ratio or 1.0) - 1.0)
         notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu, fp8_ratio))
+    compute_all = gemm_fpt * rank_tokens / (rate * gemm_eff) + attn_fpt * rank_tokens / (
+        cluster.peak_flops * cluster.attention_efficiency
+    )
     # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
     act_setup = setup if c.cp == 1 else replace(setup, cp=1)
     act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
