@@ -20,16 +20,25 @@ OUT = ROOT / "docs" / "VALIDATION.md"
 sys.path.insert(0, str(ROOT))  # the checkout's gpukit, also when run as a plain script
 
 
+def _groups():
+    from gpukit.parallel import VALIDATION_GROUPS, validation_group
+
+    return VALIDATION_GROUPS, validation_group
+
+
+def group_of(v) -> str:
+    return _groups()[1](v)
+
+
 def summary(rows) -> dict:
     """Median |error| by role, and the H100/A100 speed-ups of the paired MPT rows (published, predicted)."""
-    out = {}
-    for role in ("fit", "held-out"):
-        errs = [abs(v.error) for v in rows if v.run.role == role]
-        out[role] = statistics.median(errs) if errs else float("nan")
+    from gpukit.parallel import validation_summary
+
+    out = dict(validation_summary(rows))
     by_name = {v.run.name: v for v in rows}
     pairs = []
     for v in rows:
-        if v.run.convention == "tokens_s" and v.run.gpu == "h100-sxm":
+        if v.run.name.startswith("MPT") and v.run.gpu == "h100-sxm":
             a = by_name.get(v.run.name.replace("(H100)", "(A100)"))
             if a is not None:
                 pairs.append(
@@ -43,11 +52,53 @@ def summary(rows) -> dict:
     return out
 
 
+def _moe_note(rows) -> str:
+    """What the MoE and the Megatron-Bridge dense rows say, computed from them."""
+    groups = _groups()[0]
+    out = []
+    bridge = [v for v in rows if group_of(v) == groups[1] and "Megatron-Bridge" in v.run.name]
+    if bridge:
+        worst = max(abs(v.error) for v in bridge)
+        under = all(v.error < 0 for v in bridge)
+        out.append(
+            f"The {len(bridge)} dense H100 rows of NVIDIA's Megatron-Bridge tables (2025-26 software, FP8, "
+            f"layouts stated) are within {worst:.1%}"
+            + (
+                "; all under-predicted, the direction Transformer Engine's cuDNN attention (faster than the "
+                "FlashAttention-2 row) would give."
+                if under
+                else "."
+            )
+        )
+    moe = [v for v in rows if group_of(v) == groups[3]]
+    if moe:
+        lo, hi = min(moe, key=lambda v: v.error), max(moe, key=lambda v: v.error)
+        qwen = {
+            v.run.config.micro_batch: v for v in moe if "Qwen3 30B" in v.run.name and v.run.gpu != "h100-sxm"
+        }
+        ratio = (
+            f" (the published Qwen3-30B-A3B runs at micro-batch 4 on GB200 and 1 on B200, near-identical chips, "
+            f"are {qwen[4].run.published_tflops / qwen[1].run.published_tflops:.1f}x apart in tokens/s)"
+            if {1, 4} <= set(qwen)
+            else ""
+        )
+        out.append(
+            f"MoE (issue 24): the step model over-predicts every published MoE run, from {lo.error:+.1%} "
+            f"({lo.run.name}) to {hi.error:+.1%} ({hi.run.name}). It charges the expert GEMMs as dense GEMMs of "
+            "the active parameters and the EP all-to-alls, but not the grouped-GEMM shape of per-expert "
+            f"batches, token permutation, routing and load-balancing kernels{ratio}. Until those are modelled, "
+            "gpukit's MoE training time is a lower bound (a real run takes at least that long), not a prediction."
+            if lo.error > 0
+            else f"MoE (issue 24): errors from {lo.error:+.1%} ({lo.run.name}) to {hi.error:+.1%} ({hi.run.name})."
+        )
+    return "\n\n".join(out)
+
+
 def _shortfall(rows) -> str:
     """Where the held-out error is, in numbers computed from the rows (no figure typed by hand)."""
-    held = [v for v in rows if v.run.role == "held-out"]
+    held = [v for v in rows if group_of(v) == _groups()[0][1]]
     hi, lo = max(held, key=lambda v: v.error), min(held, key=lambda v: v.error)
-    mpt = [v for v in held if v.run.convention == "tokens_s"]
+    mpt = [v for v in held if v.run.name.startswith("MPT")]
     full = [v.error for v in mpt if v.run.config.recompute == "full"]
     none = [v.error for v in mpt if v.run.config.recompute == "none"]
     out = (
@@ -96,18 +147,24 @@ def render() -> str:
         "A100 50-73%, Dao 2023; H100 35%, Shah et al. 2024) x the same training share, where a row exists.",
         f"- **before**: one matmul efficiency {MATMUL_EFFICIENCY} for every GPU (the constant before issue 23), "
         "the same step model otherwise.",
-        "- **fit** rows (A100) set the training share; **held-out** rows (H100) only check it. No H200 "
+        "- **fit** rows (A100) set the training share; **held-out** rows (H100, B200, GB200; dense and MoE) only "
+        "check it. No H200 "
         "training table with a stated layout was found: H200 is not validated here.",
         "",
         "## Summary",
         "",
-        "| rows | median abs error before | median abs error after |",
-        "| --- | ---: | ---: |",
-        f"| fit (A100) | {sb['fit']:.1%} | {sa['fit']:.1%} |",
-        f"| held-out (H100) | {sb['held-out']:.1%} | {sa['held-out']:.1%} |",
+        "| rows | n | median abs error before | median abs error after |",
+        "| --- | ---: | ---: | ---: |",
+        *(f"| {g} | {sa[g][1]} | {sb[g][0]:.1%} | {sa[g][0]:.1%} |" for g in _groups()[0]),
         "",
-        "Goal of issue 23: held-out H100/H200 within 15% median. "
-        + ("Met." if sa["held-out"] <= 0.15 else f"Not met: {sa['held-out']:.1%}. " + _shortfall(after)),
+        "Goal of issue 23: held-out H100/H200 (dense) within 15% median. "
+        + (
+            "Met."
+            if sa[_groups()[0][1]][0] <= 0.15
+            else f"Not met: {sa[_groups()[0][1]][0]:.1%}. " + _shortfall(after)
+        ),
+        "",
+        _moe_note(after),
         "",
         "## H100 / A100 speed-up (MPT, same harness, same layout)",
         "",

@@ -74,8 +74,11 @@ from gpukit.parallel.published import (
     PublishedRun,
     PUBLISHED_RUNS,
     ValidationRow,
+    VALIDATION_GROUPS,
     validate_published,
     validation_frame,
+    validation_group,
+    validation_summary,
 )
 
 __all__ = [
@@ -132,6 +135,9 @@ __all__ = [
     "PublishedRun",
     "PUBLISHED_RUNS",
     "ValidationRow",
+    "VALIDATION_GROUPS",
     "validate_published",
     "validation_frame",
+    "validation_group",
+    "validation_summary",
 ]
