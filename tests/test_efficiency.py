@@ -196,7 +196,7 @@ def test_attention_flops_are_timed_at_the_attention_share():
 
 def test_validation_groups_and_what_the_prose_says_of_them():
     """docs/VALIDATION.md and notebook 06 sec. 6: every row in one group; the Hopper dense median improves on
-    the one-constant model; NVIDIA's Megatron-Bridge dense H100 rows (stated layouts, FP8) within 10%; every
+    the one-constant model; NVIDIA's Megatron-Bridge dense H100 rows (stated layouts, FP8) within 15%; every
     MoE row over-predicted (the prose calls gpukit's MoE times a lower bound)."""
     rows = par.validate_published()
     before = par.validate_published(matmul_efficiency=par.MATMUL_EFFICIENCY)
@@ -211,7 +211,7 @@ def test_validation_groups_and_what_the_prose_says_of_them():
         for v in rows
         if "Megatron-Bridge" in v.run.name and v.run.gpu == "h100-sxm" and not v.run.model.is_moe
     ]
-    assert len(bridge) >= 3 and all(abs(v.error) <= 0.10 for v in bridge)
+    assert len(bridge) >= 5 and all(abs(v.error) <= 0.15 for v in bridge)  # issue 23's 15%
     moe = [v for v in rows if par.validation_group(v) == par.VALIDATION_GROUPS[3]]
     assert moe and all(v.error > 0 for v in moe)
     assert all(v.run.precision in ("bf16-mixed", "fp8") for v in rows)

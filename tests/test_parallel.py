@@ -31,7 +31,6 @@ def test_world_size_message_reads_like_the_formula():
     "kw,msg",
     [
         (dict(tp=3), "tp must divide n_heads 64"),
-        (dict(pp=4, virtual_stages=3), r"pp\*virtual_stages must divide n_layers 80"),
         (dict(pp=81), "pp\\*virtual_stages must be at most n_layers 80"),
     ],
 )
@@ -53,6 +52,19 @@ def test_tp_against_kv_heads():
 def test_uneven_stages_are_said_not_refused():
     notes = par.ParallelConfig(pp=3).validate(LLAMA70)
     assert notes and "uneven stages" in notes[0] and "27" in notes[0]
+
+
+def test_uneven_interleaved_chunks_are_said_not_refused():
+    """Megatron-Core splits 126 layers (+ embedding and loss) over pp 8 x vp 8 = 64 chunks (the Llama 3.1 405B
+    recipes): the heaviest chunk and stage set the pace, the batch rules still hold."""
+    notes = par.ParallelConfig(pp=4, virtual_stages=3).validate(LLAMA70)
+    assert (
+        notes
+        and "uneven chunks: 80 layers on pp*virtual_stages = 12" in notes[0]
+        and "largest has 7" in notes[0]
+    )
+    with pytest.raises(ValueError, match="must be a multiple of pp 4 for the interleaved schedule"):
+        par.ParallelConfig(pp=4, virtual_stages=3).validate(LLAMA70, global_batch=6)
 
 
 @pytest.mark.parametrize(

@@ -205,15 +205,23 @@ class ParallelConfig:
                 f"{self.pp}*{self.virtual_stages}={chunks}"
             )
         if model.n_layers % chunks:
-            if self.virtual_stages > 1:
-                raise ValueError(
-                    f"pp*virtual_stages must divide n_layers {model.n_layers} for the interleaved "
-                    f"schedule, got {self.pp}*{self.virtual_stages}={chunks}"
+            if self.virtual_stages > 1:  # Megatron-Core places the embedding and the loss in the first and
+                # last chunks (account_for_embedding/loss_in_pipeline_split; the Llama 3 paper sec. 3.3.2
+                # takes one layer off the first and last stages): 126 layers + 2 on 64 chunks of 2
+                notes.append(
+                    f"uneven chunks: {model.n_layers} layers on pp*virtual_stages = {chunks} model chunks, the "
+                    f"largest has {math.ceil(model.n_layers / chunks)} (the heaviest stage, "
+                    f"{math.ceil(model.n_layers / self.pp)} layers, sets the pace)"
                 )
+                return notes + self._check_batch(global_batch)
             notes.append(
                 f"uneven stages: {model.n_layers} layers on {self.pp} stages, the largest has "
                 f"{math.ceil(model.n_layers / self.pp)} (it sets the pace)"
             )
+        return notes + self._check_batch(global_batch)
+
+    def _check_batch(self, global_batch: int | None) -> list[str]:
+        """The global batch against dp x micro_batch, and m against pp for the interleaved schedule."""
         if global_batch is not None:
             if global_batch % (self.dp * self.micro_batch):
                 raise ValueError(
@@ -226,7 +234,7 @@ class ParallelConfig:
                     f"micro-batches per step m = global_batch/(dp*micro_batch) = {m} must be a multiple "
                     f"of pp {self.pp} for the interleaved schedule (Narayanan et al. 2021 sec. 2.2.2)"
                 )
-        return notes
+        return []
 
     def validate_ep_cp(self, model: ModelSpec, seq_len: int | None = None) -> list[str]:
         """The EP and CP rules (Megatron-Core MoE docs, megatron/core/transformer/moe/README.md, and its

@@ -147,11 +147,63 @@ def _mb(name, model, gpu, gpus, config, gbs, seq, tok_s, precision, version, ext
 
 
 # One row per distinct configuration (the latest container that lists it). Left out, with the reason: the
-# Llama 3.1 405B rows (126 layers on pp x vp = 64 chunks: gpukit's interleaved schedule needs an even
-# split), the GB200 70B FP8 row (activation offloading of 40 layers is not modelled), Qwen3-235B (EP 32 over
-# TP 2 x DP 16: expert parallelism across the TP group is not modelled), DeepSeek-V3 (61 layers on uneven
-# stages).
+# GB200 70B FP8 row (activation offloading of 40 layers is not modelled), Qwen3-235B (EP 32 over TP 2 x DP 16:
+# expert parallelism across the TP group is not modelled), DeepSeek-V3 (MTP layers and 61 layers with the
+# recipe's custom first/last-stage split).
 _MEGATRON_BRIDGE = (
+    _mb(
+        "Llama3.1 405B FP8 GBS 512",
+        "llama-3.1-405b",
+        "h100-sxm",
+        1024,
+        ParallelConfig(dp=8, tp=8, pp=8, cp=2, virtual_stages=8, sp=True, zero_stage=1),
+        512,
+        8192,
+        292,
+        "FP8-CS",
+        "25.11",
+        "126 layers on pp 8 x vp 8 = 64 chunks (Megatron-Core puts the embedding and the loss "
+        "in the first and last chunks)",
+    ),
+    _mb(
+        "Llama3.1 405B FP8 GBS 1536",
+        "llama-3.1-405b",
+        "h100-sxm",
+        1024,
+        ParallelConfig(dp=8, tp=8, pp=8, cp=2, virtual_stages=8, sp=True, zero_stage=1),
+        1536,
+        8192,
+        311,
+        "FP8",
+        "26.02",
+        "126 layers on pp 8 x vp 8 = 64 chunks",
+    ),
+    _mb(
+        "Llama3.1 405B FP8",
+        "llama-3.1-405b",
+        "b200",
+        128,
+        ParallelConfig(dp=2, tp=4, pp=8, cp=2, virtual_stages=8, sp=True, zero_stage=1),
+        64,
+        8192,
+        661,
+        "FP8-CS",
+        "25.11",
+        "126 layers on pp 8 x vp 8 = 64 chunks",
+    ),
+    _mb(
+        "Llama3.1 405B FP8",
+        "llama-3.1-405b",
+        "gb200",
+        256,
+        ParallelConfig(dp=4, tp=4, pp=16, virtual_stages=4, sp=True, zero_stage=1),
+        1536,
+        8192,
+        813,
+        "FP8-CS",
+        "25.11",
+        "126 layers on pp 16 x vp 4 = 64 chunks",
+    ),
     _mb(
         "Llama3 8B FP8",
         "llama-3-8b",
