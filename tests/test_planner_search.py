@@ -237,3 +237,36 @@ def test_make_cluster_efficiency_passthrough():
     b = plan("pretrain", "llama-2-7b", tokens=5e10, gpus=["h100-sxm"], counts=(8,), mfu=0.7)
     assert a.plans[0].hours > b.plans[0].hours
     assert make_cluster("h100-sxm", 8, matmul_efficiency=0.35).matmul_efficiency == 0.35
+
+
+# ---- issue 24: FP8 training in the planner (the FP8 recipe of gpukit.memory and gpukit.parallel.estimate)
+def test_fp8_plans_are_the_fp8_layout_estimates_and_reproduce(capsys):
+    kw = dict(tokens=1e12, gpus=["h100-sxm", "a100-80gb"], counts=[64, 128])
+    bf = plan("pretrain", "llama-3-8b", **kw)
+    f8 = plan("pretrain", "llama-3-8b", precision="fp8", **kw)
+    assert {p.gpu for p in f8.plans} == {"h100-sxm"}  # the A100 has no fp8 tensor cores: left out, said
+    assert any("precision fp8: left out a100-80gb" in s for s in f8.skipped)
+    by = {(p.gpu, p.gpus): p for p in bf.plans}
+    for p in f8.plans:
+        assert p.settings["precision"] == "fp8" and "FP8 recipe" in p.tricks
+        assert p.hours < by[(p.gpu, p.gpus)].hours  # fp8 GEMMs at the fp8 peak x its cataloged share
+        assert p.reproduce.endswith("--precision fp8")
+    p = f8.plans[0]
+    assert main(shlex.split(p.reproduce)[1:] + ["--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["memory_per_gpu_bytes"] == p.memory_per_gpu_bytes
+    assert 1e12 / est["tokens_per_s"] / 3600 == pytest.approx(p.hours, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--workload", "lora", "--tokens", "1e9"], "precision fp8 applies to full training"),
+        (["--workload", "pretrain", "--tokens", "1e9", "--gpu", "a100-80gb"], "fp8 tensor cores"),
+        (["--workload", "serve", "--rate", "1"], "--precision applies to training workloads"),
+    ],
+)
+def test_fp8_plan_bad_requests_are_one_line_errors(capsys, argv, msg):
+    assert main(["plan", "--model", "llama-3-8b", "--precision", "fp8", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and "\n" not in err and "Traceback" not in err

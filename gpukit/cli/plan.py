@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit.cli import add_json_flag
 from gpukit.cli.argtypes import bounded_int, count, count_list, fraction, positive_float, positive_int
 from gpukit.cli.model_args import add_model_args, model_from_args
-from gpukit.plan import SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
+from gpukit.plan import PLAN_PRECISIONS, SERVE_INPUT_TOKENS, SERVE_OUTPUT_TOKENS, WORKLOADS
 
 
 def _gpu_list(text: str):
@@ -85,6 +85,7 @@ def _plan(args):
                 ("--profile", args.profile),
                 ("--loader-tokens-per-s", args.loader_tokens_per_s),
                 ("--ports-per-node", args.ports_per_node),
+                ("--precision", args.precision),
             )
             if v is not None
         ]
@@ -133,6 +134,7 @@ def _plan(args):
         inter_link=args.inter_link,
         loader_tokens_per_s=args.loader_tokens_per_s,
         ports_per_node=args.ports_per_node,
+        precision=args.precision or "bf16-mixed",
     )
 
 
@@ -161,6 +163,12 @@ def register(subparsers) -> None:
         type=positive_int,
         help="training sequences (of --seq-len tokens) per optimizer step, every plan (default: the "
         "critical batch, the model's published batch or the DeepSeek LLM fit; the output says which)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PLAN_PRECISIONS,
+        help="full training's precision (default bf16-mixed; fp8: the FP8 recipe on the allowed GPUs with fp8 "
+        "tensor cores, pretrain and finetune only)",
     )
     p.add_argument("--tokens", type=count, help="training tokens (pretrain, finetune, lora, qlora)")
     p.add_argument("--rate", type=positive_float, help="serve: requests per second")

@@ -555,6 +555,8 @@ VALIDATION_GROUPS = (
 def validation_group(row: ValidationRow) -> str:
     """The summary group of a validation row: the fit rows; the held-out dense rows by GPU generation (issue
     23's goal is the Hopper group); the MoE rows apart (issue 24)."""
+    if not isinstance(row, ValidationRow):
+        raise ValueError(f"row must be a ValidationRow (from validate_published), got {type(row).__name__}")
     if row.run.role == "fit":
         return VALIDATION_GROUPS[0]
     if row.run.model.is_moe:

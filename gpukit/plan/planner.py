@@ -36,6 +36,7 @@ from gpukit.parallel import MAX_SEARCH_GPUS, layout_convention, team_layouts
 from gpukit.plan.plans import (
     MIN_STEPS,
     PLAN_MODELS,
+    PLAN_PRECISIONS,
     WORKLOADS,
     Plan,
     PlanResult,
@@ -230,7 +231,9 @@ def global_batch_of(model, tokens, seq_len, global_batch, micro_batch):
     )
 
 
-def _reproduce(model_name, gpu, n, c, G, s, gpus_per_node, inter_link, ports_per_node) -> str:
+def _reproduce(
+    model_name, gpu, n, c, G, s, gpus_per_node, inter_link, ports_per_node, precision="bf16-mixed"
+) -> str:
     """The `gpukit parallel estimate` command with every setting of a layout plan."""
     parts = [
         f"gpukit parallel estimate --model {model_name} --gpu {gpu} --gpus-per-node {gpus_per_node}",
@@ -248,6 +251,8 @@ def _reproduce(model_name, gpu, n, c, G, s, gpus_per_node, inter_link, ports_per
         parts.append(f"--inter-link {inter_link}")
     if ports_per_node:
         parts.append(f"--ports-per-node {ports_per_node}")
+    if precision != "bf16-mixed":
+        parts.append(f"--precision {precision}")
     return " ".join(parts)
 
 
@@ -269,6 +274,7 @@ def _layout_plans(
     budget_usd,
     loader_tokens_per_s,
     cb,
+    precision="bf16-mixed",
 ):
     """Full training (pretrain, finetune) on every GPU type and count: the fastest layout a team would
     try (gpukit.parallel.team_layouts: DP x TP x PP x CP, ZeRO, interleaving, micro-batch, recompute;
@@ -293,6 +299,7 @@ def _layout_plans(
             profile=profile,
             memory_cache=cache,
             **eff_kw,
+            **({"precision": precision} if precision != "bf16-mixed" else {}),
         )
         for r in rows:
             n = r.gpus
@@ -357,6 +364,7 @@ def _layout_plans(
                     f"EP {c.ep}" if c.ep > 1 else "",
                     f"ZeRO-{c.zero_stage}" if c.zero_stage else "",
                     f"{c.recompute} recompute" if c.recompute != "none" else "",
+                    "FP8 recipe" if precision == "fp8" else "",
                 )
                 if t
             )
@@ -375,6 +383,7 @@ def _layout_plans(
                 "zero_stage": c.zero_stage,
                 "recompute": c.recompute,
                 "offload": "none",
+                "precision": precision,
             }
             flag = beyond_critical(G * s, cb)
             plans.append(
@@ -395,7 +404,7 @@ def _layout_plans(
                     memory_convention=layout_convention(c),
                     holds_back=r.best.binding + (f"; {flag}" if flag else ""),
                     reproduce=_reproduce(
-                        model.name, name, n, c, G, s, gpus_per_node, inter_link, ports_per_node
+                        model.name, name, n, c, G, s, gpus_per_node, inter_link, ports_per_node, precision
                     ),
                 )
             )
@@ -435,6 +444,7 @@ def _dp_settings(p: Plan, micro_batch: int, seq_len: int, global_batch: int) -> 
         "zero_stage": zero,
         "recompute": rc,
         "offload": off,
+        "precision": "bf16-mixed",  # the data-parallel and offload plans of gpukit.cost are bf16
     }
 
 
@@ -560,6 +570,7 @@ def plan(
     refine: bool = True,
     ports_per_node: int | None = None,
     global_batch: int | None = None,
+    precision: str = "bf16-mixed",
 ) -> PlanResult:
     """Plans for `workload` on `model` (see the module docstring). gpus: allowed GPU types, a list
     of names (priced from `prices`, gpukit/data/prices.csv by default) or a {name: usd_per_gpu_hour} dict;
@@ -572,9 +583,18 @@ def plan(
     is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs).
     ports_per_node: inter-node network ports per node shared by its GPUs (default one per GPU,
     rail-optimized), for the training plans' all-reduce and layout search (gpukit.cost.predicted_efficiency,
-    gpukit.parallel.search); serving plans keep tensor parallelism inside a node, so it is an error there."""
+    gpukit.parallel.search); serving plans keep tensor parallelism inside a node, so it is an error there.
+    precision: "bf16-mixed" or "fp8" (the FP8 training recipe of gpukit.memory / gpukit.parallel.estimate, issue 24):
+    full training only (pretrain, finetune), on the allowed GPUs with fp8 tensor cores, from the layout search
+    (whole nodes; no one-GPU offload plan); serving tries every weight precision on its own."""
 
     require_choice("workload", workload, WORKLOADS)
+    require_choice("precision", precision, PLAN_PRECISIONS)
+    if precision == "fp8" and workload not in ("pretrain", "finetune"):
+        raise ValueError(
+            f"precision fp8 applies to full training (pretrain, finetune), got workload {workload}"
+            + (": serving plans try every weight precision already" if workload == "serve" else "")
+        )
     if isinstance(model, str):  # a catalog name
         model = as_model(model)
     if not isinstance(model, ModelSpec):
@@ -663,6 +683,16 @@ def plan(
             f"no price in {table.path} for {', '.join(skipped)} (give one: gpus={{name: usd}}, --gpu NAME:PRICE)"
         ]
     names = list(prices_of)
+    if precision == "fp8":  # the FP8 recipe needs fp8 tensor cores (gpukit.compute.fp8_matmul_time_factor)
+        no_fp8 = [k for k in names if not get_gpu(k).has("fp8")]
+        names = [k for k in names if k not in no_fp8]
+        if not names:
+            raise ValueError(
+                "precision fp8 needs a GPU with fp8 tensor cores (Hopper, Ada, Blackwell, MI300); none of the "
+                f"allowed GPUs has them: {', '.join(no_fp8)}"
+            )
+        if no_fp8:
+            skipped.append(f"precision fp8: left out {', '.join(no_fp8)} (no fp8 tensor cores)")
     models_used: tuple[str, ...] = PLAN_MODELS
     s_len = seq_len or model.default_seq_len()[0]
     G = cb = None
@@ -730,11 +760,13 @@ def plan(
                 budget_usd,
                 loader_tokens_per_s,
                 cb,
+                precision,
             )
             # a count that is not whole nodes (12 GPUs on nodes of 8): the layout search takes whole nodes,
-            # so such a count keeps the data-parallel candidates of train_plans (ZeRO, recompute, offload)
+            # so such a count keeps the data-parallel candidates of train_plans (ZeRO, recompute, offload);
+            # those are bf16 plans: with fp8 such a count keeps the layout search's reason
             part = tuple(n for n in counts if n > gpus_per_node and n % gpus_per_node)
-            if part:
+            if part and precision == "bf16-mixed":
                 dp_part = {
                     (p.gpu, p.gpus): replace(
                         p,
@@ -766,7 +798,7 @@ def plan(
                 plans = [dp_part.get((p.gpu, p.gpus), p) for p in plans]
             # one GPU where no layout fits: the offload layouts (ZeRO-Offload / ZeRO-Infinity) of train_plans
             one = [p.gpu for p in plans if p.gpus == 1 and p.binding == "does not fit"]
-            if one:
+            if one and precision == "bf16-mixed":  # the offload plans are bf16 (gpukit.cost's step)
                 extra = train_plans(
                     model,
                     workload,

@@ -14,6 +14,7 @@ from gpukit.results import json_safe
 from gpukit.units import GiB
 
 WORKLOADS = ("pretrain", "finetune", "lora", "qlora", "serve")
+PLAN_PRECISIONS = ("bf16-mixed", "fp8")  # training precision of full-training plans (fp8: the FP8 recipe)
 BINDINGS = (
     "does not fit",
     "misses the deadline",

@@ -5,7 +5,7 @@ Thin views over pure functions (gpukit.parallel): `schedule_view()` and `search_
 controls to `schedule_compute` / `search_compute`; bad input (micro-batches not a multiple of pp with
 interleaving, GPUs not whole nodes, an unknown GPU) shows its one-line ValueError instead of the plot.
 
-Used in: notebooks/06_beyond_data_parallel (sections 3, 5).
+Used in: notebooks/06_beyond_data_parallel (sections 3, 5, 6).
 """
 
 from __future__ import annotations
@@ -105,6 +105,34 @@ def plot_step(est: par.Estimate, ax=None):
     ax.set_xlabel("seconds per step")
     ax.set_title(f"{est.config.label()}: {est.tokens_per_s:,.0f} tok/s, MFU {est.mfu:.0%}", fontsize=9)
     ax.legend(ncol=4, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.5))
+    return ax
+
+
+def plot_validation(val, highlight=(), ax=None, clip_pct: float = 100.0):
+    """The model's error against each published run (gpukit.parallel.validation_frame), one bar per run;
+    runs in `highlight` in blue; the axis stops at +-clip_pct and a larger error is written on its bar."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, max(4.0, 0.2 * len(val))))
+    errors = list(val["error"] * 100)
+    runs = list(val["run"])
+    keep = set(highlight)
+    ax.barh(
+        runs,
+        [max(-clip_pct, min(clip_pct, e)) for e in errors],
+        color=["tab:blue" if r in keep else "tab:gray" for r in runs],
+    )
+    for i, e in enumerate(errors):
+        if abs(e) > clip_pct:
+            x = 0.95 * clip_pct if e > 0 else -0.95 * clip_pct
+            ax.text(x, i, f"{e:+.0f}%", va="center", ha="right" if e > 0 else "left", color="w", fontsize=7)
+    for x in (-10, 10):
+        ax.axvline(x, color="k", ls=":")
+    ax.set_xlim(-clip_pct, clip_pct)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("model error vs published (%)")
+    ax.invert_yaxis()
     return ax
 
 
