@@ -215,3 +215,15 @@ def test_validation_groups_and_what_the_prose_says_of_them():
     moe = [v for v in rows if par.validation_group(v) == par.VALIDATION_GROUPS[3]]
     assert moe and all(v.error > 0 for v in moe)
     assert all(v.run.precision in ("bf16-mixed", "fp8") for v in rows)
+
+
+def test_moe_time_caveat_is_said_where_moe_time_is_given():
+    """The MoE rows are over-predicted (test above), so every MoE time says it is a lower bound."""
+    from gpukit.plan import plan
+
+    h100 = cl.make_cluster("h100-sxm", 8)
+    moe = par.estimate("mixtral-8x7b", par.ParallelConfig(dp=8, ep=8), h100, global_batch=64, seq_len=4096)
+    dense = par.estimate("llama-3-8b", par.ParallelConfig(dp=8), h100, global_batch=64, seq_len=4096)
+    assert par.MOE_TIME_CAVEAT in moe.notes and par.MOE_TIME_CAVEAT not in dense.notes
+    r = plan("pretrain", "mixtral-8x7b", tokens=1e10, gpus=["h100-sxm"], counts=[8, 16])
+    assert par.MOE_TIME_CAVEAT in r.assumptions

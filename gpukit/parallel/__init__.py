@@ -39,6 +39,7 @@ from gpukit.parallel.pipeline_schedule import (
     schedule,
 )
 from gpukit.parallel.layout import (
+    MOE_TIME_CAVEAT,
     RECOMPUTE,
     ZERO_STAGES,
     ASSUMPTIONS,
@@ -82,6 +83,7 @@ from gpukit.parallel.published import (
 )
 
 __all__ = [
+    "MOE_TIME_CAVEAT",
     "MAX_SEARCH_GPUS",
     "check_search_gpus",
     "MATMUL_EFFICIENCY",

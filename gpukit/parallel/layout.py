@@ -455,6 +455,11 @@ def dp_group_shape(config: ParallelConfig, gpus_per_node: int) -> tuple[int, int
     return r, max(1, min(k, config.world_size) // r)
 
 
+# docs/VALIDATION.md: every published MoE run (NVIDIA Megatron-Bridge tables) runs slower than this step model says
+MOE_TIME_CAVEAT = (
+    "MoE time is a lower bound: against NVIDIA's published MoE training runs this step model over-predicts "
+    "throughput (docs/VALIDATION.md): grouped expert GEMMs, token permutation and routing kernels are not charged"
+)
 ATTENTION_TERMS = ("attention_forward", "attention_backward", "recompute_attention_forward")
 
 
@@ -728,6 +733,8 @@ def estimate(
             f"per GPU ({(c.ep - 1)}/{c.ep} leaves it, balanced routing), overlap {ep_overlap:g} "
             "(none by default; DeepSeek-V3's DualPipe hides most of it)"
         )
+    if model.is_moe:
+        notes.append(MOE_TIME_CAVEAT)
     if cp_x is not None:
         notes.append(
             f"CP{c.cp}: ring attention, {c.cp - 1} KV steps of {cp_x.block_bytes / 2**20:.2f} MiB per layer "

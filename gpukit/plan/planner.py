@@ -32,7 +32,7 @@ from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
 from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
-from gpukit.parallel import MAX_SEARCH_GPUS, layout_convention, team_layouts
+from gpukit.parallel import MAX_SEARCH_GPUS, MOE_TIME_CAVEAT, layout_convention, team_layouts
 from gpukit.plan.plans import (
     MIN_STEPS,
     PLAN_MODELS,
@@ -959,6 +959,8 @@ def plan(
             flag = beyond_critical(G * s_len, cb)
             if flag:
                 assumptions.insert(0, f"WARNING: {flag}")
+        if model.is_moe:
+            assumptions.append(MOE_TIME_CAVEAT)
         assumptions.append(
             f"GPU counts {', '.join(map(str, counts)) if counts else 'none'}"
             + (" (given)" if counts_given else " (powers of two up to what the global batch allows)")
