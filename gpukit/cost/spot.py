@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import finite_result, require_positive, require_positive_int
 
 
 def young_interval_s(checkpoint_s: float, mtbi_s: float) -> float:
@@ -97,7 +97,7 @@ def spot_run(
         wall: float | None = expected_wall_s(w * 3600, tau, d, r, mtbi) / 3600
     except ValueError:  # never finishes: no time, no spot cost (the CLI says "never finishes in practice")
         wall = None
-    od_cost = w * n * od
+    od_cost = finite_result("the on-demand cost (work_hours x gpus x price)", w * n * od)
     sp_cost = None if wall is None else wall * n * sp
     if sp_cost is not None and not math.isfinite(sp_cost):
         wall = sp_cost = None
@@ -112,6 +112,9 @@ def spot_run(
         expected_hours=wall,
         on_demand_cost_usd=od_cost,
         spot_cost_usd=sp_cost,
-        savings=None if sp_cost is None else 1 - sp_cost / od_cost,
+        # a denormal on-demand price makes the ratio overflow: a one-line error, not -inf
+        savings=None
+        if sp_cost is None
+        else finite_result("savings (1 - spot / on-demand cost)", 1 - sp_cost / od_cost),
         time_overhead=None if wall is None else wall / w - 1,
     )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 from gpukit.catalog import as_model
-from gpukit.errors import require_choice, require_positive_int
+from gpukit.errors import MAX_COUNT, require_choice, require_positive_int
 from gpukit.specs import ModelSpec
 from gpukit.units import dtype_bytes
 
@@ -86,7 +86,7 @@ def kv_cached_token_layers(model: ModelSpec, context: int, pp: int = 1) -> float
     """Token-layers one sequence caches after `context` tokens on the fullest stage: global layers x
     context + windowed layers x min(context, W) (Jiang et al. 2023 sec. 2; the gpt-oss pattern)."""
     model = as_model(model, "model")  # a catalog name too
-    context = require_positive_int("context", context)
+    context = require_positive_int("context", context, at_most=MAX_COUNT)
     full, windowed = stage_layer_kinds(model, pp)
     return float(full * context + windowed * model.kv_tokens(context))
 

@@ -31,7 +31,7 @@ from gpukit import inference
 from gpukit.catalog import as_model, get_gpu, get_interconnect
 from gpukit.catalog import gpus as catalog_gpus
 from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
-from gpukit.errors import named_field, require_choice, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, named_field, require_choice, require_positive, require_positive_int
 from gpukit.parallel import MAX_SEARCH_GPUS, MOE_TIME_CAVEAT, layout_convention, team_layouts
 from gpukit.plan.plans import (
     MIN_STEPS,
@@ -208,6 +208,10 @@ def global_batch_of(model, tokens, seq_len, global_batch, micro_batch):
     """(global batch in sequences, CriticalBatch, note): the batch `global_batch` given, else the critical
     batch (gpukit.scaling.critical_batch) capped at tokens / MIN_STEPS, rounded down to a power of two
     so that data-parallel degrees of whole nodes divide it."""
+    tokens = require_positive("tokens", tokens)
+    seq_len = require_positive_int("seq_len", seq_len, at_most=MAX_COUNT)
+    if micro_batch is not None:
+        micro_batch = require_positive_int("micro_batch", micro_batch, at_most=MAX_COUNT)
     cb = critical_batch(model, tokens, seq_len)
     if global_batch is not None:
         g = require_positive_int("global_batch", global_batch)

@@ -181,6 +181,14 @@ def render_moe(ans: MoeAnswer):
     return fig
 
 
+def model_options() -> list[str]:
+    """The widget's models: the catalog's mixtures of experts first, then its other decoders (an encoder's
+    512-token window has no place in a long-context view), each group by name."""
+    ms = catalog.models()
+    moe = sorted(n for n, m in ms.items() if m.is_moe)
+    return moe + sorted(n for n, m in ms.items() if not m.is_moe and m.arch != "encoder")
+
+
 def moe_view(**defaults) -> View:
     d = dict(
         model="mixtral-8x7b", gpu="h100-sxm", precision="bf16-mixed", seq_len=4096, gpus=16, tokens_b=100.0
@@ -191,7 +199,7 @@ def moe_view(**defaults) -> View:
     return View(
         moe_compute,
         {
-            "model": dropdown("model", sorted(catalog.models()), d["model"]),
+            "model": dropdown("model", model_options(), d["model"]),
             "gpu": dropdown("GPU", sorted(catalog.gpus()), d["gpu"]),
             "precision": dropdown("precision", list(TRAIN_PRECISIONS), d["precision"]),
             "seq_len": number("seq_len", d["seq_len"], integer=True),
