@@ -19,21 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "VALIDATION.md"
 sys.path.insert(0, str(ROOT))  # the checkout's gpukit, also when run as a plain script
 
-
-def _groups():
-    from gpukit.parallel import VALIDATION_GROUPS, validation_group
-
-    return VALIDATION_GROUPS, validation_group
-
-
-def group_of(v) -> str:
-    return _groups()[1](v)
+from gpukit.parallel import VALIDATION_GROUPS, validation_group, validation_summary  # noqa: E402
 
 
 def summary(rows) -> dict:
     """Median |error| by role, and the H100/A100 speed-ups of the paired MPT rows (published, predicted)."""
-    from gpukit.parallel import validation_summary
-
     out = dict(validation_summary(rows))
     by_name = {v.run.name: v for v in rows}
     pairs = []
@@ -54,9 +44,10 @@ def summary(rows) -> dict:
 
 def _moe_note(rows) -> str:
     """What the MoE and the Megatron-Bridge dense rows say, computed from them."""
-    groups = _groups()[0]
     out = []
-    bridge = [v for v in rows if group_of(v) == groups[1] and "Megatron-Bridge" in v.run.name]
+    bridge = [
+        v for v in rows if validation_group(v) == VALIDATION_GROUPS[1] and "Megatron-Bridge" in v.run.name
+    ]
     if bridge:
         worst = max(abs(v.error) for v in bridge)
         under = all(v.error < 0 for v in bridge)
@@ -79,7 +70,7 @@ def _moe_note(rows) -> str:
             "memory of the interleaved schedule, recipe options such as activation offloading or partial "
             "recompute not modelled), a bound rather than a fit."
         )
-    moe = [v for v in rows if group_of(v) == groups[3]]
+    moe = [v for v in rows if validation_group(v) == VALIDATION_GROUPS[3]]
     if moe:
         lo, hi = min(moe, key=lambda v: v.error), max(moe, key=lambda v: v.error)
         qwen = {
@@ -105,7 +96,7 @@ def _moe_note(rows) -> str:
 
 def _shortfall(rows) -> str:
     """Where the held-out error is, in numbers computed from the rows (no figure typed by hand)."""
-    held = [v for v in rows if group_of(v) == _groups()[0][1]]
+    held = [v for v in rows if validation_group(v) == VALIDATION_GROUPS[1]]
     hi, lo = max(held, key=lambda v: v.error), min(held, key=lambda v: v.error)
     mpt = [v for v in held if v.run.name.startswith("MPT")]
     full = [v.error for v in mpt if v.run.config.recompute == "full"]
@@ -164,13 +155,13 @@ def render() -> str:
         "",
         "| rows | n | median abs error before | median abs error after |",
         "| --- | ---: | ---: | ---: |",
-        *(f"| {g} | {sa[g][1]} | {sb[g][0]:.1%} | {sa[g][0]:.1%} |" for g in _groups()[0]),
+        *(f"| {g} | {sa[g][1]} | {sb[g][0]:.1%} | {sa[g][0]:.1%} |" for g in VALIDATION_GROUPS),
         "",
         "Goal of issue 23: held-out H100/H200 (dense) within 15% median. "
         + (
             "Met."
-            if sa[_groups()[0][1]][0] <= 0.15
-            else f"Not met: {sa[_groups()[0][1]][0]:.1%}. " + _shortfall(after)
+            if sa[VALIDATION_GROUPS[1]][0] <= 0.15
+            else f"Not met: {sa[VALIDATION_GROUPS[1]][0]:.1%}. " + _shortfall(after)
         ),
         "",
         _moe_note(after),

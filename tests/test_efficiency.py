@@ -172,25 +172,13 @@ def test_attention_flops_are_timed_at_the_attention_share():
     )
     want = (f.hardware_flops - att) * s / gemm_rate + att * s / (h100.peak_flops * h100.attention_efficiency)
     assert dict(e.breakdown)["compute"] == pytest.approx(want)
-    as_gemm = par.estimate(
-        model,
-        cfg,
-        dataclasses.replace(h100, attention_efficiency=h100.matmul_efficiency),
-        global_batch=8,
-        seq_len=s,
-    )
+    flat = dataclasses.replace(h100, attention_efficiency=h100.matmul_efficiency)  # attention timed as a GEMM
+    as_gemm = par.estimate(model, cfg, flat, global_batch=8, seq_len=s)
     assert e.step_time_s > as_gemm.step_time_s * 1.05
     assert any("attention (FlashAttention" in a for a in e.assumptions)
     # eager attention is batched GEMMs: timed at the matmul rate whatever the attention share
     eager = par.estimate(model, cfg, h100, global_batch=8, seq_len=s, attention="eager")
-    eager_gemm = par.estimate(
-        model,
-        cfg,
-        dataclasses.replace(h100, attention_efficiency=h100.matmul_efficiency),
-        global_batch=8,
-        seq_len=s,
-        attention="eager",
-    )
+    eager_gemm = par.estimate(model, cfg, flat, global_batch=8, seq_len=s, attention="eager")
     assert dict(eager.breakdown)["compute"] == pytest.approx(dict(eager_gemm.breakdown)["compute"])
 
 

@@ -143,11 +143,10 @@ def attention_efficiency_for(gpu, dtype: str = "bf16") -> float | None:
     `attention` rows: A100 50-73%, Dao 2023; H100 35% for FlashAttention-2, Shah et al. 2024) x
     TRAINING_MATMUL_SHARE, like the GEMMs. None where the generation has no published row: its attention
     then runs at the matmul efficiency (stated by the estimate)."""
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    for r in efficiency_rows():
-        if r.kind == "attention" and r.generation == g.arch and r.dtype in (dtype, "bf16"):
-            return round(r.share * TRAINING_MATMUL_SHARE, 4)
-    return None
+    try:
+        return round(efficiency_row(gpu, "attention", dtype).share * TRAINING_MATMUL_SHARE, 4)
+    except ValueError:  # no attention row for the generation (efficiency_row's one-line error)
+        return None
 
 
 def hbm_efficiency_for(gpu) -> float:

@@ -66,7 +66,7 @@ from gpukit.comm import (
     grad_sync,
     hierarchical_all_reduce,
 )
-from gpukit.compute import flops_per_token, fp8_gemm_share, fp8_matmul_time_factor, fp8_time_note
+from gpukit.compute import flops_per_token, fp8_time_note, matmul_time_scale
 from gpukit.errors import MAX_COUNT, require_choice, require_positive, require_positive_int
 from gpukit.parallel.cluster import (
     HBM_EFFICIENCY,
@@ -465,9 +465,9 @@ ATTENTION_TERMS = ("attention_forward", "attention_backward", "recompute_attenti
 
 @lru_cache(maxsize=2048)
 def _fpt(model: ModelSpec, seq_len: int, causal: bool, recompute: str):
-    """(model FLOPs, hardware FLOPs, attention-kernel FLOPs, FlopsPerToken) per token."""
+    """(model FLOPs, hardware FLOPs, attention-kernel FLOPs) per token."""
     f = flops_per_token(model, seq_len=seq_len, causal=causal, include_embeddings=True, recompute=recompute)
-    return f.model_flops, f.hardware_flops, sum(f.get(t) for t in ATTENTION_TERMS), f
+    return f.model_flops, f.hardware_flops, sum(f.get(t) for t in ATTENTION_TERMS)
 
 
 # ------------------------------------------------------------------------------------ EP / CP (helper G)
@@ -667,7 +667,7 @@ def estimate(
 
     # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
-    model_fpt, hw_fpt, attn_fpt, f_tok = _fpt(model, s, causal, c.recompute)
+    model_fpt, hw_fpt, attn_fpt = _fpt(model, s, causal, c.recompute)
     # CP: each rank of the cp group holds b*s/cp tokens of the micro-batch (Megatron-Core CP)
     tokens_mb = c.micro_batch * s // c.cp
     layers = math.ceil(model.n_layers / c.pp)
@@ -684,8 +684,11 @@ def estimate(
     gemm_fpt = hw_fpt - attn_fpt
     if setup.precision == "fp8":  # FP8 recipe: its GEMMs at the fp8 peak x the cataloged fp8 share (issue 24)
         fp8_ratio = _fp8_share_ratio(cluster.gpu)
-        fp8_fpt = fp8_gemm_share(f_tok, model) * hw_fpt  # block linears; attention, head, routers stay bf16
-        gemm_fpt += fp8_fpt * (fp8_matmul_time_factor(cluster.gpu, fp8_ratio or 1.0) - 1.0)
+        # matmul_time_scale scales the step's FLOPs (only the fp8 GEMMs change; attention keeps its bf16 FLOPs)
+        gemm_fpt = (
+            hw_fpt * matmul_time_scale(model, s, causal, c.recompute, "fp8", cluster.gpu, fp8_ratio or 1.0)
+            - attn_fpt
+        )
         notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu, fp8_ratio))
     compute_all = gemm_fpt * rank_tokens / (rate * gemm_eff) + attn_fpt * rank_tokens / (
         cluster.peak_flops * cluster.attention_efficiency
