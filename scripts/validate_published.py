@@ -95,7 +95,7 @@ def _moe_note(rows) -> str:
 
 
 def _shortfall(rows) -> str:
-    """Where the held-out error is, in numbers computed from the rows (no figure typed by hand)."""
+    """Where the held-out error is, met or not, in numbers computed from the rows (no figure typed by hand)."""
     held = [v for v in rows if validation_group(v) == VALIDATION_GROUPS[1]]
     hi, lo = max(held, key=lambda v: v.error), min(held, key=lambda v: v.error)
     mpt = [v for v in held if v.run.name.startswith("MPT")]
@@ -112,11 +112,21 @@ def _shortfall(rows) -> str:
             "model does not charge (kernel launches, non-GEMM kernels beyond the elementwise HBM term, the 2023 "
             "software of the H100 runs against a 2025 MAMF measurement) weighs more where the matmuls are fast. "
         )
-    if lo.run.config.pp > 1:
+    llama = [v for v in held if v.run.name.startswith("Llama 3 ") and v.run.config.virtual_stages > 1]
+    if llama:
+        from dataclasses import replace
+
+        from gpukit.parallel import validate_published
+
+        plain = validate_published(
+            runs=tuple(replace(v.run, config=replace(v.run.config, virtual_stages=1)) for v in llama)
+        )
         out += (
-            "The Llama 3 rows are predicted with a non-interleaved 1F1B bubble because the paper states an "
-            "interleaved, tuned schedule without its virtual-stage count: their bubble is overcharged (a bound, "
-            "not a fit)."
+            f"The {len(llama)} Llama 3 rows take the interleaved schedule with {llama[0].run.config.virtual_stages} "
+            "virtual stages that the paper's sec. 3.3.2 implies (one layer a chunk, the embedding and the loss a "
+            "chunk each); with a plain 1F1B bubble they would be "
+            + " and ".join(f"{p.error:+.1%}" for p in plain)
+            + "."
         )
     return out
 
@@ -159,10 +169,11 @@ def render() -> str:
         "",
         "Goal of issue 23: held-out H100/H200 (dense) within 15% median. "
         + (
-            "Met."
+            f"Met: {sa[VALIDATION_GROUPS[1]][0]:.1%}. "
             if sa[VALIDATION_GROUPS[1]][0] <= 0.15
-            else f"Not met: {sa[VALIDATION_GROUPS[1]][0]:.1%}. " + _shortfall(after)
-        ),
+            else f"Not met: {sa[VALIDATION_GROUPS[1]][0]:.1%}. "
+        )
+        + _shortfall(after),
         "",
         _moe_note(after),
         "",

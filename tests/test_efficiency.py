@@ -114,17 +114,31 @@ def _median(rows, role):
     return statistics.median(abs(v.error) for v in rows if v.run.role == role)
 
 
-def test_held_out_h100_error_improves_and_is_bounded():
-    """Held-out H100 rows (the MPT H100 table, Llama 3 405B): median |error| 35.7% with one 0.70 for every
-    GPU, 27.9% by generation (docs/VALIDATION.md). Issue 23's goal is 15%: NOT met; this test holds what
-    is reached (under 30%) and that the generation lookup does better than the one constant."""
+def test_held_out_hopper_dense_error_meets_issue_23():
+    """Held-out dense Hopper rows (the MPT H100 table, Llama 3 405B, Megatron-Bridge's FP8 tables): issue
+    23's goal is a median |error| within 15% (docs/VALIDATION.md); the generation lookup does better than
+    the one 0.70 for every GPU, and the A100 fit rows stay where the 0.70 had them."""
     assert {r.role for r in par.PUBLISHED_RUNS} == {"fit", "held-out"}
     assert all(r.role == "fit" for r in par.PUBLISHED_RUNS if r.gpu.startswith("a100"))
     after = par.validate_published()
     before = par.validate_published(matmul_efficiency=cl.MATMUL_EFFICIENCY)
-    assert _median(after, "held-out") < 0.30
-    assert _median(after, "held-out") < _median(before, "held-out") - 0.05
-    assert _median(after, "fit") < 0.06  # the fit rows stay where the 0.70 had them
+    hopper = par.VALIDATION_GROUPS[1]
+    med_after, n = par.validation_summary(after)[hopper]
+    assert n >= 18 and med_after <= 0.15
+    assert med_after < par.validation_summary(before)[hopper][0] - 0.05
+    assert _median(after, "fit") < 0.06
+
+
+def test_llama3_virtual_stages_follow_the_paper():
+    """Llama 3 sec. 3.3.2: one layer a chunk, the embedding and the loss a chunk each: 126 + 2 = 16 x 8."""
+    rows = [r for r in par.PUBLISHED_RUNS if r.name.startswith("Llama 3 ")]
+    assert rows and all(r.config.pp * r.config.virtual_stages == r.model.n_layers + 2 for r in rows)
+    m = rows[0].model
+    par.ParallelConfig(tp=8, pp=16, virtual_stages=8).validate(m)  # 128 chunks for 126 layers: allowed
+    with pytest.raises(ValueError, match=r"at most n_layers 126 \+ 2"):
+        par.ParallelConfig(tp=8, pp=43, virtual_stages=3).validate(m)  # 129 chunks
+    with pytest.raises(ValueError, match="at most n_layers 126 .one layer"):
+        par.ParallelConfig(tp=8, pp=127).validate(m)  # without virtual stages no chunk is spare
 
 
 def test_validation_doc_is_current():

@@ -303,10 +303,20 @@ def check_layout(model: ModelSpec, setup: TrainSetup) -> None:
         etp = setup.expert_tensor_parallel
         if model.moe_ffn_hidden % etp:
             raise ValueError(f"expert_tp must divide moe_ffn_hidden {model.moe_ffn_hidden}, got {etp}")
-    if setup.pp * setup.virtual_stages > model.n_layers:
+    check_chunks(model, setup.pp, setup.virtual_stages)
+
+
+def check_chunks(model: ModelSpec, pp: int, virtual_stages: int) -> None:
+    """ValueError when pp*virtual_stages model chunks cannot each hold a layer. With virtual stages the
+    embedding and the loss may take a chunk each, the layer they replace taken off the first and last
+    stages (Megatron-Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split;
+    the Llama 3 paper, Dubey et al. 2024 sec. 3.3.2: 126 layers on 16 stages x 8 chunks)."""
+    extra = 2 if virtual_stages > 1 else 0
+    if pp * virtual_stages > model.n_layers + extra:
         raise ValueError(
-            f"pp*virtual_stages must be at most n_layers {model.n_layers} (one layer per model chunk "
-            f"at least), got {setup.pp}*{setup.virtual_stages}={setup.pp * setup.virtual_stages}"
+            f"pp*virtual_stages must be at most n_layers {model.n_layers}"
+            f"{' + 2 (the embedding and the loss chunks)' if extra else ' (one layer per model chunk at least)'}"
+            f", got {pp}*{virtual_stages}={pp * virtual_stages}"
         )
 
 

@@ -199,11 +199,7 @@ class ParallelConfig:
                 "with ZeRO-0"
             )
         chunks = self.pp * self.virtual_stages
-        if chunks > model.n_layers:
-            raise ValueError(
-                f"pp*virtual_stages must be at most n_layers {model.n_layers}, got "
-                f"{self.pp}*{self.virtual_stages}={chunks}"
-            )
+        mem.check_chunks(model, self.pp, self.virtual_stages)  # the one rule (gpukit.memory.analytic)
         if model.n_layers % chunks:
             if self.virtual_stages > 1:  # Megatron-Core places the embedding and the loss in the first and
                 # last chunks (account_for_embedding/loss_in_pipeline_split; the Llama 3 paper sec. 3.3.2
