@@ -86,7 +86,7 @@ import math
 from dataclasses import dataclass
 
 from gpukit.catalog import as_gpu, as_model
-from gpukit.errors import require_positive_int
+from gpukit.errors import MAX_COUNT, require_positive_int
 from gpukit.memory.parts import n_params_parts, stage_parts, stage_terms
 from gpukit.memory.pytorch import (
     adam_state_bytes,
@@ -311,6 +311,9 @@ def check_chunks(model: ModelSpec, pp: int, virtual_stages: int) -> None:
     embedding and the loss may take a chunk each, the layer they replace taken off the first and last
     stages (Megatron-Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split;
     the Llama 3 paper, Dubey et al. 2024 sec. 3.3.2: 126 layers on 16 stages x 8 chunks)."""
+    model = as_model(model)
+    pp = require_positive_int("pp", pp, at_most=MAX_COUNT)
+    virtual_stages = require_positive_int("virtual_stages", virtual_stages, at_most=MAX_COUNT)
     extra = 2 if virtual_stages > 1 else 0
     if pp * virtual_stages > model.n_layers + extra:
         raise ValueError(
