@@ -101,16 +101,22 @@ GRID = list(
 @pytest.mark.parametrize("name, dp, link, grad_accum", GRID)
 def test_zero3_is_never_faster_than_ddp_at_equal_layout(name, dp, link, grad_accum):
     """ZeRO-3 moves 1.5x DDP's bytes (Rajbhandari et al. 2019 sec. 7): at equal layout its step is never
-    shorter than DDP's or ZeRO-1/2's (issue 23: 0.823 vs 0.727 efficiency at 2 GPUs the other way round)."""
+    shorter than ZeRO-1/2's (the same sharded optimizer step, fewer bytes), and against plain DDP it wins only by
+    its sharded optimizer step (issue 23: 0.823 vs 0.727 efficiency at 2 GPUs the other way round)."""
     m = get_model(name)
     cluster = parallel.make_cluster("h100-sxm", 8, inter_link=link)
-    step = {
+    est = {
         z: parallel.estimate(
             m, parallel.ParallelConfig(dp=dp, zero_stage=z), cluster, global_batch=dp * grad_accum
-        ).step_time_s
+        )
         for z in (0, 1, 2, 3)
     }
+    step = {z: e.step_time_s for z, e in est.items()}
     assert step[3] >= max(step[1], step[2]) * (1 - 1e-12)
+    # against plain DDP only the optimizer step can differ in ZeRO-3's favour (FSDP updates its 1/dp shard, DDP
+    # every parameter on every rank): everything else, communication included, is never shorter
+    rest = {z: e.step_time_s - dict(e.breakdown)["optimizer"] for z, e in est.items()}
+    assert rest[3] >= rest[0] * (1 - 1e-12)
     runs = {
         z: cost.training_run(
             m, TOKENS, "h100-sxm", cost.data_parallel_setup(m, dp, zero_stage=z, grad_accum=grad_accum),

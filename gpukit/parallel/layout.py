@@ -849,9 +849,8 @@ def estimate(
             offload == "all"
         ):  # 16-bit parameters streamed in over PCIe in forward and backward, per micro-batch
             pcie_mb = 4 * shard / (PCIE_GBPS.get(cluster.gpu.pcie_gen, 32.0) * 1e9)
-            off_s += (
-                m * max(0.0, pcie_mb - micro_s)
-            )  # prefetched behind the micro-batch's compute    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
+            off_s += m * max(0.0, pcie_mb - micro_s)  # prefetched behind the micro-batch's compute
+    # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
     # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
     breakdown = (
         ("compute", m * compute_all),
@@ -869,6 +868,12 @@ def estimate(
     step = sum(v for _, v in breakdown)
     if not math.isfinite(step) or step <= 0:
         raise ValueError("inputs too large: the step time overflows a float")
+    if c.zero_stage == 0 and dp_sync > 1 and offload == "none" and opt_s > 0.05 * step:
+        notes.append(
+            f"plain DDP: every rank updates all its parameters, an optimizer step of {opt_s * 1e3:.1f} ms "
+            f"({opt_s / step:.0%} of the step); ZeRO-1 updates a 1/{dp_sync} shard at DDP's bytes "
+            "(Rajbhandari et al. 2019); ZeRO-3 shards it too, at 1.5x the bytes: all it can gain over DDP"
+        )
     gpus = c.world_size
     tokens = G * s
     model_flops = model_fpt * tokens
