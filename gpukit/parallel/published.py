@@ -1,8 +1,9 @@
 """gpukit.parallel against published training runs: Megatron-LM (Narayanan et al. 2021 table 1,
-Korthikanti et al. 2022 tables), BLOOM, OPT, Llama 3 405B and MosaicML's MPT throughput tables (the same
-harness on A100 80GB and H100 80GB, bf16), each with its stated layout, measured throughput, source,
-what we assume where the source is silent, and its role: `fit` rows (A100) set the one training share
-of the matmul efficiency (gpukit.parallel.cluster.TRAINING_MATMUL_SHARE), `held-out` rows (H100) check it.
+Korthikanti et al. 2022 tables), BLOOM, OPT, Llama 3 405B, MosaicML's MPT throughput tables (the same
+harness on A100 80GB and H100 80GB, bf16), NVIDIA's Megatron-Bridge and DGX Cloud Benchmarking tables and
+torchtitan's H200 benchmark, each with its stated layout, measured throughput, source, what we assume where
+the source is silent, and its role: `fit` rows (A100) set the one training share of the matmul efficiency
+(gpukit.parallel.cluster.TRAINING_MATMUL_SHARE), `held-out` rows (H100, H200, B200, GB200) check it.
 
 Pure calculator. gpukit.parallel re-exports these names lazily (this module imports it).
 Used in: notebook 06, gpukit.cli.benchreport (make bench), gpukit.audits.parallel, tests/test_parallel.py.
@@ -338,6 +339,123 @@ _MEGATRON_BRIDGE = (
     ),
 )
 
+_DGXC = (
+    "NVIDIA DGX Cloud Benchmarking, Llama 3.1 pre-training recipe v25.04.02 (NeMo 25.02.01 container, H100 80GB, "
+    "synthetic data), llama3.1/README.md: layout table (GPUs, SeqLen, TP, PP, CP, DP, VP, MBS, GBS, GA) and "
+    "'Training step time (seconds per step)' per precision and GPU count, "
+    "https://github.com/NVIDIA/dgxc-benchmarking/blob/v25.04.02/llama3.1/README.md, accessed 2026-12-05"
+)
+_DGXC_ASSUMED = (
+    "Megatron's distributed optimizer as ZeRO-1 (NeMo 2.0 recipe default); sequence parallel wherever TP > 1 "
+    "(the recipe sets it so); no activation recompute (none stated); FP8 = NeMo's bf16_with_fp8_mixed "
+    "(Transformer Engine, delayed scaling); Transformer Engine's fused attention timed by the FlashAttention-2 "
+    "catalog row; the recipe's TP communication overlap (userbuffers) and CUDA-graph options not modelled; the "
+    "step time is the last training step's, as the README reads it"
+)
+
+
+def _dgxc(name, model, gpus, config, gbs, step_s, precision, extra=""):
+    return PublishedRun(
+        f"{name} (H100, DGXC 25.04.02)",
+        get_model(model),
+        "h100-sxm",
+        gpus,
+        config,
+        gbs,
+        8192,
+        step_s,
+        "step_s",
+        "flash",
+        f"{_DGXC}; {precision} table",
+        _DGXC_ASSUMED + (f"; {extra}" if extra else ""),
+        "held-out",
+        "fp8" if precision == "FP8" else "bf16-mixed",
+    )
+
+
+# The smallest GPU count of each full-model table (the larger counts are the same layout weak-scaled; the 405B
+# rows under 512 GPUs are 8-, 30- and 62-layer proxies of the model and are left out).
+_DGXC_H100 = (
+    _dgxc(
+        "Llama3.1 8B BF16", "llama-3.1-8b", 8, ParallelConfig(dp=4, cp=2, zero_stage=1), 128, 12.27, "BF16"
+    ),
+    _dgxc("Llama3.1 8B FP8", "llama-3.1-8b", 8, ParallelConfig(dp=4, cp=2, zero_stage=1), 128, 9.33, "FP8"),
+    _dgxc(
+        "Llama3.1 70B BF16",
+        "llama-3.1-70b",
+        64,
+        ParallelConfig(dp=2, tp=4, pp=4, cp=2, virtual_stages=5, sp=True, zero_stage=1),
+        128,
+        14.66,
+        "BF16",
+    ),
+    _dgxc(
+        "Llama3.1 70B FP8",
+        "llama-3.1-70b",
+        64,
+        ParallelConfig(dp=2, tp=4, pp=8, virtual_stages=5, sp=True, zero_stage=1),
+        128,
+        9.86,
+        "FP8",
+    ),
+    _dgxc(
+        "Llama3.1 405B BF16",
+        "llama-3.1-405b",
+        512,
+        ParallelConfig(dp=4, tp=8, pp=8, cp=2, virtual_stages=8, sp=True, zero_stage=1),
+        256,
+        19.78,
+        "BF16",
+        "126 layers on pp 8 x vp 8 = 64 chunks",
+    ),
+    _dgxc(
+        "Llama3.1 405B FP8",
+        "llama-3.1-405b",
+        512,
+        ParallelConfig(dp=4, tp=8, pp=8, cp=2, virtual_stages=8, sp=True, zero_stage=1),
+        256,
+        12.37,
+        "FP8",
+        "126 layers on pp 8 x vp 8 = 64 chunks",
+    ),
+)
+
+_TT_H200 = (
+    "PyTorch torchtitan, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy on WhiteFiber, June 2025; "
+    "hosts of 8 H200 on NVLink, 400 Gb/s CX-7 per GPU between hosts; torchtitan e7c0cae, torch 2.8.0a0, torchao "
+    "0afa4c1; the command line and TPS/GPU at the 100th iteration for 4 and 8 nodes), "
+    "https://github.com/pytorch/torchtitan/blob/main/benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md, "
+    "accessed 2026-12-05; the rest of the layout from torchtitan/models/llama3/train_configs/llama3_8b.toml at "
+    "e7c0cae (seq_len 8192, data_parallel_shard_degree -1, TP/PP/CP 1, activation_checkpoint selective 'op')"
+)
+_TT_H200_ASSUMED = (
+    "FSDP over all GPUs as ZeRO-3; global batch = local batch 2 x the GPUs (global_batch_size left at -1: no "
+    "accumulation); the float8 converter (torchao tensorwise dynamic scaling of every Linear but the output "
+    "layer, FP8 all-gather) as the fp8 recipe; torchtitan's per-op selective checkpointing (it recomputes every "
+    "second matmul of the forward and the elementwise ops) as Megatron's selective recompute, which charges less "
+    "(an over-prediction is expected there); torch.compile fusions not modelled; SDPA flash attention timed by "
+    "the FlashAttention-2 catalog row"
+)
+_TORCHTITAN_H200 = tuple(
+    PublishedRun(
+        f"Llama3.1 8B FP8 {gpus} GPUs (H200, torchtitan)",
+        get_model("llama-3.1-8b"),
+        "h200",
+        gpus,
+        ParallelConfig(dp=gpus, micro_batch=2, zero_stage=3, recompute="selective"),
+        2 * gpus,
+        8192,
+        tok_s,
+        "tokens_s",
+        "flash",
+        _TT_H200,
+        _TT_H200_ASSUMED,
+        "held-out",
+        "fp8",
+    )
+    for gpus, tok_s in ((32, 10938), (64, 10753))
+)
+
 _MPT_SRC = (
     "MosaicML llm-foundry, scripts/train/benchmarking/README.md (MPT training benchmarks, FSDP FULL_SHARD, "
     "amp_bf16, 8 GPUs; Throughput (T/s/GPU), MicroBatchSize, GradAccum, Activation Checkpointing as listed), "
@@ -482,6 +600,8 @@ PUBLISHED_RUNS: tuple[PublishedRun, ...] = (
         "held-out",
     ),
     *_MEGATRON_BRIDGE,
+    *_DGXC_H100,
+    *_TORCHTITAN_H200,
     *(
         PublishedRun(
             f"MPT-{size} seq {seq} ({gpu[:4].upper()})",
@@ -555,7 +675,7 @@ def validate_published(runs=PUBLISHED_RUNS, **cluster_kw) -> tuple[ValidationRow
 
 VALIDATION_GROUPS = (
     "fit (A100)",
-    "held-out dense, Hopper (H100)",
+    "held-out dense, Hopper (H100, H200)",
     "held-out dense, Blackwell (B200, GB200)",
     "held-out MoE (issue 24; any GPU)",
 )
