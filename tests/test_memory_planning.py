@@ -120,6 +120,10 @@ def test_pytorch_peak_is_monotone_in_batch_and_sequence(b, s, rc, att, prec):
 def test_pytorch_convention_parallel_layouts_are_consistent(z, dp, tp, pp, sp, rc, opt, accum):
     """Any layout: components sum to the total, the total is the largest phase, every phase is
     finite and positive, and more ZeRO sharding (larger dp, stage >= 1) never costs memory."""
+    if z >= 2 and pp > 1:  # ZeRO-2/3 are not combined with pipeline stages (mem.check_zero_pp)
+        with pytest.raises(ValueError, match="ZeRO-2/3 are not combined with pipeline stages"):
+            mem.TrainSetup(zero_stage=z, dp=dp, pp=pp)
+        return
     s = mem.TrainSetup(
         zero_stage=z, dp=dp, tp=tp, pp=pp, sp=sp, recompute=rc, optimizer=opt, grad_accum=accum, seq_len=2048
     )

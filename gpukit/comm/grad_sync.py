@@ -331,7 +331,8 @@ def grad_sync(
     ZeRO 0/1/2: the n_params gradients (grad_bytes_per_param each) in DDP buckets of `bucket_mb` MiB
     (DDP's default), assigned over `param_shapes` (default uniform_param_shapes(n_params,
     n_layers)), each all-reduced over the DP group (dp_all_reduce) once per optimizer step (gradient
-    accumulation syncs the last micro-step only); with `overlap` a bucket starts as soon as the
+    accumulation syncs the last micro-step only; ZeRO-2 also reduce-scatters after every other micro-step,
+    deepspeedai/DeepSpeed#2252); with `overlap` a bucket starts as soon as the
     synced micro-step's backward (`backward_s`) has produced it, else after the backward; exposed =
     what ends after the backward. ZeRO-3: per micro-batch (grad_accum of them) two all-gathers of
     the 16-bit parameters and a reduce-scatter of the gradients, each half an all-reduce of the
@@ -413,6 +414,21 @@ def grad_sync(
         buckets, ready, sizes, allreduce, n_gpus=d, overlap=overlap, bwd_end_s=backward_s
     )
     exposed = max(0.0, free - backward_s) if d > 1 else 0.0
+    # ZeRO-2 keeps only its partition of the gradients, so it reduce-scatters after EVERY micro-batch's
+    # backward, not once per optimizer step (DeepSpeed engine: "ZeRO stage >= 2 communicates during non
+    # gradient accumulation boundaries as well"; deepspeedai/DeepSpeed#2252): k - 1 more reduce-scatters of
+    # the gradient buckets (ring: half an all-reduce's bytes each), each overlapped with its own backward
+    extra_comm = extra_exposed = extra_bytes = 0.0
+    extra_n = 0
+    if zero_stage == 2 and k > 1 and d > 1:
+        rs_sizes = [(sz / 2,) for (sz,) in sizes]
+        rs_free, _, rs_comm, _ = bucket_schedule(
+            buckets, ready, rs_sizes, allreduce, n_gpus=d, overlap=overlap, bwd_end_s=backward_s
+        )
+        extra_comm = (k - 1) * rs_comm
+        extra_exposed = (k - 1) * max(0.0, rs_free - backward_s)
+        extra_bytes = (k - 1) * (d - 1) / d * sum(sz for (sz,) in sizes)
+        extra_n = (k - 1) * len(buckets)
     stage = (
         "DDP all-reduce"
         if zero_stage == 0
@@ -424,16 +440,22 @@ def grad_sync(
         ranks_per_node=r,
         zero_stage=zero_stage,
         size_bytes=sum(s for (s,) in sizes),
-        n_collectives=len(buckets) if d > 1 else 0,
-        comm_s=comm if d > 1 else 0.0,
-        exposed_s=exposed,
-        bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes),
+        n_collectives=len(buckets) + extra_n if d > 1 else 0,
+        comm_s=comm + extra_comm if d > 1 else 0.0,
+        exposed_s=exposed + extra_exposed,
+        bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes) + extra_bytes,
         n_elements=sum(b.numel for b in buckets),
         buckets=tuple(timings),
         assumptions=(
             f"{words}: {stage} in {len(buckets)} bucket(s) of "
             + f"{bucket_mb:g} MiB"
             + (", overlapped with the backward (DDP, Li et al. 2020)" if overlap else ", after the backward")
-            + ", once per optimizer step",
+            + ", once per optimizer step"
+            + (
+                f"; ZeRO-2 also reduce-scatters after each of the other {k - 1} micro-batches' backward (it keeps "
+                "only its gradient partition: deepspeedai/DeepSpeed#2252)"
+                if extra_n
+                else ""
+            ),
         ),
     )

@@ -314,6 +314,8 @@ def training_run(
             f"gpukit.parallel.estimate's compute model: matmuls at {cluster.matmul_efficiency:.3g} of the dense "
             f"{cluster.dtype} peak, elementwise kernels at {cluster.hbm_efficiency:g} of HBM bandwidth"
         )
+    # hours x GPUs x price must stay a number: a price near 1e308 is an overflow error, never an inf cost
+    finite_result("cost (hours x GPUs x price per GPU-hour)", steps * step_s / 3600 * n * usd)
     return TrainingRun(
         gpu=g.name,
         gpus=n,

@@ -253,6 +253,7 @@ class TrainSetup:
                     f"zero3_prefetch_layers {self.zero3_prefetch_layers} needs zero_stage 3 (only ZeRO-3/FSDP "
                     f"gathers layers ahead), got zero_stage {self.zero_stage}"
                 )
+            check_zero_pp(self.zero_stage, self.pp)
 
     def _check_ep_cp(self) -> None:
         """Validate ep, cp, expert_tp and capacity_factor (the model-dependent rules are in check_layout)."""
@@ -376,6 +377,22 @@ class TrainSetup:
         if self.finetune == "qlora":
             return "nf4"
         return self.weights_dtype or self.compute_dtype
+
+
+def check_zero_pp(zero_stage: int, pp: int) -> None:
+    """ValueError for ZeRO-2/3 with pipeline stages: they reduce-scatter every micro-batch's gradients to
+    keep only their partition, and DeepSpeed's PipelineEngine asserts stage < 2 ("ZeRO-2 and ZeRO-3 are
+    incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py); Megatron's distributed
+    optimizer shards the optimizer states only (ZeRO-1). The one rule: TrainSetup and
+    gpukit.parallel.ParallelConfig call it."""
+    if isinstance(zero_stage, bool) or zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    pp = require_positive_int("pp", pp)
+    if zero_stage >= 2 and pp > 1:
+        raise ValueError(
+            f"zero_stage {zero_stage} with pp {pp}: ZeRO-2/3 are not combined with pipeline stages (DeepSpeed's "
+            "pipeline engine refuses them; Megatron's distributed optimizer is ZeRO-1); use zero 0-1"
+        )
 
 
 def state_bytes_per_param(setup: TrainSetup, adapters: bool = False) -> tuple[float, float, float]:

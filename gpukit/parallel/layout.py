@@ -126,7 +126,8 @@ ASSUMPTIONS = (
     "overlap per term (Estimate.overlap): TP exposed; DP buckets during the last backward with pp 1 (DDP), "
     "after the pipeline flush with pp > 1; ZeRO-3 gathers prefetched one layer ahead, exposed where a "
     "gather outlasts its layer; offload once per optimizer step, not overlapped",
-    "ZeRO-3 is not combined with pp > 1 (DeepSpeed/FSDP do not support it)",
+    "ZeRO-2/3 are not combined with pp > 1 (DeepSpeed's pipeline engine refuses them; Megatron's distributed "
+    "optimizer is ZeRO-1)",
 )
 
 
@@ -161,11 +162,7 @@ class ParallelConfig:
             )
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError(f"virtual_stages {self.virtual_stages} needs pp > 1, got pp 1")
-        if self.zero_stage == 3 and self.pp > 1:
-            raise ValueError(
-                f"zero_stage 3 with pp {self.pp}: ZeRO-3/FSDP shards whole layers over dp and is not "
-                "combined with pipeline stages here (DeepSpeed and FSDP do not support it); use zero 0-2"
-            )
+        mem.check_zero_pp(self.zero_stage, self.pp)  # the one rule (gpukit.memory.train_setup)
 
     @property
     def world_size(self) -> int:

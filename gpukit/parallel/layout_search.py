@@ -229,7 +229,9 @@ def enumerate_layouts(
                 for v in (2, 3, 4, 6, 8)
                 if v <= max_virtual_stages and pp > 1 and model.n_layers % (pp * v) == 0
             ]
-            zs = [z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z == 3 and pp > 1)]
+            zs = [
+                z for z in ZERO_STAGES if (z == 0 or dp > 1) and not (z >= 2 and pp > 1)
+            ]  # ParallelConfig.validate's rule
             b = 1
             while b <= max_micro_batch and G % (dp * b) == 0:
                 m = G // (dp * b)
@@ -481,9 +483,9 @@ def _team_families(model, n: int, G: int, s: int, gpus_per_node: int, tps=None, 
                 dp = n // (tp * pp * c_p)
                 if G % dp:
                     continue
-                # ZeRO: none on one replica; the distributed optimizer (1) or gradients too (2) with a
-                # pipeline (Megatron, DeepSpeed); FSDP (3) only without one (ASSUMPTIONS)
-                zs = (0,) if dp * c_p == 1 else (1, 2) if pp > 1 else (1, 2, 3)
+                # ZeRO: none on one replica; only the distributed optimizer (1) with a pipeline (Megatron;
+                # DeepSpeed's pipeline engine refuses 2 and 3: memory.check_zero_pp); 1-3 without one
+                zs = (0,) if dp * c_p == 1 else (1,) if pp > 1 else (1, 2, 3)
                 vmax = max((v for v in (2, 4, 8) if pp > 1 and model.n_layers % (pp * v) == 0), default=1)
                 eps = ep_candidates(model, dp * c_p)
                 eps = sorted({eps[0], eps[-1]})  # no EP, or the widest the experts allow
