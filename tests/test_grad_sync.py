@@ -182,3 +182,23 @@ def test_tensor_parallel_decode_all_reduce_is_latency_bound():
     t = collective_time("all_reduce", 8192 * 2, 8, (0.6e-6, 450.0))
     assert t.base_latency_s / t.time_s > 0.25
     assert math.isclose(t.latency_s, NCCL_BASE_LATENCY_S["ring"] + 14 * 0.6e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_zero2_reduce_scatters_every_micro_batch(k):
+    """ZeRO-2 keeps only its gradient partition, so it reduce-scatters after every micro-batch's backward
+    (deepspeedai/DeepSpeed#2252): k - 1 more reduce-scatters than ZeRO-1 (half an all-reduce's bytes each),
+    the same as ZeRO-1 without accumulation; comm_volume counts the same (m + 1) halves."""
+    net = cluster_network("nvlink4", gpus_per_node=8)
+    z1, z2 = (grad_sync(7e9, 8, net, zero_stage=z, grad_accum=k, n_layers=32, backward_s=0.2) for z in (1, 2))
+    assert z2.bytes_sent_per_rank == pytest.approx(z1.bytes_sent_per_rank * (k + 1) / 2)
+    assert z2.comm_s >= z1.comm_s and (z2.comm_s > z1.comm_s) == (k > 1)
+    assert z2.exposed_s >= z1.exposed_s
+    m = get_model("llama-2-7b")
+    v = {
+        z: parallel.comm_volume(m, parallel.ParallelConfig(dp=8, zero_stage=z), global_batch=8 * k)[
+            "dp_bytes"
+        ]
+        for z in (1, 2)
+    }
+    assert v[2] == pytest.approx(v[1] * (k + 1) / 2)

@@ -794,7 +794,8 @@ def estimate(
         # pp 1: the buckets the backward has not hidden (DDP); pp > 1: after the pipeline flush (Megatron
         # 2021); dp_overlap hides a further share of what is left
         dp_s = (1 - dp_overlap) * (sync.exposed_s if bucket_overlap else sync.comm_s)
-        comm_dp = ("dp_grad_reduce", 2 * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
+        halves = 2 if c.zero_stage < 2 else m + 1  # ZeRO-2: a reduce-scatter per micro-batch (grad_sync)
+        comm_dp = ("dp_grad_reduce", halves * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
     if adapters and c.zero_stage < 3:  # only the adapters' gradients are all-reduced: negligible traffic
         dp_s, comm_dp = 0.0, (comm_dp[0], 0.0)
     dp_total_s = sync.comm_s
@@ -824,7 +825,7 @@ def estimate(
             comm_dp = (comm_dp[0], comm_dp[1] + m * expert_stage / c.ep * (2 * pbytes + gbytes) * f)
         else:
             dp_s += (1 - dp_overlap) * (e_sync.exposed_s if bucket_overlap else e_sync.comm_s)
-            comm_dp = (comm_dp[0], comm_dp[1] + 2 * expert_stage / c.ep * gbytes * f)
+            comm_dp = (comm_dp[0], comm_dp[1] + halves * expert_stage / c.ep * gbytes * f)
     # ---- end EP gradient sync
     # the optimizer step reads and writes the states of the parameters it updates: weight + gradient + optimizer
     # bytes per parameter (16 in bf16-mixed AdamW under either memory convention: ZeRO sec. 3.1, PyTorch AMP),
@@ -991,7 +992,8 @@ def comm_volume(
     model, config: ParallelConfig, *, global_batch: int, seq_len: int | None = None, grad_bytes: float = 2.0
 ) -> dict:
     """Bytes each GPU sends per step by kind (ring collectives, volume = c_beta x buffer), for the
-    traffic table of the notebook. DP/ZeRO-1/2: 2 (d-1)/d x grads; ZeRO-3: 3 (d-1)/d x 16-bit params per
+    traffic table of the notebook. DP/ZeRO-1: 2 (d-1)/d x grads; ZeRO-2: (m+1) (d-1)/d x grads (a
+    reduce-scatter per micro-batch, one all-gather); ZeRO-3: 3 (d-1)/d x 16-bit params per
     micro-batch; TP: 2 (t-1)/t x b s h x 2 bytes per all-reduce; PP: b s h x 2 / t per send. seq_len
     defaults to model.train_seq_len, as in estimate. EP and CP (gpukit.comm.ep_traffic / cp_exchange,
     the same terms as estimate): ep_bytes the all-to-alls of the stage's MoE layers, cp_bytes the ring
@@ -1015,7 +1017,11 @@ def comm_volume(
     h_bytes = c.micro_batch * seq_len // c.cp * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
     out = {
-        "dp_bytes": 2 * (d * n_dense + de * n_exp / c.ep) * grad_bytes if c.zero_stage < 3 else 0.0,
+        # DDP/ZeRO-1: one all-reduce (RS + AG) per step; ZeRO-2: a reduce-scatter after every micro-batch
+        # (its gradient partition only, deepspeedai/DeepSpeed#2252) and one all-gather: (m + 1) halves
+        "dp_bytes": (2 if c.zero_stage < 2 else m + 1) * (d * n_dense + de * n_exp / c.ep) * grad_bytes
+        if c.zero_stage < 3
+        else 0.0,
         "zero3_bytes": 3 * (d * n_dense + de * n_exp / c.ep) * 2 * m if c.zero_stage == 3 else 0.0,
         "tp_bytes": n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes,
         "pp_bytes": 2 * c.virtual_stages * m * h_bytes / c.tp if c.pp > 1 else 0.0,
