@@ -14,9 +14,10 @@ direction the models say:
 - Time (issue 23): cost train and plan price every run with gpukit.parallel.estimate, the one step model
   (compute at the stated matmul efficiency plus elementwise kernels, the gradient sync of gpukit.comm.grad_sync
   with its overlap stated per term, the optimizer, offload), so their hours are `parallel estimate`'s with the
-  same memory convention (convention="pytorch": fp32 parameters and gradients on the wire too). `scaling` is
-  the DDP bucket model of notebooks 04-05 (6N at an MFU, hooks, no optimizer), which predicted_efficiency
-  shares: their gradient sync is the estimate's (gpukit.comm.grad_sync), bucket by bucket.
+  same memory convention (convention="pytorch": fp32 parameters and gradients on the wire too). `gpukit scaling`
+  prices through the same loop (gpukit.cost.dp_scaling), so its speed-ups are cost train's hours ratios;
+  gpukit.scaling.scaling is the DDP bucket model of notebooks 04-05 (6N at an MFU, hooks, no optimizer), which
+  predicted_efficiency shares: their gradient sync is the estimate's (gpukit.comm.grad_sync), bucket by bucket.
 """
 
 from __future__ import annotations
@@ -167,3 +168,59 @@ def test_the_cli_commands_agree(capsys, name, gpu, n, z):
         "pytorch",
     )
     assert row["hours"] == pytest.approx(100e9 / pe["tokens_per_s"] / 3600, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name, inter, z",
+    [
+        ("llama-2-7b", None, 0),  # NVLink in the node, the GPU's InfiniBand between nodes
+        ("opt-1.3b", None, 0),
+        ("llama-2-7b", "eth-100g", 0),  # 100 GbE between nodes
+        ("opt-1.3b", "eth-100g", 1),
+    ],
+)
+def test_scaling_speedups_are_the_ones_cost_train_hours_imply(capsys, name, inter, z):
+    """`gpukit scaling` answers with the step model `cost train` prices (issue 23 sec. 1): for the same model,
+    GPU, counts, tokens per GPU per step, ZeRO stage and gradient dtype (fp32, the memory model's), its speed-up
+    at n GPUs is hours(1) / hours(n) of `cost train`, and its efficiency that over n. (Before: MFU 0.4, bf16
+    gradients and bucket copies charged only in scaling: 1.79x at 2 H100s against cost train's 1.99x.)"""
+    counts = (1, 2, 8, 64)
+    s = get_model(name).default_seq_len()[0]
+    link = ["--inter-link", inter] if inter else []
+    gpus = ",".join(map(str, counts))
+    sc = _cli(capsys, "scaling", "--model", name, "--gpu", "h100-sxm", "--gpus", gpus,
+              "--tokens-per-gpu", str(s), "--zero", str(z), *link)  # fmt: skip
+    ct = _cli(capsys, "cost", "train", "--model", name, "--tokens", "100B", "--gpu", "h100-sxm", "--gpus", gpus,
+              "--zero", str(z), "--price-per-gpu-hour", str(PRICE), *link)  # fmt: skip
+    hours = {r["gpus"]: r["hours"] for r in ct["rows"]}
+    assert [r["gpus"] for r in sc["rows"]] == list(counts)
+    for r in sc["rows"]:
+        n = r["gpus"]
+        assert r["speedup"] == pytest.approx(hours[1] / hours[n], rel=1e-9)
+        assert r["efficiency"] == pytest.approx(hours[1] / hours[n] / n, rel=1e-9)
+    assert any("gradients 4 B per parameter" in a for a in sc["assumptions"])
+    # and the library call is the same run: its step is parallel.estimate's (convention pytorch)
+    res = cost.dp_scaling(name, gpu="h100-sxm", gpus=(64,), tokens_per_gpu=s, zero_stage=z, inter_link=inter)
+    e = parallel.estimate(
+        get_model(name),
+        parallel.ParallelConfig(dp=64, zero_stage=z),
+        parallel.make_cluster("h100-sxm", inter_link=inter),
+        global_batch=64,
+        seq_len=s,
+        convention="pytorch",
+    )
+    assert res.rows[0].step_s == pytest.approx(e.step_time_s, rel=1e-12)
+
+
+def test_a_lone_gpu_count_is_measured_against_one_gpu():
+    """Audit (issue 23): one count given, the efficiency is still over one GPU's step, not 100 %."""
+    lone = cost.dp_scaling(
+        "llama-2-7b", gpu="h100-sxm", gpus=(4096,), tokens_per_gpu=4096, inter_link="eth-100g"
+    )
+    both = cost.dp_scaling(
+        "llama-2-7b", gpu="h100-sxm", gpus=(1, 4096), tokens_per_gpu=4096, inter_link="eth-100g"
+    )
+    assert lone.rows[0].efficiency == pytest.approx(both.rows[-1].efficiency, rel=1e-12)
+    assert lone.rows[0].efficiency < 0.5
+    lesson = scaling.scaling("llama-2-7b", gpus=(64,), tokens_per_gpu=4096, inter_link="eth-100g")
+    assert lesson.rows[0].efficiency < 1

@@ -76,6 +76,7 @@ from gpukit.comm.grad_sync import (
     dp_all_reduce_s,
     GradSync,
     grad_sync,
+    ddp_bucket_copy_s,
 )
 from gpukit.comm.ep_cp import (
     EP_ALL_TO_ALLS_FORWARD,
@@ -148,6 +149,7 @@ __all__ = [
     "dp_all_reduce_s",
     "GradSync",
     "grad_sync",
+    "ddp_bucket_copy_s",
     "EP_ALL_TO_ALLS_FORWARD",
     "EP_OVERLAP_SOURCE",
     "CP_ALGORITHMS",

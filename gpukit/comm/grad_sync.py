@@ -307,6 +307,19 @@ def _uniform_buckets(
     return ddp_buckets(uniform_param_shapes(n_params, n_layers), bucket_mb, first_bucket_mb)
 
 
+def ddp_bucket_copy_s(n_elements: float, grad_bytes_per_param: float, hbm_bytes_per_s: float) -> float:
+    """Seconds of PyTorch DDP's copies of the gradients into its buckets and back, one rank, one optimizer
+    step: with gradient_as_bucket_view=False (DDP's default) the reducer copies each gradient into its
+    bucket as the backward produces it (copy_grad_to_bucket, the division by the world size fused into that
+    copy) and the all-reduced bucket back into the gradient (copy_bucket_to_grad): each copy reads and writes
+    every element once, 4 x grad_bytes_per_param bytes per element at the HBM rate (memory-bound kernels on the
+    compute stream: not hidden). Li et al. 2020 sec. 3.2-3.3; torch/csrc/distributed/c10d/reducer.cpp. The
+    memory model keeps the same bucket (gpukit.memory: + G for DDP without ZeRO)."""
+    n = require_positive("n_elements", n_elements, allow_zero=True)
+    gb = require_positive("grad_bytes_per_param", grad_bytes_per_param)
+    return 4 * gb * n / require_positive("hbm_bytes_per_s", hbm_bytes_per_s)  # 2 copies x (read + write)
+
+
 def grad_sync(
     n_params: float,
     dp: int,

@@ -6,6 +6,7 @@ The face of gpukit.cost: what other families, layers, notebooks and tests import
 - buy: Buy or rent: the owned cost of a GPU-hour (capital over the depreciation period, operations, energy at a PUE) against a rent, with the break-even utilization and months. Split from gpukit.cost ...
 - efficiency: The data-parallel scaling efficiency that gpukit.cost prices runs with, and the inter-node port assumption in words.
 - published: Training runs whose GPU-hours (and sometimes price) were disclosed, and gpukit's check of each: cost at a price, implied MFU, predicted GPU-hours (gpukit.compute.time_to_train). Pure calculator; ...
+- scaling_curve: Data-parallel scaling priced by the one step model: the speed-up and efficiency per GPU count that `gpukit scaling` prints, from the same training_run as `cost train`.
 - spot: Spot (preemptible) training: the checkpoint interval (Young 1974; Daly 2006), the expected wall time of a run that is preempted, and its cost against on-demand. Pure calculator; gpukit.cost ...
 - training: Cluster economics: the cost of a training run with its scaling efficiency, cost vs time with the Pareto set, buy vs rent, spot instances with the optimal checkpoint interval, serving cost per ...
 """
@@ -61,6 +62,9 @@ from gpukit.cost.training import (
     ArticleTableRow,
     article_table,
 )
+from gpukit.cost.scaling_curve import (
+    dp_scaling,
+)
 
 __all__ = [
     "HOURS_PER_YEAR",
@@ -102,4 +106,5 @@ __all__ = [
     "ARTICLE_TABLE",
     "ArticleTableRow",
     "article_table",
+    "dp_scaling",
 ]

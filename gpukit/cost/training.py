@@ -209,6 +209,7 @@ def training_run(
     ports_per_node: int | None = None,
     overlap: float = 0.0,
     loader_tokens_per_s: float | None = None,
+    network=None,
 ) -> TrainingRun:
     """Price one training layout: `model` (ModelSpec or n_params) on `tokens` tokens over setup.dp GPUs of
     type `gpu` laid out as `setup` (data parallel with its ZeRO stage, recompute, offload, finetune,
@@ -225,7 +226,8 @@ def training_run(
       once per optimizer step, adapters' cheaper backward; the gradients on the wire in the memory model's
       gradient dtype (one setting, TrainSetup.grad_dtype / its convention). `efficiency` given replaces every
       term but the offload; `overlap` hides that share of the exposed gradient sync (dp_overlap); a loader
-      slower than the GPUs caps the step (Amdahl). A bare n_params is priced as params_only_spec.
+      slower than the GPUs caps the step (Amdahl). A bare n_params is priced as params_only_spec. `network`: a
+      gpukit.comm.ClusterNetwork that replaces the cluster's (links, ports, link efficiency as the caller set them).
     hours = optimizer steps x step; efficiency = useful compute / step; cost = hours x gpus x usd_per_gpu_hour.
     """
     if not isinstance(setup, TrainSetup):
@@ -255,6 +257,8 @@ def training_run(
     )
     step_model = spec if spec is not None else params_only_spec(n_params, setup.seq_len)
     cluster = _cluster(g, k, inter_link, ports_per_node, profile)
+    if network is not None:
+        cluster = replace(cluster, network=network)
     e = parallel.estimate(
         step_model,
         _config(setup, n),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from gpukit.comm import (  # the bucket assignment is the one gradient-sync model's (gpukit.comm.grad_sync)
     Bucket,
+    ddp_bucket_copy_s,
     numel,
 )
 from gpukit.errors import require_choice, require_positive_int
@@ -104,7 +105,9 @@ def gpu_kernel_s(gpu) -> dict:
     g = get_gpu(gpu) if isinstance(gpu, str) else gpu
     bw = g.hbm_bandwidth_gbps * 1e9
     return {
-        "copy": 16 / bw,
+        "copy": ddp_bucket_copy_s(
+            1, 4, bw
+        ),  # the step model's DDP copies (gpukit.comm): 16 B per fp32 element
         "div": 8 / bw,
         "fp16": 16 / bw,
         "psgd_compressed": 56 / bw,

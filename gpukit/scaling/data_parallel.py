@@ -82,6 +82,9 @@ class ScalingRow:
     efficiency: float
     comm_bytes_per_step: int
     tokens_per_gpu: float
+    other_s: float = (
+        0.0  # the rest of the step: optimizer, DDP's bucket copies (the step model's; 0 in the lesson's)
+    )
 
     def to_json_dict(self) -> dict:
         return json_safe(asdict(self))
@@ -125,10 +128,14 @@ class ScalingResult:
             f"{'gpus':>6} {'compute_s':>10} {'comm_s':>10} {'exposed_s':>10} {'step_s':>10} {'speedup':>8} "
             f"{'eff':>6}",
         ]
+        other = any(r.other_s for r in self.rows)
+        if other:
+            lines[1] = lines[1].replace(" exposed_s", " exposed_s    other_s", 1)
         for r in self.rows:
             lines.append(
                 f"{r.gpus:>6} {r.compute_s:>10.4g} {r.comm_s:>10.4g} {r.exposed_comm_s:>10.4g} "
-                f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}"
+                + (f"{r.other_s:>10.4g} " if other else "")
+                + f"{r.step_s:>10.4g} {r.speedup:>8.3g} {r.efficiency:>6.1%}"
             )
         if max(r.gpus for r in self.rows) == 1:
             lines.append("one GPU: no gradient all-reduce to hide")
@@ -223,9 +230,9 @@ def scaling(
     Links default by GPU: `link` catalog.intra_node_link (NVLink of its generation, else PCIe; a T4
     box has no NVLink), `inter_link` catalog.inter_node_link (one InfiniBand port per GPU of its era)
     when `link` cannot leave a node.
-    speedup = n x tokens per GPU x t_step(1) / (tokens per GPU at 1 x t_step(n)); efficiency = speedup / n.
-    When the smallest count n0 given is not 1, both are relative to n0: speedup = throughput(n) /
-    throughput(n0), efficiency = speedup / (n / n0) (100 % at n0).
+    speedup = n x tokens per GPU x t_step(1) / (tokens per GPU at 1 x t_step(n)); efficiency = speedup / n,
+    always over one GPU's step (computed when 1 is not among the counts: a lone count of 64 reads its real
+    efficiency, not 100 %).
     """
     from gpukit.catalog import get_model
     from gpukit.units import dtype_bytes
@@ -266,8 +273,7 @@ def scaling(
     def allreduce(size, n):  # the one DP all-reduce (gpukit.comm.grad_sync): hierarchical, partial nodes
         return dp_all_reduce_s(float(size), n, net)
 
-    rows, base = [], None
-    for n in counts:
+    def step(n):
         # per GPU per micro-step; a global batch is per optimizer step: n GPUs x grad_accum micro-steps
         # exactly one of the two is given (checked above)
         t = (
@@ -299,10 +305,14 @@ def scaling(
             overlap=overlap,
             kernel_s=kernels if n > 1 else None,
         )
-        thr_per_tok = p.step_s / (t * grad_accum)  # seconds per token per GPU
-        if base is None:
-            base = (thr_per_tok, n)
-        speed = base[0] * n / thr_per_tok / base[1]  # throughput over the smallest count's
+        return p, t
+
+    base = step(1)  # one GPU's step, the reference of every speed-up (listed or not: audit, issue 23)
+    base_per_tok = base[0].step_s / (base[1] * grad_accum)  # seconds per token per GPU
+    rows = []
+    for n in counts:
+        p, t = base if n == 1 else step(n)
+        speed = n * base_per_tok / (p.step_s / (t * grad_accum))  # throughput(n) / throughput(1)
         rows.append(
             ScalingRow(
                 gpus=n,
@@ -311,7 +321,7 @@ def scaling(
                 exposed_comm_s=p.exposed_comm_s,
                 step_s=p.step_s,
                 speedup=speed,
-                efficiency=speed / (n / base[1]),
+                efficiency=speed / n,
                 comm_bytes_per_step=p.comm_bytes,
                 tokens_per_gpu=t,
             )
@@ -330,12 +340,13 @@ def scaling(
             else ""
         ),
         "forward 2N, backward 4N FLOPs per token; optimizer step and input pipeline left out: this is the DDP "
-        "bucket model of one step (notebooks 04-05); `gpukit cost train`, `plan` and `parallel estimate` price a "
-        "run with the one step model, gpukit.parallel.estimate (its gradient sync is this one, gpukit.comm.grad_sync)",
+        "bucket model of one step (notebooks 04-05); `gpukit scaling`, `cost train`, `plan` and `parallel estimate` "
+        "price a run with the one step model, gpukit.parallel.estimate (gpukit.cost.dp_scaling; its gradient sync is "
+        "this one, gpukit.comm.grad_sync)",
         "DDP's bucket copies and the hook's kernels memory-bound at the GPU's HBM bandwidth"
         if kernels
         else "DDP's bucket copies and hook kernels left out",
-        "speedup relative to the smallest GPU count given" if counts[0] != 1 else "speedup over 1 GPU",
+        "speedup over 1 GPU (its step computed whether listed or not); eff = speedup / gpus",
     )
     if net.is_ideal:
         assumptions += (
