@@ -57,6 +57,9 @@ RANK_RULE = (
 def rank_plans(plans) -> list:
     """The plans in the order of RANK_RULE. The 1% band is measured from the group's cheapest plan, never
     chained from plan to plan; serving plans have no hours, so among them only cost counts."""
+    if not isinstance(plans, (list, tuple)) or not all(isinstance(p, Plan) for p in plans):
+        raise ValueError(f"plans must be a list or tuple of gpukit.plan.Plan, got {type(plans).__name__}")
+    plans = list(plans)
 
     def num(x, none=0.0):
         return none if x is None else x if math.isfinite(x) else math.inf
