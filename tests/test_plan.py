@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +13,9 @@ from gpukit.catalog import get_gpu, get_model, gpus
 from gpukit.cli import main
 from gpukit.cost import pareto_front
 from gpukit.plan import (
+    COST_TIE,
     DEFAULT_COUNTS,
+    RANK_RULE,
     WORKLOADS,
     article_000_decision_table,
     article_000_size_rule,
@@ -22,6 +25,48 @@ from gpukit.plan import (
 from gpukit.specs import ModelSpec
 
 ALL = {g: 2.0 for g in gpus()}
+
+
+FEWER = {  # the reason's words for the plans with fewer GPUs, and what each must mean in the plan list
+    "miss the deadline": lambda p, b: p.binding == "misses the deadline",
+    "go over the budget": lambda p, b: p.binding == "over budget",
+    "cannot hold the training state": lambda p, b: p.binding == "does not fit",
+    "take longer and cost more": lambda p, b: p.feasible and p.hours > b.hours and p.cost_usd > b.cost_usd,
+    "cost more": lambda p, b: p.feasible and p.cost_usd > b.cost_usd,
+}
+
+
+def assert_rank_rule_and_true_reason(r):
+    """RANK_RULE holds and the reason says nothing the plan list contradicts. The recommendation costs within
+    COST_TIE of the cheapest feasible plan, no feasible plan beats it on both time and cost, and no other such
+    plan has fewer GPUs; "the cheapest plan" is the cheapest; "fewer X GPUs <words> (n, m GPUs)" holds for
+    every plan of X with fewer GPUs (for the counts named, or all of them)."""
+    if not r.feasible:
+        return
+    b, c0 = r.best, min(p.cost_usd for p in r.feasible)
+
+    def beaten(p):
+        return any(
+            q.cost_usd <= p.cost_usd and q.hours <= p.hours and (q.cost_usd < p.cost_usd or q.hours < p.hours)
+            for q in r.feasible
+        )
+
+    band = [p for p in r.feasible if p.cost_usd <= c0 * (1 + COST_TIE) and not beaten(p)]
+    assert b in band and b.gpus == min(p.gpus for p in band), (b, band)
+    reason = r.recommendation.split("Reason: ", 1)[1]
+    if reason.startswith("the cheapest plan"):
+        assert b.cost_usd == c0, reason
+    clause = re.search(r"fewer (\S+) GPUs (.*?)(?:;|\. |\.$)", reason)
+    if clause:
+        smaller = [p for p in r.plans if p.gpu == clause[1] and p.gpus < b.gpus]
+        assert smaller, reason
+        parts = re.findall(r"(.+?) \(([\d, ]+) GPUs?\)(?: or |$)", clause[2]) or [(clause[2], None)]
+        seen = []
+        for words, counts in parts:
+            named = smaller if counts is None else [p for p in smaller if str(p.gpus) in counts.split(", ")]
+            assert named and all(FEWER[words](p, b) for p in named), (words, counts, reason)
+            seen += named
+        assert len(seen) == len(smaller), reason  # every smaller count is accounted for
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -65,8 +110,8 @@ def test_feasible_plans_fit_and_meet_deadline_and_budget(
             assert budget is None or p.cost_usd <= budget
             assert 0 < p.efficiency <= 1
     assert (r.best is None) == (not r.feasible)
-    if r.best is not None:  # ranked: the first plan is feasible and (within 1%) the cheapest feasible one
-        assert r.best.cost_usd <= min(p.cost_usd for p in r.feasible) * 1.0101
+    if r.best is not None:  # ranked by RANK_RULE, and the reason is true
+        assert_rank_rule_and_true_reason(r)
     else:
         assert "No plan" in r.recommendation or "Nothing fits" in r.recommendation
     fitting = [p for p in r.plans if p.binding != "does not fit"]
@@ -137,6 +182,36 @@ def test_gpu_counts_of_the_notebook_09_defaults():
     assert many and all(p.reproduce and p.settings["global_batch"] == r.global_batch for p in many)
     mem = [p.memory_per_gpu_bytes for p in by_n if p.binding != "does not fit"]
     assert any(b > a * 1.05 for a, b in zip(mem, mem[1:], strict=False))  # not monotone
+
+
+def test_the_reason_never_claims_what_the_plan_list_contradicts():
+    """Audit problem 6 (a): notebook 09's default request recommended 16 H100s ($1,473, 29.8 h) "because fewer
+    h100-sxm GPUs miss the deadline", while 8 H100s met it (59.9 h, $1,480). The reason now says of each smaller
+    count what the plan list shows, and names what the same money (within 1%) would buy in time."""
+    r = plan(
+        "pretrain",
+        get_model("llama-2-7b"),
+        tokens=20e9,
+        deadline_hours=72,
+        budget_usd=5000,
+        gpus=["h100-sxm"],
+    )
+    assert_rank_rule_and_true_reason(r)
+    # the same money buys time: the reason names the fastest plan within 1% of the cheapest cost
+    c0 = min(p.cost_usd for p in r.feasible)
+    quick = min((p for p in r.feasible if p.cost_usd <= c0 * 1.01), key=lambda p: p.hours)
+    assert quick is r.best or f"{quick.gpus} x {quick.gpu} in " in r.recommendation
+    assert r.plans[: len(r.feasible)] == r.feasible  # feasible first: RANK_RULE's groups
+    assert "within 1%" in RANK_RULE and COST_TIE == 0.01
+
+
+def test_a_cheaper_and_faster_plan_is_never_passed_over():
+    """Audit problem 6 (b): `plan --gpus 1,2,8,16` recommended 2 H100s (1,194 h, $7,380) as "the cheapest plan"
+    while 16 cost $7,367 and ran 8x faster: the old sort put costs into buckets round(log(cost)/log(1.01)),
+    so whether two plans tied depended on where a bucket boundary fell."""
+    r = plan("pretrain", get_model("llama-2-7b"), tokens=100e9, gpus=["h100-sxm"], counts=(1, 2, 8, 16))
+    assert_rank_rule_and_true_reason(r)
+    assert not any(p.cost_usd <= r.best.cost_usd and p.hours < r.best.hours for p in r.feasible)
 
 
 def test_workloads_no_issue_lists():

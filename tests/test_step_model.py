@@ -272,6 +272,29 @@ def test_one_gpu_warning_names_the_stage_it_priced():
     assert math.isfinite(t.rows[0].hours)
 
 
+def test_one_gpu_warning_never_advises_zero_or_the_flag_given(capsys):
+    """`cost train --gpus 1 --zero 3` advised "try ZeRO-3 (--zero 3)": the flag given, and a stage that shards
+    nothing on one GPU. The advice is what can help there (offload, recompute, LoRA, a bigger GPU), never a
+    setting already given, and the offload it advises fits."""
+    argv = ["cost", "train", "--model", "llama-2-7b", "--tokens", "1e9", "--gpu", "h100-sxm", "--gpus", "1"]
+    assert main([*argv, "--zero", "3"]) == 0
+    [w] = [ln for ln in capsys.readouterr().out.splitlines() if "does NOT fit" in ln]
+    advice = w.split("try ", 1)[1]
+    assert "--zero" not in advice and "ZeRO-3 (" not in advice, advice
+    assert "--offload optimizer" in advice and "--recompute full" in advice, advice
+    assert "LoRA" in advice and "more memory" in advice, advice
+    ok = cost.training_cost(get_model("llama-2-7b"), 1e9, "h100-sxm", [1], zero_stage=3, offload="optimizer")
+    assert ok.rows[0].fits is True and not any("does NOT fit" in x for x in ok.warnings)
+    # what is given is not advised again: full recompute with optimizer offload advises offloading everything
+    t = cost.training_cost(
+        get_model("llama-2-70b"), 1e9, "h100-sxm", [1], zero_stage=1, recompute="full", offload="optimizer"
+    )
+    [w] = [x for x in t.warnings if "does NOT fit" in x]
+    advice = w.split("try ", 1)[1]
+    assert "--recompute full" not in advice and "--offload optimizer" not in advice, advice
+    assert "--offload all --zero 3" in advice, advice
+
+
 @pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
 def test_the_planner_never_rates_a_partial_second_node_above_one_node(name):
     """The planner through the same step model: 9-15 GPUs (one node of 8 and part of another) never train

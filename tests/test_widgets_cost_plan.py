@@ -89,3 +89,23 @@ def test_callback_timings_reports_every_change():
     s = plan_view.summarize_timings(rows)
     assert s["changes"] == 2 and 0 < s["median_s"] <= s["max_s"] and s["budget_s"] == 2.0
     assert s["over_budget"] == sum(r["seconds"] > 2.0 for r in rows)
+
+
+def test_draw_cost_time_takes_a_plan_result_as_notebook_08_prices_the_job():
+    """Notebook 08 prices its job with the planner's layout at each count (the figure notebook 09 gives): the
+    cost-time chart draws a PlanResult's plans that fit, with the planner's Pareto set, as it draws a CostTable."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpukit.catalog import get_model
+    from gpukit.plan import plan
+    from gpukit.widgets.cost_view import draw_cost_time
+
+    r = plan("pretrain", get_model("opt-1.3b"), tokens=26e9, gpus={"h100-sxm": 3.0}, counts=(1, 8, 64))
+    fig = draw_cost_time(r, title="t")
+    front = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "Pareto set"][0]
+    pareto = sorted((p for p in r.plans if p.pareto), key=lambda p: p.hours)
+    assert list(front.get_xdata()) == [p.hours for p in pareto]
+    plt.close(fig)

@@ -470,6 +470,29 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> tuple[bool, ...]:
 _RECOMPUTE_WORDS = {"none": "no recompute", "selective": "selective recompute", "full": "full recompute"}
 
 
+def _fit_advice(counts, zero_stage: int, recompute: str, offload: str, finetune: str) -> str:
+    """What can make a layout that does not fit fit, for the counts that do not fit and the settings
+    given: never the setting already given, never a ZeRO stage on one GPU alone (nothing to shard)."""
+    many = any(n > 1 for n in counts)
+    tips = []
+    if many and zero_stage < 3:  # ZeRO shards the model states over the data-parallel GPUs (Rajbhandari 2020)
+        tips.append("ZeRO-3 (--zero 3)")
+    if recompute != "full":
+        tips.append("full recompute (--recompute full)")
+    if offload == "none":  # ZeRO-Offload partitions the optimizer: it needs a stage >= 1
+        tips.append("optimizer offload (--offload optimizer" + (" --zero 1)" if zero_stage == 0 else ")"))
+    elif offload == "optimizer":  # ZeRO-Infinity offloads partitioned parameters: stage 3
+        tips.append("offload of everything (--offload all" + (" --zero 3)" if zero_stage < 3 else ")"))
+    if finetune == "full":
+        tips.append("LoRA/QLoRA adapters for fine-tuning (`gpukit plan --workload lora`)")
+    tips.append("a GPU with more memory (--gpu)")
+    # more GPUs help only where the states are sharded over them
+    tips.append(
+        "more GPUs" + (" (--gpus)" if zero_stage == 3 or many else " with ZeRO-3 (--gpus 8 --zero 3)")
+    )
+    return ", ".join(tips) + ", or `gpukit plan`, which searches the layouts that fit"
+
+
 def training_cost(
     model,
     tokens: float,
@@ -704,8 +727,7 @@ def training_cost(
                 f"(data parallel, {' / '.join(f'ZeRO-{z}' for z in stages)}, {_RECOMPUTE_WORDS[recompute]}) "
                 f"needs {need}, and "
                 f"{name} has {g.memory_bytes / GiB:,.1f} GiB: these rows cannot run as priced (fits false); "
-                "try ZeRO-3 (--zero 3), full recompute (--recompute full), more GPUs, or `gpukit plan`, "
-                "which searches the layouts that fit"
+                f"try {_fit_advice([n for n, _ in no_fit], zero_stage, recompute, offload, finetune)}"
             )
     # the Pareto set is over the rows that can run as priced (gpukit.plan's rule): a layout that does not fit
     # is neither faster nor cheaper than anything

@@ -3,7 +3,7 @@
 The face of gpukit.plan: what other families, layers, notebooks and tests import, by part
 (dependency order):
 
-- plans: The planner's types and constants: Plan (one candidate), PlanResult (the ranked answer), the workloads, the binding constraints, the global-batch cap and the models the planner names.
+- plans: The planner's types and constants: Plan (one candidate), PlanResult (the ranked answer), the workloads, the binding constraints, the global-batch cap, the models the planner names and the one ranking rule (RANK_RULE, rank_plans) the recommendation follows.
 - train: The planner's training candidates: for each GPU type and count, the layouts to try, the cheapest that fits as a Plan, and the re-estimate of the best ones with 3D layouts.
 - planner: The planner: one GPU (with fitting tricks), one node, or many nodes, for a workload, a deadline and a budget; every plan with its memory per GPU, layout, time, cost, efficiency and binding constraint.
 - frameworks: The articles' decision frameworks beside the planner: who should use one GPU, one node or many nodes, by the articles' rules and by gpukit.plan, over a grid of (model, tokens, deadline, budget).
@@ -19,9 +19,12 @@ from gpukit.plan.plans import (
     MIN_STEPS,
     PLAN_MODELS,
     PLAN_PRECISIONS,
+    COST_TIE,
+    RANK_RULE,
     Plan,
     PlanResult,
     cell,
+    rank_plans,
 )
 from gpukit.plan.train import (
     train_plans,
@@ -51,9 +54,12 @@ __all__ = [
     "MIN_STEPS",
     "PLAN_MODELS",
     "PLAN_PRECISIONS",
+    "COST_TIE",
+    "RANK_RULE",
     "Plan",
     "PlanResult",
     "cell",
+    "rank_plans",
     "train_plans",
     "planner_grad_accum",
     "GLOBAL_BATCH_SEQUENCES",

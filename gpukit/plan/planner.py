@@ -13,8 +13,9 @@ convention and its step from gpukit.parallel.estimate; each plan carries every s
 not whole nodes, and LoRA/QLoRA are the data-parallel candidates of gpukit.plan.train_plans, priced by
 gpukit.cost.training_run (the price loop of `gpukit cost train`) at the same global batch. Serving
 tries every precision and TP inside a node on the decode roofline (gpukit.inference) within the
-allowed counts. Plans are checked against the deadline and the budget, ranked (feasible first,
-cheapest first), the Pareto set (time, cost) is marked, and a recommendation names the reason. An
+allowed counts. Plans are checked against the deadline and the budget, ranked by the one rule
+gpukit.plan.plans.RANK_RULE (rank_plans), the Pareto set (time, cost) is marked, and a recommendation
+names the reason, read off the ranked list (it never claims what the list contradicts). An
 infeasible request gets the nearest plan and what would have to change; a count left out for another
 reason than memory says that reason. Every output names the models it used (`models`).
 
@@ -34,12 +35,14 @@ from gpukit.cost import NETWORK_BOUND_BELOW, pareto_front, rail_ports
 from gpukit.errors import MAX_COUNT, named_field, require_choice, require_positive, require_positive_int
 from gpukit.parallel import MAX_SEARCH_GPUS, MOE_TIME_CAVEAT, layout_convention, team_layouts
 from gpukit.plan.plans import (
+    COST_TIE,
     MIN_STEPS,
     PLAN_MODELS,
     PLAN_PRECISIONS,
     WORKLOADS,
     Plan,
     PlanResult,
+    rank_plans,
 )
 from gpukit.plan.train import train_plans
 from gpukit.prices import load_prices, price_warning, quote
@@ -476,28 +479,62 @@ def _recommend(workload, plans, deadline_hours, budget_usd, count_notes=()) -> t
             limits.append(f"meets the {deadline_hours:g} h deadline")
         if budget_usd is not None:
             limits.append(f"stays within ${budget_usd:,.0f}")
-        why = (
-            ("the cheapest plan that " + " and ".join(limits))
-            if limits
-            else "the cheapest plan (no deadline given)"
-        )
+        # the reason is read off the plan list (RANK_RULE), so it never claims what the list contradicts
+        cheapest = min(feas, key=lambda p: (p.cost_usd, p.hours, p.gpus))
+        ref = ("the cheapest plan that " + " and ".join(limits)) if limits else "the cheapest plan"
+        none_given = "" if limits else " (no deadline or budget given)"
+        if b.cost_usd <= cheapest.cost_usd:
+            why = ref + none_given
+        else:
+            why = (
+                f"fewer GPUs within {COST_TIE:.0%} of the cost of {ref}, {cheapest.gpus} x {cheapest.gpu} "
+                f"({_h(cheapest.hours)}, {_usd(cheapest.cost_usd)}): {b.cost_usd / cheapest.cost_usd - 1:+.1%} "
+                f"cost{none_given}"
+            )
+        fewer = [p for p in plans if p.gpu == b.gpu and p.gpus < b.gpus]
+        words = {"misses the deadline": "miss the deadline", "over budget": "go over the budget"}
+        words["does not fit"] = "cannot hold the training state"
         if b.gpus == 1 and b.tricks:
             why += f"; one GPU is enough with {', '.join(b.tricks)}"
-        elif b.gpus == 1:
+        elif b.gpus == 1 and all(p.cost_usd > b.cost_usd for p in feas if p.gpus > 1):
             why += "; the job fits one GPU and more GPUs only add cost"
-        elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "misses the deadline" for p in plans):
-            why += f"; fewer {b.gpu} GPUs miss the deadline"
-        elif any(p.gpus < b.gpus and p.gpu == b.gpu and p.binding == "does not fit" for p in plans):
-            why += f"; fewer {b.gpu} GPUs cannot hold the training state"
+        elif fewer and all(
+            not p.feasible or p.cost_usd > b.cost_usd for p in fewer
+        ):  # say why, count by count
+            by: dict[str, list[str]] = {}
+            for p in sorted(fewer, key=lambda p: p.gpus):
+                w = (
+                    words.get(p.binding, p.binding)
+                    if not p.feasible
+                    else "take longer and cost more"
+                    if p.hours > b.hours
+                    else "cost more"
+                )
+                by.setdefault(w, []).append(str(p.gpus))
+            why += f"; fewer {b.gpu} GPUs " + (
+                next(iter(by))
+                if len(by) == 1
+                else " or ".join(
+                    f"{w} ({', '.join(ns)} GPU{'s' if ns != ['1'] else ''})" for w, ns in by.items()
+                )
+            )
+        quick = min(
+            (p for p in feas if p.cost_usd <= cheapest.cost_usd * (1 + COST_TIE)), key=lambda p: p.hours
+        )
+        if quick.hours < b.hours:  # the same money buys time: say what, so the trade is the reader's
+            why += (
+                f". Within {COST_TIE:.0%} of the cheapest cost: {quick.gpus} x {quick.gpu} in {_h(quick.hours)} "
+                f"for {_usd(quick.cost_usd)}"
+            )
         if b.binding == "input-bound" or any(
             p.gpus > b.gpus and p.gpu == b.gpu and p.binding == "input-bound" for p in plans
         ):
             why += "; more GPUs would only wait for the input pipeline (input-bound)"
         faster = [p for p in feas if p.pareto and p.hours < b.hours]
-        if faster:
+        if faster and min(faster, key=lambda p: p.hours) is not quick:
             f = min(faster, key=lambda p: p.hours)
-            why += f". Fastest on the Pareto set: {f.gpus} x {f.gpu} in {_h(f.hours)} for ${f.cost_usd:,.0f}"
-        return f"{what}: {_h(b.hours)}, ${b.cost_usd:,.0f}. Reason: {why}.", ()
+            why += f". Fastest on the Pareto set: {f.gpus} x {f.gpu} in {_h(f.hours)} for {_usd(f.cost_usd)}"
+        return f"{what}: {_h(b.hours)}, {_usd(b.cost_usd)}. Reason: {why}.", ()
     fitting = [p for p in plans if p.binding != "does not fit"]
     if not fitting:
         memory = [
@@ -870,23 +907,14 @@ def plan(
                     global_batch=G,
                 )
             ]
-    # rank: feasible first, then cost, then time; Pareto set over the plans that fit
+    # Pareto set over the plans that fit; then the order of RANK_RULE
     fit_idx = [i for i, p in enumerate(plans) if p.binding != "does not fit"]
     flags = pareto_front(
         [((plans[i].hours if plans[i].hours is not None else 0.0), plans[i].cost_usd) for i in fit_idx]
     )
     for i, f in zip(fit_idx, flags, strict=True):
         plans[i] = replace(plans[i], pareto=f)
-    # within 1% of cost the plan with fewer GPUs ranks first (simpler, same money)
-    plans.sort(
-        key=lambda p: (
-            not p.feasible,
-            p.binding == "does not fit",
-            round(math.log(p.cost_usd) / math.log(1.01)) if 0 < p.cost_usd < math.inf else math.inf,
-            p.gpus,
-            p.hours if p.hours is not None else 0.0,
-        )
-    )
+    plans = rank_plans(plans)  # RANK_RULE: the cheapest that meets the request, or one within 1% and faster
     rec, changes = _recommend(workload, plans, deadline_hours, budget_usd, count_notes)
     if (
         not any(p.feasible for p in plans)

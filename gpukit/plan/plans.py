@@ -1,5 +1,6 @@
 """The planner's types and constants: Plan (one candidate), PlanResult (the ranked answer), the
-workloads, the binding constraints, the global-batch cap and the models the planner names.
+workloads, the binding constraints, the global-batch cap, the models the planner names and the one
+ranking rule (RANK_RULE, rank_plans) the recommendation follows.
 
 Its own module so that the planner (gpukit.plan.planner) and the training candidates
 (gpukit.plan.train) both import it, and neither imports the other back.
@@ -40,6 +41,55 @@ PLAN_MODELS = (
     "per term; tensor/pipeline layouts only where a 'layout' line below names them",
     "price: gpukit.prices (median market row) or the price given per GPU",
 )
+
+
+COST_TIE = 0.01  # plans within 1% of the cheapest cost the same money
+RANK_RULE = (
+    "plans that meet every constraint first, then those that fit but miss one, then those that do not fit; "
+    f"in each group, the plans that cost within {COST_TIE:.0%} of the group's cheapest and that no plan of the "
+    "group beats on both time and cost come first, fewest GPUs first (then cheaper, then faster); then the "
+    "rest, cheapest first. The recommendation is the first plan: the cheapest plan that meets the constraints, "
+    f"or one within {COST_TIE:.0%} of its cost with fewer GPUs, never one that another plan beats on both time "
+    "and cost"
+)
+
+
+def rank_plans(plans) -> list:
+    """The plans in the order of RANK_RULE. The 1% band is measured from the group's cheapest plan, never
+    chained from plan to plan; serving plans have no hours, so among them only cost counts."""
+    if not isinstance(plans, (list, tuple)) or not all(isinstance(p, Plan) for p in plans):
+        raise ValueError(f"plans must be a list or tuple of gpukit.plan.Plan, got {type(plans).__name__}")
+    plans = list(plans)
+
+    def num(x, none=0.0):
+        return none if x is None else x if math.isfinite(x) else math.inf
+
+    group = [(not p.feasible, p.binding == "does not fit") for p in plans]
+    cost = [num(p.cost_usd, math.inf) for p in plans]
+    hours = [num(p.hours) for p in plans]
+    cheapest: dict = {}
+    for g, c in zip(group, cost, strict=True):
+        cheapest[g] = min(cheapest.get(g, math.inf), c)
+    band = [c < math.inf and c <= cheapest[g] * (1 + COST_TIE) for g, c in zip(group, cost, strict=True)]
+
+    def beaten(i):  # another plan of the group at most as slow and as dear, and better in one
+        return any(
+            group[j] == group[i]
+            and cost[j] <= cost[i]
+            and hours[j] <= hours[i]
+            and (cost[j] < cost[i] or hours[j] < hours[i])
+            for j in range(len(plans))
+            if band[j]
+        )
+
+    first = [band[i] and not beaten(i) for i in range(len(plans))]
+
+    def key(i):
+        if first[i]:
+            return (*group[i], False, plans[i].gpus, cost[i], hours[i])
+        return (*group[i], True, cost[i], hours[i], plans[i].gpus)
+
+    return [plans[i] for i in sorted(range(len(plans)), key=key)]
 
 
 @dataclass(frozen=True)

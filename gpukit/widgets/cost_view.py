@@ -15,6 +15,8 @@ Bad values show one error line (gpukit.widgets.View). Used in: notebooks/08_clus
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from gpukit import cost
 from gpukit.catalog import get_model
 from gpukit.widgets.base import View, dropdown, slider
@@ -51,16 +53,38 @@ def cost_curve(
     )
 
 
-def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
+def _cost_points(table) -> list[SimpleNamespace]:
+    """(gpu, gpus, hours, cost_usd, fits, pareto) of a gpukit.cost.CostTable's rows or a gpukit.plan.PlanResult's
+    plans (a plan that does not fit has no hours: it is left out, as the planner prices nothing for it)."""
+    if hasattr(table, "rows"):
+        return [
+            SimpleNamespace(
+                gpu=r.gpu, gpus=r.gpus, hours=r.hours, cost_usd=r.cost_usd, fits=r.fits, pareto=r.pareto
+            )
+            for r in table.rows
+        ]
+    return [
+        SimpleNamespace(
+            gpu=p.gpu, gpus=p.gpus, hours=p.hours, cost_usd=p.cost_usd, fits=True, pareto=p.pareto
+        )
+        for p in table.plans
+        if p.binding != "does not fit"
+    ]
+
+
+def draw_cost_time(table, ax=None, title: str = ""):
     """Hours (x) against cost (y), every count labelled; the Pareto set (of the rows that fit) joined by a
-    line; a row whose layout does not fit its GPUs is an open marker and the title says so."""
+    line; a row whose layout does not fit its GPUs is an open marker and the title says so. `table`: a
+    gpukit.cost.CostTable (`cost train`'s layout at every count) or a gpukit.plan.PlanResult (the planner's
+    layout at every count, as notebook 08 prices the job)."""
     import matplotlib.pyplot as plt
 
+    points = _cost_points(table)
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    for g in dict.fromkeys(r.gpu for r in table.rows):
-        rows = [r for r in table.rows if r.gpu == g]
+    for g in dict.fromkeys(r.gpu for r in points):
+        rows = [r for r in points if r.gpu == g]
         (line,) = ax.plot(
             [r.hours for r in rows if r.fits is not False],
             [r.cost_usd for r in rows if r.fits is not False],
@@ -83,15 +107,15 @@ def draw_cost_time(table: cost.CostTable, ax=None, title: str = ""):
             ax.annotate(
                 str(r.gpus), (r.hours, r.cost_usd), fontsize=7, xytext=(3, 3), textcoords="offset points"
             )
-    front = sorted(table.pareto_rows, key=lambda r: r.hours)
+    front = sorted((r for r in points if r.pareto), key=lambda r: r.hours)
     ax.plot([r.hours for r in front], [r.cost_usd for r in front], "k--", lw=1, label="Pareto set")
     ax.set_xscale("log")
     ax.set_xlabel("wall-clock hours (log)")
     ax.set_ylabel("cost, USD")
-    n_out = sum(r.fits is False for r in table.rows)
+    n_out = sum(r.fits is False for r in points)
     ax.set_title(
         (title or "Cost against time (labels: number of GPUs)")
-        + (f"\n{n_out} of {len(table.rows)} plans do not fit their GPUs (open markers)" if n_out else ""),
+        + (f"\n{n_out} of {len(points)} plans do not fit their GPUs (open markers)" if n_out else ""),
         fontsize=10,
     )
     ax.legend(fontsize=8)
