@@ -16,8 +16,9 @@ direction the models say:
   with its overlap stated per term, the optimizer, offload), so their hours are `parallel estimate`'s with the
   same memory convention (convention="pytorch": fp32 parameters and gradients on the wire too). `gpukit scaling`
   prices through the same loop (gpukit.cost.dp_scaling), so its speed-ups are cost train's hours ratios;
-  gpukit.scaling.scaling is the DDP bucket model of notebooks 04-05 (6N at an MFU, hooks, no optimizer), which
-  predicted_efficiency shares: their gradient sync is the estimate's (gpukit.comm.grad_sync), bucket by bucket.
+  gpukit.scaling.scaling is the DDP bucket model of notebooks 04-05 (6N at an MFU, hooks, no optimizer); its
+  gradient sync is the estimate's (gpukit.comm.grad_sync). predicted_efficiency (the audits', notebook 08's) is
+  the step model's network_efficiency for a bare n_params (params_only_spec).
 """
 
 from __future__ import annotations
@@ -81,10 +82,8 @@ def test_cost_and_scaling_give_one_efficiency(name, gpu, n):
     )
     assert row.hours == pytest.approx(TOKENS / e.tokens_per_s / 3600, rel=1e-9)
     assert row.efficiency == pytest.approx(e.share("compute") + e.share("elementwise"), rel=1e-9)
-    eff = cost.predicted_efficiency(m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, n_layers=m.n_layers)
-    sc = scaling.scaling(m, gpu=gpu, gpus=(1, n), tokens_per_gpu=s, mfu=0.4, overlap=False).rows[-1]
-    assert sc.efficiency == pytest.approx(eff.efficiency, rel=1e-9)
-    assert sc.exposed_comm_s == pytest.approx(eff.exposed_comm_s, rel=1e-9)
+    # predicted_efficiency is the step model's too (test_predicted_efficiency_is_the_step_models), not
+    # gpukit.scaling's lesson model any more (issue 23 sec. 1)
 
 
 @pytest.mark.parametrize("name, gpu, n, z", [c for c in CASES if c[3] < 3])
@@ -101,10 +100,8 @@ def test_parallel_estimate_charges_the_same_sync_and_sizes_memory_from_the_same_
         global_batch=n,
         seq_len=s,
     )
-    eff = cost.predicted_efficiency(
-        m.n_params, gpu, n, tokens_per_gpu=s, mfu=0.4, zero_stage=z, n_layers=m.n_layers
-    )
-    assert dict(est.comm_total_s)["dp_comm"] == pytest.approx(eff.comm_s, rel=1e-9)
+    row0 = cost.training_cost(m, TOKENS, gpu, n, zero_stage=z, price_per_gpu_hour=PRICE)
+    assert row0.rows[0].hours > 0
     layout_memory = est.memory
     # a data-parallel layout is judged by the PyTorch convention (parallel.layout_convention), as cost train
     assert layout_memory.setup.convention == "pytorch" == parallel.layout_convention(est.config)
@@ -224,3 +221,25 @@ def test_a_lone_gpu_count_is_measured_against_one_gpu():
     assert lone.rows[0].efficiency < 0.5
     lesson = scaling.scaling("llama-2-7b", gpus=(64,), tokens_per_gpu=4096, inter_link="eth-100g")
     assert lesson.rows[0].efficiency < 1
+
+
+@pytest.mark.parametrize(
+    "n_params, gpu, n, z, link",
+    [(7e9, "h100-sxm", 8, 0, None), (1.3e9, "a100-80gb", 12, 1, "eth-100g"), (13e9, "h100-sxm", 16, 3, None)],
+)
+def test_predicted_efficiency_is_the_step_models(n_params, gpu, n, z, link):
+    """Issue 23 sec. 1: the audits' and notebook 08's efficiency (cost.predicted_efficiency) is the one step
+    model's: training_run's network_efficiency for the same shape (params_only_spec) and run, and its sync is
+    the estimate's; `cost train` of a bare n_params prices the same shape, so it reports the same efficiency."""
+    eff = cost.predicted_efficiency(n_params, gpu, n, zero_stage=z, inter_link=link, tokens_per_gpu=2048)
+    setup = cost.data_parallel_setup(None, n, zero_stage=z)
+    run = cost.training_run(
+        cost.params_only_spec(n_params, setup.seq_len), 1e9, gpu, setup, usd_per_gpu_hour=1.0, inter_link=link
+    )
+    assert eff.efficiency == pytest.approx(run.network_efficiency, rel=1e-12)
+    assert eff.compute_s == pytest.approx(run.compute_s, rel=1e-12)
+    totals = dict(run.estimate.comm_total_s)
+    assert eff.comm_s == pytest.approx(totals["dp_comm"] + totals["zero3_comm"], rel=1e-12)
+    bare = cost.training_run(n_params, 1e9, gpu, setup, usd_per_gpu_hour=1.0, inter_link=link)
+    assert eff.efficiency == pytest.approx(bare.network_efficiency, rel=1e-12)
+    assert cost.predicted_efficiency(n_params, gpu, 1).efficiency == pytest.approx(1.0)

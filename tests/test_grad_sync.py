@@ -73,7 +73,9 @@ def test_scaling_cost_and_parallel_charge_the_same_gradient_sync(model, dp, k, p
     spec = get_model(model)
     s, c, p = _three(spec, dp, k, ports, grad_dtype, zero)
     assert s > 0
-    assert c == pytest.approx(s, rel=1e-9) and p == pytest.approx(s, rel=1e-9), (s, c, p)
+    # predicted_efficiency prices params_only_spec's shape with the step model (issue 23 sec. 1), so its sync is
+    # the estimate's for that shape (tests/test_consistency.py), not this model's buckets
+    assert c > 0 and p == pytest.approx(s, rel=1e-9), (s, c, p)
 
 
 def test_the_sync_moves_with_the_network_for_all_three():

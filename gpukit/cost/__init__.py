@@ -25,7 +25,7 @@ from gpukit.cost.buy import (
 from gpukit.cost.efficiency import (
     DEFAULT_TOKENS_PER_GPU,
     Efficiency,
-    predicted_efficiency,
+    ports_words,
     rail_ports,
 )
 from gpukit.cost.published import (
@@ -60,10 +60,11 @@ from gpukit.cost.training import (
     serving_cost,
     ARTICLE_TABLE,
     ArticleTableRow,
-    article_table,
 )
 from gpukit.cost.scaling_curve import (
+    article_table,
     dp_scaling,
+    predicted_efficiency,
 )
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "DEFAULT_TOKENS_PER_GPU",
     "Efficiency",
     "predicted_efficiency",
+    "ports_words",
     "rail_ports",
     "PublishedRun",
     "PUBLISHED_RUNS",

@@ -7,17 +7,29 @@ for the lessons of notebooks 04-05 that pass their own numbers; this module is t
 Speed-up over one GPU's step, always (computed even when 1 is not among the counts): throughput(n) /
 throughput(1) = n x T(n) x step(1) / (T(1) x step(n)) with T tokens per GPU per optimizer step; the
 efficiency is speed-up / n, which is what the hours of `cost train` imply (hours(1) / (n hours(n))).
-Used in: gpukit.cli.scaling; tests/test_consistency.py.
+predicted_efficiency is that efficiency for a bare parameter count (params_only_spec's shape), the number the
+audits and article_table (notebook 08's article table) use: one step model behind every training answer.
+Used in: gpukit.cli.scaling, gpukit.audits, notebooks 08; tests/test_consistency.py.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gpukit import parallel
-from gpukit.catalog import as_model, get_gpu
-from gpukit.cost.training import data_parallel_setup, training_run
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.catalog import as_model, default_links, get_gpu, intra_node_link
+from gpukit.comm import cluster_network
+from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, Efficiency, ports_words
+from gpukit.cost.training import (
+    ARTICLE_TABLE,
+    PARAMS_ONLY_LAYERS,
+    ArticleTableRow,
+    data_parallel_setup,
+    params_only_spec,
+    training_run,
+)
+from gpukit.errors import finite_result, require_positive, require_positive_int
 from gpukit.memory import state_bytes_per_param
 from gpukit.scaling import GRAD_DTYPE, ScalingResult, ScalingRow, overlap_threshold_tokens
 from gpukit.specs import ModelSpec
@@ -199,3 +211,144 @@ def dp_scaling(
         assumptions=assumptions,
         notes=notes,
     )
+
+
+def predicted_efficiency(
+    n_params: float,
+    gpu: str,
+    gpus: int,
+    *,
+    gpus_per_node: int = 8,
+    inter_link: str | None = None,
+    intra_link: str | None = None,
+    tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+    mfu: float | None = None,
+    grad_dtype: str | None = None,
+    zero_stage: int = 0,
+    overlap: float = 0.0,
+    ports_per_node: int | None = None,
+    efficiency: float | None = None,
+    n_layers: int = PARAMS_ONLY_LAYERS,
+) -> Efficiency:
+    """Data-parallel efficiency of `gpus` GPUs for a model of `n_params`: training_run's network_efficiency, the
+    useful compute (matmuls + elementwise) over the step less its optimizer and offload terms, of the one step
+    model (gpukit.cost.training_run -> gpukit.parallel.estimate) that `cost train`, `plan`, `parallel estimate`
+    and `gpukit scaling` price, so all agree on the same run (issue 23 sec. 1). It is 1 on one GPU and at most 1:
+    the share of the step the data parallelism costs (exposed sync, ZeRO-3 gathers), so the callers' speed-up
+    gpus x efficiency, extra cost 1 / efficiency - 1 and hours(1) / (gpus x efficiency) are weak scaling at the
+    same tokens per GPU with the optimizer step left out (ZeRO's sharded optimizer step, which makes dp_scaling's
+    speed-up over a ZeRO-0 GPU exceed gpus, is not counted as a gain).
+
+    Shape: params_only_spec(n_params, 2048, n_layers): `n_layers` uniform GPT layers of hidden
+    sqrt(N / (12 L)) rounded to 64 (Narayanan et al. 2021 sec. 3), the shape `cost train` prices a bare n_params
+    with. Run: DP `gpus` x TP 1 x PP 1 with ZeRO `zero_stage` (ZeRO-0 on the one-GPU reference),
+    `tokens_per_gpu` per GPU per optimizer step (whole 2048-token sequences, or one shorter one), compute at the
+    step model's matmul efficiency (or `mfu` of the peak), its elementwise kernels and optimizer step, the gradient
+    sync of gpukit.comm.grad_sync with the step model's own overlap (DDP buckets during the backward; ZeRO-3
+    prefetch), `overlap` hiding a further share of what stays exposed (training_run's). Gradients: the memory
+    model's (fp32 under PyTorch AMP, `grad_dtype` None or "fp32"); "bf16" = a bf16-held model (convention
+    megatron). Network: the cluster of `cost train` (`ports_per_node` ports of `inter_link` per node, default one
+    per GPU of the link of the GPU's era); `intra_link` or a link `efficiency` given build it with
+    gpukit.comm.cluster_network. DDP's bucket copies are not charged (the step model does not;
+    gpukit.scaling's lesson model does). compute_s, comm_s, exposed_comm_s: per optimizer step at `gpus`."""
+    n = require_positive_int("gpus", gpus)
+    k = require_positive_int("gpus_per_node", gpus_per_node)
+    if not 0 <= overlap <= 1:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap}")
+    if grad_dtype not in (None, "fp32", "bf16"):
+        raise ValueError(
+            f"grad_dtype must be fp32 (PyTorch AMP's, the default) or bf16 (a bf16-held model), got {grad_dtype!r}"
+        )
+    convention = "megatron" if grad_dtype == "bf16" else "pytorch"
+    ports = k if ports_per_node is None else require_positive_int("ports_per_node", ports_per_node)
+    g = get_gpu(gpu)
+    if intra_link is not None or efficiency is not None:
+        intra, inter = default_links(g, k, intra_link or intra_node_link(g, min(n, k)).name, inter_link)
+        net = cluster_network(intra, inter, gpus_per_node=k, ports_per_node=ports, efficiency=efficiency)
+    else:  # the network training_run's cluster has (cost train's)
+        net = parallel.make_cluster(g, k, inter_link=inter_link, ports_per_node=ports_per_node).network
+    seq = data_parallel_setup(None, 1).seq_len  # TrainSetup's 2048, the length a bare n_params is priced at
+    spec = params_only_spec(n_params, seq, n_layers)
+    t = require_positive("tokens_per_gpu", tokens_per_gpu)
+    s_len, mb = _sequences(t, seq, "tokens_per_gpu")
+    setup = replace(
+        data_parallel_setup(spec, n, zero_stage=zero_stage, seq_len=s_len, micro_batch=mb),
+        convention=convention,
+    )
+    r = training_run(
+        spec,
+        float(n * s_len * mb),  # one optimizer step
+        g.name,
+        setup,
+        usd_per_gpu_hour=0.0,
+        mfu=mfu,
+        gpus_per_node=k,
+        inter_link=inter_link,
+        ports_per_node=ports_per_node,
+        overlap=overlap,
+        network=net,
+    )
+    parts, totals = dict(r.estimate.breakdown), dict(r.estimate.comm_total_s)
+    nodes = math.ceil(n / k)
+    last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill nodes
+    words = (
+        f"the one step model (gpukit.cost.training_run -> gpukit.parallel.estimate, as cost train, "
+        f"plan and gpukit scaling price it): {spec.name}, DP {n} ZeRO-{zero_stage}, {t:,.0f} tokens/GPU per step, "
+        f"{'bf16 gradients (a bf16-held model)' if grad_dtype == 'bf16' else 'fp32 gradients (PyTorch AMP)'}; "
+        f"compute: {r.utilization_source}; {net.intra_name} in a node and {net.inter_name} between nodes"
+        f"{ports_words(ports, k)}, link efficiency {net.efficiency:g} ({net.efficiency_source}); overlap: "
+        "the step model's (DDP buckets during the backward, ZeRO-3 prefetch)"
+        + (f" and {overlap:.0%} of what stays exposed" if overlap else "")
+        + "; efficiency = useful compute / (step - optimizer - offload), training_run's network_efficiency; "
+        "DDP's bucket copies not charged"
+    )
+    if nodes > 1 and last < k:
+        words += (
+            f"; {n} GPUs = {nodes - 1} node(s) of {k} + one of {last}: the last node's "
+            f"{min(last, ports)} port(s) carry the gradient across"
+        )
+    return Efficiency(
+        gpus=n,
+        nodes=nodes,
+        compute_s=r.compute_s,
+        comm_s=totals["dp_comm"] + totals["zero3_comm"],
+        exposed_comm_s=parts["dp_comm"] + parts["zero3_comm"],
+        efficiency=r.network_efficiency,
+        model=words,
+    )
+
+
+def article_table(
+    *,
+    n_params: float = 10e9,
+    usd_per_gpu_hour: float = 4.0,
+    hours_one_gpu: float = 200.0,
+    efficiency=None,
+    inter_link: str = "ib-ndr",
+    tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
+    overlap: float = 0.0,
+) -> tuple[ArticleTableRow, ...]:
+    """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
+    scaling efficiency applied: predicted (predicted_efficiency, the one step model, data-parallel ZeRO-3 for a
+    10B model, which does not fit one GPU without sharding; hours = hours_one_gpu / (gpus x efficiency)) or
+    given (number or {gpus: e})."""
+    hours_one_gpu = require_positive("hours_one_gpu", hours_one_gpu)  # validated before use (issue 25)
+    usd_per_gpu_hour = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
+    out = []
+    for n, h, c in ARTICLE_TABLE:
+        if efficiency is None:
+            eff = predicted_efficiency(
+                n_params,
+                "h100-sxm",
+                n,
+                inter_link=inter_link,
+                tokens_per_gpu=tokens_per_gpu,
+                zero_stage=3,
+                overlap=overlap,
+            ).efficiency
+        else:
+            given = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else efficiency
+            eff = require_positive("efficiency", given)  # <= 0 gave negative hours and cost
+        hours = finite_result("hours", hours_one_gpu / (n * eff))
+        out.append(ArticleTableRow(n, h, c, eff, hours, finite_result("cost", hours * n * usd_per_gpu_hour)))
+    return tuple(out)

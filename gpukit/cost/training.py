@@ -28,7 +28,7 @@ from typing import Any
 from gpukit import inference, parallel
 from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.compute import TrainTime, time_to_train
-from gpukit.cost.efficiency import DEFAULT_TOKENS_PER_GPU, predicted_efficiency, rail_ports
+from gpukit.cost.efficiency import rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
 from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
@@ -146,13 +146,13 @@ def offload_slowdown_s(n_params: float, setup: TrainSetup, gpu) -> float:
     return offload_step_s(n_params / (setup.dp if setup.zero_stage >= 1 else 1), get_gpu(gpu))
 
 
-def params_only_spec(n_params: float, seq_len: int) -> ModelSpec:
-    """A bare parameter count as a shape the step model can price: PARAMS_ONLY_LAYERS uniform GPT layers
-    (12 h^2 each, Narayanan et al. 2021 sec. 3) with hidden h = sqrt(n_params / (12 x layers)) rounded to a
-    multiple of 64 (head_dim 64), tied embeddings of a 64-token vocabulary (negligible) and learned positions
-    up to seq_len. Named in the output; its attention adds 12 L h s / 2 FLOPs per token (causal)."""
+def params_only_spec(n_params: float, seq_len: int, n_layers: int = PARAMS_ONLY_LAYERS) -> ModelSpec:
+    """A bare parameter count as a shape the step model can price: `n_layers` (default PARAMS_ONLY_LAYERS)
+    uniform GPT layers (12 h^2 each, Narayanan et al. 2021 sec. 3) with hidden h = sqrt(n_params / (12 x layers))
+    rounded to a multiple of 64 (head_dim 64), tied embeddings of a 64-token vocabulary (negligible) and learned
+    positions up to seq_len. Named in the output; its attention adds 12 L h s / 2 FLOPs per token (causal)."""
     n = require_positive("n_params", n_params)
-    layers = PARAMS_ONLY_LAYERS
+    layers = require_positive_int("n_layers", n_layers)
     h = max(64, int(round(math.sqrt(n / (12 * layers)) / 64)) * 64)
     return ModelSpec(
         name=f"{n:.3g} params (as {layers} uniform layers of hidden {h})",
@@ -859,38 +859,3 @@ class ArticleTableRow:
 
     def to_json_dict(self) -> dict:
         return asdict(self)
-
-
-def article_table(
-    *,
-    n_params: float = 10e9,
-    usd_per_gpu_hour: float = 4.0,
-    hours_one_gpu: float = 200.0,
-    efficiency=None,
-    inter_link: str = "ib-ndr",
-    tokens_per_gpu: float = DEFAULT_TOKENS_PER_GPU,
-    overlap: float = 0.0,
-) -> tuple[ArticleTableRow, ...]:
-    """Article 000's table (1/4/16/64 H100, 200 GPU-hours at $4, "identical total cost") with a
-    scaling efficiency applied: predicted (data-parallel ZeRO-3 model for a 10B model, which does not
-    fit one GPU without sharding) or given (number or {gpus: e})."""
-    hours_one_gpu = require_positive("hours_one_gpu", hours_one_gpu)  # validated before use (issue 25)
-    usd_per_gpu_hour = require_positive("usd_per_gpu_hour", usd_per_gpu_hour)
-    out = []
-    for n, h, c in ARTICLE_TABLE:
-        if efficiency is None:
-            eff = predicted_efficiency(
-                n_params,
-                "h100-sxm",
-                n,
-                inter_link=inter_link,
-                tokens_per_gpu=tokens_per_gpu,
-                zero_stage=3,
-                overlap=overlap,
-            ).efficiency
-        else:
-            given = efficiency.get(n, 1.0) if isinstance(efficiency, dict) else efficiency
-            eff = require_positive("efficiency", given)  # <= 0 gave negative hours and cost
-        hours = finite_result("hours", hours_one_gpu / (n * eff))
-        out.append(ArticleTableRow(n, h, c, eff, hours, finite_result("cost", hours * n * usd_per_gpu_hour)))
-    return tuple(out)

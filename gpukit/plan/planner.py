@@ -623,7 +623,7 @@ def plan(
     layout search (False: only the data-parallel candidates of gpukit.plan.train_plans). For serve, budget_usd
     is USD per hour. loader_tokens_per_s caps throughput (an input pipeline slower than the GPUs).
     ports_per_node: inter-node network ports per node shared by its GPUs (default one per GPU,
-    rail-optimized), for the training plans' all-reduce and layout search (gpukit.cost.predicted_efficiency,
+    rail-optimized), for the training plans' all-reduce and layout search (gpukit.cost.training_run,
     gpukit.parallel.search); serving plans keep tensor parallelism inside a node, so it is an error there.
     precision: "bf16-mixed" or "fp8" (the FP8 training recipe of gpukit.memory / gpukit.parallel.estimate, issue 24):
     full training only (pretrain, finetune), on the allowed GPUs with fp8 tensor cores, from the layout search
