@@ -36,7 +36,7 @@ from functools import lru_cache
 from gpukit.catalog import as_model
 from gpukit.comm.collectives import CollectiveCost, busbw_factor, collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
-from gpukit.errors import require_positive, require_positive_int
+from gpukit.errors import finite_result, require_positive, require_positive_int
 from gpukit.results import json_safe
 
 MIB = 1024 * 1024
@@ -317,7 +317,10 @@ def ddp_bucket_copy_s(n_elements: float, grad_bytes_per_param: float, hbm_bytes_
     memory model keeps the same bucket (gpukit.memory: + G for DDP without ZeRO)."""
     n = require_positive("n_elements", n_elements, allow_zero=True)
     gb = require_positive("grad_bytes_per_param", grad_bytes_per_param)
-    return 4 * gb * n / require_positive("hbm_bytes_per_s", hbm_bytes_per_s)  # 2 copies x (read + write)
+    # 2 copies x (read + write); a result beyond float range is the overflow error, never inf
+    return finite_result(
+        "bucket copy time", 4 * gb * n / require_positive("hbm_bytes_per_s", hbm_bytes_per_s)
+    )
 
 
 def grad_sync(
