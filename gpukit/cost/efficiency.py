@@ -35,6 +35,7 @@ class Efficiency:
 
 def ports_words(ports: int, k: int) -> str:
     """How the GPUs of a node share its inter-node ports, in words ('' for one port per GPU)."""
+    ports, k = require_positive_int("ports", ports), require_positive_int("gpus_per_node", k)
     if ports == k:
         return ""
     if ports > k:

@@ -31,7 +31,14 @@ from gpukit.compute import TrainTime, time_to_train
 from gpukit.cost.efficiency import rail_ports
 from gpukit.cost.published import PUBLISHED_RUNS, PublishedCheck, PublishedRun, published_check  # noqa: F401
 from gpukit.cost.spot import spot_run
-from gpukit.errors import MAX_COUNT, finite_result, require_choice, require_positive, require_positive_int
+from gpukit.errors import (
+    MAX_COUNT,
+    finite_result,
+    require_choice,
+    require_n_params,
+    require_positive,
+    require_positive_int,
+)
 from gpukit.memory import TrainSetup, estimate_memory, state_bytes_per_param, uses_dropout
 from gpukit.parallel import ADAPTER_BACKWARD_SHARE, OFFLOAD_CPU_GBPS, offload_step_s  # noqa: F401
 from gpukit.prices import given_or_quote, node_price_warning, price_warning
@@ -151,8 +158,9 @@ def params_only_spec(n_params: float, seq_len: int, n_layers: int = PARAMS_ONLY_
     uniform GPT layers (12 h^2 each, Narayanan et al. 2021 sec. 3) with hidden h = sqrt(n_params / (12 x layers))
     rounded to a multiple of 64 (head_dim 64), tied embeddings of a 64-token vocabulary (negligible) and learned
     positions up to seq_len. Named in the output; its attention adds 12 L h s / 2 FLOPs per token (causal)."""
-    n = require_positive("n_params", n_params)
-    layers = require_positive_int("n_layers", n_layers)
+    n = require_n_params(n_params)
+    layers = require_positive_int("n_layers", n_layers, at_most=100_000)
+    seq_len = require_positive_int("seq_len", seq_len, at_most=MAX_COUNT)
     h = max(64, int(round(math.sqrt(n / (12 * layers)) / 64)) * 64)
     return ModelSpec(
         name=f"{n:.3g} params (as {layers} uniform layers of hidden {h})",
