@@ -1170,6 +1170,9 @@ API_SKIP = {
     "plan.refine_with_parallel": "plan()'s part: its inputs are plans plan() built",
     "plan.cell": "a table cell formatter (any value -> text)",
     "memory.pytorch_step_parts": "takes estimate_memory's own parts dict",
+    "parallel.micro_batch_times": "estimate's part: takes the TrainSetup estimate built and checked (fuzzed "
+    "through parallel.estimate)",
+    "parallel.pipeline_breakdown": "takes micro_batch_times' result (fuzzed through parallel.estimate)",
     "comm.bucket_ready_times": "takes ddp_buckets' buckets (fuzzed through scaling.scaling)",
     "scaling.predict_measured_ddp": "takes measured (alpha_s, GB/s) pairs of a bench sweep (tests/test_scaling_bench.py)",
 }

@@ -16,10 +16,11 @@ WIDGET_BUDGET_S = 2.0
 
 
 def planner_benchmark(repeats: int = 5) -> list[dict]:
-    """Median/min/max seconds of gpukit.plan.plan for six workloads: the issue-23 pretraining request on
-    the priced catalog (gpukit/data/prices.csv, as `gpukit plan` runs it) and five workloads over every
-    catalog GPU (each given a price so none is skipped), at the counts the planner picks (powers of two up
-    to what the global batch allows; the layout search at every count and GPU type)."""
+    """Median/min/max seconds of gpukit.plan.plan for seven workloads: the issue-23 pretraining request on
+    the priced catalog (gpukit/data/prices.csv, as `gpukit plan` runs it) and six workloads over every
+    catalog GPU (each given a price so none is skipped), a mixture of experts among them, at the counts the
+    planner picks (powers of two up to what the global batch allows; the layout search at every count and
+    GPU type)."""
     from gpukit.catalog import get_model, gpus
     from gpukit.plan import plan
 
@@ -34,6 +35,13 @@ def planner_benchmark(repeats: int = 5) -> list[dict]:
         "pretrain llama-2-70b 1T": (
             "pretrain",
             "llama-2-70b",
+            {"tokens": 1e12, "deadline_hours": 720},
+            every,
+        ),
+        # a mixture of experts (EP sizes in the search) at its 32k training context (CP sizes too)
+        "pretrain mixtral-8x7b 1T": (
+            "pretrain",
+            "mixtral-8x7b",
             {"tokens": 1e12, "deadline_hours": 720},
             every,
         ),

@@ -182,6 +182,14 @@ def layer_gemm_efficiency(model, tokens: int, tp: int, sm_count: int | None) -> 
     The backward GEMMs are taken at the forward shapes (stated simplification)."""
     model = as_model(model)
     tokens, tp = require_positive_int("tokens", tokens), require_positive_int("tp", tp)
+    if sm_count is None or type(sm_count) is int:  # hashable: a layout search asks it thousands of times
+        return _layer_gemm_efficiency(model, tokens, tp, sm_count)
+    return _layer_gemm_efficiency.__wrapped__(model, tokens, tp, sm_count)
+
+
+@lru_cache(maxsize=4096)
+def _layer_gemm_efficiency(model, tokens: int, tp: int, sm_count: int | None) -> float:
+    """layer_gemm_efficiency of checked inputs, cached."""
     h = model.hidden
     kv = model.n_kv_heads * model.head_dim
     ffn_n = model.ffn_hidden * (2 if model.mlp == "swiglu" else 1)

@@ -58,6 +58,8 @@ from functools import lru_cache
 from gpukit import memory as mem
 from gpukit.catalog import as_model, get_gpu, get_model
 from gpukit.comm import (
+    CPExchange,
+    EPTraffic,
     cluster_network,
     collective_time,
     cp_exchange,
@@ -438,6 +440,21 @@ def _tp_allreduce_s(size_bytes: float, tp: int, gpn: int, intra, inter) -> float
     ).time_s  # straddles nodes: the ring runs at the NIC
 
 
+@lru_cache(maxsize=4096)
+def _send_recv_s(size_bytes: float, link: tuple) -> float:
+    return collective_time("send_recv", size_bytes, 2, link).time_s
+
+
+@lru_cache(maxsize=4096)
+def _layer_activation_bytes_whole_sequence(model: ModelSpec, setup: mem.TrainSetup) -> float:
+    """One layer's activation bytes of `setup` with cp 1 (the whole sequence; the caller divides by cp),
+    no recompute: what the elementwise kernels read and write (cached: a layout search asks it for every
+    GPU type)."""
+    return mem.layer_activation_bytes(
+        model, setup if setup.cp == 1 else replace(setup, cp=1), recompute="none"
+    )
+
+
 def dp_group_shape(config: ParallelConfig, gpus_per_node: int) -> tuple[int, int]:
     """(DP ranks per node, DP groups sharing a node's ports) in Megatron's rank order (tp innermost,
     then dp): a node of k GPUs holds k / tp ranks of a DP group when tp divides k, else one; while
@@ -483,6 +500,11 @@ def _expert_stage_params(model: ModelSpec, config: ParallelConfig, layers: int) 
     return moe_layers * model.n_experts * model.expert_params() / config.tp
 
 
+# cached: frozen results of hashable inputs, asked thousands of times by a layout search
+_ep_traffic = lru_cache(maxsize=4096)(ep_traffic)
+_cp_exchange = lru_cache(maxsize=4096)(cp_exchange)
+
+
 def _ep_cp_traffic(
     model: ModelSpec,
     c: ParallelConfig,
@@ -509,7 +531,7 @@ def _ep_cp_traffic(
         moe_layers = (
             model.n_moe_layers if c.pp == 1 else math.ceil(model.n_moe_layers * layers / model.n_layers)
         )
-        ep_t = ep_traffic(
+        ep_t = _ep_traffic(
             tokens_ep,
             model.hidden,
             model.experts_per_token,
@@ -526,7 +548,7 @@ def _ep_cp_traffic(
         attn_flops = (
             2 * tokens_mb * seq_len * (model.n_heads / c.tp) * (model.qk_head_dim + model.v_head_dim) / 2
         )
-        cp_x = cp_exchange(
+        cp_x = _cp_exchange(
             tokens_mb,
             kv_dim,
             c.cp,
@@ -572,6 +594,125 @@ def layout_train_setup(
         ep=config.ep,  # helper F's TrainSetup fields: the memory effect of EP and CP
         cp=config.cp,
         **conventions,
+    )
+
+
+@dataclass(frozen=True)
+class MicroBatchTimes:
+    """Seconds of one micro-batch on one GPU of the heaviest stage (all its chunks), by part: estimate's
+    per-micro-batch terms, with the traffic they come from."""
+
+    compute_s: float  # executed matmul and attention FLOPs at their rates
+    elementwise_s: float  # memory-bound kernels at HBM bandwidth
+    tp_s: float  # TP all-reduces (exposed)
+    pp_s: float  # PP send/recv (exposed)
+    ep_s: float  # EP all-to-alls (exposed)
+    cp_s: float  # CP KV exchange beyond the attention it overlaps
+    ep: EPTraffic | None
+    cp: CPExchange | None
+    activation_bytes: int  # b s / cp x hidden x 2: one TP all-reduce's buffer
+    tp_all_reduces: int  # per layer
+    p2p_bytes: float  # one PP send
+
+
+def micro_batch_times(
+    model: ModelSpec,
+    config: ParallelConfig,
+    cluster: Cluster,
+    *,
+    seq_len: int,
+    attention: str,
+    setup: mem.TrainSetup,
+    mfu: float | None = None,
+    finetune: str = "full",
+    ep_overlap: float = 0.0,
+) -> MicroBatchTimes:
+    """One micro-batch's compute, elementwise and exposed TP/PP/EP/CP communication on one GPU of the
+    heaviest stage (formulas in the module docstring), for estimate and the search's bound
+    (pipeline_breakdown); inputs as estimate has checked them, `setup` estimate's TrainSetup."""
+    c, s, model = config, seq_len, as_model_spec(model)
+    causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
+    _, hw_fpt, attn_fpt = _fpt(model, s, causal, c.recompute)
+    # CP: each rank of the cp group holds b*s/cp tokens of the micro-batch (Megatron-Core CP)
+    tokens_mb = c.micro_batch * s // c.cp
+    layers = math.ceil(model.n_layers / c.pp)
+    stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
+    rate = cluster.peak_flops * cluster.matmul_efficiency
+    # GEMM tile/wave quantization of the rank's layer shapes (gpukit.parallel.cluster.layer_gemm_efficiency, issue 23)
+    gemm_eff = layer_gemm_efficiency(model, tokens_mb, c.tp, cluster.sm_count)
+    # the fused attention kernel (scores and values, forward, backward, recompute) runs at its own published
+    # share of the peak (FlashAttention-2: 50-73% on A100, Dao 2023; 35% on H100, Shah et al. 2024), the
+    # rest of the FLOPs are GEMMs at the matmul rate x the wave quantization (issue 23 sec. 3)
+    rank_tokens = tokens_mb * stage_share / c.tp
+    if attention != "flash":  # unfused (eager) attention: batched GEMMs, timed as the others
+        attn_fpt = 0.0
+    gemm_fpt = hw_fpt - attn_fpt
+    if setup.precision == "fp8":  # FP8 recipe: its GEMMs at the fp8 peak x the cataloged fp8 share (issue 24)
+        fp8_ratio = _fp8_share_ratio(cluster.gpu)
+        # matmul_time_scale scales the step's FLOPs (only the fp8 GEMMs change; attention keeps its bf16 FLOPs)
+        gemm_fpt = (
+            hw_fpt * matmul_time_scale(model, s, causal, c.recompute, "fp8", cluster.gpu, fp8_ratio or 1.0)
+            - attn_fpt
+        )
+    compute_all = gemm_fpt * rank_tokens / (rate * gemm_eff) + attn_fpt * rank_tokens / (
+        cluster.peak_flops * cluster.attention_efficiency
+    )
+    # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
+    act = _layer_activation_bytes_whole_sequence(model, setup) * layers / c.cp
+    hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
+    passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
+    elem_all = passes * act / hbm
+    if (
+        mfu is not None
+    ):  # the caller's utilization of the executed FLOPs (time_to_train's): elementwise inside
+        compute_all, elem_all = hw_fpt * tokens_mb * stage_share / c.tp / (cluster.peak_flops * mfu), 0.0
+    if finetune != "full":  # the frozen base's weight gradients are skipped (Hu et al. 2021)
+        compute_all, elem_all = compute_all * ADAPTER_BACKWARD_SHARE, elem_all * ADAPTER_BACKWARD_SHARE
+    # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
+    h_bytes = tokens_mb * model.hidden * 2
+    n_ar = 4 + (2 if c.recompute == "full" else 0)
+    net = cluster.network
+    intra, inter = (
+        tuple(net.intra_link),
+        tuple(net.inter_link(net.gpus_per_node)),
+    )  # every GPU of a node sends
+    ar = _tp_allreduce_s(float(h_bytes), c.tp, net.gpus_per_node, intra, inter)
+    tp_s = n_ar * layers * ar
+    # PP: activations forward and gradients backward per micro-batch per chunk boundary
+    # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
+    pp_link = inter if c.tp * c.dp * c.pp > net.gpus_per_node else intra
+    p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
+    pp_s = 2 * c.virtual_stages * _send_recv_s(p2p_bytes, pp_link) if c.pp > 1 else 0.0
+    # ---- EP / CP communication (helper G; gpukit.comm.ep_traffic / cp_exchange, formulas cited there)
+    ep_t, cp_x = _ep_cp_traffic(model, c, net, tokens_mb, s, layers, rate, ep_overlap)
+    ep_s = ep_t.exposed_s if ep_t is not None else 0.0  # on the critical path unless overlapped
+    cp_s = layers * cp_x.exposed_s if cp_x is not None else 0.0  # beyond the attention it overlaps
+    if cp_x is not None and c.recompute != "none":  # the recomputed attention replays the forward ring
+        cp_s += layers * cp_x.forward_exposed_s
+    # ---- end EP / CP communication
+    return MicroBatchTimes(
+        compute_all, elem_all, tp_s, pp_s, ep_s, cp_s, ep_t, cp_x, h_bytes, n_ar, p2p_bytes
+    )
+
+
+def pipeline_breakdown(config: ParallelConfig, global_batch: int, t: MicroBatchTimes) -> tuple:
+    """The leading terms of estimate's breakdown (seconds per step): m micro-batches of compute,
+    elementwise and exposed TP/PP/EP/CP traffic, and the bubble, (p-1)/v slots of all of it (Narayanan et
+    al. 2021 eq. 1). Every term is non-negative and the step adds the rest after them, so their sum (the
+    same float additions, rounding monotonically) is a lower bound of the step: the layout search's
+    pruning bound."""
+    c = config
+    m = global_batch // (c.dp * c.micro_batch)
+    t_mb = t.compute_s + t.elementwise_s + t.tp_s + t.pp_s + t.ep_s + t.cp_s
+    slots = m + (c.pp - 1) / c.virtual_stages
+    return (
+        ("compute", m * t.compute_s),
+        ("elementwise", m * t.elementwise_s),
+        ("tp_comm", m * t.tp_s),
+        ("pp_comm", m * t.pp_s),
+        ("ep_comm", m * t.ep_s),  # EP all-to-alls (helper G)
+        ("cp_comm", m * t.cp_s),  # CP KV exchange beyond the attention it overlaps (helper G)
+        ("bubble", (slots - m) * t_mb),
     )
 
 
@@ -658,71 +799,26 @@ def estimate(
     setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
 
-    # compute per micro-batch on one stage (all its chunks): executed FLOPs / rate + elementwise traffic
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way
-    model_fpt, hw_fpt, attn_fpt = _fpt(model, s, causal, c.recompute)
-    # CP: each rank of the cp group holds b*s/cp tokens of the micro-batch (Megatron-Core CP)
-    tokens_mb = c.micro_batch * s // c.cp
+    model_fpt, hw_fpt, _ = _fpt(model, s, causal, c.recompute)
     layers = math.ceil(model.n_layers / c.pp)
-    stage_share = layers / model.n_layers  # the LM head is spread over stages here (stated imbalance)
-    rate = cluster.peak_flops * cluster.matmul_efficiency
-    # GEMM tile/wave quantization of the rank's layer shapes (gpukit.parallel.cluster.layer_gemm_efficiency, issue 23)
-    gemm_eff = layer_gemm_efficiency(model, tokens_mb, c.tp, cluster.sm_count)
-    # the fused attention kernel (scores and values, forward, backward, recompute) runs at its own published
-    # share of the peak (FlashAttention-2: 50-73% on A100, Dao 2023; 35% on H100, Shah et al. 2024), the
-    # rest of the FLOPs are GEMMs at the matmul rate x the wave quantization (issue 23 sec. 3)
-    rank_tokens = tokens_mb * stage_share / c.tp
-    if attention != "flash":  # unfused (eager) attention: batched GEMMs, timed as the others
-        attn_fpt = 0.0
-    gemm_fpt = hw_fpt - attn_fpt
     if setup.precision == "fp8":  # FP8 recipe: its GEMMs at the fp8 peak x the cataloged fp8 share (issue 24)
-        fp8_ratio = _fp8_share_ratio(cluster.gpu)
-        # matmul_time_scale scales the step's FLOPs (only the fp8 GEMMs change; attention keeps its bf16 FLOPs)
-        gemm_fpt = (
-            hw_fpt * matmul_time_scale(model, s, causal, c.recompute, "fp8", cluster.gpu, fp8_ratio or 1.0)
-            - attn_fpt
-        )
-        notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu, fp8_ratio))
-    compute_all = gemm_fpt * rank_tokens / (rate * gemm_eff) + attn_fpt * rank_tokens / (
-        cluster.peak_flops * cluster.attention_efficiency
+        notes.append(fp8_time_note(model, s, causal, c.recompute, cluster.gpu, _fp8_share_ratio(cluster.gpu)))
+    t = micro_batch_times(
+        model,
+        c,
+        cluster,
+        seq_len=s,
+        attention=attention,
+        setup=setup,
+        mfu=mfu,
+        finetune=finetune,
+        ep_overlap=ep_overlap,
     )
-    # CP: the elementwise kernels touch the rank's b*s/cp tokens (the whole sequence's activations / cp)
-    act_setup = setup if c.cp == 1 else replace(setup, cp=1)
-    act = mem.layer_activation_bytes(model, act_setup, recompute="none") * layers / c.cp
-    hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
-    passes = 6 + (2 if c.recompute == "full" else 1 if c.recompute == "selective" else 0)
-    elem_all = passes * act / hbm
-    if (
-        mfu is not None
-    ):  # the caller's utilization of the executed FLOPs (time_to_train's): elementwise inside
-        compute_all, elem_all = hw_fpt * tokens_mb * stage_share / c.tp / (cluster.peak_flops * mfu), 0.0
+    compute_all, elem_all, ep_t, cp_x = t.compute_s, t.elementwise_s, t.ep, t.cp
     adapters = finetune != "full"
-    if adapters:  # the frozen base's weight gradients are skipped (Hu et al. 2021)
-        compute_all, elem_all = compute_all * ADAPTER_BACKWARD_SHARE, elem_all * ADAPTER_BACKWARD_SHARE
-    # TP: 2 all-reduces of b*s*h (16-bit) per layer forward, 2 backward, 2 more replayed with full recompute
-    h_bytes = tokens_mb * model.hidden * 2
-    n_ar = 4 + (2 if c.recompute == "full" else 0)
     net = cluster.network
-    intra, inter = (
-        tuple(net.intra_link),
-        tuple(net.inter_link(net.gpus_per_node)),
-    )  # every GPU of a node sends
-    ar = _tp_allreduce_s(float(h_bytes), c.tp, net.gpus_per_node, intra, inter)
-    tp_s = n_ar * layers * ar
-    # PP: activations forward and gradients backward per micro-batch per chunk boundary
-    # some stage boundary crosses nodes once the pipeline spans more than one node; it sets the pace
-    pp_link = inter if c.tp * c.dp * c.pp > net.gpus_per_node else intra
-    p2p_bytes = h_bytes / (c.tp if c.sp or c.tp > 1 else 1)  # scatter/gather optimization
-    pp_s = (
-        2 * c.virtual_stages * collective_time("send_recv", p2p_bytes, 2, pp_link).time_s if c.pp > 1 else 0.0
-    )
-    # ---- EP / CP communication (helper G; gpukit.comm.ep_traffic / cp_exchange, formulas cited there)
-    ep_t, cp_x = _ep_cp_traffic(model, c, net, tokens_mb, s, layers, rate, ep_overlap)
-    ep_s = ep_t.exposed_s if ep_t is not None else 0.0  # on the critical path unless overlapped
-    cp_s = layers * cp_x.exposed_s if cp_x is not None else 0.0  # beyond the attention it overlaps
-    if cp_x is not None and c.recompute != "none":  # the recomputed attention replays the forward ring
-        cp_s += layers * cp_x.forward_exposed_s
-    # ---- end EP / CP communication
+    hbm = cluster.gpu.hbm_bandwidth_gbps * GB * cluster.hbm_efficiency
     if ep_t is not None:
         notes.append(
             f"EP{c.ep}: {ep_t.n_all_to_alls} all-to-alls per micro-batch of {ep_t.buffer_bytes / 2**20:.1f} MiB "
@@ -737,8 +833,6 @@ def estimate(
             f"(backward 2x), overlapped with the attention; exposed {layers * cp_x.exposed_s * 1e3:.2f} ms per "
             "micro-batch; causal load balancing (two chunks per rank)"
         )
-    t_mb = compute_all + elem_all + tp_s + pp_s + ep_s + cp_s
-    slots = m + (c.pp - 1) / c.virtual_stages
     # DP / ZeRO: gradients of the stage's parameters
     # one stage (pp 1) holds the whole model: its gradients are all n_params (the untied LM head and the final
     # norm were left out before issue 22); with pp > 1 the heaviest stage holds the embedding or the head
@@ -850,14 +944,7 @@ def estimate(
             off_s += m * max(0.0, pcie_mb - micro_s)  # prefetched behind the micro-batch's compute
     # The step, split so that the parts add up: compute and elementwise over m micro-batches, the bubble
     # (p-1)/v slots of everything on the pipeline's critical path, exposed comm by kind.
-    breakdown = (
-        ("compute", m * compute_all),
-        ("elementwise", m * elem_all),
-        ("tp_comm", m * tp_s),
-        ("pp_comm", m * pp_s),
-        ("ep_comm", m * ep_s),  # EP all-to-alls (helper G)
-        ("cp_comm", m * cp_s),  # CP KV exchange beyond the attention it overlaps (helper G)
-        ("bubble", (slots - m) * t_mb),
+    breakdown = pipeline_breakdown(c, G, t) + (
         ("dp_comm", dp_s),
         ("zero3_comm", zero3_exposed),
         ("optimizer", opt_s),
@@ -876,11 +963,11 @@ def estimate(
     tokens = G * s
     model_flops = model_fpt * tokens
     hw_flops = hw_fpt * tokens
-    tp_bytes = n_ar * layers * m * 2 * (c.tp - 1) / c.tp * h_bytes
+    tp_bytes = t.tp_all_reduces * layers * m * 2 * (c.tp - 1) / c.tp * t.activation_bytes
     comm = (
         comm_dp,
         ("tp_activations", tp_bytes),
-        ("pp_activations", 2 * c.virtual_stages * m * p2p_bytes if c.pp > 1 else 0.0),
+        ("pp_activations", 2 * c.virtual_stages * m * t.p2p_bytes if c.pp > 1 else 0.0),
         ("ep_all_to_all", m * ep_t.bytes_per_microbatch if ep_t is not None else 0.0),  # helper G
         (
             "cp_kv_exchange",
@@ -916,8 +1003,8 @@ def estimate(
         assumptions=cluster_assumptions(cluster),
         overlap=overlap_words,
         comm_total_s=(
-            ("tp_comm", m * tp_s),
-            ("pp_comm", m * pp_s),
+            ("tp_comm", m * t.tp_s),
+            ("pp_comm", m * t.pp_s),
             ("dp_comm", 0.0 if c.zero_stage == 3 or (adapters and c.zero_stage < 3) else dp_total_s),
             ("zero3_comm", dp_total_s if c.zero_stage == 3 else 0.0),
         ),

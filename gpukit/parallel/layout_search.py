@@ -14,6 +14,7 @@ tests/test_claims_parallel.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from gpukit import memory as mem
@@ -28,6 +29,8 @@ from gpukit.parallel.layout import (
     as_model_spec,
     estimate,
     layout_train_setup,
+    micro_batch_times,
+    pipeline_breakdown,
 )
 from gpukit.results import json_safe
 from gpukit.units import GiB
@@ -251,20 +254,21 @@ def enumerate_layouts(
     return out
 
 
-def _binding(e: Estimate, est_of) -> tuple[str, tuple[str, ...]]:
+def _binding(e: Estimate, fit_of) -> tuple[str, tuple[str, ...]]:
     """What holds this layout back: the largest non-compute part of its step, and memory when a
-    cheaper recompute or a larger micro-batch would not fit."""
+    cheaper recompute or a larger micro-batch would not fit (fit_of: the evaluator's memory check; only
+    whether the neighbours fit and their memory matter here, not their step time)."""
     reasons = []
     c = e.config
     if c.recompute != "none":
         lighter = "selective" if c.recompute == "full" else "none"
-        alt = est_of(replace(c, recompute=lighter))
+        alt = fit_of(replace(c, recompute=lighter))
         if alt is not None and not alt.fits:
             reasons.append(
                 f"memory: recompute {lighter} needs {alt.memory_per_gpu_bytes / GiB:.0f} GiB "
                 f"> {e.gpu_memory_bytes / GiB:.0f} GiB"
             )
-    bigger = est_of(replace(c, micro_batch=c.micro_batch * 2))
+    bigger = fit_of(replace(c, micro_batch=c.micro_batch * 2))
     if bigger is not None and not bigger.fits:
         reasons.append(
             f"memory: micro_batch {2 * c.micro_batch} needs {bigger.memory_per_gpu_bytes / GiB:.0f} GiB"
@@ -304,87 +308,199 @@ class _NoFit:
     fits: bool = False
 
 
-def _evaluator(model, cl: Cluster, G: int, s: int, attention: str, conventions: dict, memory_cache=None):
+@dataclass(frozen=True)
+class _Unpriced:
+    """A layout that fits, its step time not computed: the search knew it could not be the fastest."""
+
+    memory_per_gpu_bytes: int
+    fits: bool = True
+
+
+class _Evaluator:
     """est_of(config): the layout's Estimate, or a _NoFit with its memory only (the step model is
     skipped), or None when the layout is invalid; memoized. A lower bound of the model states prunes
-    before the memory model runs. memory_cache: a dict shared by the evaluators of one model, global
-    batch and seq_len on several GPU types (the bytes of a layout do not depend on the GPU, only
-    whether they fit)."""
-    conventions = dict(conventions)
-    cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
-    cap = cl.gpu.memory_bytes
-    # a lower bound of the model states under either convention (layout_convention picks one per layout)
-    w, g, o = (
-        min(t)
-        for t in zip(
-            *(
-                mem.state_bytes_per_param(
-                    mem.TrainSetup(
-                        convention=conv,
-                        **{
-                            k: v
-                            for k, v in conventions.items()
-                            if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
-                        },
-                    )
-                )
-                for conv in ("megatron", "pytorch")
-            ),
-            strict=True,
-        )
-    )
-    layer_elems = model.layer_params() * model.n_layers
-    expert_elems = model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
-    dropout = conventions.pop("dropout", model.dropout)  # the model row's recipe (gpukit/data/models.csv)
+    before the memory model runs. fit_of(config): whether it fits, the step model skipped where it can
+    be (_Unpriced). memory_cache: a dict shared by the evaluators of one model, global batch, seq_len and
+    conventions on several GPU types: what does not depend on the GPU (a layout's bytes, only whether
+    they fit does; estimate's setup and checks of the layout; the ParallelConfigs team_layouts builds)."""
 
-    def est_of(c: ParallelConfig):
-        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid."""
-        if c not in cache:
-            # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
-            # (EP: the routed experts are split ep ways, helper G)
-            n = (layer_elems - expert_elems * (1 - 1 / c.ep)) / (c.tp * c.pp)
-            z, d = c.zero_stage, c.dp * c.cp  # ZeRO shards over the dp x cp ranks at most (a lower bound)
-            states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
-            if states > cap:
-                cache[c] = _NoFit(int(states), "states")
-                return cache[c]
+    def __init__(
+        self, model, cl: Cluster, G: int, s: int, attention: str, conventions: dict, memory_cache=None
+    ):
+        conventions = dict(conventions)
+        self.model, self.cl, self.G, self.s, self.attention = model, cl, G, s, attention
+        self.memory_cache = memory_cache
+        self.cache: dict[ParallelConfig, Estimate | _NoFit | None] = {}
+        self.memory: dict[ParallelConfig, mem.MemoryBreakdown | _Unpriced | _NoFit | None] = {}
+        self.shared: dict[ParallelConfig, mem.MemoryBreakdown] = {}  # from memory_cache (another GPU's)
+        self.bounds: dict[ParallelConfig, float] = {}  # _speed_bound
+        self.setups: dict = {}  # _setup_of without a memory_cache
+        self.priced = False  # an estimate has run: estimate's checks of the inputs every layout shares pass
+        self.cap = cl.gpu.memory_bytes
+        # a lower bound of the model states under either convention (layout_convention picks one per layout)
+        self.w, self.g, self.o = (
+            min(t)
+            for t in zip(
+                *(
+                    mem.state_bytes_per_param(
+                        mem.TrainSetup(
+                            convention=conv,
+                            **{
+                                k: v
+                                for k, v in conventions.items()
+                                if k in ("precision", "optimizer", "grad_dtype", "grad_accum_buffer")
+                            },
+                        )
+                    )
+                    for conv in ("megatron", "pytorch")
+                ),
+                strict=True,
+            )
+        )
+        self.layer_elems = model.layer_params() * model.n_layers
+        self.expert_elems = (
+            model.n_moe_layers * model.n_experts * model.expert_params() if model.is_moe else 0
+        )
+        # the model row's recipe (gpukit/data/models.csv)
+        self.dropout = conventions.pop("dropout", model.dropout)
+        self.conventions = conventions
+        # estimate's own arguments among the conventions (the rest are its TrainSetup's), for the step-time bound
+        self.times_kw = {k: conventions[k] for k in ("mfu", "finetune", "ep_overlap") if k in conventions}
+
+    def _memory_of(self, c: ParallelConfig):
+        """The MemoryBreakdown of c (an _Unpriced when it comes from memory_cache and fits), or a _NoFit
+        (states bound or total), or None if invalid; memoized."""
+        if c in self.memory:
+            return self.memory[c]
+        model, cap, G, s = self.model, self.cap, self.G, self.s
+        # lower bound of the model states alone (a stage holds at least n_layers/pp layers): cheap prune
+        # (EP: the routed experts are split ep ways, helper G)
+        n = (self.layer_elems - self.expert_elems * (1 - 1 / c.ep)) / (c.tp * c.pp)
+        z, d = c.zero_stage, c.dp * c.cp  # ZeRO shards over the dp x cp ranks at most (a lower bound)
+        w, g, o = self.w, self.g, self.o
+        states = n * (w / (d if z >= 3 else 1) + g / (d if z >= 2 else 1) + o / (d if z >= 1 else 1))
+        out: mem.MemoryBreakdown | _Unpriced | _NoFit | None
+        if states > cap:
+            out = _NoFit(int(states), "states")
+        else:
             try:
                 m = G // (c.dp * c.micro_batch)
                 key = (c, G, s)
-                if memory_cache is not None and key in memory_cache:
-                    mb = replace(
-                        memory_cache[key],
-                        gpu_memory_bytes=cap,
-                        gpu_name=cl.gpu.name,
-                        fits=memory_cache[key].total_bytes <= cap,
-                    )
+                cached = self.memory_cache.get(key) if self.memory_cache is not None else None
+                if cached is not None:  # another GPU's breakdown: est_of puts this GPU in it where it fits
+                    self.shared[c] = cached
+                    fits = cached.total_bytes <= cap
+                    out = _Unpriced(cached.total_bytes) if fits else _NoFit(cached.total_bytes, "total")
                 else:
                     mb = mem.estimate_memory(
                         model,
-                        setup=layout_train_setup(c, s, m, attention, dropout, **conventions),
-                        gpu=cl.gpu,
+                        setup=layout_train_setup(c, s, m, self.attention, self.dropout, **self.conventions),
+                        gpu=self.cl.gpu,
                     )
-                    if memory_cache is not None:
-                        memory_cache[key] = mb
-                if not mb.fits:
-                    cache[c] = _NoFit(mb.total_bytes, "total")
-                else:
-                    cache[c] = estimate(
-                        model,
-                        c,
-                        cl,
-                        global_batch=G,
-                        seq_len=s,
-                        attention=attention,
-                        dropout=dropout,
-                        _memory=mb,
-                        **conventions,
-                    )
+                    if self.memory_cache is not None:
+                        self.memory_cache[key] = mb
+                    out = mb if mb.fits else _NoFit(mb.total_bytes, "total")
             except ValueError:
-                cache[c] = None
-        return cache[c]
+                out = None
+        self.memory[c] = out
+        return out
 
-    return est_of
+    def _layout_checks(self, c: ParallelConfig):
+        """estimate's TrainSetup for c, after the ValueErrors estimate raises for this layout before its
+        step model (its checks of the inputs every layout shares have passed once self.priced): the
+        layout's rules, ring attention's kernel, the setup and that of its elementwise term (cp 1). Past
+        them estimate raises only on counts beyond MAX_COUNT or a step that overflows a float."""
+        c.validate(self.model, global_batch=self.G, seq_len=self.s)
+        if c.cp > 1 and self.attention != "flash":
+            raise ValueError("attention must be flash with cp > 1")
+        m = self.G // (c.dp * c.micro_batch)
+        # estimate's own setup: its finetune argument is not a memory convention there
+        conventions = {k: v for k, v in self.conventions.items() if k != "finetune"}
+        dropout = self.model.dropout if self.dropout is None else self.dropout  # as estimate reads it
+        setup = layout_train_setup(c, self.s, m, self.attention, dropout, **conventions)
+        mem.layer_activation_bytes(self.model, setup if c.cp == 1 else replace(setup, cp=1), recompute="none")
+        return setup
+
+    def _setup_of(self, c: ParallelConfig):
+        """estimate's TrainSetup for c, or None when _layout_checks fails; memoized in memory_cache (the
+        checks read no GPU)."""
+        key = ("layout setup", c, self.G, self.s)
+        store: dict = self.memory_cache if self.memory_cache is not None else self.setups
+        if key not in store:
+            try:
+                store[key] = self._layout_checks(c)
+            except ValueError:
+                store[key] = None
+        return store[key]
+
+    def _speed_bound(self, c: ParallelConfig) -> float:
+        """The most tokens/s c can reach: G s over the leading terms of its step (pipeline_breakdown, a true
+        lower bound of the step), inf where there is none (before any estimate ran, or an error); memoized."""
+        setup = self._setup_of(c)
+        if not self.priced or setup is None:
+            return math.inf
+        if c not in self.bounds:
+            try:
+                t = micro_batch_times(
+                    self.model,
+                    c,
+                    self.cl,
+                    seq_len=self.s,
+                    attention=self.attention,
+                    setup=setup,
+                    **self.times_kw,
+                )
+                lower = sum(v for _, v in pipeline_breakdown(c, self.G, t))
+                self.bounds[c] = self.G * self.s / lower if lower > 0 else math.inf
+            except ValueError:  # estimate raises the same
+                self.bounds[c] = math.inf
+        return self.bounds[c]
+
+    def speed_bound(self, configs) -> float:
+        """The most tokens/s any of these layouts can reach (_speed_bound)."""
+        return max((self._speed_bound(c) for c in configs), default=0.0)
+
+    def est_of(self, c: ParallelConfig, beat: float | None = None):
+        """Estimate, or a _NoFit with the memory only (the step model is skipped), or None if invalid.
+        beat: a tokens/s the caller keeps a layout only to exceed; a layout that fits but cannot exceed it
+        (_speed_bound <= beat) comes back _Unpriced (not memoized: a later call without beat prices it)."""
+        if c in self.cache:
+            return self.cache[c]
+        mb = self._memory_of(c)
+        if mb is None or not mb.fits or self._setup_of(c) is None:  # estimate would raise: None
+            self.cache[c] = mb if mb is None or not mb.fits else None
+            return self.cache[c]
+        if beat is not None and self._speed_bound(c) <= beat:  # its tokens/s <= the bound: it cannot win
+            return mb if isinstance(mb, _Unpriced) else _Unpriced(mb.total_bytes)
+        try:
+            if isinstance(mb, _Unpriced):  # another GPU's breakdown, on this one
+                mb = replace(self.shared[c], gpu_memory_bytes=self.cap, gpu_name=self.cl.gpu.name, fits=True)
+            e = estimate(
+                self.model,
+                c,
+                self.cl,
+                global_batch=self.G,
+                seq_len=self.s,
+                attention=self.attention,
+                dropout=self.dropout,
+                _memory=mb,
+                **self.conventions,
+            )
+            self.priced = True
+        except ValueError:
+            e = None
+        self.cache[c] = e
+        return e
+
+    def fit_of(self, c: ParallelConfig):
+        """Whether c fits, without its step time where the memory decides: est_of's answer when known or
+        when no estimate has run yet, else the memory check and the layout checks (_Unpriced when it fits)."""
+        if c in self.cache or not self.priced:
+            return self.est_of(c)
+        mb = self._memory_of(c)
+        if mb is None or not mb.fits or self._setup_of(c) is None:
+            return self.est_of(c)  # _NoFit or None
+        return mb if isinstance(mb, _Unpriced) else _Unpriced(mb.total_bytes)
 
 
 def search(
@@ -422,7 +538,8 @@ def search(
     G = require_positive_int("global_batch", global_batch if global_batch is not None else max(n, 512))
     top_k = require_positive_int("top_k", top_k)
     configs = enumerate_layouts(model, n, G, max_micro_batch=max_micro_batch, seq_len=s, ep=ep, cp=cp)
-    est_of = _evaluator(model, cl, G, s, attention, conventions)
+    ev = _Evaluator(model, cl, G, s, attention, conventions)
+    est_of = ev.est_of
     too_big: set[tuple] = set()
     fitting = []
     for c in configs:  # enumerate_layouts yields micro-batches in increasing order per family
@@ -440,7 +557,7 @@ def search(
     ranked = []
     for i, e in enumerate(fitting):
         if i < 3:
-            binding, reasons = _binding(e, est_of)
+            binding, reasons = _binding(e, ev.fit_of)
         else:
             binding, reasons = "", ()
         ranked.append(Ranked(e, binding, reasons))
@@ -522,9 +639,13 @@ def team_layouts(
     (tp, pp, cp) split is first priced with its highest ZeRO stage and most interleaving, and the `screen`
     fastest splits are then searched in full (every ZeRO stage, interleaving, micro-batch); a split
     whose screening layout does not fit is searched in full too (a higher ZeRO stage may fit).
-    screen=None searches every split in full (tests compare the two). memory_cache: one dict passed
-    to the calls for several GPU types of the same model, global batch, seq_len and conventions.
-    matmul_efficiency: the share of the dense peak the matmuls sustain (default the cluster's stated one)."""
+    screen=None searches every split in full (tests compare the two). The step model runs only for a
+    layout that could still win: the memory decides what fits, and a layout whose step-time lower bound
+    (gpukit.parallel.pipeline_breakdown: compute, elementwise, TP/PP/EP/CP traffic and the bubble)
+    cannot beat the fastest so far is not priced; the answer is the same as pricing every layout.
+    memory_cache: one dict passed to the calls for several GPU types of the same model, global batch,
+    seq_len and conventions. matmul_efficiency: the share of the dense peak the matmuls sustain
+    (default the cluster's stated one)."""
     model = as_model_spec(model)
     s = require_positive_int("seq_len", seq_len if seq_len is not None else model.default_seq_len()[0])
     G = require_positive_int("global_batch", global_batch)
@@ -535,7 +656,8 @@ def team_layouts(
         screen = require_positive_int("screen", screen)
     eff = {} if matmul_efficiency is None else {"matmul_efficiency": matmul_efficiency}
     cl = make_cluster(gpu, gpn, link, inter_link, ports_per_node, profile=profile, **eff)
-    est_of = _evaluator(model, cl, G, s, attention, conventions, memory_cache)
+    ev = _Evaluator(model, cl, G, s, attention, conventions, memory_cache)
+    made = {} if memory_cache is None else memory_cache.setdefault("parallel configs", {})  # built once
     bs_all = (
         (micro_batch,)
         if micro_batch is not None
@@ -549,17 +671,23 @@ def team_layouts(
         seen = 0
         lightest = None
 
-        def fastest(fams, bs):
-            """The fastest fitting layout of these families and micro-batches (lightest recompute per b)."""
+        def fitting(fams, bs):
+            """The layouts to price, in the search's order: per family and micro-batch (1, 2, 4, ... until
+            one fits in no recompute), the lightest activation recompute that fits (a heavier one only
+            repeats work). Memory only (fit_of): the step model runs in fastest."""
             nonlocal seen, lightest
-            best = None
+            out = []
             for tp, pp, c_p, dp, v, z, e in fams:
                 for b in bs:
                     if G % (dp * b) or (v > 1 and (G // (dp * b)) % pp):
                         break
                     fitted = False
                     for rc in RECOMPUTE:
-                        r = est_of(ParallelConfig(dp, tp, pp, v, z, b, rc, tp > 1, ep=e, cp=c_p))
+                        key = (dp, tp, pp, v, z, b, rc, e, c_p)
+                        c = made.get(key)
+                        if c is None:
+                            c = made[key] = ParallelConfig(dp, tp, pp, v, z, b, rc, tp > 1, ep=e, cp=c_p)
+                        r = ev.fit_of(c)
                         seen += 1
                         if r is None:
                             continue
@@ -568,11 +696,21 @@ def team_layouts(
                                 lightest = r.memory_per_gpu_bytes
                             continue
                         fitted = True
-                        if best is None or r.tokens_per_s > best.tokens_per_s:
-                            best = r
+                        out.append(c)
                         break
                     if not fitted:  # a larger micro-batch needs more memory still
                         break
+            return out
+
+        def fastest(configs, floor=None):
+            """The fastest of these layouts (the first of equals), or None: a layout whose step-time bound
+            cannot beat the fastest so far, nor reach `floor`, is not priced (est_of's beat)."""
+            best = None
+            for c in configs:
+                beats = [t for t in (floor, None if best is None else best.tokens_per_s) if t is not None]
+                r = ev.est_of(c, max(beats, default=None))
+                if isinstance(r, Estimate) and (best is None or r.tokens_per_s > best.tokens_per_s):
+                    best = r
             return best
 
         fams = list(_team_families(model, n, G, s, gpn))
@@ -585,20 +723,32 @@ def team_layouts(
             fs = splits[k]
             z_max, e_max = max(f[5] for f in fs), max(f[6] for f in fs)
             light = [f for f in fs if f[4] == 1 and f[5] == z_max and f[6] == e_max]
-            if light and fastest(light, bs_all[:1]) is None:
+            if light and not fitting(light, bs_all[:1]):
                 del splits[k]
         if screen is None or len(splits) <= screen:
             chosen = list(splits)
         else:
-            scored = []
-            for k, fs in splits.items():
-                first = fastest(fs[-1:], bs_all)  # the lightest ZeRO stage, most interleaving
-                scored.append((first.tokens_per_s if first is not None else float("inf"), k))
-            scored.sort(key=lambda t: -t[0])
-            chosen = [k for t, k in scored if t == float("inf")] + [
-                k for t, k in scored if t != float("inf")
-            ][:screen]
-        best = fastest([f for k in chosen for f in splits[k]], bs_all)
+            # each split is scored by the fastest of its screening layouts (the lightest ZeRO stage, most
+            # interleaving); those with none that fits are searched in full (a lower ZeRO stage or less
+            # interleaving may fit), and the `screen` fastest of the others, a tie to the earlier split.
+            # Speed: the splits are priced by decreasing step-time bound (est_of); once `screen` are priced,
+            # a split whose bound is below the screen-th score cannot be among them and is not priced
+            cands = {k: fitting(fs[-1:], bs_all) for k, fs in splits.items()}
+            order = list(splits)
+            bound = {k: ev.speed_bound(cands[k]) for k in order if cands[k]}
+            scores: dict[tuple, float] = {}
+            for k in sorted(bound, key=lambda k: -bound[k]):  # stable: equal bounds in split order
+                top = sorted(scores.values(), reverse=True)[:screen]
+                floor = top[-1] if len(top) == screen else None
+                if floor is not None and bound[k] < floor:  # and so is every split after it
+                    break
+                # a layout that cannot reach the floor cannot change the top `screen`: not priced
+                first = fastest(cands[k], None if floor is None else math.nextafter(floor, 0.0))
+                if first is not None and (floor is None or first.tokens_per_s >= floor):
+                    scores[k] = first.tokens_per_s  # exact: every layout left unpriced is slower
+            ranked = sorted(scores, key=lambda k: (-scores[k], order.index(k)))
+            chosen = [k for k in order if not cands[k]] + ranked[:screen]
+        best = fastest(fitting([f for k in chosen for f in splits[k]], bs_all))
         if best is None:
             reason = (
                 f"no layout fits in memory (lightest {lightest / GiB:.1f} GiB > {cl.gpu.memory_bytes / GiB:.1f} GiB)"
@@ -609,6 +759,6 @@ def team_layouts(
             )
             out.append(CountBest(n, None, reason, int(lightest or 0), seen))
             continue
-        binding, reasons = _binding(best, est_of)
+        binding, reasons = _binding(best, ev.fit_of)
         out.append(CountBest(n, Ranked(best, binding, reasons), "", 0, seen))
     return tuple(out)
