@@ -54,6 +54,28 @@ def _sequences(tokens: float, seq_len: int, what: str) -> tuple[int, int]:
     return seq_len, t // seq_len
 
 
+def _dp_run(model, n, tokens, seq_len, what, g, net, **kw):
+    """One optimizer step of `n` GPUs in data parallelism at `tokens` per GPU per micro-step (whole sequences
+    of seq_len, _sequences): training_run of data_parallel_setup, priced at nothing (the step is compared).
+    kw: zero_stage and grad_accum for the setup, convention for its memory convention, the rest training_run's.
+    -> (the TrainingRun, tokens per GPU per micro-step)."""
+    setup_kw = {k: kw.pop(k) for k in ("zero_stage", "grad_accum") if k in kw}
+    convention = kw.pop("convention", None)
+    s, mb = _sequences(require_positive("tokens", tokens), seq_len, what)
+    setup = data_parallel_setup(model, n, seq_len=s, micro_batch=mb, **setup_kw)
+    if convention is not None:
+        setup = replace(setup, convention=convention)
+    tokens_step = float(n * s * mb * setup.grad_accum)  # one optimizer step: the step is what is compared
+    r = training_run(model, tokens_step, g.name, setup, usd_per_gpu_hour=0.0, network=net, **kw)
+    return r, float(s * mb)
+
+
+def _dp_comm(r) -> tuple[float, float]:
+    """(all, exposed) seconds of the data-parallel sync in a TrainingRun's step (DDP/ZeRO-1/2 and ZeRO-3)."""
+    breakdown, totals = dict(r.estimate.breakdown), dict(r.estimate.comm_total_s)
+    return totals["dp_comm"] + totals["zero3_comm"], breakdown["dp_comm"] + breakdown["zero3_comm"]
+
+
 def dp_scaling(
     model,
     *,
@@ -124,34 +146,29 @@ def dp_scaling(
                 if tokens_per_gpu is None
                 else f"tokens_per_gpu must be at least 1, got {tokens_per_gpu:g}"
             )
-        s, mb = _sequences(require_positive("tokens", t), s_model, what)
-        setup = data_parallel_setup(
-            model, n, zero_stage=zero_stage if n > 1 else 0, seq_len=s, micro_batch=mb, grad_accum=k
-        )
-        r = training_run(
+        return _dp_run(
             model,
-            float(n * s * mb * k),  # one optimizer step: the step is what is compared
-            g.name,
-            setup,
-            usd_per_gpu_hour=0.0,
+            n,
+            t,
+            s_model,
+            what,
+            g,
+            net,
+            zero_stage=zero_stage if n > 1 else 0,
+            grad_accum=k,
             mfu=mfu,
             profile=profile,
             gpus_per_node=gpus_per_node,
             inter_link=inter_link,
             ports_per_node=ports_per_node,
-            network=net,
         )
-        return r, float(s * mb)
 
     base, t1 = run(1)  # the one-GPU reference, listed or not
     rows, runs = [], {}
     for n in counts:
         r, t = (base, t1) if n == 1 else run(n)
         runs[n] = r
-        parts = dict(r.estimate.breakdown)
-        totals = dict(r.estimate.comm_total_s)
-        comm = totals["dp_comm"] + totals["zero3_comm"]
-        exposed = parts["dp_comm"] + parts["zero3_comm"]
+        comm, exposed = _dp_comm(r)
         speed = n * t * base.step_s / (t1 * r.step_s)  # throughput(n) / throughput(1)
         rows.append(
             ScalingRow(
@@ -270,25 +287,23 @@ def predicted_efficiency(
     seq = data_parallel_setup(None, 1).seq_len  # TrainSetup's 2048, the length a bare n_params is priced at
     spec = params_only_spec(n_params, seq, n_layers)
     t = require_positive("tokens_per_gpu", tokens_per_gpu)
-    s_len, mb = _sequences(t, seq, "tokens_per_gpu")
-    setup = replace(
-        data_parallel_setup(spec, n, zero_stage=zero_stage, seq_len=s_len, micro_batch=mb),
-        convention=convention,
-    )
-    r = training_run(
+    r, _ = _dp_run(
         spec,
-        float(n * s_len * mb),  # one optimizer step
-        g.name,
-        setup,
-        usd_per_gpu_hour=0.0,
+        n,
+        t,
+        seq,
+        "tokens_per_gpu",
+        g,
+        net,
+        zero_stage=zero_stage,
+        convention=convention,
         mfu=mfu,
         gpus_per_node=k,
         inter_link=inter_link,
         ports_per_node=ports_per_node,
         overlap=overlap,
-        network=net,
     )
-    parts, totals = dict(r.estimate.breakdown), dict(r.estimate.comm_total_s)
+    comm, exposed = _dp_comm(r)
     nodes = math.ceil(n / k)
     last = n - (nodes - 1) * k  # GPUs (and ports) of the last node: fewer than k when n does not fill nodes
     words = (
@@ -311,8 +326,8 @@ def predicted_efficiency(
         gpus=n,
         nodes=nodes,
         compute_s=r.compute_s,
-        comm_s=totals["dp_comm"] + totals["zero3_comm"],
-        exposed_comm_s=parts["dp_comm"] + parts["zero3_comm"],
+        comm_s=comm,
+        exposed_comm_s=exposed,
         efficiency=r.network_efficiency,
         model=words,
     )
