@@ -77,6 +77,7 @@ from gpukit.comm.grad_sync import (
     GradSync,
     grad_sync,
     ddp_bucket_copy_s,
+    dp_sync_halves,
 )
 from gpukit.comm.ep_cp import (
     EP_ALL_TO_ALLS_FORWARD,
@@ -149,6 +150,7 @@ __all__ = [
     "dp_all_reduce_s",
     "GradSync",
     "grad_sync",
+    "dp_sync_halves",
     "ddp_bucket_copy_s",
     "EP_ALL_TO_ALLS_FORWARD",
     "EP_OVERLAP_SOURCE",

@@ -36,7 +36,7 @@ from functools import lru_cache
 from gpukit.catalog import as_model
 from gpukit.comm.collectives import CollectiveCost, busbw_factor, collective_time
 from gpukit.comm.network import ClusterNetwork, NetworkCost, token_bucket_refill, token_bucket_send
-from gpukit.errors import finite_result, require_positive, require_positive_int
+from gpukit.errors import MAX_COUNT, finite_result, require_positive, require_positive_int
 from gpukit.results import json_safe
 
 MIB = 1024 * 1024
@@ -323,6 +323,17 @@ def ddp_bucket_copy_s(n_elements: float, grad_bytes_per_param: float, hbm_bytes_
     )
 
 
+def dp_sync_halves(zero_stage: int, grad_accum: int) -> int:
+    """Passes of the gradient buffer per optimizer step, in halves of an all-reduce (ring: (d-1)/d of the
+    buffer each), for ZeRO 0-2: DDP and ZeRO-1 one all-reduce (reduce-scatter + all-gather) per step, 2;
+    ZeRO-2 a reduce-scatter after every micro-batch's backward, as it keeps only its gradient partition
+    (deepspeedai/DeepSpeed#2252), and one all-gather, grad_accum + 1."""
+    if zero_stage not in (0, 1, 2) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1 or 2 (ZeRO-3 gathers per micro-batch), got {zero_stage!r}")
+    k = require_positive_int("grad_accum", grad_accum, at_most=MAX_COUNT)
+    return 2 if zero_stage < 2 else k + 1
+
+
 def grad_sync(
     n_params: float,
     dp: int,
@@ -434,7 +445,7 @@ def grad_sync(
     # backward, not once per optimizer step (DeepSpeed engine: "ZeRO stage >= 2 communicates during non
     # gradient accumulation boundaries as well"; deepspeedai/DeepSpeed#2252): k - 1 more reduce-scatters of
     # the gradient buckets (ring: half an all-reduce's bytes each), each overlapped with its own backward
-    extra_comm = extra_exposed = extra_bytes = 0.0
+    extra_comm = extra_exposed = 0.0
     extra_n = 0
     if zero_stage == 2 and k > 1 and d > 1:
         rs_sizes = [(sz / 2,) for (sz,) in sizes]
@@ -443,7 +454,6 @@ def grad_sync(
         )
         extra_comm = (k - 1) * rs_comm
         extra_exposed = (k - 1) * max(0.0, rs_free - backward_s)
-        extra_bytes = (k - 1) * (d - 1) / d * sum(sz for (sz,) in sizes)
         extra_n = (k - 1) * len(buckets)
     stage = (
         "DDP all-reduce"
@@ -459,7 +469,7 @@ def grad_sync(
         n_collectives=len(buckets) + extra_n if d > 1 else 0,
         comm_s=comm + extra_comm if d > 1 else 0.0,
         exposed_s=exposed + extra_exposed,
-        bytes_sent_per_rank=2 * (d - 1) / d * sum(s for (s,) in sizes) + extra_bytes,
+        bytes_sent_per_rank=dp_sync_halves(zero_stage, k) * (d - 1) / d * sum(s for (s,) in sizes),
         n_elements=sum(b.numel for b in buckets),
         buckets=tuple(timings),
         assumptions=(

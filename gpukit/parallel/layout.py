@@ -64,6 +64,7 @@ from gpukit.comm import (
     collective_time,
     cp_exchange,
     dp_group_layout,
+    dp_sync_halves,
     ep_traffic,
     grad_sync,
     hierarchical_all_reduce,
@@ -888,7 +889,7 @@ def estimate(
         # pp 1: the buckets the backward has not hidden (DDP); pp > 1: after the pipeline flush (Megatron
         # 2021); dp_overlap hides a further share of what is left
         dp_s = (1 - dp_overlap) * (sync.exposed_s if bucket_overlap else sync.comm_s)
-        halves = 2 if c.zero_stage < 2 else m + 1  # ZeRO-2: a reduce-scatter per micro-batch (grad_sync)
+        halves = dp_sync_halves(c.zero_stage, m)  # ZeRO-2: a reduce-scatter per micro-batch (grad_sync)
         comm_dp = ("dp_grad_reduce", halves * dense_stage * gbytes * (dp_sync - 1) / dp_sync)
     if adapters and c.zero_stage < 3:  # only the adapters' gradients are all-reduced: negligible traffic
         dp_s, comm_dp = 0.0, (comm_dp[0], 0.0)
@@ -1104,9 +1105,8 @@ def comm_volume(
     h_bytes = c.micro_batch * seq_len // c.cp * model.hidden * 2
     n_ar = 4 + (2 if c.recompute == "full" else 0)
     out = {
-        # DDP/ZeRO-1: one all-reduce (RS + AG) per step; ZeRO-2: a reduce-scatter after every micro-batch
-        # (its gradient partition only, deepspeedai/DeepSpeed#2252) and one all-gather: (m + 1) halves
-        "dp_bytes": (2 if c.zero_stage < 2 else m + 1) * (d * n_dense + de * n_exp / c.ep) * grad_bytes
+        # DDP/ZeRO-1: one all-reduce per step; ZeRO-2 a reduce-scatter per micro-batch (gpukit.comm)
+        "dp_bytes": dp_sync_halves(c.zero_stage, m) * (d * n_dense + de * n_exp / c.ep) * grad_bytes
         if c.zero_stage < 3
         else 0.0,
         "zero3_bytes": 3 * (d * n_dense + de * n_exp / c.ep) * 2 * m if c.zero_stage == 3 else 0.0,
