@@ -717,6 +717,35 @@ def pipeline_breakdown(config: ParallelConfig, global_batch: int, t: MicroBatchT
     )
 
 
+def checked_setup(
+    model: ModelSpec,
+    config: ParallelConfig,
+    *,
+    global_batch: int,
+    seq_len: int,
+    attention: str,
+    dropout: bool,
+    **conventions,
+):
+    """The layout's checks that estimate runs before its step model, and its TrainSetup: config.validate (its
+    notes), ring attention's blockwise kernel with cp > 1, the setup of layout_train_setup at the layout's
+    micro-batches per step. One place for estimate and the layout search's pruning (which must refuse what
+    estimate refuses). -> (TrainSetup, notes)."""
+    model = as_model_spec(model)
+    if not isinstance(config, ParallelConfig):
+        raise ValueError(f"config must be a ParallelConfig, got {type(config).__name__}")
+    global_batch = require_positive_int("global_batch", global_batch, at_most=MAX_COUNT)
+    seq_len = require_positive_int("seq_len", seq_len, at_most=MAX_COUNT)
+    require_choice("attention", attention, mem.ATTENTION)
+    notes = list(config.validate(model, global_batch=global_batch, seq_len=seq_len))
+    if config.cp > 1 and attention != "flash":
+        raise ValueError(
+            f"attention must be flash with cp {config.cp}: ring attention is blockwise (flash-style) attention"
+        )
+    m = global_batch // (config.dp * config.micro_batch)
+    return layout_train_setup(config, seq_len, m, attention, dropout, **conventions), notes
+
+
 def estimate(
     model,
     config: ParallelConfig,
@@ -773,7 +802,15 @@ def estimate(
     if not 0 <= require_positive("dp_overlap", dp_overlap, allow_zero=True) <= 1:
         raise ValueError(f"dp_overlap must be in [0, 1], got {dp_overlap}")
     dropout = model.dropout if dropout is None else dropout  # the model row's recipe (gpukit/data/models.csv)
-    notes = list(config.validate(model, global_batch=G, seq_len=s))
+    if not 0 <= require_positive("ep_overlap", ep_overlap, allow_zero=True) <= 1:
+        raise ValueError(f"ep_overlap must be in [0, 1], got {ep_overlap}")
+    if (
+        offload != "none"
+    ):  # the memory and bytes of the offloaded run (DeepSpeed's engine: 16-bit model on the GPU)
+        conventions = {**conventions, "offload": offload}
+    setup, notes = checked_setup(
+        model, config, global_batch=G, seq_len=s, attention=attention, dropout=dropout, **conventions
+    )
     if seq_len is None:
         notes.append(default_seq_len_note(model))
     if window:
@@ -784,20 +821,7 @@ def estimate(
             "the network"
         )
     c = config
-    # ---- EP / CP checks (helper G)
-    if not 0 <= require_positive("ep_overlap", ep_overlap, allow_zero=True) <= 1:
-        raise ValueError(f"ep_overlap must be in [0, 1], got {ep_overlap}")
-    if c.cp > 1 and attention != "flash":
-        raise ValueError(
-            f"attention must be flash with cp {c.cp}: ring attention is blockwise (flash-style) attention"
-        )
-    # ---- end EP / CP checks
     m = G // (c.dp * c.micro_batch)
-    if (
-        offload != "none"
-    ):  # the memory and bytes of the offloaded run (DeepSpeed's engine: 16-bit model on the GPU)
-        conventions = {**conventions, "offload": offload}
-    setup = layout_train_setup(c, s, m, attention, dropout, **conventions)
     mb = _memory if _memory is not None else mem.estimate_memory(model, setup=setup, gpu=cluster.gpu)
 
     causal = attention == "flash" and model.arch != "encoder"  # an encoder's attention is full either way

@@ -27,6 +27,7 @@ from gpukit.parallel.layout import (
     Estimate,
     ParallelConfig,
     as_model_spec,
+    checked_setup,
     estimate,
     layout_train_setup,
     micro_batch_times,
@@ -410,14 +411,18 @@ class _Evaluator:
         step model (its checks of the inputs every layout shares have passed once self.priced): the
         layout's rules, ring attention's kernel, the setup and that of its elementwise term (cp 1). Past
         them estimate raises only on counts beyond MAX_COUNT or a step that overflows a float."""
-        c.validate(self.model, global_batch=self.G, seq_len=self.s)
-        if c.cp > 1 and self.attention != "flash":
-            raise ValueError("attention must be flash with cp > 1")
-        m = self.G // (c.dp * c.micro_batch)
         # estimate's own setup: its finetune argument is not a memory convention there
         conventions = {k: v for k, v in self.conventions.items() if k != "finetune"}
         dropout = self.model.dropout if self.dropout is None else self.dropout  # as estimate reads it
-        setup = layout_train_setup(c, self.s, m, self.attention, dropout, **conventions)
+        setup, _ = checked_setup(
+            self.model,
+            c,
+            global_batch=self.G,
+            seq_len=self.s,
+            attention=self.attention,
+            dropout=dropout,
+            **conventions,
+        )
         mem.layer_activation_bytes(self.model, setup if c.cp == 1 else replace(setup, cp=1), recompute="none")
         return setup
 
