@@ -13,13 +13,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "VALIDATION.md"
 sys.path.insert(0, str(ROOT))  # the checkout's gpukit, also when run as a plain script
 
-from gpukit.parallel import VALIDATION_GROUPS, validation_group, validation_summary  # noqa: E402
+from gpukit.parallel import (  # noqa: E402
+    VALIDATION_GROUPS,
+    validate_published,
+    validation_group,
+    validation_summary,
+)
 
 
 def summary(rows) -> dict:
@@ -127,10 +133,6 @@ def _shortfall(rows) -> str:
         )
     llama = [v for v in held if v.run.name.startswith("Llama 3 ") and v.run.config.virtual_stages > 1]
     if llama:
-        from dataclasses import replace
-
-        from gpukit.parallel import validate_published
-
         plain = validate_published(
             runs=tuple(replace(v.run, config=replace(v.run.config, virtual_stages=1)) for v in llama)
         )
@@ -145,12 +147,7 @@ def _shortfall(rows) -> str:
 
 
 def render() -> str:
-    from gpukit.parallel import (
-        MATMUL_EFFICIENCY,
-        TRAINING_MATMUL_SHARE,
-        efficiency_rows,
-        validate_published,
-    )
+    from gpukit.parallel import MATMUL_EFFICIENCY, TRAINING_MATMUL_SHARE, efficiency_rows
 
     after = validate_published()
     before = validate_published(matmul_efficiency=MATMUL_EFFICIENCY)
